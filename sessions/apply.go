@@ -1,0 +1,363 @@
+package sessions
+
+import (
+	"fmt"
+	"time"
+)
+
+// Apply is the pure reducer for stream evidence: it returns the session after
+// event e observed at now. It never mutates s, does no I/O, and every state it
+// sets carries an evidence sentence. It is the only code that changes a
+// session's state from stream evidence (time and probes are supervisor.Reconcile's).
+func Apply(s Session, e Event, now time.Time) Session {
+	n := s.Clone()
+	n.UpdatedAt = now
+	if e.AgentSessionID != "" {
+		n.AgentSessionID = e.AgentSessionID
+	}
+	if e.Kind.Genuine() {
+		n.LastEventAt = now
+	}
+
+	switch e.Kind {
+	case EvProcessStarted:
+		n.PID = e.PID
+		n.ProcessAlive = true
+		n.LastExitCode = nil
+		if n.State == Idle {
+			setState(&n, Idle, fmt.Sprintf("agent process %d started; no turn yet", e.PID), now)
+		}
+
+	case EvSessionInit, EvActivity:
+		resumeWorking(&n, orDefault(e.Detail, "stream active"), now)
+
+	case EvMetrics, EvUnknown:
+		// Usage counters are not activity: the stall clock stays where it was.
+
+	case EvToolStarted:
+		n.OpenTools = withCall(n.OpenTools, e.CallID, e.Name, now)
+		resumeWorking(&n, fmt.Sprintf("running %s", orDefault(e.Name, "a tool")), now)
+
+	case EvToolFinished:
+		name := callName(n.OpenTools, e.CallID, e.Name)
+		delete(n.OpenTools, e.CallID)
+		resumeWorking(&n, fmt.Sprintf("%s finished", orDefault(name, "tool")), now)
+
+	case EvTaskStarted:
+		n.OpenTasks = withCall(n.OpenTasks, e.CallID, e.Name, now)
+		resumeWorking(&n, fmt.Sprintf("background task %s started", orDefault(e.Name, e.CallID)), now)
+
+	case EvTaskFinished:
+		name := callName(n.OpenTasks, e.CallID, e.Name)
+		delete(n.OpenTasks, e.CallID)
+		resumeWorking(&n, fmt.Sprintf("background task %s finished", orDefault(name, e.CallID)), now)
+
+	case EvTurnStarted:
+		n.TurnGeneration++
+		n.InTurn = true
+		n.TurnStarted = now
+		n.Failure = Failure{}
+		n.WaitReason = NoWait
+		n.Permission = nil
+		n.InterruptBy = nil
+		n.OpenTools, n.OpenTasks = nil, nil
+		n.CompactionStarted = time.Time{}
+		n.NeedsAttention = false
+		setState(&n, Working, fmt.Sprintf("turn %d started by the %s", n.TurnGeneration, e.By), now)
+
+	case EvCompactionStarted:
+		// Claude repeats status "compacting" every ~30 s: keep the first start
+		// time, or a stuck compaction would never time out.
+		if n.State != Compacting || n.CompactionStarted.IsZero() {
+			n.CompactionStarted = now
+		}
+		setState(&n, Compacting, "compacting the context", now)
+
+	case EvCompactionFinished:
+		n.CompactionStarted = time.Time{}
+		switch {
+		case e.OK && n.InTurn:
+			setState(&n, Working, "compaction finished; turn continues", now)
+		case e.OK:
+			setState(&n, Idle, "compaction finished", now)
+		case n.InTurn:
+			setState(&n, Working, fmt.Sprintf("compaction failed (%s); turn continues", orDefault(e.Detail, "no reason given")), now)
+		default:
+			n.Failure = Failure{Kind: ContextOverflow, Message: SanitizeMessage("compaction failed: " + orDefault(e.Detail, "no reason given"))}
+			setState(&n, Errored, n.Failure.Message, now)
+		}
+
+	case EvWaitingOnUser:
+		n.WaitReason = e.Reason
+		n.Permission = nil
+		if e.Permission != nil {
+			p := *e.Permission
+			n.Permission = &p
+		}
+		setState(&n, WaitingOnUser, waitEvidence(e), now)
+
+	case EvUserAnswered:
+		n.Permission = nil
+		n.WaitReason = NoWait
+		if n.InTurn {
+			setState(&n, Working, orDefault(e.Detail, "answered; turn continues"), now)
+		} else {
+			setState(&n, Idle, orDefault(e.Detail, "answered"), now)
+		}
+
+	case EvRetryScheduled:
+		n.Failure = Failure{
+			Kind:    retryFailureKind(e),
+			RetryAt: now.Add(e.Delay),
+			Message: SanitizeMessage(e.Failure.Message),
+		}
+		setState(&n, Recovering, retryEvidence(e, n.Failure), now)
+
+	case EvTurnCompleted:
+		if n.State == Errored && !n.InTurn {
+			// A late completion must not overwrite a terminal failure.
+			break
+		}
+		endTurn(&n)
+		n.Failure = Failure{}
+		n.Nudge = NudgeBudget{} // a completed turn refills the nudge budget
+		n.WaitReason = WaitReview
+		setState(&n, WaitingOnUser, fmt.Sprintf("turn %d completed; waiting for review", n.TurnGeneration), now)
+
+	case EvTurnFailed:
+		f := e.Failure
+		f.Message = SanitizeMessage(f.Message)
+		if e.Delay > 0 {
+			// The agent reported the failure but is retrying on its own: the
+			// turn is still in flight and recovering, with a countdown.
+			f.RetryAt = now.Add(e.Delay)
+			n.Failure = f
+			setState(&n, Recovering, fmt.Sprintf("%s; the agent retries at %s", failureEvidence(f), f.RetryAt.Format(time.TimeOnly)), now)
+			break
+		}
+		endTurn(&n)
+		n.Failure = f
+		setState(&n, Errored, fmt.Sprintf("turn %d failed: %s", n.TurnGeneration, failureEvidence(f)), now)
+
+	case EvInterruptRequested:
+		by := e.By
+		n.InterruptBy = &by
+
+	case EvTurnAborted:
+		by := n.InterruptBy
+		endTurn(&n)
+		switch {
+		case by != nil && *by == ByUser:
+			n.WaitReason = WaitReview
+			setState(&n, WaitingOnUser, fmt.Sprintf("turn %d stopped at your request; waiting for review", n.TurnGeneration), now)
+		case by != nil && *by == BySupervisor:
+			setState(&n, Interrupted, fmt.Sprintf("turn %d interrupted by the supervisor after a stall", n.TurnGeneration), now)
+		default:
+			setState(&n, Interrupted, fmt.Sprintf("turn %d aborted by the agent (%s)", n.TurnGeneration, orDefault(e.Detail, "no reason given")), now)
+		}
+
+	case EvIdle:
+		switch {
+		case n.InTurn:
+			endTurn(&n)
+			n.WaitReason = WaitReview
+			setState(&n, WaitingOnUser, fmt.Sprintf("turn %d ended (agent idle); waiting for review", n.TurnGeneration), now)
+		case holdsAfterTurn(n):
+			// A terminal failure, an interruption or a pending review is not
+			// overwritten by a later idle signal.
+		default:
+			setState(&n, Idle, "agent idle", now)
+		}
+
+	case EvAcknowledged:
+		n.NeedsAttention = false
+		if !n.InTurn && (n.State == WaitingOnUser && n.WaitReason == WaitReview || n.State == Errored || n.State == Interrupted) {
+			prev := n.State
+			n.WaitReason = NoWait
+			n.Failure = Failure{}
+			n.Nudge = NudgeBudget{}
+			setState(&n, Idle, fmt.Sprintf("acknowledged (%s)", prev.Label()), now)
+		}
+
+	case EvProcessExited, EvSessionEnded:
+		n.ProcessAlive = false
+		if e.Kind == EvProcessExited {
+			code := e.ExitCode
+			n.LastExitCode = &code
+		}
+		how := exitPhrase(e)
+		switch {
+		case n.InTurn:
+			gen := n.TurnGeneration
+			endTurn(&n)
+			setState(&n, Interrupted, fmt.Sprintf("%s during turn %d", how, gen), now)
+		case holdsAfterTurn(n):
+			n.Evidence = appendOnce(n.Evidence, how)
+		default:
+			setState(&n, Idle, how+"; session closed", now)
+		}
+	}
+	return n
+}
+
+// resumeWorking applies genuine activity: a turn in flight that was Suspect,
+// held by the agent's own retry, or waiting on a question that has since been
+// answered is Working again. Compacting, a finished turn and terminal states
+// are left alone.
+func resumeWorking(n *Session, evidence string, now time.Time) {
+	if !n.InTurn {
+		return
+	}
+	switch n.State {
+	case Working, Suspect, Idle:
+	case Recovering:
+		n.Failure = Failure{}
+	case WaitingOnUser:
+		n.WaitReason = NoWait
+		n.Permission = nil
+	default:
+		return
+	}
+	setState(n, Working, evidence, now)
+}
+
+func endTurn(n *Session) {
+	n.InTurn = false
+	n.OpenTools, n.OpenTasks = nil, nil
+	n.CompactionStarted = time.Time{}
+	n.Permission = nil
+	n.InterruptBy = nil
+	n.WaitReason = NoWait
+}
+
+// holdsAfterTurn reports whether a session with no turn in flight is in a
+// state that later idle or exit signals must not overwrite.
+func holdsAfterTurn(n Session) bool {
+	switch n.State {
+	case Errored, Interrupted, Recovering:
+		return true
+	case WaitingOnUser:
+		return n.WaitReason == WaitReview
+	}
+	return false
+}
+
+func setState(n *Session, st State, evidence string, now time.Time) {
+	if n.State != st {
+		n.StateChangedAt = now
+	}
+	n.State = st
+	n.Evidence = evidence
+}
+
+func withCall(m map[string]OpenCall, id, name string, now time.Time) map[string]OpenCall {
+	if m == nil {
+		m = map[string]OpenCall{}
+	}
+	if id == "" {
+		id = name
+	}
+	m[id] = OpenCall{Name: name, Started: now}
+	return m
+}
+
+func callName(m map[string]OpenCall, id, fallback string) string {
+	if c, ok := m[id]; ok && c.Name != "" {
+		return c.Name
+	}
+	return fallback
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func appendOnce(evidence, more string) string {
+	if evidence == "" {
+		return more
+	}
+	if len(evidence) >= len(more) && evidence[len(evidence)-len(more):] == more {
+		return evidence
+	}
+	return evidence + "; " + more
+}
+
+func exitPhrase(e Event) string {
+	if e.Kind == EvSessionEnded {
+		return orDefault(e.Detail, "session ended")
+	}
+	if e.Signal != "" {
+		return fmt.Sprintf("process exited by signal %s", e.Signal)
+	}
+	return fmt.Sprintf("process exited with code %d", e.ExitCode)
+}
+
+func waitEvidence(e Event) string {
+	switch e.Reason {
+	case WaitQuestion:
+		return "the agent asks you a question"
+	case WaitPlan:
+		return "the agent waits for you to approve its plan"
+	case WaitPermission:
+		tool := "a tool"
+		if e.Permission != nil && e.Permission.Tool != "" {
+			tool = e.Permission.Tool
+		}
+		return fmt.Sprintf("the agent asks permission to use %s", tool)
+	case WaitReview:
+		return "waiting for review"
+	}
+	return "waiting on you"
+}
+
+// retryFailureKind classifies an agent retry from its HTTP status when the
+// adapter did not already.
+func retryFailureKind(e Event) FailureKind {
+	if e.Failure.Kind != NoFailure {
+		return e.Failure.Kind
+	}
+	return KindFromStatus(e.Status)
+}
+
+// KindFromStatus maps a provider HTTP status to a failure kind.
+func KindFromStatus(status int) FailureKind {
+	switch {
+	case status == 429:
+		return RateLimit
+	case status == 529 || status == 503:
+		return Overloaded
+	case status == 401 || status == 403:
+		return Auth
+	case status == 402:
+		return Billing
+	case status == 413:
+		return ContextOverflow
+	}
+	return OtherFailure
+}
+
+func retryEvidence(e Event, f Failure) string {
+	attempt := fmt.Sprintf("%d", e.Attempt)
+	if e.MaxAttempts > 0 {
+		attempt = fmt.Sprintf("%d/%d", e.Attempt, e.MaxAttempts)
+	}
+	status := ""
+	if e.Status != 0 {
+		status = fmt.Sprintf(" after %d", e.Status)
+	}
+	return fmt.Sprintf("agent retry %s%s (%s); next attempt at %s", attempt, status, f.Kind.Label(), f.RetryAt.Format(time.TimeOnly))
+}
+
+func failureEvidence(f Failure) string {
+	s := f.Kind.Label()
+	if f.Message != "" {
+		s += ": " + f.Message
+	}
+	if !f.RetryAt.IsZero() {
+		s += fmt.Sprintf(" (resets at %s)", f.RetryAt.Format(time.DateTime))
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package sessions
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventKind is one word of the normalized vocabulary every adapter emits.
+type EventKind int
+
+// The event kinds. Adapters translate their CLI's wire format into these and
+// nothing else; Apply decides what they mean for the state.
+const (
+	EvUnknown EventKind = iota
+	// EvProcessStarted: the agent process is running (PID set).
+	EvProcessStarted
+	// EvSessionInit: the agent announced its own session id (Claude system/init).
+	EvSessionInit
+	// EvTurnStarted: a prompt, a nudge or a retry was sent; a new turn begins.
+	EvTurnStarted
+	// EvActivity: genuine stream activity (assistant text, thinking, status).
+	EvActivity
+	// EvMetrics: usage/token-count-only events. Not genuine activity.
+	EvMetrics
+	EvToolStarted
+	EvToolFinished
+	EvTaskStarted
+	EvTaskFinished
+	EvCompactionStarted
+	EvCompactionFinished
+	// EvWaitingOnUser: a question, a plan approval or a permission prompt.
+	EvWaitingOnUser
+	// EvUserAnswered: the pending question/permission was answered.
+	EvUserAnswered
+	// EvRetryScheduled: the agent's own backoff before its next attempt.
+	EvRetryScheduled
+	EvTurnCompleted
+	EvTurnFailed
+	// EvInterruptRequested: an interrupt was sent, by the user or the supervisor.
+	EvInterruptRequested
+	// EvTurnAborted: the turn ended because of an interrupt.
+	EvTurnAborted
+	// EvIdle: the agent reports it is idle (Claude session_state_changed idle).
+	EvIdle
+	// EvAcknowledged: the user reviewed the session (ack).
+	EvAcknowledged
+	EvProcessExited
+	EvSessionEnded
+)
+
+var eventNames = []string{
+	"unknown", "process_started", "session_init", "turn_started", "activity", "metrics",
+	"tool_started", "tool_finished", "task_started", "task_finished",
+	"compaction_started", "compaction_finished", "waiting_on_user", "user_answered",
+	"retry_scheduled", "turn_completed", "turn_failed", "interrupt_requested", "turn_aborted",
+	"idle", "acknowledged", "process_exited", "session_ended",
+}
+
+// AllEventKinds lists every real event kind (not EvUnknown), for tables.
+func AllEventKinds() []EventKind {
+	out := make([]EventKind, 0, len(eventNames)-1)
+	for k := EvProcessStarted; int(k) < len(eventNames); k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (k EventKind) String() string               { return enumString(eventNames, k) }
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+func (k *EventKind) UnmarshalText(b []byte) error {
+	return parseInto(k, "event kind", eventNames, b)
+}
+
+// Genuine reports whether the event is real stream activity that refreshes
+// the stall clock. Metrics-only events and the app's own bookkeeping are not.
+func (k EventKind) Genuine() bool {
+	switch k {
+	case EvMetrics, EvUnknown, EvAcknowledged, EvInterruptRequested, EvProcessExited, EvSessionEnded, EvProcessStarted:
+		return false
+	}
+	return true
+}
+
+// Event is one normalized observation about a session.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	// CallID and Name identify a tool call or background task.
+	CallID string `json:"call_id,omitempty"`
+	Name   string `json:"name,omitempty"`
+	// AgentSessionID, when set, is the agent's own session id.
+	AgentSessionID string `json:"agent_session_id,omitempty"`
+	PID            int    `json:"pid,omitempty"`
+	// OK is the outcome of a compaction.
+	OK     bool       `json:"ok,omitempty"`
+	Reason WaitReason `json:"reason,omitempty"`
+	// Permission is the request behind a permission wait.
+	Permission *Permission `json:"permission,omitempty"`
+	// Attempt, MaxAttempts, Delay and Status describe an agent retry.
+	Attempt     int           `json:"attempt,omitempty"`
+	MaxAttempts int           `json:"max_attempts,omitempty"`
+	Delay       time.Duration `json:"delay,omitempty"`
+	Status      int           `json:"status,omitempty"`
+	Failure     Failure       `json:"failure,omitzero"`
+	ExitCode    int           `json:"exit_code,omitempty"`
+	Signal      string        `json:"signal,omitempty"`
+	By          Actor         `json:"by,omitempty"`
+	// Detail is a short sanitized phrase for evidence ("compaction failed: too few messages").
+	Detail string `json:"detail,omitempty"`
+}
+
+// Describe is a one-line human description of the event for the timeline.
+func (e Event) Describe() string {
+	switch e.Kind {
+	case EvToolStarted, EvToolFinished, EvTaskStarted, EvTaskFinished:
+		return fmt.Sprintf("%s %s", e.Kind, e.Name)
+	case EvRetryScheduled:
+		return fmt.Sprintf("agent retry %d in %s (status %d)", e.Attempt, e.Delay.Round(time.Second), e.Status)
+	case EvTurnFailed:
+		return fmt.Sprintf("turn failed: %s: %s", e.Failure.Kind.Label(), e.Failure.Message)
+	case EvProcessExited:
+		if e.Signal != "" {
+			return fmt.Sprintf("process exited by signal %s", e.Signal)
+		}
+		return fmt.Sprintf("process exited with code %d", e.ExitCode)
+	}
+	if e.Detail != "" {
+		return fmt.Sprintf("%s: %s", e.Kind, e.Detail)
+	}
+	return e.Kind.String()
+}

@@ -1,0 +1,165 @@
+package sessions
+
+import (
+	"maps"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Failure is why a turn failed, already sanitized: it never carries secrets
+// or raw provider stderr.
+type Failure struct {
+	Kind    FailureKind `json:"kind"`
+	RetryAt time.Time   `json:"retry_at,omitzero"`
+	Message string      `json:"message"`
+}
+
+// IsZero reports whether there is no failure.
+func (f Failure) IsZero() bool { return f.Kind == NoFailure && f.Message == "" && f.RetryAt.IsZero() }
+
+// OpenCall is a tool call or background task that has started and not finished.
+type OpenCall struct {
+	Name    string    `json:"name"`
+	Started time.Time `json:"started"`
+}
+
+// NudgeBudget tracks the continuation nudge for the current incident.
+type NudgeBudget struct {
+	Attempts  int       `json:"attempts"`
+	LastNudge time.Time `json:"last_nudge,omitzero"`
+}
+
+// Permission is a pending permission request the user must approve or deny.
+type Permission struct {
+	RequestID string `json:"request_id"`
+	Tool      string `json:"tool"`
+}
+
+// Session is one supervised agent session: its identity and its activity
+// state with the evidence for it. The JSON form is the documented contract of
+// `--json` output and the local API.
+type Session struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	Agent          string `json:"agent"`
+	AgentSessionID string `json:"agent_session_id"`
+	Source         Source `json:"source"`
+	Cwd            string `json:"cwd"`
+	PID            int    `json:"pid"`
+
+	State      State      `json:"state"`
+	Evidence   string     `json:"evidence"`
+	WaitReason WaitReason `json:"wait_reason"`
+	Failure    Failure    `json:"failure"`
+	// NeedsAttention is raised by escalation when nothing automatic is left.
+	NeedsAttention bool `json:"needs_attention"`
+
+	TurnGeneration int64 `json:"turn_generation"`
+	// InTurn is true from a turn's start until its result, abort or the
+	// process's exit. It is what boot reconciliation reads.
+	InTurn      bool      `json:"in_turn"`
+	TurnStarted time.Time `json:"turn_started,omitzero"`
+	// LastEventAt is the time of the last genuine stream event: the stall clock.
+	LastEventAt       time.Time           `json:"last_event_at,omitzero"`
+	OpenTools         map[string]OpenCall `json:"open_tools,omitempty"`
+	OpenTasks         map[string]OpenCall `json:"open_tasks,omitempty"`
+	CompactionStarted time.Time           `json:"compaction_started,omitzero"`
+	Permission        *Permission         `json:"permission,omitempty"`
+	// InterruptBy records who asked to interrupt the turn in flight, so an
+	// abort that follows can be told apart: a user's stop is never nudged.
+	InterruptBy    *Actor      `json:"interrupt_by,omitempty"`
+	Nudge          NudgeBudget `json:"nudge"`
+	ProcessAlive   bool        `json:"process_alive"`
+	LastExitCode   *int        `json:"last_exit_code,omitempty"`
+	PermissionMode string      `json:"permission_mode,omitempty"`
+	SkippedLines   int         `json:"skipped_lines"`
+	StateChangedAt time.Time   `json:"state_changed_at,omitzero"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+}
+
+// Clone returns a deep copy, so a reducer never mutates its input.
+func (s Session) Clone() Session {
+	c := s
+	c.OpenTools = maps.Clone(s.OpenTools)
+	c.OpenTasks = maps.Clone(s.OpenTasks)
+	if s.Permission != nil {
+		p := *s.Permission
+		c.Permission = &p
+	}
+	if s.InterruptBy != nil {
+		a := *s.InterruptBy
+		c.InterruptBy = &a
+	}
+	if s.LastExitCode != nil {
+		e := *s.LastExitCode
+		c.LastExitCode = &e
+	}
+	return c
+}
+
+// DisplayName is the name if set, else a short form of the id.
+func (s Session) DisplayName() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	if len(s.ID) > 8 {
+		return s.ID[:8]
+	}
+	return s.ID
+}
+
+// OldestOpenCall returns the longest-running open tool call or background
+// task, for evidence ("Bash open").
+func (s Session) OldestOpenCall() (OpenCall, bool) {
+	var best OpenCall
+	found := false
+	for _, m := range []map[string]OpenCall{s.OpenTools, s.OpenTasks} {
+		for _, c := range m {
+			if !found || c.Started.Before(best.Started) {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
+}
+
+// HasOpenWork reports whether a tool call or background task is open, which
+// relaxes the stall threshold.
+func (s Session) HasOpenWork() bool { return len(s.OpenTools) > 0 || len(s.OpenTasks) > 0 }
+
+// secretPatterns match credentials that must never reach the timeline or a
+// notification: API keys, bearer tokens, key=value secrets.
+var secretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`),
+	regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._\-~+/=]{8,}`),
+	regexp.MustCompile(`(?i)((?:api[_-]?key|token|secret|password|authorization|x-api-key)["']?\s*[:=]\s*["']?)[^\s"',}]+`),
+}
+
+// maxMessageLen bounds a failure message: one readable sentence, not a dump.
+const maxMessageLen = 200
+
+// SanitizeMessage makes provider text safe to store and show: secrets are
+// redacted, control characters and runs of whitespace collapse to one space,
+// and the result is cut to one short line.
+func SanitizeMessage(s string) string {
+	for _, re := range secretPatterns {
+		if re.NumSubexp() > 0 {
+			s = re.ReplaceAllString(s, "${1}[redacted]")
+		} else {
+			s = re.ReplaceAllString(s, "[redacted]")
+		}
+	}
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxMessageLen {
+		s = string(r[:maxMessageLen-1]) + "…"
+	}
+	return s
+}
