@@ -30,6 +30,25 @@ type NudgeBudget struct {
 	LastNudge time.Time `json:"last_nudge,omitzero"`
 }
 
+// Supervision is the supervisor's own bookkeeping for the current incident,
+// persisted with the session so a restart neither forgets a spent budget nor
+// repeats an escalation. Only supervisor.Reconcile writes it.
+type Supervision struct {
+	// Recovery is what the supervisor is currently doing about a failure
+	// ("overflow", "rate_limit", "auth"); empty when nothing is in progress.
+	Recovery string `json:"recovery,omitempty"`
+	// RecoveryAttempts counts attempts of Recovery this incident.
+	RecoveryAttempts int `json:"recovery_attempts,omitempty"`
+	// NextAttemptAt is when the held recovery acts next (the countdown).
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	// InterruptSentAt is when a stall interrupt was sent for this turn, for
+	// the bounded escalation to terminating the process group.
+	InterruptSentAt time.Time `json:"interrupt_sent_at,omitzero"`
+	// EscalatedGeneration is the turn generation last escalated, so one
+	// incident escalates (and notifies) once.
+	EscalatedGeneration int64 `json:"escalated_generation,omitempty"`
+}
+
 // Permission is a pending permission request the user must approve or deny.
 type Permission struct {
 	RequestID string `json:"request_id"`
