@@ -35,7 +35,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 		// Usage counters are not activity: the stall clock stays where it was.
 
 	case EvToolStarted:
-		n.OpenTools = withCall(n.OpenTools, e.CallID, e.Name, now)
+		if n.InTurn {
+			n.OpenTools = withCall(n.OpenTools, e.CallID, e.Name, now)
+		}
 		resumeWorking(&n, fmt.Sprintf("running %s", orDefault(e.Name, "a tool")), now)
 
 	case EvToolFinished:
@@ -44,7 +46,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 		resumeWorking(&n, fmt.Sprintf("%s finished", orDefault(name, "tool")), now)
 
 	case EvTaskStarted:
-		n.OpenTasks = withCall(n.OpenTasks, e.CallID, e.Name, now)
+		if n.InTurn {
+			n.OpenTasks = withCall(n.OpenTasks, e.CallID, e.Name, now)
+		}
 		resumeWorking(&n, fmt.Sprintf("background task %s started", orDefault(e.Name, e.CallID)), now)
 
 	case EvTaskFinished:
@@ -75,6 +79,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 
 	case EvCompactionFinished:
 		n.CompactionStarted = time.Time{}
+		if n.InTurn {
+			n.Failure = Failure{}
+		}
 		switch {
 		case e.OK && n.InTurn:
 			setState(&n, Working, "compaction finished; turn continues", now)
@@ -97,6 +104,12 @@ func Apply(s Session, e Event, now time.Time) Session {
 		setState(&n, WaitingOnUser, waitEvidence(e), now)
 
 	case EvUserAnswered:
+		if n.State != WaitingOnUser || n.WaitReason == WaitReview {
+			// Nothing was waiting for an answer: treat it as plain activity
+			// so a late answer cannot hide an error or a pending review.
+			resumeWorking(&n, orDefault(e.Detail, "answered; turn continues"), now)
+			break
+		}
 		n.Permission = nil
 		n.WaitReason = NoWait
 		if n.InTurn {
@@ -114,8 +127,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 		setState(&n, Recovering, retryEvidence(e, n.Failure), now)
 
 	case EvTurnCompleted:
-		if n.State == Errored && !n.InTurn {
-			// A late completion must not overwrite a terminal failure.
+		if !n.InTurn && (n.State == Errored || n.State == Recovering) {
+			// A late completion must not overwrite a terminal failure or the
+			// supervisor's hold on one.
 			break
 		}
 		endTurn(&n)
@@ -144,6 +158,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 		n.InterruptBy = &by
 
 	case EvTurnAborted:
+		if !n.InTurn && holdsAfterTurn(n) {
+			break // a late abort must not turn a failure or a review into a nudgeable interruption
+		}
 		by := n.InterruptBy
 		endTurn(&n)
 		switch {
@@ -243,6 +260,11 @@ func holdsAfterTurn(n Session) bool {
 }
 
 func setState(n *Session, st State, evidence string, now time.Time) {
+	if st != WaitingOnUser {
+		// Only a waiting session waits for something.
+		n.WaitReason = NoWait
+		n.Permission = nil
+	}
 	if n.State != st {
 		n.StateChangedAt = now
 	}

@@ -89,6 +89,7 @@ type Session struct {
 	// abort that follows can be told apart: a user's stop is never nudged.
 	InterruptBy    *Actor      `json:"interrupt_by,omitempty"`
 	Nudge          NudgeBudget `json:"nudge"`
+	Supervision    Supervision `json:"supervision"`
 	ProcessAlive   bool        `json:"process_alive"`
 	LastExitCode   *int        `json:"last_exit_code,omitempty"`
 	PermissionMode string      `json:"permission_mode,omitempty"`
