@@ -1,0 +1,78 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchStream is a realistic session: every captured stdout stream, then
+// tool rounds whose results carry 1 MB of output (as Bash prints it: once in
+// the tool_result content, once in tool_use_result.stdout).
+func benchStream(b *testing.B, rounds int) []byte {
+	b.Helper()
+	var buf bytes.Buffer
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	for _, name := range files {
+		if strings.HasPrefix(filepath.Base(name), "transcript") {
+			continue // not stdout
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.Write(data)
+	}
+	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
+	for i := range rounds {
+		id := fmt.Sprintf("toolu_bench_%d", i)
+		fmt.Fprintf(&buf, `{"type":"assistant","message":{"id":"msg_%d","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"tool_use","id":"%s","name":"Bash","input":{"command":"make","description":"build"}}],"stop_reason":null},"parent_tool_use_id":null,"session_id":"s"}`+"\n", i, id)
+		fmt.Fprintf(&buf, `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"%s","type":"tool_result","content":%s,"is_error":false}]},"parent_tool_use_id":null,"session_id":"s","tool_use_result":{"stdout":%s,"stderr":"","interrupted":false}}`+"\n", id, out, out)
+		buf.WriteString(`{"type":"assistant","message":{"model":"claude-opus-4-8","content":[{"type":"text","text":"Build passed."}]},"parent_tool_use_id":null,"session_id":"s"}` + "\n")
+	}
+	buf.WriteString(`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s"}` + "\n")
+	return buf.Bytes()
+}
+
+func BenchmarkDecodeStream(b *testing.B) {
+	stream := benchStream(b, 4)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := NewDecoder(bytes.NewReader(stream), 4<<20)
+		for {
+			_, err := d.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if d.Stats().Skipped() != 0 {
+			b.Fatalf("lines skipped: %+v", d.Stats())
+		}
+	}
+}
+
+// BenchmarkDecodeStreamSmall is the same session without the big tool
+// results: the per-line cost of ordinary traffic.
+func BenchmarkDecodeStreamSmall(b *testing.B) {
+	stream := benchStream(b, 0)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := NewDecoder(bytes.NewReader(stream), 0)
+		for {
+			if _, err := d.Next(); err != nil {
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package claude
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// CommandSetting is the setting that names the Claude Code executable; errors
+// about a missing binary point the user at it.
+const CommandSetting = "agents.claude.command"
+
+// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
+const stderrKeep = 8 << 10
+
+// Process is one running `claude -p` in stream-json mode that the app owns:
+// its stdin takes prompts and control messages, its stdout is decoded into
+// sessions.Events.
+type Process struct {
+	cmd    *exec.Cmd
+	dec    *Decoder
+	events chan sessions.Event
+	stderr *ring
+
+	mu     sync.Mutex // guards stdin
+	stdin  io.WriteCloser
+	closed bool
+
+	reqSeq atomic.Int64
+}
+
+// ProcessOptions says how to start one Claude Code process.
+type ProcessOptions struct {
+	// Command is the executable, from the setting agents.claude.command.
+	Command string
+	Cwd     string
+	// Env is added to the inherited environment.
+	Env []string
+	// MaxLine bounds one stdout line (0: DefaultMaxLine).
+	MaxLine int
+	Launch  LaunchOptions
+}
+
+// Start launches Claude Code in opts.Cwd, in its own process group so that
+// terminating it reaches the tools it runs, and starts decoding its stdout.
+func Start(opts ProcessOptions) (*Process, error) {
+	if err := opts.Launch.Validate(); err != nil {
+		return nil, err
+	}
+	command := opts.Command
+	if command == "" {
+		command = "claude"
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil, fmt.Errorf("the Claude Code command %q was not found (install Claude Code, or point the setting %s at it: session-supervisor settings set %s /path/to/claude): %w",
+			command, CommandSetting, CommandSetting, err)
+	}
+	cmd := exec.Command(path, Args(opts.Launch)...)
+	cmd.Dir = opts.Cwd
+	cmd.Env = append(os.Environ(), opts.Env...)
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin for claude: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdout for claude: %w", err)
+	}
+	p := &Process{cmd: cmd, stdin: stdin, stderr: &ring{max: stderrKeep}, events: make(chan sessions.Event, 64)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
+	}
+	p.dec = NewDecoder(stdout, opts.MaxLine)
+	go p.decode()
+	return p, nil
+}
+
+// decode feeds decoded events to Events until stdout ends.
+func (p *Process) decode() {
+	defer close(p.events)
+	for {
+		line, err := p.dec.Next()
+		if err != nil {
+			return
+		}
+		for _, ev := range line.Events {
+			p.events <- ev
+		}
+	}
+}
+
+// PID is the process id (also its process group id).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Events yields the decoded stream; closed when stdout ends.
+func (p *Process) Events() <-chan sessions.Event { return p.events }
+
+// SkippedLines counts malformed, unknown and oversize lines.
+func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
+
+// Stats are the decoder's counters.
+func (p *Process) Stats() Counters { return p.dec.Stats() }
+
+// StderrTail is the last few KB of stderr (diagnostics only; never persisted).
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+func (p *Process) write(line []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("the agent's input is closed")
+	}
+	if _, err := p.stdin.Write(line); err != nil {
+		return fmt.Errorf("writing to claude's stdin: %w", err)
+	}
+	return nil
+}
+
+// SendPrompt sends a user message: a new turn, or part of the running one.
+func (p *Process) SendPrompt(text string) error { return p.write(UserMessage(text)) }
+
+// Compact runs Claude Code's /compact command, which works as a prompt.
+func (p *Process) Compact() error { return p.write(UserMessage("/compact")) }
+
+// Interrupt sends the interrupt control request.
+func (p *Process) Interrupt() error {
+	return p.write(InterruptRequest("interrupt_" + strconv.FormatInt(p.reqSeq.Add(1), 10)))
+}
+
+// AnswerPermission answers a can_use_tool request. Allowing sends the
+// original tool input back unchanged, as the protocol requires.
+func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, message string) error {
+	var input []byte
+	if allow {
+		input = p.dec.PendingInput(perm.RequestID)
+		if input == nil {
+			input = []byte("{}")
+		}
+	}
+	return p.write(PermissionResponse(perm.RequestID, allow, message, input))
+}
+
+// CloseInput closes stdin: the turn in flight finishes, then claude exits.
+func (p *Process) CloseInput() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	return p.stdin.Close()
+}
+
+// Signal signals the process group.
+func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.cmd.Process, sig) }
+
+// Wait waits for the process (call after Events is closed) and reports its
+// exit code, or the signal that killed it.
+func (p *Process) Wait() (int, string, error) {
+	err := p.cmd.Wait()
+	_ = p.CloseInput()
+	code, sig := exitStatus(p.cmd.ProcessState)
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		err = nil // a non-zero exit is an outcome, not a failure to wait
+	}
+	return code, sig, err
+}
+
+// ring keeps the last max bytes written.
+type ring struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (r *ring) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, b...)
+	if over := len(r.buf) - r.max; over > 0 {
+		r.buf = append(r.buf[:0], r.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.buf)
+}

@@ -1,0 +1,32 @@
+//go:build unix
+
+package claude
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// signalGroup signals the whole process group, reaching the tools claude runs.
+func signalGroup(p *os.Process, sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return p.Signal(sig)
+	}
+	return syscall.Kill(-p.Pid, s)
+}
+
+func exitStatus(ps *os.ProcessState) (int, string) {
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	return ps.ExitCode(), ""
+}
