@@ -1,0 +1,510 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Sentinel errors of the settings API.
+var (
+	ErrUnknownSetting = errors.New("unknown setting")
+	ErrInvalidSetting = errors.New("invalid setting value")
+)
+
+// Kind is a setting's value type.
+type Kind int
+
+// The kinds. Minutes are a float so thresholds can be set below a minute
+// (0.1 = 6 s), which tests and impatient users both want.
+const (
+	KindBool Kind = iota + 1
+	KindInt
+	KindMinutes
+	KindString
+)
+
+// MarshalText makes a Kind readable in the local API's JSON.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText is the inverse of MarshalText, so a client can decode a
+// SettingDef it received.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for _, c := range []Kind{KindBool, KindInt, KindMinutes, KindString} {
+		if c.String() == string(b) {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown setting kind %q", b)
+}
+
+func (k Kind) String() string {
+	switch k {
+	case KindBool:
+		return "bool"
+	case KindInt:
+		return "int"
+	case KindMinutes:
+		return "minutes"
+	case KindString:
+		return "string"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Policy says what happens to a number outside a setting's range.
+type Policy int
+
+// The policies.
+const (
+	// Clamp moves the value to the nearest bound and reports it
+	// (SetResult.Clamped): asking for a 1-second tick gets the fastest safe
+	// tick rather than an error.
+	Clamp Policy = iota
+	// Reject refuses the value.
+	Reject
+)
+
+// MarshalText makes a Policy readable in the local API's JSON.
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText is the inverse of MarshalText.
+func (p *Policy) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "clamp":
+		*p = Clamp
+	case "reject":
+		*p = Reject
+	default:
+		return fmt.Errorf("unknown setting policy %q", b)
+	}
+	return nil
+}
+
+func (p Policy) String() string {
+	if p == Reject {
+		return "reject"
+	}
+	return "clamp"
+}
+
+// SettingDef describes one setting: what the CLI and the UI show and what
+// SetSetting enforces. Numbers outside [Min, Max] are handled by Policy;
+// values that do not parse are always rejected. Min and Max are meaningless
+// for bool and string settings.
+type SettingDef struct {
+	Key         string `json:"key"`
+	Description string `json:"description"`
+	Kind        Kind   `json:"kind"`
+	// Unit names what an int counts ("seconds", "days", "attempts"); minutes
+	// settings are in minutes.
+	Unit    string  `json:"unit,omitempty"`
+	Default string  `json:"default"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Policy  Policy  `json:"policy"`
+}
+
+// Settings is the typed snapshot of every setting, what the supervisor and
+// the rest of the app read.
+type Settings struct {
+	Enabled          bool
+	Tick             time.Duration
+	StallSuspect     time.Duration
+	StallToolSuspect time.Duration
+	StallHard        time.Duration
+	AutoRecover      bool
+	NudgeEnabled     bool
+	NudgeMaxAttempts int
+	NudgeCooldown    time.Duration
+	SnapshotInterval time.Duration
+	// CompactTimeout bounds a compaction; the stuck-compaction and
+	// stale-overflow checks both use it so they cannot disagree.
+	CompactTimeout      time.Duration
+	RetentionDays       int
+	NotifyWaitingOnUser bool
+	ClaudeCommand       string
+}
+
+// value is a parsed setting value; the field matching the kind is set.
+type value struct {
+	b bool
+	i int64
+	f float64
+	s string
+}
+
+func (v value) seconds() time.Duration { return time.Duration(v.i) * time.Second }
+
+// minutes converts fractional minutes, rounded to the nanosecond: 0.1 is
+// exactly 6 s, not 5.999999999 s.
+func (v value) minutes() time.Duration { return time.Duration(math.Round(v.f * float64(time.Minute))) }
+
+// setting is a definition plus where its value goes in Settings.
+type setting struct {
+	SettingDef
+	apply func(*Settings, value)
+}
+
+// minMinutes is the smallest accepted minutes value (0.6 s): small enough
+// for tests driving a fake agent, and keeps "0" (which a user may type
+// meaning "off") from becoming a threshold that fires on every tick.
+const minMinutes = 0.01
+
+// registry is every setting, in the order the spec's table lists them.
+var registry = []setting{
+	{SettingDef{Key: "supervisor.enabled", Kind: KindBool, Default: "true",
+		Description: "Master switch for the supervisor loop."},
+		func(s *Settings, v value) { s.Enabled = v.b }},
+	{SettingDef{Key: "supervisor.tick_seconds", Kind: KindInt, Unit: "seconds", Default: "15", Min: 5, Max: 60,
+		Description: "Watchdog tick interval (clamped 5–60)."},
+		func(s *Settings, v value) { s.Tick = v.seconds() }},
+	{SettingDef{Key: "supervisor.stall_suspect_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
+		Description: "Working + silent stream for this long → Suspect."},
+		func(s *Settings, v value) { s.StallSuspect = v.minutes() }},
+	{SettingDef{Key: "supervisor.stall_tool_suspect_minutes", Kind: KindMinutes, Default: "30", Min: minMinutes, Max: 24 * 60,
+		Description: "Suspect threshold while a tool call or background task is open."},
+		func(s *Settings, v value) { s.StallToolSuspect = v.minutes() }},
+	// Up to a week: turns legitimately run for hours, and the hard stall
+	// interrupts work, so a user must be able to set it very high.
+	{SettingDef{Key: "supervisor.stall_hard_minutes", Kind: KindMinutes, Default: "150", Min: minMinutes, Max: 7 * 24 * 60,
+		Description: "Suspect + still silent this long → interrupt the turn."},
+		func(s *Settings, v value) { s.StallHard = v.minutes() }},
+	{SettingDef{Key: "supervisor.auto_recover_enabled", Kind: KindBool, Default: "true",
+		Description: "Gates recovery actions and the nudge. Status reconciliation stays on regardless."},
+		func(s *Settings, v value) { s.AutoRecover = v.b }},
+	{SettingDef{Key: "supervisor.nudge_enabled", Kind: KindBool, Default: "true",
+		Description: "Allow the continuation nudge."},
+		func(s *Settings, v value) { s.NudgeEnabled = v.b }},
+	// 0 is allowed: escalate at once without nudging. 10 caps how long a
+	// session that dies on every turn can be re-driven unattended.
+	{SettingDef{Key: "supervisor.nudge_max_attempts", Kind: KindInt, Unit: "attempts", Default: "2", Min: 0, Max: 10,
+		Description: "Nudges per incident before escalating."},
+		func(s *Settings, v value) { s.NudgeMaxAttempts = int(v.i) }},
+	{SettingDef{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
+		Description: "Minimum minutes between nudges."},
+		func(s *Settings, v value) { s.NudgeCooldown = v.minutes() }},
+	// Not below the fastest tick: a snapshot more often than the watchdog
+	// can change anything is wasted work for every subscriber.
+	{SettingDef{Key: "supervisor.snapshot_interval_seconds", Kind: KindInt, Unit: "seconds", Default: "60", Min: 5, Max: 3600,
+		Description: "Cadence of the authoritative activity snapshot re-emit."},
+		func(s *Settings, v value) { s.SnapshotInterval = v.seconds() }},
+	// A compaction of a large context was measured at ~44 s; 600 s gives
+	// more than 10x headroom so a slow provider never has a healthy
+	// compaction failed, while a truly stuck one is failed by the watchdog
+	// within minutes instead of latching the session busy. Below 60 s would
+	// fail real compactions.
+	{SettingDef{Key: "context_overflow.compact_timeout_seconds", Kind: KindInt, Unit: "seconds", Default: "600", Min: 60, Max: 7200,
+		Description: "How long a compaction may run before it is failed; also the stuck-compaction and stale-overflow threshold."},
+		func(s *Settings, v value) { s.CompactTimeout = v.seconds() }},
+	// At least 30 days: the timeline is the audit of what happened while
+	// nobody watched, and a shorter window could prune an incident before
+	// anyone reads it.
+	{SettingDef{Key: "timeline.retention_days", Kind: KindInt, Unit: "days", Default: "30", Min: 30, Max: 3650,
+		Description: "Days of supervisor timeline to keep (at least 30); older events are pruned."},
+		func(s *Settings, v value) { s.RetentionDays = int(v.i) }},
+	{SettingDef{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
+		Description: "Notify when a session starts waiting on you (a question, a plan, a permission, a finished turn)."},
+		func(s *Settings, v value) { s.NotifyWaitingOnUser = v.b }},
+	{SettingDef{Key: "agents.claude.command", Kind: KindString, Default: "claude",
+		Description: "Command that starts Claude Code: a name on PATH or an absolute path."},
+		func(s *Settings, v value) { s.ClaudeCommand = v.s }},
+}
+
+// SettingKeys returns every setting's definition, in display order. The
+// slice is a copy.
+func SettingKeys() []SettingDef {
+	out := make([]SettingDef, len(registry))
+	for i, s := range registry {
+		out[i] = s.SettingDef
+	}
+	return out
+}
+
+func lookup(key string) (setting, error) {
+	for _, s := range registry {
+		if s.Key == key {
+			return s, nil
+		}
+	}
+	keys := make([]string, len(registry))
+	for i, s := range registry {
+		keys[i] = s.Key
+	}
+	return setting{}, fmt.Errorf("%w %q; known settings: %s", ErrUnknownSetting, key, strings.Join(keys, ", "))
+}
+
+// Allowed describes the values the setting accepts, for help text and
+// error messages.
+func (d SettingDef) Allowed() string {
+	switch d.Kind {
+	case KindBool:
+		return "true or false"
+	case KindInt:
+		unit := ""
+		if d.Unit != "" {
+			unit = " of " + d.Unit
+		}
+		return fmt.Sprintf("a whole number%s from %s to %s", unit, formatNumber(d.Min), formatNumber(d.Max))
+	case KindMinutes:
+		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)", formatNumber(d.Min), formatNumber(d.Max))
+	case KindString:
+		return "a non-empty single line of text"
+	}
+	return d.Kind.String()
+}
+
+func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// parse validates raw against the definition and returns the canonical text
+// to store, the parsed value and whether it was clamped into range.
+func (d SettingDef) parse(raw string) (string, value, bool, error) {
+	in := strings.TrimSpace(raw)
+	invalid := func(why string) (string, value, bool, error) {
+		return "", value{}, false, fmt.Errorf("%w: %s = %q: %s; want %s", ErrInvalidSetting, d.Key, raw, why, d.Allowed())
+	}
+	switch d.Kind {
+	case KindBool:
+		switch strings.ToLower(in) {
+		case "true", "yes", "on", "1":
+			return "true", value{b: true}, false, nil
+		case "false", "no", "off", "0":
+			return "false", value{b: false}, false, nil
+		}
+		return invalid("not a boolean")
+
+	case KindInt:
+		n, err := strconv.ParseInt(in, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			// A whole number too large for int64 is still clearly "too
+			// big" (or too small), so it gets the range policy, not a
+			// parse error.
+			n = math.MaxInt64
+			if strings.HasPrefix(in, "-") {
+				n = math.MinInt64
+			}
+		} else if err != nil {
+			return invalid("not a whole number")
+		}
+		lo, hi := int64(d.Min), int64(d.Max)
+		clamped := false
+		if n < lo || n > hi {
+			if d.Policy == Reject {
+				return invalid("out of range")
+			}
+			n, clamped = max(lo, min(hi, n)), true
+		}
+		return strconv.FormatInt(n, 10), value{i: n}, clamped, nil
+
+	case KindMinutes:
+		f, err := strconv.ParseFloat(in, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			// ParseFloat accepts "NaN" and "Inf" and returns ±Inf for
+			// "1e999"; none of them is a duration.
+			return invalid("not a finite number")
+		}
+		if f <= 0 {
+			// Not clamped: 0 or less is not "a small threshold", it reads
+			// as "off", and no threshold here can be switched off.
+			return invalid("must be greater than 0")
+		}
+		clamped := false
+		if f < d.Min || f > d.Max {
+			if d.Policy == Reject {
+				return invalid("out of range")
+			}
+			f, clamped = max(d.Min, min(d.Max, f)), true
+		}
+		return formatNumber(f), value{f: f}, clamped, nil
+
+	case KindString:
+		if in == "" {
+			return invalid("empty")
+		}
+		if strings.ContainsFunc(in, unicode.IsControl) {
+			return invalid("contains a control character")
+		}
+		return in, value{s: in}, false, nil
+	}
+	return invalid("unsupported kind " + d.Kind.String())
+}
+
+// mustDefault parses the definition's default. A default that does not
+// parse is a bug in the registry above (the tests parse every one).
+func (s setting) mustDefault() value {
+	_, v, _, err := s.parse(s.Default)
+	if err != nil {
+		panic(fmt.Sprintf("storage: bad default for %s: %v", s.Key, err))
+	}
+	return v
+}
+
+// effective returns the value in force for a setting given what is stored.
+// A stored value that no longer parses (edited by hand, or written by a
+// build with other rules) falls back to the default instead of failing, so
+// a bad row can never stop the supervisor from starting; note says so.
+func (s setting) effective(stored string, present bool) (text string, v value, note string) {
+	if !present {
+		return s.Default, s.mustDefault(), ""
+	}
+	text, v, clamped, err := s.parse(stored)
+	if err != nil {
+		return s.Default, s.mustDefault(), fmt.Sprintf("stored value %q is invalid, using the default: %v", stored, err)
+	}
+	if clamped {
+		return text, v, fmt.Sprintf("stored value %q is out of range, using %s", stored, text)
+	}
+	return text, v, ""
+}
+
+// DefaultSettings is the snapshot of an unconfigured install.
+func DefaultSettings() Settings {
+	var out Settings
+	for _, s := range registry {
+		s.apply(&out, s.mustDefault())
+	}
+	return out
+}
+
+// SetResult reports what SetSetting stored.
+type SetResult struct {
+	Key string `json:"key"`
+	// Value is the canonical value stored: clamped, trimmed, normalized
+	// ("yes" → "true", "0.50" → "0.5").
+	Value string `json:"value"`
+	// Clamped is true when Requested was out of range and Value is the
+	// nearest bound.
+	Clamped   bool   `json:"clamped"`
+	Requested string `json:"requested"`
+}
+
+// SetSetting validates raw for key and stores it. Out-of-range numbers are
+// clamped (Clamped says so); unparseable values and unknown keys are errors
+// wrapping ErrInvalidSetting or ErrUnknownSetting that name the key, the
+// value and what is allowed.
+func (s *Store) SetSetting(ctx context.Context, key, raw string) (SetResult, error) {
+	def, err := lookup(key)
+	if err != nil {
+		return SetResult{}, err
+	}
+	text, _, clamped, err := def.parse(raw)
+	if err != nil {
+		return SetResult{}, err
+	}
+	_, err = s.db.ExecContext(ctx, `
+		INSERT INTO settings(key, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		key, text, formatTime(time.Now()))
+	if err != nil {
+		return SetResult{}, fmt.Errorf("set %s: %w", key, err)
+	}
+	return SetResult{Key: key, Value: text, Clamped: clamped, Requested: raw}, nil
+}
+
+// GetSetting returns the value in force for key: the stored value, or the
+// default when it is unset or the stored value is invalid.
+func (s *Store) GetSetting(ctx context.Context, key string) (string, error) {
+	def, err := lookup(key)
+	if err != nil {
+		return "", err
+	}
+	stored, err := s.storedSettings(ctx)
+	if err != nil {
+		return "", err
+	}
+	v, ok := stored[key]
+	text, _, _ := def.effective(v, ok)
+	return text, nil
+}
+
+// ResetSetting removes any stored value for key, so the default applies.
+func (s *Store) ResetSetting(ctx context.Context, key string) error {
+	if _, err := lookup(key); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("reset %s: %w", key, err)
+	}
+	return nil
+}
+
+// SettingValue is one row of ListSettings.
+type SettingValue struct {
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	Default     string `json:"default"`
+	Description string `json:"description"`
+	// IsDefault is true when Value equals the default, whether or not a
+	// value is stored.
+	IsDefault bool `json:"is_default"`
+	// Note explains a stored value that was ignored or clamped; empty
+	// normally.
+	Note string `json:"note,omitempty"`
+}
+
+// ListSettings returns every setting's value in force, in display order.
+func (s *Store) ListSettings(ctx context.Context) ([]SettingValue, error) {
+	stored, err := s.storedSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SettingValue, 0, len(registry))
+	for _, def := range registry {
+		v, ok := stored[def.Key]
+		text, _, note := def.effective(v, ok)
+		out = append(out, SettingValue{
+			Key:         def.Key,
+			Value:       text,
+			Default:     def.Default,
+			Description: def.Description,
+			IsDefault:   text == def.Default,
+			Note:        note,
+		})
+	}
+	return out, nil
+}
+
+// LoadSettings returns the typed snapshot of the settings in force. Stored
+// values that are invalid fall back to their defaults rather than failing.
+func (s *Store) LoadSettings(ctx context.Context) (Settings, error) {
+	stored, err := s.storedSettings(ctx)
+	if err != nil {
+		return Settings{}, err
+	}
+	var out Settings
+	for _, def := range registry {
+		v, ok := stored[def.Key]
+		_, val, _ := def.effective(v, ok)
+		def.apply(&out, val)
+	}
+	return out, nil
+}
+
+// storedSettings reads every stored row. Rows for keys this build does not
+// know (a newer build's, or typos made by hand) are returned too and simply
+// never looked up.
+func (s *Store) storedSettings(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM settings`)
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("read settings: %w", err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	return out, nil
+}

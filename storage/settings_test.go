@@ -1,0 +1,404 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// specDefaults is the spec's table (and this package's additions) written
+// out by hand, so a changed default in the registry fails here.
+var specDefaults = Settings{
+	Enabled:             true,
+	Tick:                15 * time.Second,
+	StallSuspect:        10 * time.Minute,
+	StallToolSuspect:    30 * time.Minute,
+	StallHard:           150 * time.Minute,
+	AutoRecover:         true,
+	NudgeEnabled:        true,
+	NudgeMaxAttempts:    2,
+	NudgeCooldown:       10 * time.Minute,
+	SnapshotInterval:    60 * time.Second,
+	CompactTimeout:      600 * time.Second,
+	RetentionDays:       30,
+	NotifyWaitingOnUser: true,
+	ClaudeCommand:       "claude",
+}
+
+func TestSettingRegistry(t *testing.T) {
+	wantKeys := []string{
+		"supervisor.enabled",
+		"supervisor.tick_seconds",
+		"supervisor.stall_suspect_minutes",
+		"supervisor.stall_tool_suspect_minutes",
+		"supervisor.stall_hard_minutes",
+		"supervisor.auto_recover_enabled",
+		"supervisor.nudge_enabled",
+		"supervisor.nudge_max_attempts",
+		"supervisor.nudge_cooldown_minutes",
+		"supervisor.snapshot_interval_seconds",
+		"context_overflow.compact_timeout_seconds",
+		"timeline.retention_days",
+		"notify.waiting_on_user",
+		"agents.claude.command",
+	}
+	defs := SettingKeys()
+	var keys []string
+	for _, d := range defs {
+		keys = append(keys, d.Key)
+		if d.Description == "" {
+			t.Errorf("%s has no description", d.Key)
+		}
+		// Every default is canonical and in range: it parses to itself
+		// without clamping.
+		text, _, clamped, err := d.parse(d.Default)
+		if err != nil || clamped || text != d.Default {
+			t.Errorf("%s: default %q parses to %q (clamped %v, err %v)", d.Key, d.Default, text, clamped, err)
+		}
+		if (d.Kind == KindInt || d.Kind == KindMinutes) && !(d.Min < d.Max) {
+			t.Errorf("%s: empty range [%v, %v]", d.Key, d.Min, d.Max)
+		}
+	}
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("SettingKeys:\n got %q\nwant %q", keys, wantKeys)
+	}
+	if !reflect.DeepEqual(DefaultSettings(), specDefaults) {
+		t.Errorf("DefaultSettings:\n got %+v\nwant %+v", DefaultSettings(), specDefaults)
+	}
+	// SettingKeys hands out a copy.
+	defs[0].Default = "false"
+	if SettingKeys()[0].Default != "true" {
+		t.Error("changing SettingKeys' result changed the registry")
+	}
+	// A client of the local API can decode what the server encodes.
+	b, err := json.Marshal(SettingKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"kind":"minutes"`) || !strings.Contains(string(b), `"policy":"clamp"`) {
+		t.Errorf("registry JSON lacks readable kind/policy: %s", b)
+	}
+	var back []SettingDef
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, SettingKeys()) {
+		t.Errorf("registry JSON round trip = %v; equal %v", err, reflect.DeepEqual(back, SettingKeys()))
+	}
+}
+
+func TestSettingsDefaultsOnFreshDatabase(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	got, err := s.LoadSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, specDefaults) {
+		t.Errorf("LoadSettings on a fresh db:\n got %+v\nwant %+v", got, specDefaults)
+	}
+	list, err := s.ListSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(SettingKeys()) {
+		t.Fatalf("ListSettings returned %d settings, want %d", len(list), len(SettingKeys()))
+	}
+	for i, v := range list {
+		def := SettingKeys()[i]
+		if v.Key != def.Key || v.Value != def.Default || v.Default != def.Default || !v.IsDefault ||
+			v.Description != def.Description || v.Note != "" {
+			t.Errorf("ListSettings[%d] = %+v, want the default of %s", i, v, def.Key)
+		}
+		if g, err := s.GetSetting(ctx, def.Key); err != nil || g != def.Default {
+			t.Errorf("GetSetting(%s) = %q, %v; want %q", def.Key, g, err, def.Default)
+		}
+	}
+}
+
+// TestSetSettingReachesItsField sets each key to a non-default value and
+// checks that exactly the matching Settings field changed, so no key is
+// wired to the wrong field.
+func TestSetSettingReachesItsField(t *testing.T) {
+	tests := []struct {
+		key, raw, stored string
+		want             func(*Settings)
+	}{
+		{"supervisor.enabled", "false", "false", func(s *Settings) { s.Enabled = false }},
+		{"supervisor.tick_seconds", "30", "30", func(s *Settings) { s.Tick = 30 * time.Second }},
+		{"supervisor.stall_suspect_minutes", "0.1", "0.1", func(s *Settings) { s.StallSuspect = 6 * time.Second }},
+		{"supervisor.stall_tool_suspect_minutes", "45.5", "45.5", func(s *Settings) { s.StallToolSuspect = 45*time.Minute + 30*time.Second }},
+		{"supervisor.stall_hard_minutes", "0.25", "0.25", func(s *Settings) { s.StallHard = 15 * time.Second }},
+		{"supervisor.auto_recover_enabled", "no", "false", func(s *Settings) { s.AutoRecover = false }},
+		{"supervisor.nudge_enabled", "OFF", "false", func(s *Settings) { s.NudgeEnabled = false }},
+		{"supervisor.nudge_max_attempts", "0", "0", func(s *Settings) { s.NudgeMaxAttempts = 0 }},
+		{"supervisor.nudge_cooldown_minutes", "0.50", "0.5", func(s *Settings) { s.NudgeCooldown = 30 * time.Second }},
+		{"supervisor.snapshot_interval_seconds", "120", "120", func(s *Settings) { s.SnapshotInterval = 2 * time.Minute }},
+		{"context_overflow.compact_timeout_seconds", "900", "900", func(s *Settings) { s.CompactTimeout = 15 * time.Minute }},
+		{"timeline.retention_days", " 90 ", "90", func(s *Settings) { s.RetentionDays = 90 }},
+		{"notify.waiting_on_user", "0", "false", func(s *Settings) { s.NotifyWaitingOnUser = false }},
+		{"agents.claude.command", " /opt/claude/bin/claude ", "/opt/claude/bin/claude", func(s *Settings) { s.ClaudeCommand = "/opt/claude/bin/claude" }},
+	}
+	if len(tests) != len(SettingKeys()) {
+		t.Fatalf("table covers %d keys, registry has %d", len(tests), len(SettingKeys()))
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			s, _ := openTemp(t)
+			ctx := context.Background()
+			res, err := s.SetSetting(ctx, tt.key, tt.raw)
+			if err != nil {
+				t.Fatalf("SetSetting: %v", err)
+			}
+			if want := (SetResult{Key: tt.key, Value: tt.stored, Requested: tt.raw}); res != want {
+				t.Errorf("SetSetting = %+v, want %+v", res, want)
+			}
+			if g, err := s.GetSetting(ctx, tt.key); err != nil || g != tt.stored {
+				t.Errorf("GetSetting = %q, %v; want %q", g, err, tt.stored)
+			}
+			want := specDefaults
+			tt.want(&want)
+			got, err := s.LoadSettings(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("LoadSettings:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestSetSettingClamps(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	tests := []struct {
+		key, raw, want string
+	}{
+		{"supervisor.tick_seconds", "99", "60"},
+		{"supervisor.tick_seconds", "1", "5"},
+		{"supervisor.tick_seconds", "-3", "5"},
+		{"supervisor.tick_seconds", "99999999999999999999", "60"}, // beyond int64
+		{"supervisor.stall_suspect_minutes", "0.001", "0.01"},
+		{"supervisor.stall_hard_minutes", "1e6", "10080"},
+		{"supervisor.nudge_max_attempts", "50", "10"},
+		{"timeline.retention_days", "7", "30"},
+		{"context_overflow.compact_timeout_seconds", "5", "60"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.raw, func(t *testing.T) {
+			res, err := s.SetSetting(ctx, tt.key, tt.raw)
+			if err != nil {
+				t.Fatalf("SetSetting: %v", err)
+			}
+			if want := (SetResult{Key: tt.key, Value: tt.want, Clamped: true, Requested: tt.raw}); res != want {
+				t.Errorf("SetSetting = %+v, want %+v", res, want)
+			}
+			if g, _ := s.GetSetting(ctx, tt.key); g != tt.want {
+				t.Errorf("stored %q, want %q", g, tt.want)
+			}
+		})
+	}
+	// In range and exactly on a bound is not clamped.
+	for _, raw := range []string{"5", "60", "15"} {
+		if res, err := s.SetSetting(ctx, "supervisor.tick_seconds", raw); err != nil || res.Clamped || res.Value != raw {
+			t.Errorf("SetSetting(tick, %s) = %+v, %v; want it stored unclamped", raw, res, err)
+		}
+	}
+	got, err := s.LoadSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tick != 15*time.Second || got.RetentionDays != 30 || got.CompactTimeout != time.Minute {
+		t.Errorf("LoadSettings after clamping: %+v", got)
+	}
+}
+
+func TestSetSettingRejects(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	// A good value first: a rejected set must leave it in place.
+	for _, k := range []string{"supervisor.tick_seconds", "supervisor.enabled", "supervisor.stall_suspect_minutes", "agents.claude.command"} {
+		def, _ := lookup(k)
+		if _, err := s.SetSetting(ctx, k, def.Default); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		key, raw string
+		msg      []string // in addition to the key and the quoted value
+	}{
+		{"supervisor.tick_seconds", "abc", []string{"not a whole number", "from 5 to 60"}},
+		{"supervisor.tick_seconds", "2.5", []string{"not a whole number", "seconds from 5 to 60"}},
+		{"supervisor.tick_seconds", "", []string{"from 5 to 60"}},
+		{"supervisor.tick_seconds", "1e3", []string{"not a whole number"}},
+		{"supervisor.enabled", "maybe", []string{"not a boolean", "true or false"}},
+		{"supervisor.enabled", "", []string{"true or false"}},
+		{"supervisor.stall_suspect_minutes", "NaN", []string{"not a finite number", "from 0.01 to 1440"}},
+		{"supervisor.stall_suspect_minutes", "Inf", []string{"not a finite number"}},
+		{"supervisor.stall_suspect_minutes", "-inf", []string{"not a finite number"}},
+		{"supervisor.stall_suspect_minutes", "1e999", []string{"not a finite number"}},
+		{"supervisor.stall_suspect_minutes", "ten", []string{"not a finite number", "minutes"}},
+		{"supervisor.stall_suspect_minutes", "0", []string{"greater than 0"}},
+		{"supervisor.stall_suspect_minutes", "-5", []string{"greater than 0"}},
+		{"agents.claude.command", "  ", []string{"empty"}},
+		{"agents.claude.command", "claude\nrm -rf /", []string{"control character"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.raw, func(t *testing.T) {
+			res, err := s.SetSetting(ctx, tt.key, tt.raw)
+			if err == nil {
+				t.Fatalf("SetSetting(%s, %q) = %+v, want an error", tt.key, tt.raw, res)
+			}
+			if !errors.Is(err, ErrInvalidSetting) {
+				t.Errorf("error %q does not wrap ErrInvalidSetting", err)
+			}
+			for _, m := range append([]string{tt.key, `"` + strings.ReplaceAll(tt.raw, "\n", `\n`) + `"`}, tt.msg...) {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+			def, _ := lookup(tt.key)
+			if g, _ := s.GetSetting(ctx, tt.key); g != def.Default {
+				t.Errorf("after the rejected set %s = %q, want it unchanged (%q)", tt.key, g, def.Default)
+			}
+		})
+	}
+}
+
+// TestRejectPolicy covers the policy no shipped key uses yet, with a
+// definition made up for the test.
+func TestRejectPolicy(t *testing.T) {
+	def := SettingDef{Key: "test.strict", Kind: KindInt, Unit: "items", Min: 1, Max: 3, Policy: Reject, Default: "2"}
+	minutes := SettingDef{Key: "test.strict_minutes", Kind: KindMinutes, Min: 1, Max: 3, Policy: Reject, Default: "2"}
+	tests := []struct {
+		def     SettingDef
+		raw     string
+		want    string
+		wantErr bool
+	}{
+		{def, "1", "1", false},
+		{def, "3", "3", false},
+		{def, "4", "", true},
+		{def, "0", "", true},
+		{minutes, "2.5", "2.5", false},
+		{minutes, "3.5", "", true},
+		{minutes, "0.5", "", true},
+	}
+	for _, tt := range tests {
+		text, _, clamped, err := tt.def.parse(tt.raw)
+		if tt.wantErr {
+			if !errors.Is(err, ErrInvalidSetting) || !strings.Contains(err.Error(), "out of range") ||
+				!strings.Contains(err.Error(), "from 1 to 3") {
+				t.Errorf("%s=%s: err %v, want an out-of-range error naming the range", tt.def.Key, tt.raw, err)
+			}
+			continue
+		}
+		if err != nil || clamped || text != tt.want {
+			t.Errorf("%s=%s: %q clamped=%v err=%v; want %q", tt.def.Key, tt.raw, text, clamped, err, tt.want)
+		}
+	}
+}
+
+func TestUnknownSetting(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrUnknownSetting) {
+			t.Errorf("%s: error %v does not wrap ErrUnknownSetting", op, err)
+			return
+		}
+		for _, m := range []string{`"supervisor.tick"`, "unknown", "supervisor.tick_seconds", "agents.claude.command"} {
+			if !strings.Contains(err.Error(), m) {
+				t.Errorf("%s: error %q does not mention %q", op, err, m)
+			}
+		}
+	}
+	_, err := s.SetSetting(ctx, "supervisor.tick", "15")
+	check("SetSetting", err)
+	_, err = s.GetSetting(ctx, "supervisor.tick")
+	check("GetSetting", err)
+	check("ResetSetting", s.ResetSetting(ctx, "supervisor.tick"))
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM settings`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("settings rows = %d, %v; want none", n, err)
+	}
+}
+
+func TestResetSetting(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	const key = "supervisor.nudge_max_attempts"
+	if _, err := s.SetSetting(ctx, key, "5"); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := s.ListSettings(ctx)
+	if v := list[slices.IndexFunc(list, func(v SettingValue) bool { return v.Key == key })]; v.Value != "5" || v.IsDefault {
+		t.Errorf("after set: %+v", v)
+	}
+	if err := s.ResetSetting(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ResetSetting(ctx, key); err != nil {
+		t.Errorf("resetting an unset key: %v", err)
+	}
+	list, _ = s.ListSettings(ctx)
+	if v := list[slices.IndexFunc(list, func(v SettingValue) bool { return v.Key == key })]; v.Value != "2" || !v.IsDefault {
+		t.Errorf("after reset: %+v", v)
+	}
+}
+
+// TestLoadSettingsSurvivesHandEdits writes values SetSetting would refuse
+// straight into the table, as a user with the sqlite3 shell might.
+func TestLoadSettingsSurvivesHandEdits(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	for k, v := range map[string]string{
+		"supervisor.tick_seconds":          "abc", // unparseable → default 15
+		"supervisor.stall_suspect_minutes": "NaN", // → default 10
+		"supervisor.enabled":               "maybe",
+		"supervisor.nudge_max_attempts":    "999",  // out of range → clamped to 10
+		"supervisor.stall_hard_minutes":    "0",    // not > 0 → default 150
+		"timeline.retention_days":          "45",   // fine
+		"agents.claude.command":            "",     // empty → default
+		"some.future_key":                  "true", // unknown → ignored
+	} {
+		mustExec(t, s, `INSERT INTO settings(key, value, updated_at) VALUES (?, ?, ?)`, k, v, formatTime(base))
+	}
+	got, err := s.LoadSettings(ctx)
+	if err != nil {
+		t.Fatalf("LoadSettings failed on hand-edited values: %v", err)
+	}
+	want := specDefaults
+	want.NudgeMaxAttempts = 10
+	want.RetentionDays = 45
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadSettings:\n got %+v\nwant %+v", got, want)
+	}
+	list, err := s.ListSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := map[string]string{}
+	for _, v := range list {
+		notes[v.Key] = v.Note
+	}
+	for _, k := range []string{"supervisor.tick_seconds", "supervisor.stall_suspect_minutes", "supervisor.enabled",
+		"supervisor.stall_hard_minutes", "agents.claude.command"} {
+		if !strings.Contains(notes[k], "invalid, using the default") {
+			t.Errorf("%s note = %q, want it to say the stored value is ignored", k, notes[k])
+		}
+	}
+	if !strings.Contains(notes["supervisor.nudge_max_attempts"], "out of range, using 10") {
+		t.Errorf("nudge_max_attempts note = %q", notes["supervisor.nudge_max_attempts"])
+	}
+	if notes["timeline.retention_days"] != "" {
+		t.Errorf("a valid value got a note: %q", notes["timeline.retention_days"])
+	}
+	if g, err := s.GetSetting(ctx, "supervisor.tick_seconds"); err != nil || g != "15" {
+		t.Errorf("GetSetting(tick) = %q, %v; want the default 15", g, err)
+	}
+}

@@ -1,0 +1,224 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// TimelineEvent is one row of a session's supervisor timeline: an
+// observation ("marked suspect") or an action ("nudge sent"), with the turn
+// generation it was decided for and a JSON detail.
+type TimelineEvent struct {
+	ID             int64           `json:"id"`
+	SessionID      string          `json:"session_id"`
+	Time           time.Time       `json:"time"`
+	Kind           string          `json:"kind"`
+	TurnGeneration int64           `json:"turn_generation"`
+	Detail         json.RawMessage `json:"detail"`
+}
+
+// emptyDetail is stored for an event without detail, so the column always
+// holds valid JSON that a reader can decode into a struct.
+const emptyDetail = "{}"
+
+// validate checks an event before it is written. A zero time or an empty
+// kind is a bug in the caller, and an audit row that cannot be placed or
+// read is worse than an error.
+func (e TimelineEvent) validate() error {
+	switch {
+	case e.SessionID == "":
+		return errors.New("timeline event: empty session id")
+	case e.Kind == "":
+		return fmt.Errorf("timeline event for session %s: empty kind", e.SessionID)
+	case e.Time.IsZero():
+		return fmt.Errorf("timeline event %s for session %s: zero time", e.Kind, e.SessionID)
+	case len(e.Detail) > 0 && !json.Valid(e.Detail):
+		return fmt.Errorf("timeline event %s for session %s: detail is not valid JSON", e.Kind, e.SessionID)
+	}
+	return nil
+}
+
+// AppendEvent adds one event to the timeline and returns its id. The event's
+// ID field is ignored: ids are assigned by the database, increasing.
+func (s *Store) AppendEvent(ctx context.Context, ev TimelineEvent) (int64, error) {
+	return appendEvent(ctx, s.db, ev)
+}
+
+func appendEvent(ctx context.Context, db execer, ev TimelineEvent) (int64, error) {
+	if err := ev.validate(); err != nil {
+		return 0, err
+	}
+	detail := string(ev.Detail)
+	if detail == "" {
+		detail = emptyDetail
+	}
+	res, err := db.ExecContext(ctx, `
+		INSERT INTO supervisor_events(session_id, time, kind, turn_generation, detail)
+		VALUES (?, ?, ?, ?, ?)`,
+		ev.SessionID, formatTime(ev.Time), ev.Kind, ev.TurnGeneration, detail)
+	if err != nil {
+		return 0, fmt.Errorf("append timeline event %s for session %s: %w", ev.Kind, ev.SessionID, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("append timeline event %s for session %s: %w", ev.Kind, ev.SessionID, err)
+	}
+	return id, nil
+}
+
+// SaveSessionWithEvents saves the session and appends its timeline events in
+// one transaction, so a state change is never persisted without the rows
+// that explain it, or the other way round. An event with an empty SessionID
+// is filed under the session; one naming a different session is an error.
+func (s *Store) SaveSessionWithEvents(ctx context.Context, sess sessions.Session, events []TimelineEvent) error {
+	evs := make([]TimelineEvent, len(events))
+	for i, ev := range events {
+		switch ev.SessionID {
+		case "":
+			ev.SessionID = sess.ID
+		case sess.ID:
+		default:
+			return fmt.Errorf("save session %s: event %d (%s) belongs to session %s", sess.ID, i, ev.Kind, ev.SessionID)
+		}
+		if err := ev.validate(); err != nil {
+			return fmt.Errorf("save session %s: %w", sess.ID, err)
+		}
+		evs[i] = ev
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := saveSession(ctx, tx, sess); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if _, err := appendEvent(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Timeline returns a session's events, newest first (ties by id, newest
+// first). limit <= 0 returns them all. An empty sessionID returns every
+// session's events.
+func (s *Store) Timeline(ctx context.Context, sessionID string, limit int) ([]TimelineEvent, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: a negative LIMIT means no limit
+	}
+	var rows *sql.Rows
+	var err error
+	if sessionID == "" {
+		rows, err = s.db.QueryContext(ctx, `
+			SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
+			ORDER BY time DESC, id DESC LIMIT ?`, limit)
+	} else {
+		rows, err = s.db.QueryContext(ctx, `
+			SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
+			WHERE session_id = ? ORDER BY time DESC, id DESC LIMIT ?`, sessionID, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read timeline of session %q: %w", sessionID, err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read timeline of session %q: %w", sessionID, err)
+	}
+	return evs, nil
+}
+
+// EventsByKind returns the events of one kind across all sessions at or
+// after since, newest first; limit <= 0 returns them all. It is the "what
+// happened while I was away" query (every escalation, every nudge).
+func (s *Store) EventsByKind(ctx context.Context, kind string, since time.Time, limit int) ([]TimelineEvent, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.QueryContext(ctx, eventsByKindQuery, kind, formatTime(since), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s events: %w", kind, err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read %s events: %w", kind, err)
+	}
+	return evs, nil
+}
+
+// eventsByKindQuery is served by the supervisor_events_kind_time index
+// (migration 2), without a sort step; a test checks the query plan.
+const eventsByKindQuery = `
+	SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
+	WHERE kind = ? AND time >= ? ORDER BY time DESC, id DESC LIMIT ?`
+
+// PruneEvents deletes events older than olderThan (every session's) and
+// returns how many it deleted.
+func (s *Store) PruneEvents(ctx context.Context, olderThan time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM supervisor_events WHERE time < ?`, formatTime(olderThan))
+	if err != nil {
+		return 0, fmt.Errorf("prune timeline before %s: %w", formatTime(olderThan), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune timeline before %s: %w", formatTime(olderThan), err)
+	}
+	return n, nil
+}
+
+func scanEvents(rows *sql.Rows) ([]TimelineEvent, error) {
+	defer rows.Close()
+	var out []TimelineEvent
+	for rows.Next() {
+		var ev TimelineEvent
+		var t, detail string
+		if err := rows.Scan(&ev.ID, &ev.SessionID, &t, &ev.Kind, &ev.TurnGeneration, &detail); err != nil {
+			return nil, err
+		}
+		tm, err := parseTime(t)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", ev.ID, err)
+		}
+		ev.Time = tm
+		ev.Detail = json.RawMessage(detail)
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// OutcomePending marks an action's intent row before the action is
+// dispatched; SetEventOutcome replaces it with what happened.
+const OutcomePending = "pending"
+
+// SetEventOutcome records an action's outcome in its intent row's detail.
+func (s *Store) SetEventOutcome(ctx context.Context, id int64, outcome string) error {
+	res, err := s.db.ExecContext(ctx,
+		`UPDATE supervisor_events SET detail = json_set(detail, '$.outcome', ?) WHERE id = ?`, outcome, id)
+	if err != nil {
+		return fmt.Errorf("record outcome of event %d: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("record outcome of event %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// PendingIntents returns intent rows whose outcome is still pending, oldest
+// first: actions the app decided but may have died dispatching.
+func (s *Store) PendingIntents(ctx context.Context) ([]TimelineEvent, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
+		WHERE json_extract(detail, '$.outcome') = 'pending' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read pending action intents: %w", err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read pending action intents: %w", err)
+	}
+	return evs, nil
+}
