@@ -1,0 +1,55 @@
+# Session Supervisor. `make run` builds and starts the app; `make test` runs
+# every check CI runs. Both install what they need first.
+GO ?= go
+BIN := bin/session-supervisor
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+STATICCHECK_VERSION := v0.7.0
+TOOLS := $(CURDIR)/.cache/bin
+# The real Claude Code CLI for the end-to-end tests, pinned, in a git-ignored cache.
+CLAUDE_VERSION := 2.1.197
+CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
+# One CGO setting for build and tests so they share the build cache.
+export CGO_ENABLED := 1
+
+.PHONY: all deps test-deps build run test lint unit bench clean
+
+all: build
+
+deps:
+	@./packaging/install-deps.sh build
+
+test-deps:
+	@./packaging/install-deps.sh test
+
+build: deps
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+run: build
+	./$(BIN) run
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: $(TOOLS)/staticcheck
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.cache/*')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(TOOLS)/staticcheck ./...
+
+$(CLAUDE_BIN):
+	npm install --prefix $(CURDIR)/.cache/claude --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+	$(CLAUDE_BIN) --version
+
+# E2E_REQUIRED makes the end-to-end tests fail, not skip, when the real CLI
+# is missing: under `make test` it is always installed first.
+unit: $(CLAUDE_BIN)
+	CLAUDE_BIN=$(CLAUDE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 ./...
+
+test: test-deps lint unit
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin .cache

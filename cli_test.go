@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// runCLI runs one command line in-process and returns exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errOut}
+	code := c.main(args)
+	return code, out.String(), errOut.String()
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage: session-supervisor"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"bad flag", []string{"--data-dir", dir, "timeline", "--bogus", "x"}, "flag provided but not defined"},
+		{"missing data dir value", []string{"ls", "--data-dir"}, "--data-dir needs a directory"},
+		{"settings without subcommand", []string{"--data-dir", dir, "settings"}, "needs a subcommand"},
+		{"settings get without key", []string{"--data-dir", dir, "settings", "get"}, "takes 1 argument"},
+		{"timeline bad limit", []string{"--data-dir", dir, "timeline", "x", "--limit", "-3"}, "--limit must be"},
+		{"version with args", []string{"version", "extra"}, "takes no arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit code = %d, want %d", code, exitUsage)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tc.want)
+			}
+			if !strings.Contains(stderr, "usage:") {
+				t.Errorf("stderr does not show usage: %q", stderr)
+			}
+		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "help")
+	if code != 0 || !strings.Contains(out, "settings") || !strings.Contains(out, "timeline") {
+		t.Fatalf("help: code %d, out %q", code, out)
+	}
+	code, out, _ = runCLI(t, "help", "timeline")
+	if code != 0 || !strings.Contains(out, "SESSION [--json] [--limit N]") {
+		t.Fatalf("help timeline: code %d, out %q", code, out)
+	}
+	code, out, _ = runCLI(t, "version")
+	if code != 0 || out != "session-supervisor "+version+"\n" {
+		t.Fatalf("version: code %d, out %q", code, out)
+	}
+}
+
+func TestSettingsCommands(t *testing.T) {
+	dir := t.TempDir()
+	// --data-dir after the command name works too.
+	code, out, errOut := runCLI(t, "settings", "set", "supervisor.tick_seconds", "99", "--data-dir", dir)
+	if code != 0 {
+		t.Fatalf("set: code %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "supervisor.tick_seconds = 60") || !strings.Contains(out, "clamped from 99") {
+		t.Errorf("set output %q does not say it was clamped to 60", out)
+	}
+	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "get", "supervisor.tick_seconds")
+	if code != 0 || out != "60\n" {
+		t.Errorf("get: code %d, out %q, want 60", code, out)
+	}
+
+	code, _, errOut = runCLI(t, "--data-dir", dir, "settings", "set", "supervisor.stall_suspect_minutes", "abc")
+	if code != exitFail || !strings.Contains(errOut, "supervisor.stall_suspect_minutes") || !strings.Contains(errOut, "abc") {
+		t.Errorf("invalid value: code %d, stderr %q; want exit 1 naming key and value", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "--data-dir", dir, "settings", "get", "no.such.key")
+	if code != exitFail || !strings.Contains(errOut, "no.such.key") {
+		t.Errorf("unknown key: code %d, stderr %q", code, errOut)
+	}
+
+	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "set", "supervisor.stall_suspect_minutes", "0.1")
+	if code != 0 || !strings.Contains(out, "= 0.1") {
+		t.Errorf("fraction: code %d, out %q", code, out)
+	}
+
+	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "list", "--json")
+	if code != 0 {
+		t.Fatalf("list --json: code %d", code)
+	}
+	var vals []storage.SettingValue
+	if err := json.Unmarshal([]byte(out), &vals); err != nil {
+		t.Fatalf("list --json is not JSON: %v\n%s", err, out)
+	}
+	got := map[string]storage.SettingValue{}
+	for _, v := range vals {
+		got[v.Key] = v
+	}
+	if v := got["supervisor.tick_seconds"]; v.Value != "60" || v.Default != "15" || v.IsDefault {
+		t.Errorf("tick in list = %+v", v)
+	}
+	if v := got["supervisor.enabled"]; v.Value != "true" || !v.IsDefault {
+		t.Errorf("enabled in list = %+v", v)
+	}
+	if len(vals) != len(storage.SettingKeys()) {
+		t.Errorf("list has %d settings, registry %d", len(vals), len(storage.SettingKeys()))
+	}
+
+	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "reset", "supervisor.tick_seconds")
+	if code != 0 || !strings.Contains(out, "= 15 (default)") {
+		t.Errorf("reset: code %d, out %q", code, out)
+	}
+	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "list")
+	if code != 0 || !strings.Contains(out, "supervisor.stall_suspect_minutes") || !strings.Contains(out, "0.1 *") {
+		t.Errorf("list: code %d, out %q; want the changed value marked", code, out)
+	}
+}
+
+func TestSessionSupervisorHomeEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(storage.EnvHome, dir)
+	if code, _, errOut := runCLI(t, "settings", "set", "supervisor.nudge_max_attempts", "3"); code != 0 {
+		t.Fatalf("set: %d %s", code, errOut)
+	}
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	set, err := st.LoadSettings(context.Background())
+	if err != nil || set.NudgeMaxAttempts != 3 {
+		t.Fatalf("settings in $%s: %+v, %v", storage.EnvHome, set, err)
+	}
+}
+
+func TestTimelineFromDatabase(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s := sessions.Session{ID: "7f3a9c1e-0000-4000-8000-000000000001", Name: "refactor", Agent: "claude", State: sessions.Suspect, CreatedAt: t0, UpdatedAt: t0}
+	rows := []storage.TimelineEvent{
+		{SessionID: s.ID, Time: t0, Kind: "state_changed", TurnGeneration: 1, Detail: json.RawMessage(`{"message":"turn 1 started","from":"idle","to":"working"}`)},
+		{SessionID: s.ID, Time: t0.Add(12 * time.Minute), Kind: "marked_suspect", TurnGeneration: 1, Detail: json.RawMessage(`{"message":"12 min silent, Bash open"}`)},
+	}
+	if err := st.SaveSessionWithEvents(ctx, s, rows); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	code, out, errOut := runCLI(t, "--data-dir", dir, "timeline", "7f3a")
+	if code != 0 {
+		t.Fatalf("timeline: %d %s", code, errOut)
+	}
+	first := strings.Index(out, "state_changed")
+	second := strings.Index(out, "marked_suspect")
+	if first < 0 || second < first {
+		t.Errorf("timeline not oldest-first readable:\n%s", out)
+	}
+	if !strings.Contains(out, "12 min silent, Bash open") || !strings.Contains(out, "from=idle") {
+		t.Errorf("timeline lacks the details:\n%s", out)
+	}
+
+	code, out, _ = runCLI(t, "--data-dir", dir, "timeline", s.ID, "--json", "--limit", "1")
+	if code != 0 {
+		t.Fatalf("timeline --json: %d", code)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got) != 1 || got[0]["kind"] != "marked_suspect" || got[0]["turn_generation"] != float64(1) {
+		t.Fatalf("timeline --json --limit 1 = %v", got)
+	}
+	for _, key := range []string{"time", "kind", "turn_generation", "detail"} {
+		if _, ok := got[0][key]; !ok {
+			t.Errorf("timeline row lacks %q", key)
+		}
+	}
+
+	code, _, errOut = runCLI(t, "--data-dir", dir, "timeline", "nope")
+	if code != exitFail || !strings.Contains(errOut, "nope") {
+		t.Errorf("unknown session: %d %q", code, errOut)
+	}
+}
+
+func TestAppCommandsNeedTheApp(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"ls"}, {"show", "x"}, {"send", "x", "hi"}, {"ack", "x"}} {
+		code, _, errOut := runCLI(t, append([]string{"--data-dir", dir}, args...)...)
+		if code != exitFail || !strings.Contains(errOut, "not running") {
+			t.Errorf("%v without the app: code %d, stderr %q; want exit 1 saying it is not running", args, code, errOut)
+		}
+	}
+}

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// appCommands are the commands that talk to the running app.
+func appCommands() []command {
+	return []command{
+		{"run", "[--headless]", "start the app (the supervisor, its local API and the agent processes)", cmdRun},
+		{"new", "--agent claude --cwd DIR [--name NAME] [--permission-mode MODE] PROMPT", "launch a managed session; prints its id", cmdNew},
+		{"ls", "[--json]", "list sessions", cmdLs},
+		{"show", "ID [--json]", "show one session", cmdShow},
+		{"send", "ID PROMPT", "send a prompt to a session", cmdSend},
+		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
+		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},
+		{"approve", "ID", "approve the pending permission request", cmdApprove},
+		{"deny", "ID [--message M]", "deny the pending permission request", cmdDeny},
+		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
+	}
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+// client returns an API client for the data directory's running app.
+func (c *cli) client() (*supervisor.Client, error) {
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return nil, err
+	}
+	return supervisor.NewClient(dir), nil
+}
+
+// requestContext bounds a one-shot request to the app.
+func requestContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+func cmdNew(c *cli, args []string) error {
+	fs := c.newFlags("new")
+	agent := fs.String("agent", "claude", "agent CLI")
+	cwd := fs.String("cwd", "", "working directory")
+	name := fs.String("name", "", "display name")
+	mode := fs.String("permission-mode", "", "the agent's permission mode")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("new needs a prompt")
+	}
+	if *cwd == "" {
+		return usagef("new needs --cwd DIR")
+	}
+	abs, err := filepath.Abs(*cwd)
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", *cwd, err)
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	s, err := cl.Launch(ctx, supervisor.LaunchRequest{Agent: *agent, Cwd: abs, Name: *name, PermissionMode: *mode, Prompt: strings.Join(pos, " ")})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, s.ID)
+	return nil
+}
+
+func cmdLs(c *cli, args []string) error {
+	fs := c.newFlags("ls")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("ls takes no arguments")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	list, err := cl.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if list == nil {
+			list = []sessions.Session{}
+		}
+		return writeJSON(c, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.stdout, "no sessions yet; start one with 'session-supervisor new --cwd DIR PROMPT'")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
+	now := time.Now()
+	for _, s := range list {
+		state := s.State.Label()
+		if s.NeedsAttention {
+			state = "! " + state
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), s.DisplayName(), s.Agent, state, age(now, s.StateChangedAt), s.Evidence)
+	}
+	return tw.Flush()
+}
+
+func cmdShow(c *cli, args []string) error {
+	fs := c.newFlags("show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("show takes one session id")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	s, err := cl.Session(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c, s)
+	}
+	printSession(c, s)
+	return nil
+}
+
+func printSession(c *cli, s sessions.Session) {
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("id", s.ID)
+	row("name", s.DisplayName())
+	row("agent", s.Agent)
+	row("agent session", orDash(s.AgentSessionID))
+	row("source", s.Source.String())
+	row("cwd", s.Cwd)
+	pid := "-"
+	if s.PID > 0 {
+		pid = fmt.Sprintf("%d", s.PID)
+		if !s.ProcessAlive {
+			pid += " (exited)"
+		}
+	}
+	row("pid", pid)
+	row("state", s.State.Label())
+	row("evidence", s.Evidence)
+	if s.WaitReason != sessions.NoWait {
+		row("waiting for", s.WaitReason.String())
+	}
+	if s.Permission != nil {
+		row("permission", fmt.Sprintf("%s (approve or deny)", s.Permission.Tool))
+	}
+	if s.Failure.Kind != sessions.NoFailure {
+		f := s.Failure.Kind.Label()
+		if s.Failure.Message != "" {
+			f += ": " + s.Failure.Message
+		}
+		if !s.Failure.RetryAt.IsZero() {
+			f += " (retry at " + s.Failure.RetryAt.Local().Format(time.DateTime) + ")"
+		}
+		row("failure", f)
+	}
+	row("needs attention", fmt.Sprintf("%t", s.NeedsAttention))
+	row("turn", fmt.Sprintf("%d (in flight: %t)", s.TurnGeneration, s.InTurn))
+	if len(s.OpenTools) > 0 || len(s.OpenTasks) > 0 {
+		row("open", fmt.Sprintf("%d tool call(s), %d background task(s)", len(s.OpenTools), len(s.OpenTasks)))
+	}
+	row("skipped lines", fmt.Sprintf("%d", s.SkippedLines))
+	row("updated", s.UpdatedAt.Local().Format(time.DateTime))
+	tw.Flush()
+}
+
+func cmdSend(c *cli, args []string) error {
+	pos, err := parseFlags(c.newFlags("send"), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 {
+		return usagef("send needs a session id and a prompt")
+	}
+	return c.sessionAction(pos[0], func(ctx context.Context, cl *supervisor.Client, id string) (sessions.Session, error) {
+		return cl.Send(ctx, id, strings.Join(pos[1:], " "))
+	})
+}
+
+func cmdInterrupt(c *cli, args []string) error {
+	return c.simpleAction("interrupt", args, (*supervisor.Client).Interrupt)
+}
+
+func cmdAck(c *cli, args []string) error {
+	return c.simpleAction("ack", args, (*supervisor.Client).Ack)
+}
+
+func cmdApprove(c *cli, args []string) error {
+	return c.simpleAction("approve", args, func(cl *supervisor.Client, ctx context.Context, id string) (sessions.Session, error) {
+		return cl.Answer(ctx, id, true, "")
+	})
+}
+
+func cmdDeny(c *cli, args []string) error {
+	fs := c.newFlags("deny")
+	msg := fs.String("message", "", "why, for the agent")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("deny takes one session id")
+	}
+	return c.sessionAction(pos[0], func(ctx context.Context, cl *supervisor.Client, id string) (sessions.Session, error) {
+		m := *msg
+		if m == "" {
+			m = "The user denied this request."
+		}
+		return cl.Answer(ctx, id, false, m)
+	})
+}
+
+// simpleAction runs a one-argument session action (interrupt, ack, approve).
+func (c *cli) simpleAction(name string, args []string, act func(*supervisor.Client, context.Context, string) (sessions.Session, error)) error {
+	pos, err := parseFlags(c.newFlags(name), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("%s takes one session id", name)
+	}
+	return c.sessionAction(pos[0], func(ctx context.Context, cl *supervisor.Client, id string) (sessions.Session, error) {
+		return act(cl, ctx, id)
+	})
+}
+
+// sessionAction runs act against the app and prints the session's new state.
+func (c *cli) sessionAction(id string, act func(context.Context, *supervisor.Client, string) (sessions.Session, error)) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	s, err := act(ctx, cl, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s: %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
+	return nil
+}
+
+func cmdWatch(c *cli, args []string) error {
+	fs := c.newFlags("watch")
+	asJSON := fs.Bool("json", false, "print each event as one JSON line")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("watch takes no arguments")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, stop := c.signalContext()
+	defer stop()
+	names := map[string]string{}
+	cursor := ""
+	print := func(m supervisor.Message) error {
+		cursor = m.Cursor.String()
+		if *asJSON {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+			return err
+		}
+		printMessage(c, m, names)
+		return nil
+	}
+	connected := false
+	for {
+		err := cl.Watch(ctx, cursor, func(m supervisor.Message) error { connected = true; return print(m) })
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !connected {
+			if err == nil {
+				err = errors.New("the app closed the event stream")
+			}
+			return err
+		}
+		// The app went away: wait for it to come back, then resync.
+		fmt.Fprintln(c.stderr, "connection to the app lost; reconnecting…")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func printMessage(c *cli, m supervisor.Message, names map[string]string) {
+	now := time.Now().Format(time.TimeOnly)
+	switch m.Type {
+	case supervisor.MsgResync:
+		fmt.Fprintf(c.stdout, "%s  the app restarted; resyncing from a full snapshot\n", now)
+	case supervisor.MsgSnapshot:
+		for _, s := range m.Sessions {
+			names[s.ID] = s.DisplayName()
+		}
+		fmt.Fprintf(c.stdout, "%s  snapshot: %d session(s)\n", now, len(m.Sessions))
+		for _, s := range m.Sessions {
+			fmt.Fprintf(c.stdout, "          %s  %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
+		}
+	case supervisor.MsgSession:
+		s := m.Session
+		names[s.ID] = s.DisplayName()
+		fmt.Fprintf(c.stdout, "%s  %s  %s — %s\n", now, s.DisplayName(), s.State.Label(), s.Evidence)
+	case supervisor.MsgTimeline:
+		e := m.Event
+		name := names[e.SessionID]
+		if name == "" {
+			name = shortID(e.SessionID)
+		}
+		fmt.Fprintf(c.stdout, "%s  %s  [%s] %s\n", now, name, e.Kind, describeDetail(e.Detail))
+	case supervisor.MsgEscalation:
+		fmt.Fprintf(c.stdout, "%s  %s NEEDS ATTENTION — %s\n", now, m.Session.DisplayName(), m.Session.Evidence)
+	}
+}
+
+// signalContext is cancelled on Ctrl-C or SIGTERM (or when c.interrupt closes, in tests).
+func (c *cli) signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if c.interrupt != nil {
+		go func() {
+			select {
+			case <-c.interrupt:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, stop
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// age is a compact duration since t: 45s, 12m, 3h, 2d.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// resolveDataDir returns --data-dir when given, else the default data directory.
+func (c *cli) resolveDataDir() (string, error) {
+	if c.dataDir != "" {
+		return c.dataDir, nil
+	}
+	dir, err := storage.DataDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the data directory: %w", err)
+	}
+	return dir, nil
+}
+
+// openStore opens the database in the data directory, creating both if needed.
+func (c *cli) openStore() (*storage.Store, error) {
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := storage.EnsureDir(dir); err != nil {
+		return nil, err
+	}
+	st, err := storage.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func cmdSettings(c *cli, args []string) error {
+	if len(args) == 0 {
+		return usagef("settings needs a subcommand: list, get, set or reset")
+	}
+	sub, args := args[0], args[1:]
+	fs := c.newFlags("settings " + sub)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	want := map[string]int{"list": 0, "get": 1, "set": 2, "reset": 1}
+	n, ok := want[sub]
+	if !ok {
+		return usagef("unknown settings subcommand %q", sub)
+	}
+	if len(pos) != n {
+		return usagef("settings %s takes %d argument(s), got %d", sub, n, len(pos))
+	}
+	st, err := c.openStore()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx := context.Background()
+
+	switch sub {
+	case "list":
+		vals, err := st.ListSettings(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(c, vals)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tVALUE\tDEFAULT\tDESCRIPTION")
+		for _, v := range vals {
+			mark := ""
+			if !v.IsDefault {
+				mark = " *"
+			}
+			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\n", v.Key, v.Value, mark, v.Default, v.Description)
+		}
+		return tw.Flush()
+	case "get":
+		v, err := st.GetSetting(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout, v)
+	case "set":
+		res, err := st.SetSetting(ctx, pos[0], pos[1])
+		if err != nil {
+			return err
+		}
+		if res.Clamped {
+			fmt.Fprintf(c.stdout, "%s = %s (clamped from %s to the allowed range)\n", res.Key, res.Value, res.Requested)
+		} else {
+			fmt.Fprintf(c.stdout, "%s = %s\n", res.Key, res.Value)
+		}
+	case "reset":
+		if err := st.ResetSetting(ctx, pos[0]); err != nil {
+			return err
+		}
+		v, err := st.GetSetting(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "%s = %s (default)\n", pos[0], v)
+	}
+	return nil
+}
+
+func cmdTimeline(c *cli, args []string) error {
+	fs := c.newFlags("timeline")
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 0, "show at most N events (newest)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("timeline takes one session id")
+	}
+	if *limit < 0 {
+		return usagef("--limit must be 0 (all) or more, got %d", *limit)
+	}
+	st, err := c.openStore()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx := context.Background()
+	s, err := st.FindSession(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	events, err := st.Timeline(ctx, s.ID, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		rows := make([]timelineRow, len(events))
+		for i, e := range events {
+			rows[i] = toTimelineRow(e)
+		}
+		return writeJSON(c, rows)
+	}
+	printTimeline(c, s.DisplayName(), events)
+	return nil
+}
+
+// timelineRow is the documented JSON contract of a timeline row.
+type timelineRow struct {
+	Time           time.Time       `json:"time"`
+	Kind           string          `json:"kind"`
+	TurnGeneration int64           `json:"turn_generation"`
+	Detail         json.RawMessage `json:"detail"`
+}
+
+func toTimelineRow(e storage.TimelineEvent) timelineRow {
+	d := e.Detail
+	if len(d) == 0 {
+		d = json.RawMessage("{}")
+	}
+	return timelineRow{Time: e.Time, Kind: e.Kind, TurnGeneration: e.TurnGeneration, Detail: d}
+}
+
+// printTimeline prints events oldest first (they arrive newest first), one
+// readable line each: time, turn, kind, and the detail's message.
+func printTimeline(c *cli, name string, events []storage.TimelineEvent) {
+	if len(events) == 0 {
+		fmt.Fprintf(c.stdout, "%s: no timeline events yet\n", name)
+		return
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tTURN\tKIND\tDETAIL")
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.TurnGeneration, e.Kind, describeDetail(e.Detail))
+	}
+	tw.Flush()
+}
+
+// describeDetail renders a detail object readably: its "message" first,
+// then the other fields as key=value.
+func describeDetail(raw json.RawMessage) string {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return string(raw)
+	}
+	var parts []string
+	if msg, ok := m["message"].(string); ok {
+		parts = append(parts, msg)
+		delete(m, "message")
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+formatValue(m[k]))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func writeJSON(c *cli, v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,208 @@
+// Command session-supervisor keeps many local AI coding-agent sessions honest
+// and moving while nobody watches. This file is the composition root: it
+// parses the command line and wires the packages together; the decisions live
+// in sessions/ and supervisor/.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// exit codes: 0 ok, 1 failure, 2 usage.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// usageError marks a command-line mistake: usage is printed and the exit code is 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// cli carries what every command needs: where to write, and the data directory.
+type cli struct {
+	stdout, stderr io.Writer
+	// dataDir is --data-dir when given; empty means storage.DataDir's default.
+	dataDir string
+	// interrupt, when set, is closed to stop long-running commands (watch, run).
+	interrupt <-chan struct{}
+}
+
+type command struct {
+	name    string
+	args    string
+	summary string
+	run     func(c *cli, args []string) error
+}
+
+func commands() []command {
+	cmds := []command{
+		{"help", "[COMMAND]", "show this help", cmdHelp},
+		{"version", "", "print the version", cmdVersion},
+		{"settings", "list [--json] | get KEY | set KEY VALUE | reset KEY", "show and change settings", cmdSettings},
+		{"timeline", "SESSION [--json] [--limit N]", "print a session's supervisor timeline (works without the app running)", cmdTimeline},
+	}
+	cmds = append(cmds, appCommands()...)
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	return cmds
+}
+
+func findCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func main() {
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr}
+	os.Exit(c.main(os.Args[1:]))
+}
+
+// main runs one command line and returns the exit code.
+func (c *cli) main(args []string) int {
+	rest, err := c.parseGlobal(args)
+	if err != nil {
+		return c.fail(err, "")
+	}
+	if len(rest) == 0 {
+		c.printUsage(c.stderr)
+		return exitUsage
+	}
+	name := rest[0]
+	if name == "-h" || name == "--help" {
+		name = "help"
+	}
+	cmd, ok := findCommand(name)
+	if !ok {
+		return c.fail(usagef("unknown command %q", name), "")
+	}
+	return c.fail(cmd.run(c, rest[1:]), cmd.name)
+}
+
+// parseGlobal removes the global --data-dir flag wherever it appears, before
+// or after the command name, and returns the remaining arguments.
+func (c *cli) parseGlobal(args []string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i:]...)
+			return rest, nil
+		case a == "--data-dir" || a == "-data-dir":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return nil, usagef("--data-dir needs a directory")
+			}
+			c.dataDir = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--data-dir=") || strings.HasPrefix(a, "-data-dir="):
+			c.dataDir = a[strings.Index(a, "=")+1:]
+			if c.dataDir == "" {
+				return nil, usagef("--data-dir needs a directory")
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, nil
+}
+
+// fail turns a command's error into output and an exit code.
+func (c *cli) fail(err error, cmdName string) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(c.stderr, "session-supervisor: %s\n\n", ue.msg)
+		if cmd, ok := findCommand(cmdName); ok {
+			fmt.Fprintf(c.stderr, "usage: session-supervisor %s %s\n", cmd.name, cmd.args)
+		} else {
+			c.printUsage(c.stderr)
+		}
+		return exitUsage
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(c.stderr, "session-supervisor: %v\n", err)
+	return exitFail
+}
+
+func (c *cli) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Session Supervisor %s keeps local AI coding-agent sessions honest and moving.\n\n", version)
+	fmt.Fprintln(w, "usage: session-supervisor [--data-dir DIR] COMMAND [ARGS]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, cmd := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprintln(w, "\nThe data directory defaults to $SESSION_SUPERVISOR_HOME, else the per-user data")
+	fmt.Fprintln(w, "directory ($XDG_DATA_HOME/session-supervisor on Linux).")
+	fmt.Fprintln(w, "Run 'session-supervisor help COMMAND' for a command's arguments.")
+}
+
+// newFlags makes a flag set for a command whose errors become usage errors.
+func (c *cli) newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses a command's flags, accepting flags after positional
+// arguments too (`timeline ID --json`), which the standard flag package stops at.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, usagef("help requested")
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func cmdHelp(c *cli, args []string) error {
+	if len(args) == 0 {
+		c.printUsage(c.stdout)
+		return nil
+	}
+	cmd, ok := findCommand(args[0])
+	if !ok {
+		return usagef("unknown command %q", args[0])
+	}
+	fmt.Fprintf(c.stdout, "usage: session-supervisor %s %s\n\n%s\n", cmd.name, cmd.args, cmd.summary)
+	return nil
+}
+
+func cmdVersion(c *cli, args []string) error {
+	if len(args) > 0 {
+		return usagef("version takes no arguments")
+	}
+	fmt.Fprintf(c.stdout, "session-supervisor %s\n", version)
+	return nil
+}

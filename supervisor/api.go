@@ -1,0 +1,269 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// SocketName is the local API's unix socket in the data directory.
+const SocketName = "supervisor.sock"
+
+// SettingsStore is what the API needs to read and change settings.
+type SettingsStore interface {
+	ListSettings(ctx context.Context) ([]storage.SettingValue, error)
+	SetSetting(ctx context.Context, key, raw string) (storage.SetResult, error)
+	LoadSettings(ctx context.Context) (storage.Settings, error)
+}
+
+// subscriberBuffer bounds each streaming client's queue: a client that falls
+// further behind misses incremental events and catches up from the next
+// snapshot instead of slowing the app.
+const subscriberBuffer = 256
+
+// Health is what GET /v1/health answers: enough for a client to know which
+// app it talks to.
+type Health struct {
+	PID        int    `json:"pid"`
+	Version    string `json:"version"`
+	Generation string `json:"generation"`
+	DataDir    string `json:"data_dir"`
+}
+
+// API serves the local API on an owner-only unix socket.
+type API struct {
+	rt       *Runtime
+	settings SettingsStore
+	health   Health
+	srv      *http.Server
+	ln       net.Listener
+}
+
+// Listen creates the socket in dataDir (owner-only: 0600 in a 0700
+// directory; never a TCP port) and returns the API ready to Serve. The caller
+// must hold the data directory's instance lock, so a leftover socket file is
+// stale and safe to replace.
+func Listen(rt *Runtime, settings SettingsStore, dataDir, version string) (*API, error) {
+	path := filepath.Join(dataDir, SocketName)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale socket %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("restricting %s to its owner: %w", path, err)
+	}
+	a := &API{rt: rt, settings: settings, ln: ln,
+		health: Health{PID: os.Getpid(), Version: version, Generation: rt.Bus().Generation(), DataDir: dataDir}}
+	a.srv = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return a, nil
+}
+
+// Serve serves until Close.
+func (a *API) Serve() error {
+	if err := a.srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving the local API: %w", err)
+	}
+	return nil
+}
+
+// Close stops the server and removes the socket.
+func (a *API) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := a.srv.Shutdown(ctx)
+	if err != nil {
+		err = a.srv.Close()
+	}
+	return err
+}
+
+func (a *API) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.health) })
+	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.rt.Sessions()) })
+	mux.HandleFunc("POST /v1/sessions", a.launch)
+	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		s, err := a.rt.Session(r.PathValue("id"))
+		respond(w, s, err)
+	})
+	mux.HandleFunc("GET /v1/sessions/{id}/timeline", a.timeline)
+	mux.HandleFunc("POST /v1/sessions/{id}/prompt", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Prompt string `json:"prompt"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		s, err := a.rt.Send(r.Context(), r.PathValue("id"), body.Prompt)
+		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/interrupt", func(w http.ResponseWriter, r *http.Request) {
+		s, err := a.rt.Interrupt(r.Context(), r.PathValue("id"))
+		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/ack", func(w http.ResponseWriter, r *http.Request) {
+		s, err := a.rt.Ack(r.Context(), r.PathValue("id"))
+		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/permission", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Allow   bool   `json:"allow"`
+			Message string `json:"message"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		s, err := a.rt.Answer(r.Context(), r.PathValue("id"), body.Allow, body.Message)
+		respond(w, s, err)
+	})
+	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, r *http.Request) {
+		v, err := a.settings.ListSettings(r.Context())
+		respond(w, v, err)
+	})
+	mux.HandleFunc("PUT /v1/settings/{key}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Value string `json:"value"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		res, err := a.settings.SetSetting(r.Context(), r.PathValue("key"), body.Value)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("GET /v1/events", a.events)
+	return mux
+}
+
+func (a *API) launch(w http.ResponseWriter, r *http.Request) {
+	var req LaunchRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	s, err := a.rt.Launch(r.Context(), req)
+	if err != nil && s.ID == "" {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	respond(w, s, err)
+}
+
+func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
+	limit := 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("invalid limit %q", v))
+			return
+		}
+		limit = n
+	}
+	rows, err := a.rt.Timeline(r.Context(), r.PathValue("id"), limit)
+	respond(w, rows, err)
+}
+
+// events streams the bus as server-sent events. A new connection always
+// starts with a full snapshot; one whose cursor is from an older generation
+// is first told to resync, so it never silently misses events.
+func (a *API) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, errors.New("streaming unsupported"))
+		return
+	}
+	bus := a.rt.Bus()
+	sub := bus.Subscribe(subscriberBuffer)
+	defer bus.Unsubscribe(sub)
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		cur, err := ParseCursor(c)
+		if err != nil || cur.Generation != bus.Generation() {
+			bus.SendTo(sub, Message{Type: MsgResync})
+		}
+	}
+	bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: a.rt.Sessions()})
+	flusher.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case m, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if err := writeSSE(w, m); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+func writeSSE(w io.Writer, m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", m.Cursor, m.Type, b)
+	return err
+}
+
+// apiError is the JSON body of every failed request.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func respond(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		status := http.StatusConflict
+		if errors.Is(err, ErrNotFound) {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, apiError{Error: err.Error()})
+}
+
+// maxBody bounds a request body; prompts are text, not uploads.
+const maxBody = 4 << 20
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid request body: %w", err))
+		return false
+	}
+	return true
+}

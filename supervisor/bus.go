@@ -1,0 +1,184 @@
+package supervisor
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Cursor orders the live event stream. Generation changes at every start of
+// the app, so a client holding a cursor from an earlier run knows its view is
+// stale and must resync; Seq increases within a generation.
+type Cursor struct {
+	Generation string `json:"generation"`
+	Seq        uint64 `json:"seq"`
+}
+
+// String is the cursor's wire form, "generation:seq".
+func (c Cursor) String() string { return c.Generation + ":" + strconv.FormatUint(c.Seq, 10) }
+
+// ParseCursor parses "generation:seq".
+func ParseCursor(s string) (Cursor, error) {
+	gen, seq, ok := strings.Cut(s, ":")
+	if !ok || gen == "" {
+		return Cursor{}, fmt.Errorf("invalid cursor %q (want generation:seq)", s)
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("invalid cursor %q: %w", s, err)
+	}
+	return Cursor{Generation: gen, Seq: n}, nil
+}
+
+// MessageType says what a bus message carries.
+type MessageType string
+
+// The message types on the live stream.
+const (
+	// MsgSnapshot is the full authoritative state of every session.
+	MsgSnapshot MessageType = "snapshot"
+	// MsgResync tells a client its cursor is from an older generation; a
+	// snapshot follows at once.
+	MsgResync MessageType = "resync"
+	// MsgSession is one session's new state.
+	MsgSession MessageType = "session"
+	// MsgTimeline is one new timeline row.
+	MsgTimeline MessageType = "timeline"
+	// MsgEscalation is a session that needs attention (for the notifier).
+	MsgEscalation MessageType = "escalation"
+)
+
+// Message is one item on the live event stream.
+type Message struct {
+	Cursor   Cursor             `json:"cursor"`
+	Type     MessageType        `json:"type"`
+	Session  *sessions.Session  `json:"session,omitempty"`
+	Sessions []sessions.Session `json:"sessions,omitempty"`
+	Event    *TimelineRow       `json:"event,omitempty"`
+}
+
+// Subscription is one subscriber's bounded queue. When it overflows, the
+// subscriber misses incremental messages until the next snapshot, which is
+// always delivered (older queued messages make room for it).
+type Subscription struct {
+	C       <-chan Message
+	ch      chan Message
+	lagging bool // guarded by Bus.mu
+	dropped uint64
+}
+
+// Dropped returns how many messages this subscriber missed.
+func (s *Subscription) Dropped() uint64 { return s.dropped }
+
+// Bus fans messages out to subscribers without ever blocking the publisher.
+type Bus struct {
+	mu   sync.Mutex
+	gen  string
+	seq  uint64
+	subs map[*Subscription]struct{}
+}
+
+// NewBus returns a bus with a fresh random generation.
+func NewBus() *Bus {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Bus{gen: hex.EncodeToString(b[:]), subs: map[*Subscription]struct{}{}}
+}
+
+// Generation is this run's generation.
+func (b *Bus) Generation() string { return b.gen }
+
+// Cursor is the cursor of the last message published.
+func (b *Bus) Cursor() Cursor {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Cursor{b.gen, b.seq}
+}
+
+// Subscribe registers a subscriber with a queue of size buf.
+func (b *Bus) Subscribe(buf int) *Subscription {
+	if buf < 1 {
+		buf = 1
+	}
+	ch := make(chan Message, buf)
+	s := &Subscription{C: ch, ch: ch}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Unsubscribe removes a subscriber and closes its channel.
+func (b *Bus) Unsubscribe(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.subs[s]; ok {
+		delete(b.subs, s)
+		close(s.ch)
+	}
+}
+
+// Publish stamps m with the next cursor and offers it to every subscriber.
+// A full or lagging subscriber drops it; a snapshot is forced through and
+// ends the lag.
+func (b *Bus) Publish(m Message) Cursor {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	m.Cursor = Cursor{b.gen, b.seq}
+	snapshot := m.Type == MsgSnapshot
+	for s := range b.subs {
+		if snapshot {
+			forceSend(s, m)
+			s.lagging = false
+			continue
+		}
+		if s.lagging {
+			s.dropped++
+			continue
+		}
+		select {
+		case s.ch <- m:
+		default:
+			s.lagging = true
+			s.dropped++
+		}
+	}
+	return m.Cursor
+}
+
+// SendTo delivers m to one subscriber only (a resync notice and the snapshot
+// that answers a reconnect), stamped with the current cursor.
+func (b *Bus) SendTo(s *Subscription, m Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m.Cursor = Cursor{b.gen, b.seq}
+	if _, ok := b.subs[s]; ok {
+		forceSend(s, m)
+		if m.Type == MsgSnapshot {
+			s.lagging = false
+		}
+	}
+}
+
+// forceSend queues m, discarding the oldest queued messages to make room.
+// Called with Bus.mu held, so only the subscriber's reader competes.
+func forceSend(s *Subscription, m Message) {
+	for {
+		select {
+		case s.ch <- m:
+			return
+		default:
+		}
+		select {
+		case <-s.ch:
+			s.dropped++
+		default:
+		}
+	}
+}

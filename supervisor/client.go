@@ -1,0 +1,209 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// ErrNotRunning means no app answers on the data directory's socket.
+var ErrNotRunning = errors.New("the app is not running")
+
+// Client talks to a running app over its unix socket.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// NewClient returns a client for the app serving dataDir.
+func NewClient(dataDir string) *Client {
+	socket := filepath.Join(dataDir, SocketName)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.connErr(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e apiError
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+			if resp.StatusCode == http.StatusNotFound {
+				return fmt.Errorf("%w: %s", ErrNotFound, strings.TrimPrefix(e.Error, ErrNotFound.Error()+" "))
+			}
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decoding the app's answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) connErr(err error) error {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return fmt.Errorf("%w (no answer on %s; start it with 'session-supervisor run')", ErrNotRunning, c.socket)
+	}
+	return err
+}
+
+// Health asks which app is serving.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	return h, c.do(ctx, http.MethodGet, "/v1/health", nil, &h)
+}
+
+// Sessions lists every session.
+func (c *Client) Sessions(ctx context.Context) ([]sessions.Session, error) {
+	var out []sessions.Session
+	return out, c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
+}
+
+// Session shows one session (id or unique prefix).
+func (c *Client) Session(ctx context.Context, id string) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &out)
+}
+
+// Launch starts a managed session.
+func (c *Client) Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions", req, &out)
+}
+
+// Send sends a prompt.
+func (c *Client) Send(ctx context.Context, id, prompt string) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/prompt", map[string]string{"prompt": prompt}, &out)
+}
+
+// Interrupt interrupts the turn in flight.
+func (c *Client) Interrupt(ctx context.Context, id string) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/interrupt", struct{}{}, &out)
+}
+
+// Ack acknowledges a session.
+func (c *Client) Ack(ctx context.Context, id string) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/ack", struct{}{}, &out)
+}
+
+// Answer approves or denies the pending permission request.
+func (c *Client) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
+	var out sessions.Session
+	body := map[string]any{"allow": allow, "message": message}
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/permission", body, &out)
+}
+
+// Timeline returns a session's timeline, newest first.
+func (c *Client) Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error) {
+	var out []TimelineRow
+	return out, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/timeline?limit="+strconv.Itoa(limit), nil, &out)
+}
+
+// Settings lists the settings.
+func (c *Client) Settings(ctx context.Context) ([]storage.SettingValue, error) {
+	var out []storage.SettingValue
+	return out, c.do(ctx, http.MethodGet, "/v1/settings", nil, &out)
+}
+
+// SetSetting changes a setting through the app.
+func (c *Client) SetSetting(ctx context.Context, key, value string) (storage.SetResult, error) {
+	var out storage.SetResult
+	return out, c.do(ctx, http.MethodPut, "/v1/settings/"+url.PathEscape(key), map[string]string{"value": value}, &out)
+}
+
+// Watch streams live messages to fn until ctx is done or the stream ends.
+// cursor may be empty; from a previous run it makes the app send a resync.
+func (c *Client) Watch(ctx context.Context, cursor string, fn func(Message) error) error {
+	path := "/v1/events"
+	if cursor != "" {
+		path += "?cursor=" + url.QueryEscape(cursor)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://supervisor"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.connErr(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("watching events: %s", resp.Status)
+	}
+	return readSSE(resp.Body, fn)
+}
+
+// readSSE decodes server-sent events whose data is a Message.
+func readSSE(r io.Reader, fn func(Message) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var data []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0:
+			if len(data) > 0 {
+				var m Message
+				if err := json.Unmarshal(data, &m); err != nil {
+					return fmt.Errorf("decoding an event: %w", err)
+				}
+				if err := fn(m); err != nil {
+					return err
+				}
+				data = data[:0]
+			}
+		case bytes.HasPrefix(line, []byte("data: ")):
+			data = append(data, line[len("data: "):]...)
+		}
+	}
+}

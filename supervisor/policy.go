@@ -1,0 +1,154 @@
+package supervisor
+
+import (
+	"math"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Policy is everything Reconcile needs to know from the settings, already
+// parsed and clamped. It is a plain value so that a settings change applies
+// at the next tick simply by passing a new Policy.
+type Policy struct {
+	// Enabled is the master switch (supervisor.enabled). Off: Reconcile does
+	// nothing at all.
+	Enabled bool
+	// AutoRecover gates every recovery action and the nudge
+	// (supervisor.auto_recover_enabled). Status reconciliation — liveness,
+	// stalls, the stall interrupt, the compaction timeout — runs regardless.
+	AutoRecover bool
+	// NudgeEnabled allows the continuation nudge (supervisor.nudge_enabled).
+	NudgeEnabled bool
+
+	// StallSuspect: Working and silent this long → Suspect.
+	StallSuspect time.Duration
+	// StallToolSuspect replaces StallSuspect while a tool call or background
+	// task is open: long-running tools are legitimately silent. It only ever
+	// relaxes the threshold (the larger of the two is used).
+	StallToolSuspect time.Duration
+	// StallHard: Suspect and silent this long (since the last genuine event)
+	// → the turn is interrupted.
+	StallHard time.Duration
+	// NudgeCooldown is the minimum time between two nudges.
+	NudgeCooldown time.Duration
+	// CompactTimeout bounds a compaction, and every overflow recovery step
+	// (context_overflow.compact_timeout_seconds), so the two subsystems
+	// cannot disagree about how long a compaction may run.
+	CompactTimeout time.Duration
+	// NudgeMaxAttempts is the number of nudges per incident.
+	NudgeMaxAttempts int
+	// InterruptGrace is how long a stall interrupt may go unanswered before
+	// the process group gets SIGTERM; SIGKILL follows after a second grace,
+	// and escalation after a third.
+	InterruptGrace time.Duration
+
+	// OverflowMaxAttempts is the number of compact-and-retry rounds per incident.
+	OverflowMaxAttempts int
+	// RateLimitMaxAttempts is the number of continues after a rate limit or
+	// an overload per incident.
+	RateLimitMaxAttempts int
+	// AuthMaxAttempts is the number of resumes after an auth failure per incident.
+	AuthMaxAttempts int
+	// RateLimitBaseBackoff doubles with every attempt, up to
+	// RateLimitMaxBackoff, when the provider gave no reset time.
+	RateLimitBaseBackoff time.Duration
+	RateLimitMaxBackoff  time.Duration
+	// AuthRetryInterval is how long to wait for refreshed credentials
+	// between resumes.
+	AuthRetryInterval time.Duration
+}
+
+// DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
+// install behaves safely with multi-hour turns.
+func DefaultPolicy() Policy {
+	return Policy{
+		Enabled:              true,
+		AutoRecover:          true,
+		NudgeEnabled:         true,
+		StallSuspect:         10 * time.Minute,
+		StallToolSuspect:     30 * time.Minute,
+		StallHard:            150 * time.Minute,
+		NudgeCooldown:        10 * time.Minute,
+		CompactTimeout:       600 * time.Second,
+		NudgeMaxAttempts:     2,
+		InterruptGrace:       30 * time.Second,
+		OverflowMaxAttempts:  2,
+		RateLimitMaxAttempts: 5,
+		AuthMaxAttempts:      3,
+		RateLimitBaseBackoff: time.Minute,
+		RateLimitMaxBackoff:  30 * time.Minute,
+		AuthRetryInterval:    5 * time.Minute,
+	}
+}
+
+// suspectAfter is the silence after which a Working session is Suspect. An
+// open tool call or background task relaxes it; a misconfigured tool
+// threshold below the plain one must not make tool calls stricter.
+func (p Policy) suspectAfter(s *sessions.Session) time.Duration {
+	if s.HasOpenWork() {
+		return max(p.StallSuspect, p.StallToolSuspect)
+	}
+	return p.StallSuspect
+}
+
+// rateLimitDelay is the backoff before the continue that follows `attempts`
+// earlier ones: base·2^attempts, capped at RateLimitMaxBackoff (no cap when
+// that is not positive). Bounded loop and overflow guard: attempts comes from
+// persisted data and must never make this spin or wrap negative.
+func (p Policy) rateLimitDelay(attempts int) time.Duration {
+	d := p.RateLimitBaseBackoff
+	if d <= 0 {
+		return 0
+	}
+	capped := p.RateLimitMaxBackoff > 0
+	for i := 0; i < attempts; i++ {
+		if capped && d >= p.RateLimitMaxBackoff || d > math.MaxInt64/2 {
+			break
+		}
+		d *= 2
+	}
+	if capped && d > p.RateLimitMaxBackoff {
+		d = p.RateLimitMaxBackoff
+	}
+	return d
+}
+
+// Probe is the result of probing a session's agent process this tick.
+type Probe struct {
+	// Known is false when liveness could not be probed (no pid, an observed
+	// session on another user's process, a failed syscall): Reconcile then
+	// does not act on liveness at all.
+	Known bool
+	Alive bool
+}
+
+// The values of sessions.Supervision.Recovery: what the supervisor is doing
+// about the current incident. They are persisted, so they are part of the
+// storage contract and must not be renamed.
+const (
+	// RecoveryOverflow: a compaction was sent after a context overflow; the
+	// session is waiting for it to start or finish.
+	RecoveryOverflow = "overflow"
+	// RecoveryOverflowRetry: the compaction finished and the turn was
+	// retried; RecoveryAttempts still counts the compactions of the incident.
+	RecoveryOverflowRetry = "overflow_retry"
+	// RecoveryRateLimit: holding until a rate-limit reset (or backoff), then
+	// continuing the session.
+	RecoveryRateLimit = "rate_limit"
+	// RecoveryAuth: waiting for refreshed credentials, then resuming.
+	RecoveryAuth = "auth"
+	// RecoveryStall: the stall interrupt chain; RecoveryAttempts is the step
+	// reached (1 interrupt, 2 SIGTERM, 3 SIGKILL, 4 escalated) so no step is
+	// ever sent twice.
+	RecoveryStall = "stall"
+)
+
+// Steps of the stall chain, stored in Supervision.RecoveryAttempts while
+// Recovery == RecoveryStall.
+const (
+	stallInterrupted = 1 + iota
+	stallTerminated
+	stallKilled
+	stallEscalated
+)

@@ -1,0 +1,781 @@
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Reconcile is the pure decision core of the watchdog, the counterpart of
+// sessions.Apply for the passage of time and for probes: it returns the
+// session as it should be at now, the observations to record, and the
+// actions to execute. It never mutates s, starts no goroutine and does no
+// I/O. Only Reconcile writes s.Supervision.
+//
+// Each call runs, in order:
+//
+//  0. repair: an unknown state → Errored; Working/Suspect with no turn in
+//     flight → Idle (no rule could ever move them otherwise);
+//  1. liveness: a turn in flight whose process is gone → Interrupted;
+//  2. bookkeeping hygiene: forget a stall chain or a recovery the session
+//     has moved past (a new turn, a clean completion);
+//  3. the compaction timeout: Compacting too long → Errored (overflow);
+//  4. stalls: Working silent → Suspect; Suspect silent past the hard limit →
+//     interrupt, then SIGTERM, SIGKILL and escalation, one step per grace;
+//  5. recovery (only with AutoRecover): overflow compact-and-retry,
+//     rate-limit drain, auth resume, the continuation nudge, and escalation
+//     when nothing automatic is left. Never while the user is being asked.
+//
+// A state change made in steps 1–4 is acted on in step 5 of the same call,
+// so a dead process is nudged at once rather than one tick later. Every
+// state change yields one observation, in order (Errored → Recovering in one
+// call is two), and a session nothing happens to comes back deeply equal to
+// s (UpdatedAt included), so the loop can skip writing it.
+func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (sessions.Session, []Observation, []Action) {
+	if !p.Enabled {
+		return s.Clone(), nil, nil
+	}
+	r := reconciler{n: s.Clone(), now: now, p: p, probe: probe}
+	r.run()
+	return r.n, r.obs, r.acts
+}
+
+// reconciler carries one Reconcile call. It lives on the caller's stack; the
+// only allocations are for what actually happens (evidence, observations,
+// actions).
+type reconciler struct {
+	n       sessions.Session
+	now     time.Time
+	p       Policy
+	probe   Probe
+	obs     []Observation
+	acts    []Action
+	changed bool
+}
+
+func (r *reconciler) run() {
+	r.rejectIncoherentState()
+	r.probeLiveness()
+	r.forgetStaleBookkeeping()
+	r.timeOutCompaction()
+	r.watchStall()
+	r.recover()
+	if r.n.Evidence == "" {
+		// Every state carries its evidence; a session that arrived without
+		// one (old data) gets the plainest true sentence rather than none.
+		r.n.Evidence = fallbackEvidence(r.n)
+		r.changed = true
+	}
+	if r.changed {
+		r.n.UpdatedAt = r.now
+	}
+}
+
+// --- status reconciliation (always, while Enabled) ---
+
+// rejectIncoherentState repairs the two states no rule could otherwise
+// ever leave: a state this build does not know (corrupt or newer data)
+// becomes an honest Errored, which recovery then escalates; Working or
+// Suspect with no turn in flight (InTurn is the authority, as for boot
+// reconciliation) is a stale spinner and becomes Idle.
+func (r *reconciler) rejectIncoherentState() {
+	n := &r.n
+	switch {
+	case !n.State.Valid():
+		bad := int(n.State)
+		endTurn(n)
+		n.Failure = sessions.Failure{Kind: sessions.OtherFailure, Message: fmt.Sprintf("unknown session state %d", bad)}
+		r.mark(sessions.Errored, fmt.Sprintf("the session was in an unknown state (%d); marked errored", bad), TimelineStateChanged)
+	case (n.State == sessions.Working || n.State == sessions.Suspect) && !n.InTurn:
+		r.mark(sessions.Idle, fmt.Sprintf("no turn is in flight; the %s state was stale", strings.ToLower(n.State.Label())), TimelineStateChanged)
+	}
+}
+
+// probeLiveness: a turn that claims to be in flight on a dead process is
+// over, whatever state it claimed (this is the fix for a permanent spinner
+// after a lost exit event). An unknown probe changes nothing.
+func (r *reconciler) probeLiveness() {
+	if !r.probe.Known {
+		return
+	}
+	if r.n.ProcessAlive != r.probe.Alive {
+		r.n.ProcessAlive = r.probe.Alive
+		r.changed = true
+	}
+	if r.probe.Alive || !r.n.InTurn {
+		return
+	}
+	gen := r.n.TurnGeneration
+	endTurn(&r.n)
+	proc := "agent process"
+	if r.n.PID > 0 {
+		proc = fmt.Sprintf("agent process %d", r.n.PID)
+	}
+	r.mark(sessions.Interrupted, fmt.Sprintf("%s is gone; turn %d was in flight", proc, gen), TimelineMarkedInterrupted)
+}
+
+// forgetStaleBookkeeping drops Supervision entries that describe a past the
+// session has moved on from. Apply never touches Supervision, so this is
+// where a finished incident ends.
+func (r *reconciler) forgetStaleBookkeeping() {
+	sv := &r.n.Supervision
+	if sv.Recovery == RecoveryStall && !r.stallChainLive() {
+		r.clearRecovery()
+	}
+	if sv.Recovery != RecoveryStall && !sv.InterruptSentAt.IsZero() {
+		sv.InterruptSentAt = time.Time{}
+		r.changed = true
+	}
+	// A turn that ended cleanly (a review, or idle, with no failure) closes
+	// the incident and refills every recovery budget — except the
+	// compaction we sent ourselves, whose completion is the cue to retry.
+	if !compactionDone(&r.n) && atCleanRest(&r.n) {
+		r.clearRecovery()
+	}
+}
+
+// stallChainLive reports whether the interrupt sent for a stall still
+// concerns the turn in flight: still in flight, still Suspect, still silent
+// since. Only Reconcile marks Suspect, and only from a state it has seen, so
+// a new turn (Apply → Working) always breaks the chain before it could
+// stall again; no clock comparison with TurnStarted is needed (nor wanted:
+// a skewed TurnStarted would restart the chain and re-send the interrupt).
+func (r *reconciler) stallChainLive() bool {
+	n, sent := &r.n, r.n.Supervision.InterruptSentAt
+	return n.InTurn && n.State == sessions.Suspect && !sent.IsZero() && !n.LastEventAt.After(sent)
+}
+
+// timeOutCompaction fails a compaction running past CompactTimeout instead
+// of latching the session busy forever.
+func (r *reconciler) timeOutCompaction() {
+	n := &r.n
+	if n.State != sessions.Compacting {
+		return
+	}
+	start := n.CompactionStarted
+	if start.IsZero() {
+		start = n.StateChangedAt
+	}
+	if start.IsZero() {
+		// No start recorded anywhere: start the clock now, so the timeout
+		// still bounds it.
+		n.CompactionStarted = r.now
+		r.changed = true
+		return
+	}
+	if r.now.Sub(start) < r.p.CompactTimeout {
+		return
+	}
+	endTurn(n)
+	msg := fmt.Sprintf("compaction ran past %d s and was failed", int64(r.p.CompactTimeout/time.Second))
+	n.Failure = sessions.Failure{Kind: sessions.ContextOverflow, Message: msg}
+	r.mark(sessions.Errored, msg, TimelineCompactionTimeout)
+}
+
+// watchStall applies the stall thresholds. Silence is measured from the last
+// genuine stream event (see quietSince).
+func (r *reconciler) watchStall() {
+	n := &r.n
+	switch n.State {
+	case sessions.Working:
+		since := quietSince(n)
+		if since.IsZero() {
+			return // nothing to measure from; the liveness probe still guards it
+		}
+		silent := r.now.Sub(since)
+		if silent < r.p.suspectAfter(n) {
+			return
+		}
+		// Only Suspect this tick, even if the hard limit is already past
+		// (the machine slept, the app was stopped): the stream gets one tick
+		// to prove itself alive before a turn is interrupted.
+		r.mark(sessions.Suspect, r.suspectEvidence(silent, ""), TimelineMarkedSuspect)
+
+	case sessions.Suspect:
+		r.stallChain()
+
+	case sessions.Recovering:
+		// The agent's own retry (InTurn) is the agent's business while its
+		// countdown runs. Once the announced retry time has passed and the
+		// stream stayed silent, it is an ordinary stall, not a latch.
+		if !n.InTurn {
+			return
+		}
+		since := quietSince(n)
+		if since.IsZero() {
+			return
+		}
+		silent := r.now.Sub(since)
+		if silent < r.p.suspectAfter(n) {
+			return
+		}
+		clause := ""
+		if !n.Failure.RetryAt.IsZero() {
+			clause = fmt.Sprintf(" since the agent's retry was due at %s", clockPhrase(n.Failure.RetryAt, r.now))
+		}
+		r.mark(sessions.Suspect, r.suspectEvidence(silent, clause), TimelineMarkedSuspect)
+	}
+}
+
+// stallChain is the bounded escalation of a hard stall, one step per call
+// and never a step twice: the agent's interrupt; after InterruptGrace
+// SIGTERM to the process group; after 2×grace SIGKILL; after 3×grace,
+// escalation. It stops by itself when the turn ends or speaks again (see
+// stallChainLive); Suspect never returns to Working here — only a genuine
+// event does, in Apply.
+func (r *reconciler) stallChain() {
+	n, sv := &r.n, &r.n.Supervision
+	if sv.Recovery != RecoveryStall {
+		since := quietSince(n)
+		if since.IsZero() {
+			return
+		}
+		silent := r.now.Sub(since)
+		if silent < r.p.StallHard {
+			return
+		}
+		*sv = sessions.Supervision{
+			Recovery:            RecoveryStall,
+			RecoveryAttempts:    stallInterrupted,
+			InterruptSentAt:     r.now,
+			NextAttemptAt:       r.now.Add(r.p.InterruptGrace),
+			EscalatedGeneration: sv.EscalatedGeneration,
+		}
+		r.note("interrupt sent at " + clockPhrase(r.now, r.now))
+		r.act(ActInterrupt, TimelineStallInterrupt, fmt.Sprintf(
+			"turn %d silent for %s, past the %s hard-stall limit%s; interrupting it",
+			n.TurnGeneration, humanSpan(silent), humanSpan(r.p.StallHard), openCallPhrase(n)))
+		return
+	}
+	waited := r.now.Sub(sv.InterruptSentAt)
+	grace := r.p.InterruptGrace
+	switch sv.RecoveryAttempts {
+	case stallInterrupted:
+		if waited < grace {
+			return
+		}
+		sv.RecoveryAttempts = stallTerminated
+		sv.NextAttemptAt = sv.InterruptSentAt.Add(2 * grace)
+		r.note("interrupt ignored; SIGTERM sent at " + clockPhrase(r.now, r.now))
+		r.act(ActTerminate, TimelineStallInterrupt, fmt.Sprintf(
+			"turn %d ignored the interrupt for %s; terminating the agent's process group", n.TurnGeneration, humanSpan(waited)))
+	case stallTerminated:
+		if waited < 2*grace {
+			return
+		}
+		sv.RecoveryAttempts = stallKilled
+		sv.NextAttemptAt = sv.InterruptSentAt.Add(3 * grace)
+		r.note("SIGTERM ignored; SIGKILL sent at " + clockPhrase(r.now, r.now))
+		r.act(ActKill, TimelineStallInterrupt, fmt.Sprintf(
+			"turn %d survived SIGTERM for %s; killing the agent's process group", n.TurnGeneration, humanSpan(waited-grace)))
+	case stallKilled:
+		if waited < 3*grace {
+			return
+		}
+		sv.RecoveryAttempts = stallEscalated
+		sv.NextAttemptAt = time.Time{}
+		r.changed = true // even when the incident was already escalated
+		r.escalate("the stalled turn survived its interrupt, SIGTERM and SIGKILL")
+	}
+}
+
+// --- recovery (only with AutoRecover) ---
+
+func (r *reconciler) recover() {
+	n := &r.n
+	if compactionDone(n) {
+		// The compaction we sent finished (Apply brought the session back
+		// to a review or to Idle): retry the turn. This is the one review
+		// the supervisor acts on — it is the review of its own compaction,
+		// not of the user's work.
+		if !r.p.AutoRecover {
+			r.clearRecovery()
+			return
+		}
+		r.retryAfterCompaction()
+		return
+	}
+	switch n.State {
+	case sessions.WaitingOnUser:
+		// Never act while the user is asked something (question, plan,
+		// permission) or has a finished turn to review.
+	case sessions.Errored:
+		if !r.escalated() {
+			r.recoverErrored()
+		}
+	case sessions.Recovering:
+		if !n.InTurn {
+			r.holdRecovering()
+		}
+	case sessions.Interrupted:
+		if !r.escalated() {
+			r.recoverInterrupted()
+		}
+	}
+}
+
+func (r *reconciler) recoverErrored() {
+	if !r.p.AutoRecover {
+		r.escalate("automatic recovery is off")
+		return
+	}
+	switch r.n.Failure.Kind {
+	case sessions.ContextOverflow:
+		r.redriveOverflow()
+	case sessions.RateLimit, sessions.Overloaded:
+		r.scheduleDrain()
+	case sessions.Auth:
+		r.scheduleAuth()
+	case sessions.Billing:
+		r.escalate("a billing error cannot be fixed automatically")
+	default:
+		r.escalate("there is no automatic recovery for this error")
+	}
+}
+
+// redriveOverflow is the overflow compact-and-retry, in three steps spread
+// over ticks, all keyed by Supervision.Recovery:
+//
+//  1. Errored(overflow) → Recovering, ActCompact; Recovery=overflow,
+//     RecoveryAttempts+1 (the budget counts compactions).
+//  2. The executor sends the compaction; Apply shows Working/Compacting,
+//     then WaitingOnUser(review) or Idle. Reconcile sees overflow at rest →
+//     Recovering, ActRetryTurn (RetryTurnText); Recovery=overflow_retry.
+//  3. The retried turn runs; a clean completion closes the incident
+//     (forgetStaleBookkeeping). If it overflows again the next round starts
+//     at step 1 with the budget carried over; a spent budget escalates.
+//
+// A step that never starts (Recovering with no turn for CompactTimeout), or
+// a compaction that times out, counts as a failed round.
+func (r *reconciler) redriveOverflow() {
+	sv := &r.n.Supervision
+	if sv.Recovery != RecoveryOverflow && sv.Recovery != RecoveryOverflowRetry {
+		r.startIncident(RecoveryOverflow)
+	}
+	limit := r.p.OverflowMaxAttempts
+	if sv.RecoveryAttempts >= limit {
+		r.escalate(fmt.Sprintf("%d of %d compact-and-retry attempts spent", sv.RecoveryAttempts, limit))
+		return
+	}
+	sv.Recovery = RecoveryOverflow
+	sv.RecoveryAttempts++
+	sv.NextAttemptAt = r.now.Add(r.p.CompactTimeout)
+	attempt := fmt.Sprintf("attempt %d/%d", sv.RecoveryAttempts, limit)
+	r.mark(sessions.Recovering, fmt.Sprintf("context overflow; compacting, then retrying the turn (%s)", attempt), TimelineStateChanged)
+	r.act(ActCompact, TimelineOverflowRedrive, fmt.Sprintf(
+		"turn %d overflowed its context; compacting it before retrying the turn (%s)", r.n.TurnGeneration, attempt))
+}
+
+func (r *reconciler) retryAfterCompaction() {
+	sv := &r.n.Supervision
+	sv.Recovery = RecoveryOverflowRetry
+	sv.NextAttemptAt = r.now.Add(r.p.CompactTimeout)
+	attempt := fmt.Sprintf("attempt %d/%d", sv.RecoveryAttempts, r.p.OverflowMaxAttempts)
+	r.mark(sessions.Recovering, fmt.Sprintf("context compacted; retrying the turn (%s)", attempt), TimelineStateChanged)
+	r.act(ActRetryTurn, TimelineOverflowRedrive, fmt.Sprintf("the compaction finished; retrying the overflowed turn (%s)", attempt))
+}
+
+// scheduleDrain holds a rate-limited (or overloaded) session in Recovering
+// until the provider's reset time, or an exponential backoff when there is
+// none; holdRecovering continues it when the countdown ends.
+func (r *reconciler) scheduleDrain() {
+	sv := &r.n.Supervision
+	if sv.Recovery != RecoveryRateLimit {
+		r.startIncident(RecoveryRateLimit)
+	}
+	limit := r.p.RateLimitMaxAttempts
+	if sv.RecoveryAttempts >= limit {
+		r.escalate(fmt.Sprintf("%d of %d attempts to continue spent", sv.RecoveryAttempts, limit))
+		return
+	}
+	next := r.now.Add(r.p.rateLimitDelay(sv.RecoveryAttempts))
+	if at := r.n.Failure.RetryAt; at.After(r.now) {
+		next = at // the provider's own reset wins over any guess
+	}
+	sv.NextAttemptAt = next
+	ev := fmt.Sprintf("%s; continuing at %s (attempt %d/%d)",
+		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, limit)
+	r.transition(sessions.Recovering, ev)
+	r.observe(TimelineRateLimitDrain, "scheduled: "+ev)
+}
+
+// scheduleAuth holds an auth failure in Recovering for AuthRetryInterval, the
+// time a credential refresh (a login in another terminal, a token renewal)
+// plausibly needs, then resumes.
+func (r *reconciler) scheduleAuth() {
+	sv := &r.n.Supervision
+	if sv.Recovery != RecoveryAuth {
+		r.startIncident(RecoveryAuth)
+	}
+	limit := r.p.AuthMaxAttempts
+	if sv.RecoveryAttempts >= limit {
+		r.escalate(fmt.Sprintf("%d of %d resumes after refreshed credentials spent", sv.RecoveryAttempts, limit))
+		return
+	}
+	next := r.now.Add(r.p.AuthRetryInterval)
+	sv.NextAttemptAt = next
+	ev := fmt.Sprintf("%s; waiting for refreshed credentials, resuming at %s (attempt %d/%d)",
+		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, limit)
+	r.transition(sessions.Recovering, ev)
+	r.observe(TimelineAuthResume, "scheduled: "+ev)
+}
+
+// holdRecovering runs a supervisor hold: Recovering with no turn in flight.
+// It acts when the countdown ends, and bounds every hold so that Recovering
+// can never latch.
+func (r *reconciler) holdRecovering() {
+	n, sv := &r.n, &r.n.Supervision
+	switch sv.Recovery {
+	case RecoveryOverflow, RecoveryOverflowRetry:
+		if !r.p.AutoRecover {
+			r.abandonHold()
+			return
+		}
+		if r.now.Before(sv.NextAttemptAt) {
+			return
+		}
+		// The compaction, or the retried turn, never started: a failed round.
+		msg := fmt.Sprintf("the overflow recovery made no progress in %s", humanSpan(r.p.CompactTimeout))
+		n.Failure = sessions.Failure{Kind: sessions.ContextOverflow, Message: msg}
+		r.mark(sessions.Errored, "context overflow; "+msg, TimelineStateChanged)
+		r.redriveOverflow()
+
+	case RecoveryRateLimit, RecoveryAuth:
+		if !r.p.AutoRecover {
+			r.abandonHold()
+			return
+		}
+		if r.now.Before(sv.NextAttemptAt) {
+			return
+		}
+		limit, wait, kind, what := r.p.RateLimitMaxAttempts, r.p.rateLimitDelay(sv.RecoveryAttempts+1), TimelineRateLimitDrain, "attempts to continue"
+		if sv.Recovery == RecoveryAuth {
+			limit, wait, kind, what = r.p.AuthMaxAttempts, r.p.AuthRetryInterval, TimelineAuthResume, "resumes after refreshed credentials"
+		}
+		if sv.RecoveryAttempts >= limit {
+			// The last continue had its full countdown to take and did not.
+			r.restoreErrored("the last attempt did not take")
+			r.escalate(fmt.Sprintf("%d of %d %s spent", sv.RecoveryAttempts, limit, what))
+			return
+		}
+		sv.RecoveryAttempts++
+		// If the continue does not take (the resume failed, the process is
+		// gone for good), the hold acts again at NextAttemptAt.
+		sv.NextAttemptAt = r.now.Add(wait)
+		attempt := fmt.Sprintf("attempt %d/%d", sv.RecoveryAttempts, limit)
+		r.note(fmt.Sprintf("continued at %s (%s)", clockPhrase(r.now, r.now), attempt))
+		detail := fmt.Sprintf("%s on turn %d; continuing the session (%s)", n.Failure.Kind.Label(), n.TurnGeneration, attempt)
+		if sv.Recovery == RecoveryAuth {
+			detail = fmt.Sprintf("%s on turn %d; resuming the session with refreshed credentials (%s)", n.Failure.Kind.Label(), n.TurnGeneration, attempt)
+		}
+		r.act(ActContinue, kind, detail)
+
+	default:
+		// Recovering with no turn in flight and no hold of ours behind it
+		// (bookkeeping lost, or a stall chain's leftovers): nobody would ever
+		// move it. Re-drive it as the failure it carries.
+		r.clearRecovery()
+		r.restoreErrored("no recovery was in progress")
+		if !r.escalated() {
+			r.recoverErrored()
+		}
+	}
+}
+
+// abandonHold ends a hold when AutoRecover was switched off mid-way: the
+// session goes back to an honest Errored and escalates.
+func (r *reconciler) abandonHold() {
+	r.restoreErrored("automatic recovery was switched off")
+	r.escalate("automatic recovery is off")
+}
+
+// restoreErrored moves a hold back to Errored with the failure it was holding for.
+func (r *reconciler) restoreErrored(why string) {
+	n := &r.n
+	if n.Failure.Kind == sessions.NoFailure {
+		n.Failure = sessions.Failure{Kind: sessions.OtherFailure, Message: n.Failure.Message}
+	}
+	ev := n.Failure.Kind.Label()
+	if n.Failure.Message != "" {
+		ev += ": " + n.Failure.Message
+	}
+	r.mark(sessions.Errored, fmt.Sprintf("turn %d failed (%s); %s", n.TurnGeneration, ev, why), TimelineStateChanged)
+}
+
+// recoverInterrupted sends the continuation nudge for a turn that died
+// mid-work: at most NudgeMaxAttempts per incident (Apply refills the budget
+// when a turn completes), at least NudgeCooldown apart.
+func (r *reconciler) recoverInterrupted() {
+	n := &r.n
+	// Whatever recovery drove the turn that died (a retry, a continue, the
+	// stall chain) is over; the nudge takes it from here.
+	r.clearRecovery()
+	if !r.p.AutoRecover {
+		r.escalate("automatic recovery is off")
+		return
+	}
+	if !r.p.NudgeEnabled {
+		r.escalate("the continuation nudge is off")
+		return
+	}
+	b, limit := &n.Nudge, r.p.NudgeMaxAttempts
+	cooled := b.LastNudge.IsZero() || !r.now.Before(b.LastNudge.Add(r.p.NudgeCooldown))
+	if b.Attempts >= limit {
+		// The last nudge gets its cooldown to take before escalating, so a
+		// resume that is merely slow is not reported as a failure.
+		if b.Attempts > 0 && !cooled {
+			return
+		}
+		if limit <= 0 {
+			r.escalate("the nudge budget is zero")
+		} else {
+			r.escalate(fmt.Sprintf("%d of %d continuation nudges spent", b.Attempts, limit))
+		}
+		return
+	}
+	if !cooled {
+		return
+	}
+	if at := n.Failure.RetryAt; at.After(r.now) {
+		// A provider reset is still pending (the agent was rate limited when
+		// the turn died): a nudge before it would only fail again.
+		return
+	}
+	b.Attempts++
+	b.LastNudge = r.now
+	r.changed = true
+	next := ""
+	if b.Attempts < limit {
+		next = "; next nudge not before " + clockPhrase(r.now.Add(r.p.NudgeCooldown), r.now)
+	}
+	r.note(fmt.Sprintf("nudge %d/%d sent at %s%s", b.Attempts, limit, clockPhrase(r.now, r.now), next))
+	r.act(ActNudge, TimelineNudgeSent, fmt.Sprintf("turn %d was interrupted (%s); sending the continuation nudge (%d/%d)",
+		n.TurnGeneration, evidenceBase(n.Evidence), b.Attempts, limit))
+}
+
+// escalate raises needs-attention once per incident (a turn generation). The
+// state is left exactly as it is — honestly Errored, Interrupted, Suspect —
+// never dressed up as Idle.
+func (r *reconciler) escalate(reason string) {
+	n := &r.n
+	if r.escalated() {
+		return
+	}
+	base := evidenceBase(n.Evidence)
+	if n.Supervision.Recovery != RecoveryStall {
+		// Escalation ends automatic recovery for the incident: a leftover
+		// hold or compaction marker must not act after the user acknowledges.
+		// (The stall chain keeps its final step so it never restarts.)
+		r.clearRecovery()
+	}
+	n.NeedsAttention = true
+	n.Supervision.EscalatedGeneration = n.TurnGeneration
+	r.changed = true
+	r.note(reason + "; needs your attention")
+	r.act(ActEscalate, TimelineEscalated, fmt.Sprintf("%s: %s; %s, so nothing automatic is left", n.State.Label(), base, reason))
+}
+
+func (r *reconciler) escalated() bool {
+	return r.n.NeedsAttention && r.n.Supervision.EscalatedGeneration == r.n.TurnGeneration
+}
+
+// --- small helpers ---
+
+// mark changes the state and records the change as one observation of kind.
+func (r *reconciler) mark(st sessions.State, evidence, kind string) {
+	from := r.n.State
+	r.transition(st, evidence)
+	detail := evidence
+	if kind == TimelineStateChanged {
+		detail = from.Label() + " → " + st.Label() + ": " + evidence
+	}
+	r.observe(kind, detail)
+}
+
+func (r *reconciler) transition(st sessions.State, evidence string) {
+	if r.n.State != st {
+		r.n.StateChangedAt = r.now
+	}
+	r.n.State = st
+	r.n.Evidence = evidence
+	r.changed = true
+}
+
+func (r *reconciler) observe(kind, detail string) {
+	r.obs = append(r.obs, Observation{Kind: kind, Detail: detail})
+}
+
+func (r *reconciler) act(kind ActionKind, timeline, detail string) {
+	r.acts = append(r.acts, Action{
+		Kind: kind, SessionID: r.n.ID, TurnGeneration: r.n.TurnGeneration,
+		TimelineKind: timeline, Detail: detail,
+	})
+	r.changed = true
+}
+
+// noteSep separates the state's evidence from the supervisor's latest note
+// about it ("…; turn 3 was in flight — nudge 1/2 sent at 09:00:00"). A new
+// note replaces the previous one, so evidence never grows tick after tick.
+const noteSep = " — "
+
+func (r *reconciler) note(note string) {
+	base := evidenceBase(r.n.Evidence)
+	if base == "" {
+		r.n.Evidence = note
+	} else {
+		r.n.Evidence = base + noteSep + note
+	}
+	r.changed = true
+}
+
+func evidenceBase(evidence string) string {
+	base, _, _ := strings.Cut(evidence, noteSep)
+	return base
+}
+
+func (r *reconciler) startIncident(recovery string) {
+	r.n.Supervision = sessions.Supervision{Recovery: recovery, EscalatedGeneration: r.n.Supervision.EscalatedGeneration}
+	r.changed = true
+}
+
+// clearRecovery forgets the current recovery (keeping EscalatedGeneration,
+// which is what makes escalation once-only).
+func (r *reconciler) clearRecovery() {
+	sv := &r.n.Supervision
+	if sv.Recovery == "" && sv.RecoveryAttempts == 0 && sv.NextAttemptAt.IsZero() && sv.InterruptSentAt.IsZero() {
+		return
+	}
+	*sv = sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration}
+	r.changed = true
+}
+
+// suspectEvidence: "12 min silent, Bash open, pid 4242 alive".
+func (r *reconciler) suspectEvidence(silent time.Duration, since string) string {
+	var b strings.Builder
+	b.WriteString(humanSpan(silent))
+	b.WriteString(" silent")
+	b.WriteString(since)
+	if c, ok := r.n.OldestOpenCall(); ok {
+		b.WriteString(", ")
+		b.WriteString(orText(c.Name, "a tool"))
+		b.WriteString(" open")
+	}
+	b.WriteString(", ")
+	if r.n.PID > 0 {
+		fmt.Fprintf(&b, "pid %d", r.n.PID)
+	} else {
+		b.WriteString("agent process")
+	}
+	switch {
+	case !r.probe.Known:
+		b.WriteString(" not probed")
+	case r.probe.Alive:
+		b.WriteString(" alive")
+	default:
+		b.WriteString(" gone")
+	}
+	return b.String()
+}
+
+func openCallPhrase(n *sessions.Session) string {
+	if c, ok := n.OldestOpenCall(); ok {
+		return " with " + orText(c.Name, "a tool") + " open"
+	}
+	return ""
+}
+
+// quietSince is when the silence began: the last genuine stream event (the
+// turn's start if there was none yet). A retry time the agent announced
+// itself is not silence, so it counts as activity while the turn is in flight.
+func quietSince(n *sessions.Session) time.Time {
+	t := n.LastEventAt
+	if t.IsZero() {
+		t = n.TurnStarted
+	}
+	if t.IsZero() {
+		t = n.StateChangedAt
+	}
+	if n.InTurn && n.Failure.RetryAt.After(t) {
+		t = n.Failure.RetryAt
+	}
+	return t
+}
+
+// atCleanRest: no turn in flight, no failure, and either idle or a finished
+// turn awaiting review — the end of an incident.
+func atCleanRest(n *sessions.Session) bool {
+	if n.InTurn || !n.Failure.IsZero() {
+		return false
+	}
+	return n.State == sessions.Idle || n.State == sessions.WaitingOnUser && n.WaitReason == sessions.WaitReview
+}
+
+// compactionDone reports whether the compaction the supervisor sent for an
+// overflow has finished: no turn in flight and back at a review or at Idle.
+// The failure is not consulted — a compaction that ran outside a turn ends
+// at Idle with the original overflow still recorded (Apply clears it only
+// when a turn starts), and a failed one lands in Errored instead.
+func compactionDone(n *sessions.Session) bool {
+	return n.Supervision.Recovery == RecoveryOverflow && !n.InTurn &&
+		(n.State == sessions.Idle || n.State == sessions.WaitingOnUser && n.WaitReason == sessions.WaitReview)
+}
+
+// endTurn mirrors sessions' own end-of-turn bookkeeping for the turns
+// Reconcile ends (liveness, compaction timeout).
+func endTurn(n *sessions.Session) {
+	n.InTurn = false
+	n.OpenTools, n.OpenTasks = nil, nil
+	n.CompactionStarted = time.Time{}
+	n.Permission = nil
+	n.InterruptBy = nil
+	n.WaitReason = sessions.NoWait
+}
+
+func fallbackEvidence(n sessions.Session) string {
+	switch n.State {
+	case sessions.Idle:
+		return "nothing in flight"
+	case sessions.Working:
+		return fmt.Sprintf("turn %d in flight", n.TurnGeneration)
+	}
+	return n.State.Label() + " (no evidence was recorded)"
+}
+
+// humanSpan: "45 s", "12 min", "3 h 5 min".
+func humanSpan(d time.Duration) string {
+	switch {
+	case d < 0:
+		d = 0
+		fallthrough
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int64(d/time.Second))
+	case d < 3*time.Hour:
+		return fmt.Sprintf("%d min", int64(d/time.Minute))
+	}
+	h, m := int64(d/time.Hour), int64(d%time.Hour/time.Minute)
+	if m == 0 {
+		return fmt.Sprintf("%d h", h)
+	}
+	return fmt.Sprintf("%d h %d min", h, m)
+}
+
+// clockPhrase formats t for evidence: the time of day when t falls on the
+// same day as now (in now's location), the full date and time otherwise.
+func clockPhrase(t, now time.Time) string {
+	t = t.In(now.Location())
+	ty, tm, td := t.Date()
+	ny, nm, nd := now.Date()
+	if ty == ny && tm == nm && td == nd {
+		return t.Format(time.TimeOnly)
+	}
+	return t.Format(time.DateTime)
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
