@@ -119,7 +119,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 			rows = append(rows, newRow(next, now, o.Kind, map[string]any{"message": o.Detail}))
 		}
 		if len(rows) > 0 || !sameSession(e.s, next) {
-			r.commitLocked(ctx, e, next, rows)
+			r.commitRowsLocked(ctx, e, next, rows, false)
 		}
 		for _, a := range acts {
 			r.executeLocked(ctx, e, a)

@@ -451,8 +451,15 @@ func (r *Runtime) applyLocked(ctx context.Context, e *entry, ev sessions.Event, 
 // commitLocked records a new session value: a state_changed row when the
 // state (or what it waits for) changed, the write, then the publication.
 func (r *Runtime) commitLocked(ctx context.Context, e *entry, next sessions.Session, rows []storage.TimelineEvent) {
+	r.commitRowsLocked(ctx, e, next, rows, true)
+}
+
+// commitRowsLocked is commitLocked; stateRow false means the caller's rows
+// already record the state change (Reconcile's observations do, one per
+// change), so no state_changed row is added.
+func (r *Runtime) commitRowsLocked(ctx context.Context, e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow bool) {
 	prev := e.s
-	if prev.State != next.State || prev.WaitReason != next.WaitReason {
+	if stateRow && (prev.State != next.State || prev.WaitReason != next.WaitReason) {
 		detail := map[string]any{"message": next.Evidence, "from": prev.State.String(), "to": next.State.String()}
 		if next.WaitReason != sessions.NoWait {
 			detail["reason"] = next.WaitReason.String()

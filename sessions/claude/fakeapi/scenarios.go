@@ -1,0 +1,232 @@
+package fakeapi
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Call is what a scenario sees of one POST /v1/messages request.
+type Call struct {
+	// Scenario is the name from the [[scenario:NAME]] marker ("text" when
+	// the conversation has none).
+	Scenario string
+	// Key identifies the conversation: the scenario plus the first user
+	// text carrying the marker, which every request of one session repeats.
+	Key string
+	// Attempt counts requests with this Key, starting at 1, so a scenario
+	// can fail the first N attempts and then succeed.
+	Attempt int
+	// Stream reports whether the client asked for SSE.
+	Stream bool
+	// Req is the decoded request body.
+	Req *MessagesRequest
+	// SlowDelay is the server's SlowDelay at the time of the request.
+	SlowDelay time.Duration
+}
+
+// Reply is what a scenario answers; the server renders it as SSE or as a
+// JSON body depending on the request's "stream" flag.
+type Reply struct {
+	// Status is the HTTP status; 0 means 200. Any other status sends the
+	// Anthropic error body built from ErrorType and ErrorMessage.
+	Status       int
+	ErrorType    string
+	ErrorMessage string
+	// RetryAfter, if set, is sent as the retry-after header (seconds). The
+	// CLI uses it as a floor for its backoff.
+	RetryAfter string
+	// Content is the assistant message. StopReason defaults to "tool_use"
+	// when Content holds a tool_use block and "end_turn" otherwise.
+	Content    []Block
+	StopReason string
+	// Pause is slept between streamed deltas (and before a non-streaming
+	// body), to simulate a slow model.
+	Pause time.Duration
+	// Stall sends message_start and then nothing until the client goes away
+	// or the server closes; a non-streaming stall sends no response at all.
+	Stall bool
+}
+
+// ErrorReply is an Anthropic-style error response.
+func ErrorReply(status int, errType, message string) Reply {
+	return Reply{Status: status, ErrorType: errType, ErrorMessage: message}
+}
+
+// TextReply is a plain end_turn text answer.
+func TextReply(text string) Reply { return Reply{Content: []Block{TextBlock(text)}} }
+
+// ScenarioFunc decides the reply for one request of a scenario. It runs on
+// the request's goroutine, so it may be called concurrently.
+type ScenarioFunc func(c *Call) Reply
+
+// Texts the built-in scenarios answer with, exported so tests can assert on
+// the CLI's result text without repeating literals.
+const (
+	DoneText          = "Done."
+	ToolDoneText      = "The command printed hi."
+	WriteDoneText     = "Wrote build/out.txt."
+	ToolFailedText    = "The command failed."
+	SummaryText       = "The user ran a fake-API test session; the assistant replied \"Done.\"."
+	ToolCommand       = "sleep 1; echo hi"
+	WriteCommand      = "mkdir -p build && touch build/out.txt"
+	ToolDescription   = "run test command"
+	ResumeMarker      = "[[resume]]"
+	ContinuationNudge = "Your previous turn was interrupted"
+)
+
+// markerRE finds the scenario marker. Names are restricted to a safe set
+// so a marker can never swallow the rest of a prompt.
+var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_.-]+)\]\]`)
+
+// summaryRE spots the CLI's /compact request, which asks the model for a
+// summary of the conversation.
+var summaryRE = regexp.MustCompile(`(?i)summar(y|i[sz])`)
+
+// continuedPrefix starts the user message the CLI puts in place of the
+// history after a compaction.
+const continuedPrefix = "This session is being continued from a previous conversation"
+
+// builtinScenarios is the default scenario table; Server.Handle adds to or
+// overrides it per server.
+func builtinScenarios() map[string]ScenarioFunc {
+	return map[string]ScenarioFunc{
+		"text":       func(*Call) Reply { return TextReply(DoneText) },
+		"tool":       bashScenario(ToolCommand, ToolDoneText),
+		"write":      bashScenario(WriteCommand, WriteDoneText),
+		"429then_ok": failFirst(2, rateLimited),
+		"429":        func(*Call) Reply { return rateLimited() },
+		"too_long": func(*Call) Reply {
+			return ErrorReply(http.StatusBadRequest, "invalid_request_error",
+				"prompt is too long: 250000 tokens > 200000 maximum")
+		},
+		"401": func(*Call) Reply {
+			return ErrorReply(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+		},
+		"529": func(*Call) Reply { return ErrorReply(529, "overloaded_error", "Overloaded") },
+		"stall": func(c *Call) Reply {
+			last := c.Req.LastUserText()
+			if strings.Contains(last, ResumeMarker) || strings.Contains(last, ContinuationNudge) {
+				return TextReply(DoneText)
+			}
+			return Reply{Stall: true}
+		},
+		"slow": func(c *Call) Reply {
+			return Reply{
+				Content: []Block{{Type: "text", Chunks: []string{"Step one.", " Step two.", " " + DoneText}}},
+				Pause:   c.SlowDelay,
+			}
+		},
+		"compact": func(c *Call) Reply {
+			if IsCompaction(c.Req) {
+				return TextReply(compactSummary(c.Scenario))
+			}
+			return TextReply(DoneText)
+		},
+	}
+}
+
+// bashScenario asks for one Bash call until the latest user message carries
+// its tool_result, then answers done, or ToolFailedText when the result is
+// an error (permission denied, command failed) so a test can tell an
+// allowed tool from a refused one by the result text. Looking only at the
+// latest user message (rather than the whole history) means every new
+// prompt in a multi-turn session triggers the tool again, which keeps turns
+// alike.
+func bashScenario(command, done string) ScenarioFunc {
+	return func(c *Call) Reply {
+		if last := c.Req.LastUserMessage(); last.HasToolResult() {
+			for _, b := range last.Blocks() {
+				if b.Type == "tool_result" && b.IsError {
+					return TextReply(ToolFailedText)
+				}
+			}
+			return TextReply(done)
+		}
+		return Reply{Content: []Block{ToolUseBlock("Bash", map[string]string{
+			"command":     command,
+			"description": ToolDescription,
+		})}}
+	}
+}
+
+// failFirst answers fail() to the first n attempts of a conversation and a
+// normal text reply afterwards.
+func failFirst(n int, fail func() Reply) ScenarioFunc {
+	return func(c *Call) Reply {
+		if c.Attempt <= n {
+			return fail()
+		}
+		return TextReply(DoneText)
+	}
+}
+
+func rateLimited() Reply {
+	r := ErrorReply(http.StatusTooManyRequests, "rate_limit_error",
+		"Number of request tokens has exceeded your per-minute rate limit")
+	r.RetryAfter = "1"
+	return r
+}
+
+// compactSummary is the answer to a compaction request, in the
+// <analysis>/<summary> shape the CLI's prompt asks for (the CLI keeps only
+// the <summary> part). It repeats the scenario marker because after
+// compaction the summary replaces the whole history, including the prompt
+// that carried the marker: without it the session would fall back to the
+// text scenario.
+func compactSummary(scenario string) string {
+	return "<analysis>fake compaction</analysis>\n<summary>\n[[scenario:" + scenario + "]] " + SummaryText + "\n</summary>"
+}
+
+// IsCompaction reports whether a request is the CLI's conversation
+// summarisation (/compact or auto-compact). CLI 2.1.197 sends it as an
+// ordinary request (same system prompt, same tools) whose last user message
+// ends with a long "Your task is to create a detailed summary…" text block,
+// so the last user message is what identifies it. The CLI's post-compaction
+// message ("This session is being continued… The summary below…") also
+// mentions a summary and is skipped, or the first turn after a compaction
+// would be answered with another summary. The system prompt is checked
+// too, for CLI versions that used a summariser system prompt ("…tasked with
+// summarizing conversations"), but only the first line of each block: the
+// ordinary system prompt mentions "summarized" deep inside a block.
+func IsCompaction(r *MessagesRequest) bool {
+	for _, t := range r.LastUserMessage().Texts() {
+		if summaryRE.MatchString(t) && !strings.HasPrefix(strings.TrimSpace(t), continuedPrefix) {
+			return true
+		}
+	}
+	for _, b := range r.systemBlocks() {
+		first := strings.TrimSpace(b)
+		if i := strings.IndexByte(first, '\n'); i >= 0 {
+			first = first[:i]
+		}
+		if summaryRE.MatchString(first) {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioOf finds the first user text carrying a marker and returns the
+// scenario name and the conversation key.
+func scenarioOf(r *MessagesRequest) (name, key string) {
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for _, t := range m.Texts() {
+			if sm := markerRE.FindStringSubmatch(t); sm != nil {
+				return sm[1], sm[1] + "\x00" + strings.TrimSpace(t)
+			}
+		}
+	}
+	first := ""
+	for _, m := range r.Messages {
+		if m.Role == "user" {
+			first = strings.Join(m.Texts(), "\n")
+			break
+		}
+	}
+	return "text", "text\x00" + first
+}
