@@ -37,6 +37,10 @@ func (r *Runtime) Run(ctx context.Context) {
 		} else if ctx.Err() != nil {
 			return
 		}
+		// Read the settings again: the ones above were read before the
+		// wait, so a change made meanwhile would otherwise apply one round
+		// late rather than at the next tick.
+		set = r.settings(ctx)
 		now = time.Now()
 		if now.Sub(lastTick) >= set.Tick {
 			lastTick = now
@@ -112,7 +116,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 	defer r.mu.Unlock()
 	r.flushLocked(ctx)
 	for _, e := range r.sess {
-		probe := Probe{Known: e.s.Source == sessions.Managed, Alive: e.proc != nil}
+		probe := probeLocked(e)
 		next, obs, acts := Reconcile(e.s, now, policy, probe)
 		var rows []storage.TimelineEvent
 		for _, o := range obs {
@@ -127,12 +131,44 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 	}
 }
 
+// livenessProber is the optional Process capability to tell whether the
+// agent process itself still runs, independently of its stdout. Without it
+// the runtime only knows what the exit event told it, and an exit that never
+// arrives (stdout held open by an orphaned grandchild in the tool's process
+// tree) would leave a turn spinning forever.
+type livenessProber interface {
+	// Alive reports whether the process runs; known is false when it
+	// cannot tell.
+	Alive() (alive, known bool)
+}
+
+// probeLocked probes e's process for the tick. A process the probe finds
+// dead is dropped from the entry as its exit event would have done, so the
+// recovery resumes a fresh process instead of writing to a dead one; its
+// pump's late output is then ignored as a stale process's (see observe).
+func probeLocked(e *entry) Probe {
+	if e.proc == nil {
+		return Probe{Known: e.s.Source == sessions.Managed}
+	}
+	if lp, ok := e.proc.(livenessProber); ok {
+		if alive, known := lp.Alive(); known && !alive {
+			e.proc = nil
+			return Probe{Known: true}
+		}
+	}
+	return Probe{Known: e.s.Source == sessions.Managed, Alive: true}
+}
+
 // sameSession reports whether Reconcile left the session unchanged in every
-// field worth a write.
+// field worth a write. It must cover every field Reconcile may change
+// without a state change or an observation, or the change is lost and made
+// again every tick (CompactionStarted: a compaction with no recorded start
+// gets its clock started by the tick; dropping that restarts it forever).
 func sameSession(a, b sessions.Session) bool {
 	return a.State == b.State && a.Evidence == b.Evidence && a.NeedsAttention == b.NeedsAttention &&
 		a.Supervision == b.Supervision && a.Nudge == b.Nudge && a.InTurn == b.InTurn &&
-		a.Failure == b.Failure && a.ProcessAlive == b.ProcessAlive
+		a.Failure == b.Failure && a.ProcessAlive == b.ProcessAlive &&
+		a.CompactionStarted.Equal(b.CompactionStarted)
 }
 
 // executeLocked dispatches one action. Its intent is recorded first; the

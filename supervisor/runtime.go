@@ -98,7 +98,8 @@ func (r *Runtime) Boot(ctx context.Context) error {
 		r.sess[s.ID] = e
 		next, rows := BootReconcile(s, now)
 		if rows != nil {
-			r.commitLocked(ctx, e, next, rows)
+			// boot_reconciled already records the state change.
+			r.commitRowsLocked(ctx, e, next, rows, false)
 		}
 	}
 	return r.reportUncertainLocked(ctx)
@@ -305,6 +306,9 @@ func (r *Runtime) observe(ctx context.Context, id string, proc Process, ev sessi
 		return
 	}
 	if ev.Kind == sessions.EvProcessExited {
+		// Count lines skipped after the last event before the process is
+		// dropped: applyLocked reads the counter from e.proc.
+		e.s.SkippedLines = proc.SkippedLines()
 		e.proc = nil
 		if tail := proc.StderrTail(); tail != "" && ev.ExitCode != 0 {
 			// Raw stderr stays in the log for diagnostics; it is never persisted.

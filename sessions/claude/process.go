@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
@@ -29,9 +30,11 @@ type Process struct {
 	events chan sessions.Event
 	stderr *ring
 
-	mu     sync.Mutex // guards stdin
+	mu     sync.Mutex // guards stdin and deadSince
 	stdin  io.WriteCloser
 	closed bool
+	// deadSince is when Alive first found the process dead.
+	deadSince time.Time
 
 	reqSeq atomic.Int64
 }

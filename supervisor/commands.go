@@ -1,0 +1,42 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// The settings types the UI needs, re-exported so app and tray read
+// settings through the supervisor rather than importing storage.
+type (
+	SettingValue = storage.SettingValue
+	SetResult    = storage.SetResult
+	SettingDef   = storage.SettingDef
+	Settings     = storage.Settings
+)
+
+// SettingKeys is the settings registry: every key with its description,
+// default and allowed range.
+func SettingKeys() []SettingDef { return storage.SettingKeys() }
+
+// NudgeNow sends the constant continuation nudge at the user's request (the
+// tray's "Send nudge now"): on the live process, or by resuming the agent's
+// session. It refuses while a turn is in flight, where a nudge would only
+// be added to the running turn.
+func (r *Runtime) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.findLocked(id)
+	if err != nil {
+		return sessions.Session{}, err
+	}
+	if e.s.InTurn {
+		return e.s.Clone(), fmt.Errorf("session %s has a turn in flight; there is nothing to nudge", e.s.DisplayName())
+	}
+	if err := r.promptLocked(ctx, e, NudgeText, sessions.ByUser, TimelineNudgeSent); err != nil {
+		return e.s.Clone(), err
+	}
+	return e.s.Clone(), nil
+}

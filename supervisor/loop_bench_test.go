@@ -1,0 +1,182 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// The tick's total cost with 1,000 live sessions: probe, Reconcile, and for
+// the sessions something happens to, the writes, the bus messages and the
+// dispatch to the (fake) agent. Two mixes:
+//
+//   - steady: nothing is due (the common tick: quiet turns, open tools,
+//     waits, reviews, idles, holds counting down, escalated incidents);
+//   - transitioning: the same, with 5% of the sessions moving every tick (a
+//     third each: Working → Suspect; a hard stall → interrupt; Interrupted →
+//     nudge). Those are reset to their pre-transition value before each tick
+//     (a plain struct copy, part of the measured time and negligible).
+//
+// BenchmarkTick1000 uses the in-memory store (the loop's own cost);
+// BenchmarkTick1000SQLite the real store in b.TempDir(), so the difference
+// per write is what persistence costs per transition.
+
+const (
+	benchSessions = 1000
+	// benchTransitionEvery makes 1 in 20 sessions (5%) transition.
+	benchTransitionEvery = 20
+)
+
+func BenchmarkTick1000(b *testing.B) {
+	for _, transitioning := range []bool{false, true} {
+		b.Run(benchMixName(transitioning), func(b *testing.B) {
+			st := newMemStore(nil)
+			st.keepRows = false // count, don't keep: b.N ticks write a lot
+			benchTickRuntime(b, st, transitioning)
+		})
+	}
+}
+
+func BenchmarkTick1000SQLite(b *testing.B) {
+	for _, transitioning := range []bool{false, true} {
+		b.Run(benchMixName(transitioning), func(b *testing.B) {
+			st, err := storage.Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			benchTickRuntime(b, st, transitioning)
+		})
+	}
+}
+
+func benchMixName(transitioning bool) string {
+	if transitioning {
+		return fmt.Sprintf("transitioning-%d%%", 100/benchTransitionEvery)
+	}
+	return "steady"
+}
+
+// countingStore counts the writes a tick makes, whatever the store.
+type countingStore struct {
+	Store
+	saves, appends, outcomes atomic.Int64
+}
+
+func (c *countingStore) SaveSessionWithEvents(ctx context.Context, s sessions.Session, evs []storage.TimelineEvent) error {
+	c.saves.Add(1)
+	return c.Store.SaveSessionWithEvents(ctx, s, evs)
+}
+
+func (c *countingStore) AppendEvent(ctx context.Context, ev storage.TimelineEvent) (int64, error) {
+	c.appends.Add(1)
+	return c.Store.AppendEvent(ctx, ev)
+}
+
+func (c *countingStore) SetEventOutcome(ctx context.Context, id int64, outcome string) error {
+	c.outcomes.Add(1)
+	return c.Store.SetEventOutcome(ctx, id, outcome)
+}
+
+func (c *countingStore) writes() int64 { return c.saves.Load() + c.appends.Load() + c.outcomes.Load() }
+
+// benchSession is session i of the mix, relative to now. Every session has a
+// live (fake) process, so the probe says alive.
+func benchSession(i int, now time.Time, transitioning bool) sessions.Session {
+	s := sessions.Session{
+		ID: fmt.Sprintf("bench-%04d", i), Agent: "claude", AgentSessionID: fmt.Sprintf("agent-%04d", i),
+		Source: sessions.Managed, PID: 10000 + i, ProcessAlive: true,
+		State: sessions.Working, Evidence: "stream active", TurnGeneration: 3, InTurn: true,
+		TurnStarted: now.Add(-time.Hour), LastEventAt: now.Add(-time.Minute),
+		StateChangedAt: now.Add(-time.Hour), CreatedAt: now.Add(-2 * time.Hour), UpdatedAt: now.Add(-time.Minute),
+	}
+	if transitioning && i%benchTransitionEvery == 0 {
+		switch (i / benchTransitionEvery) % 3 {
+		case 0: // silent past stall_suspect_minutes → Suspect
+			s.LastEventAt = now.Add(-11 * time.Minute)
+		case 1: // Suspect past stall_hard_minutes → interrupt
+			s.State, s.Evidence = sessions.Suspect, "20 min silent, pid alive"
+			s.LastEventAt = now.Add(-151 * time.Minute)
+		case 2: // a turn that died → the continuation nudge, on the live process
+			s.State, s.Evidence, s.InTurn = sessions.Interrupted, "turn 3 aborted by the agent", false
+		}
+		return s
+	}
+	switch i % 10 {
+	case 0, 1, 2, 3: // a quiet turn, under the threshold
+	case 4: // a long tool call, under the relaxed threshold
+		s.OpenTools = map[string]sessions.OpenCall{"t": {Name: "Bash", Started: now.Add(-20 * time.Minute)}}
+		s.LastEventAt = now.Add(-20 * time.Minute)
+	case 5:
+		s.State, s.WaitReason, s.Evidence = sessions.WaitingOnUser, sessions.WaitPermission, "the agent asks permission to use Bash"
+		s.Permission = &sessions.Permission{RequestID: "r", Tool: "Bash"}
+	case 6:
+		s.State, s.WaitReason, s.InTurn, s.Evidence = sessions.WaitingOnUser, sessions.WaitReview, false, "turn 3 completed; waiting for review"
+	case 7:
+		s.State, s.InTurn, s.Evidence = sessions.Idle, false, "agent idle"
+	case 8: // a rate-limit hold counting down
+		s.State, s.InTurn, s.Evidence = sessions.Recovering, false, "rate limited; continuing at 10:00:00 (attempt 1/5)"
+		s.Failure = sessions.Failure{Kind: sessions.RateLimit, RetryAt: now.Add(time.Hour)}
+		s.Supervision = sessions.Supervision{Recovery: RecoveryRateLimit, NextAttemptAt: now.Add(time.Hour)}
+	case 9: // escalated, waiting for the user's ack
+		s.State, s.InTurn, s.Evidence = sessions.Interrupted, false, "turn 3 aborted — 2 of 2 continuation nudges spent; needs your attention"
+		s.NeedsAttention = true
+		s.Nudge = sessions.NudgeBudget{Attempts: 2, LastNudge: now.Add(-time.Hour)}
+		s.Supervision = sessions.Supervision{EscalatedGeneration: 3}
+	}
+	return s
+}
+
+func benchTickRuntime(b *testing.B, st Store, transitioning bool) {
+	ctx := context.Background()
+	cs := &countingStore{Store: st}
+	agent := &fakeAgent{quiet: true}
+	rt := New(Options{Store: cs, Agents: map[string]Agent{"claude": agent}})
+	now := time.Now()
+	type reset struct {
+		e    *entry
+		base sessions.Session
+	}
+	var resets []reset
+	for i := range benchSessions {
+		s := benchSession(i, now, transitioning)
+		// The sessions exist in the store first, as after a Boot: a
+		// transition's save is an update, not an insert.
+		if err := st.SaveSessionWithEvents(ctx, s, nil); err != nil {
+			b.Fatal(err)
+		}
+		p := newFakeProc(s.PID, nil)
+		p.quiet = true
+		e := &entry{s: s, proc: p}
+		rt.sess[s.ID] = e
+		if transitioning && i%benchTransitionEvery == 0 {
+			resets = append(resets, reset{e, s})
+		}
+	}
+	set := storage.DefaultSettings()
+	// One tick settles anything the mix did not state exactly (evidence
+	// wording), so the measured ticks see the steady part as steady.
+	rt.Tick(ctx, set)
+	w0 := cs.writes()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, r := range resets {
+			r.e.s = r.base
+		}
+		rt.Tick(ctx, set)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n/benchSessions, "ns/session")
+	b.ReportMetric(float64(len(resets)), "transitions/op")
+	b.ReportMetric(float64(cs.writes()-w0)/n, "writes/op")
+	if !transitioning && cs.writes() != w0 {
+		b.Fatalf("the steady mix wrote %d times: it is not steady", cs.writes()-w0)
+	}
+}
