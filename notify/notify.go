@@ -1,0 +1,188 @@
+// Package notify sends desktop notifications for what the user must know
+// while away: a session that escalated (nothing automatic is left) and, behind
+// a setting, a session that waits on them. It deduplicates per incident,
+// rate-limits across sessions, sanitizes every text, and never storms after
+// a restart: only live changes notify, never the state found at start.
+package notify
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Sender delivers one notification (beeep.Notify in the app).
+type Sender func(title, body string, icon []byte) error
+
+// Notification is one decided notification.
+type Notification struct {
+	Key   string // the incident it belongs to, for dedup
+	Title string
+	Body  string
+}
+
+// maxBody bounds the body: a notification is a glance, not a report.
+const maxBody = 180
+
+// Decider decides, from consecutive session states, what deserves a
+// notification. It is pure apart from its memory of what it has seen.
+type Decider struct {
+	// seen is the last state observed per session; a session absent from it
+	// is being seen for the first time (at start) and never notifies.
+	seen map[string]sessions.Session
+	// sent holds the incident keys already notified.
+	sent map[string]bool
+}
+
+// NewDecider returns a decider primed with the sessions as they are now, so
+// conditions that already held before the app started do not notify.
+func NewDecider(initial []sessions.Session) *Decider {
+	d := &Decider{seen: map[string]sessions.Session{}, sent: map[string]bool{}}
+	for _, s := range initial {
+		d.seen[s.ID] = s
+		if s.NeedsAttention {
+			d.sent[escalationKey(s)] = true
+		}
+		if k, ok := waitKey(s); ok {
+			d.sent[k] = true
+		}
+	}
+	return d
+}
+
+func escalationKey(s sessions.Session) string {
+	return fmt.Sprintf("escalated/%s/%d", s.ID, s.TurnGeneration)
+}
+
+func waitKey(s sessions.Session) (string, bool) {
+	if s.State != sessions.WaitingOnUser {
+		return "", false
+	}
+	switch s.WaitReason {
+	case sessions.WaitQuestion, sessions.WaitPlan, sessions.WaitPermission:
+		return fmt.Sprintf("wait/%s/%d/%s", s.ID, s.TurnGeneration, s.WaitReason), true
+	}
+	return "", false
+}
+
+// Observe takes a session's new state and returns the notification it
+// deserves, if any. waitingOnUser is the notify.waiting_on_user setting.
+func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification, bool) {
+	prev, known := d.seen[s.ID]
+	d.seen[s.ID] = s
+	if !known {
+		// First sight of a session that is not at start: a new session is
+		// never already escalated, but it may already wait (a fast
+		// permission prompt) — fall through with an empty previous state.
+		prev = sessions.Session{}
+	}
+	if s.NeedsAttention && !prev.NeedsAttention {
+		k := escalationKey(s)
+		if !d.sent[k] {
+			d.sent[k] = true
+			return Notification{Key: k, Title: s.DisplayName() + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence))}, true
+		}
+	}
+	if k, ok := waitKey(s); ok && waitingOnUser && !d.sent[k] {
+		d.sent[k] = true
+		return Notification{Key: k, Title: s.DisplayName() + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence))}, true
+	}
+	return Notification{}, false
+}
+
+func waitTitle(s sessions.Session) string {
+	switch s.WaitReason {
+	case sessions.WaitQuestion:
+		return "has a question for you"
+	case sessions.WaitPlan:
+		return "waits for you to approve a plan"
+	case sessions.WaitPermission:
+		return "asks for permission"
+	}
+	return "waits for you"
+}
+
+func clip(s string) string {
+	if r := []rune(s); len(r) > maxBody {
+		return string(r[:maxBody-1]) + "…"
+	}
+	return s
+}
+
+// Limiter allows at most Burst notifications per Window across all
+// sessions; the rest are dropped (the tray and the window still show them).
+type Limiter struct {
+	Burst  int
+	Window time.Duration
+	times  []time.Time
+}
+
+// Allow reports whether a notification may go out at now.
+func (l *Limiter) Allow(now time.Time) bool {
+	cut := now.Add(-l.Window)
+	kept := l.times[:0]
+	for _, t := range l.times {
+		if t.After(cut) {
+			kept = append(kept, t)
+		}
+	}
+	l.times = kept
+	if len(l.times) >= l.Burst {
+		return false
+	}
+	l.times = append(l.times, now)
+	return true
+}
+
+// Notifier delivers what the Decider decides, through the Limiter.
+type Notifier struct {
+	send Sender
+	icon []byte
+	log  *slog.Logger
+
+	mu          sync.Mutex
+	decider     *Decider
+	limiter     Limiter
+	unavailable bool // logged once: no notification service
+	// Sent counts delivered notifications, Dropped the rate-limited ones.
+	Sent, Dropped, Failed int
+}
+
+// New returns a notifier primed with the sessions as they are at start.
+func New(send Sender, icon []byte, initial []sessions.Session, log *slog.Logger) *Notifier {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Notifier{
+		send: send, icon: icon, log: log,
+		decider: NewDecider(initial),
+		limiter: Limiter{Burst: 3, Window: time.Minute},
+	}
+}
+
+// Observe handles one session change.
+func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	note, ok := n.decider.Observe(s, waitingOnUser)
+	if !ok {
+		return
+	}
+	if !n.limiter.Allow(now) {
+		n.Dropped++
+		n.log.Info("notification rate-limited", "title", note.Title)
+		return
+	}
+	if err := n.send(note.Title, note.Body, n.icon); err != nil {
+		n.Failed++
+		if !n.unavailable {
+			n.unavailable = true
+			n.log.Warn("no notification service; carrying on without desktop notifications", "err", err)
+		}
+		return
+	}
+	n.Sent++
+}

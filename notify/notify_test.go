@@ -1,0 +1,144 @@
+package notify
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+type sent struct{ title, body string }
+
+func recorder(out *[]sent, err error) Sender {
+	return func(title, body string, icon []byte) error {
+		if err != nil {
+			return err
+		}
+		*out = append(*out, sent{title, body})
+		return nil
+	}
+}
+
+func s(id string, st sessions.State, mod func(*sessions.Session)) sessions.Session {
+	x := sessions.Session{ID: id, Name: "name-" + id, State: st, TurnGeneration: 1, Evidence: "evidence of " + id}
+	if mod != nil {
+		mod(&x)
+	}
+	return x
+}
+
+func escalated(x *sessions.Session) { x.NeedsAttention = true }
+func permission(x *sessions.Session) {
+	x.WaitReason = sessions.WaitPermission
+}
+
+func TestEscalationNotifiesOncePerIncident(t *testing.T) {
+	var out []sent
+	n := New(recorder(&out, nil), nil, nil, nil)
+	n.Observe(s("a", sessions.Working, nil), true, t0)
+	n.Observe(s("a", sessions.Interrupted, escalated), true, t0)
+	n.Observe(s("a", sessions.Interrupted, escalated), true, t0.Add(time.Second)) // snapshot repeats it
+	if len(out) != 1 || out[0].title != "name-a needs attention" || out[0].body != "evidence of a" {
+		t.Fatalf("sent %+v", out)
+	}
+	// Ack clears it; a later incident (a new turn) notifies again.
+	n.Observe(s("a", sessions.Idle, nil), true, t0.Add(2*time.Minute))
+	n.Observe(s("a", sessions.Errored, func(x *sessions.Session) { x.NeedsAttention = true; x.TurnGeneration = 2 }), true, t0.Add(3*time.Minute))
+	if len(out) != 2 {
+		t.Fatalf("second incident: sent %+v", out)
+	}
+}
+
+func TestNoStormAfterRestart(t *testing.T) {
+	var out []sent
+	initial := []sessions.Session{s("a", sessions.Errored, escalated), s("b", sessions.WaitingOnUser, permission)}
+	n := New(recorder(&out, nil), nil, initial, nil)
+	for _, x := range initial {
+		n.Observe(x, true, t0) // the first snapshot after start
+	}
+	if len(out) != 0 {
+		t.Fatalf("conditions from before the start notified: %+v", out)
+	}
+}
+
+func TestWaitingOnUserBehindSetting(t *testing.T) {
+	cases := []struct {
+		name    string
+		reason  sessions.WaitReason
+		setting bool
+		want    string
+	}{
+		{"permission on", sessions.WaitPermission, true, "name-a asks for permission"},
+		{"question on", sessions.WaitQuestion, true, "name-a has a question for you"},
+		{"plan on", sessions.WaitPlan, true, "name-a waits for you to approve a plan"},
+		{"review never", sessions.WaitReview, true, ""},
+		{"permission off", sessions.WaitPermission, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out []sent
+			n := New(recorder(&out, nil), nil, nil, nil)
+			n.Observe(s("a", sessions.Working, nil), tc.setting, t0)
+			n.Observe(s("a", sessions.WaitingOnUser, func(x *sessions.Session) { x.WaitReason = tc.reason }), tc.setting, t0)
+			got := ""
+			if len(out) == 1 {
+				got = out[0].title
+			}
+			if len(out) > 1 || got != tc.want {
+				t.Fatalf("sent %+v, want title %q", out, tc.want)
+			}
+		})
+	}
+}
+
+func TestRateLimitAcrossSessions(t *testing.T) {
+	var out []sent
+	n := New(recorder(&out, nil), nil, nil, nil)
+	for i := range 10 {
+		id := string(rune('a' + i))
+		n.Observe(s(id, sessions.Working, nil), true, t0)
+		n.Observe(s(id, sessions.Errored, escalated), true, t0.Add(time.Duration(i)*time.Second))
+	}
+	if len(out) != 3 || n.Dropped != 7 {
+		t.Fatalf("sent %d, dropped %d; want 3 and 7", len(out), n.Dropped)
+	}
+	n.Observe(s("z", sessions.Working, nil), true, t0.Add(2*time.Minute))
+	n.Observe(s("z", sessions.Errored, escalated), true, t0.Add(2*time.Minute))
+	if len(out) != 4 {
+		t.Fatalf("after the window: sent %d, want 4", len(out))
+	}
+}
+
+func TestTextIsSanitized(t *testing.T) {
+	var out []sent
+	n := New(recorder(&out, nil), nil, nil, nil)
+	n.Observe(s("a", sessions.Working, nil), true, t0)
+	n.Observe(s("a", sessions.Errored, func(x *sessions.Session) {
+		x.NeedsAttention = true
+		x.Evidence = "auth failed with key sk-ant-api03-SECRETSECRETSECRET\nstderr: " + strings.Repeat("x", 500)
+	}), true, t0)
+	if len(out) != 1 {
+		t.Fatal("nothing sent")
+	}
+	b := out[0].body
+	if strings.Contains(b, "SECRET") || strings.Contains(b, "\n") || len([]rune(b)) > maxBody {
+		t.Fatalf("body not sanitized: %q", b)
+	}
+}
+
+func TestNoServiceLogsOnceAndCarriesOn(t *testing.T) {
+	var out []sent
+	n := New(recorder(&out, errors.New("no notification daemon")), nil, nil, nil)
+	for i := range 3 {
+		id := string(rune('a' + i))
+		n.Observe(s(id, sessions.Working, nil), true, t0)
+		n.Observe(s(id, sessions.Errored, escalated), true, t0)
+	}
+	if n.Failed != 3 || n.Sent != 0 || !n.unavailable {
+		t.Fatalf("failed %d sent %d unavailable %v", n.Failed, n.Sent, n.unavailable)
+	}
+}

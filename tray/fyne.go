@@ -1,0 +1,88 @@
+package tray
+
+import (
+	"context"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+
+	"github.com/session-supervisor/session-supervisor/assets"
+)
+
+// Tray shows menu models in the desktop's system tray.
+type Tray struct {
+	app      desktop.App
+	onAction func(Item)
+	icons    map[assets.Icon]fyne.Resource
+}
+
+// New binds a tray to a desktop app. onAction runs on Fyne's goroutine for
+// every click of an item with an action.
+func New(a desktop.App, onAction func(Item)) *Tray {
+	icons := map[assets.Icon]fyne.Resource{}
+	for i := assets.IconAttention; i <= assets.IconIdle; i++ {
+		icons[i] = fyne.NewStaticResource("tray-"+i.String()+".png", assets.TrayIcon(i))
+	}
+	return &Tray{app: a, onAction: onAction, icons: icons}
+}
+
+// Show replaces the tray's icon and menu; call it on Fyne's goroutine
+// (fyne.Do).
+func (t *Tray) Show(m Menu) {
+	t.app.SetSystemTrayIcon(t.icons[m.Icon])
+	t.app.SetSystemTrayMenu(fyne.NewMenu("Session Supervisor", t.items(m.Items)...))
+}
+
+func (t *Tray) items(list []Item) []*fyne.MenuItem {
+	out := make([]*fyne.MenuItem, 0, len(list))
+	for _, it := range list {
+		if it.Separator {
+			out = append(out, fyne.NewMenuItemSeparator())
+			continue
+		}
+		item := it
+		mi := fyne.NewMenuItem(item.Label, nil)
+		if item.Action != ActNone {
+			mi.Action = func() { t.onAction(item) }
+		}
+		mi.Disabled = item.Disabled
+		mi.Checked = item.Checkable && item.Checked
+		if len(item.Children) > 0 {
+			mi.ChildMenu = fyne.NewMenu("", t.items(item.Children)...)
+		}
+		out = append(out, mi)
+	}
+	return out
+}
+
+// Coalesce calls render once per burst: after a signal on changes it waits
+// delay, swallowing further signals, then renders; it also renders every
+// refresh (the ages in the labels move) and once at the start. It returns
+// when ctx is done.
+func Coalesce(ctx context.Context, changes <-chan struct{}, delay, refresh time.Duration, render func()) {
+	render()
+	tick := time.NewTicker(refresh)
+	defer tick.Stop()
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+			if fire == nil {
+				fire = time.After(delay)
+			}
+		case <-fire:
+			fire = nil
+			render()
+		case <-tick.C:
+			if fire == nil {
+				render()
+			}
+		}
+	}
+}

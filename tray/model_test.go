@@ -1,0 +1,241 @@
+package tray
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func sess(id, name string, st sessions.State, mod func(*sessions.Session)) sessions.Session {
+	s := sessions.Session{ID: id, Name: name, State: st, StateChangedAt: now.Add(-12 * time.Minute)}
+	if st == sessions.Working || st == sessions.Suspect || st == sessions.Compacting {
+		s.InTurn = true
+	}
+	if mod != nil {
+		mod(&s)
+	}
+	return s
+}
+
+func attention(s *sessions.Session) { s.NeedsAttention = true }
+
+func TestAggregateIcon(t *testing.T) {
+	cases := []struct {
+		name string
+		list []sessions.Session
+		want assets.Icon
+	}{
+		{"empty", nil, assets.IconIdle},
+		{"idle", []sessions.Session{sess("a", "a", sessions.Idle, nil)}, assets.IconIdle},
+		{"working beats idle", []sessions.Session{sess("a", "a", sessions.Idle, nil), sess("b", "b", sessions.Working, nil)}, assets.IconWorking},
+		{"compacting is working", []sessions.Session{sess("a", "a", sessions.Compacting, nil)}, assets.IconWorking},
+		{"suspect beats working", []sessions.Session{sess("a", "a", sessions.Working, nil), sess("b", "b", sessions.Suspect, nil)}, assets.IconRecovering},
+		{"recovering", []sessions.Session{sess("a", "a", sessions.Recovering, nil)}, assets.IconRecovering},
+		{"waiting beats recovering", []sessions.Session{sess("a", "a", sessions.Recovering, nil), sess("b", "b", sessions.WaitingOnUser, nil)}, assets.IconWaiting},
+		{"attention beats all", []sessions.Session{sess("a", "a", sessions.WaitingOnUser, nil), sess("b", "b", sessions.Interrupted, attention)}, assets.IconAttention},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Aggregate(tc.list); got != tc.want {
+				t.Errorf("Aggregate = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHeader(t *testing.T) {
+	cases := []struct {
+		list []sessions.Session
+		want string
+	}{
+		{nil, "No sessions"},
+		{[]sessions.Session{sess("a", "a", sessions.Idle, nil), sess("b", "b", sessions.Idle, nil)}, "2 idle"},
+		{[]sessions.Session{sess("a", "a", sessions.Working, nil), sess("b", "b", sessions.Working, nil), sess("c", "c", sessions.Working, nil), sess("d", "d", sessions.Errored, attention)}, "3 working · 1 needs you"},
+		{[]sessions.Session{sess("a", "a", sessions.WaitingOnUser, nil), sess("b", "b", sessions.Errored, attention), sess("c", "c", sessions.Interrupted, attention)}, "2 need you · 1 waiting"},
+		{[]sessions.Session{sess("a", "a", sessions.Suspect, nil)}, "1 recovering"},
+	}
+	for _, tc := range cases {
+		if got := Header(tc.list); got != tc.want {
+			t.Errorf("Header(%d sessions) = %q, want %q", len(tc.list), got, tc.want)
+		}
+	}
+}
+
+func labels(items []Item) []string {
+	var out []string
+	for _, it := range items {
+		if it.Separator {
+			out = append(out, "---")
+			continue
+		}
+		out = append(out, it.Label)
+	}
+	return out
+}
+
+func TestBuildMenu(t *testing.T) {
+	list := []sessions.Session{
+		sess("w1", "refactor", sessions.Working, nil),
+		sess("e1", "deploy", sessions.Interrupted, attention),
+		sess("q1", "docs", sessions.WaitingOnUser, func(s *sessions.Session) {
+			s.WaitReason = sessions.WaitPermission
+			s.StateChangedAt = now.Add(-45 * time.Second)
+		}),
+	}
+	m := Build(Snapshot{Sessions: list, Now: now})
+	want := []string{
+		"1 working · 1 needs you · 1 waiting",
+		"---",
+		"⚠ deploy — Needs attention (Interrupted) · 12m",
+		"● docs — Waiting on user (permission) · 45s",
+		"▶ refactor — Working · 12m",
+		"---",
+		"Open Session Supervisor…",
+		"Settings…",
+		"Pause supervisor",
+	}
+	if got := labels(m.Items); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("menu:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if m.Icon != assets.IconAttention {
+		t.Errorf("icon %s, want attention", m.Icon)
+	}
+	if !m.Items[0].Disabled {
+		t.Error("the header must not be clickable")
+	}
+	// Submenus: actions enabled where they make sense.
+	sub := func(i int) map[string]Item {
+		out := map[string]Item{}
+		for _, c := range m.Items[i].Children {
+			out[c.Label] = c
+		}
+		return out
+	}
+	deploy, refactor := sub(2), sub(4)
+	cases := []struct {
+		name     string
+		item     Item
+		action   Action
+		disabled bool
+	}{
+		{"deploy open", deploy["Open"], ActOpenSession, false},
+		{"deploy nudge", deploy["Send nudge now"], ActNudge, false},
+		{"deploy interrupt", deploy["Interrupt turn"], ActInterrupt, true},
+		{"deploy ack", deploy["Acknowledge"], ActAcknowledge, false},
+		{"refactor nudge while working", refactor["Send nudge now"], ActNudge, true},
+		{"refactor interrupt", refactor["Interrupt turn"], ActInterrupt, false},
+		{"refactor ack", refactor["Acknowledge"], ActAcknowledge, true},
+	}
+	for _, tc := range cases {
+		if tc.item.Action != tc.action || tc.item.Disabled != tc.disabled || tc.item.SessionID == "" {
+			t.Errorf("%s: %+v, want action %s disabled %v", tc.name, tc.item, tc.action, tc.disabled)
+		}
+	}
+	pause := m.Items[len(m.Items)-1]
+	if pause.Action != ActTogglePause || !pause.Checkable || pause.Checked {
+		t.Errorf("pause item %+v", pause)
+	}
+}
+
+func TestBuildPausedAndEmpty(t *testing.T) {
+	m := Build(Snapshot{Paused: true, Now: now})
+	got := labels(m.Items)
+	want := []string{"No sessions (supervisor paused)", "---", "Open Session Supervisor…", "Settings…", "Pause supervisor"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("menu %q, want %q", got, want)
+	}
+	if !m.Items[len(m.Items)-1].Checked {
+		t.Error("pause must be checked while paused")
+	}
+	if m.Icon != assets.IconIdle {
+		t.Errorf("icon %s", m.Icon)
+	}
+}
+
+func TestBuildCapsLongLists(t *testing.T) {
+	var list []sessions.Session
+	for i := range MaxTopLevel + 5 {
+		list = append(list, sess(fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), sessions.Idle, nil))
+	}
+	list[14].NeedsAttention = true // the last one needs attention: it must move to the top
+	m := Build(Snapshot{Sessions: list, Now: now})
+	var sessionsTop int
+	var more *Item
+	for i, it := range m.Items {
+		if it.SessionID != "" {
+			sessionsTop++
+		}
+		if strings.HasPrefix(it.Label, "More…") {
+			more = &m.Items[i]
+		}
+	}
+	if sessionsTop != MaxTopLevel {
+		t.Errorf("%d sessions at the top level, want %d", sessionsTop, MaxTopLevel)
+	}
+	if more == nil || more.Label != "More… (5)" || len(more.Children) != 5 {
+		t.Fatalf("More item = %+v", more)
+	}
+	if m.Items[2].SessionID != "s14" {
+		t.Errorf("first session %q, want the one needing attention", m.Items[2].SessionID)
+	}
+}
+
+func TestAge(t *testing.T) {
+	cases := map[time.Duration]string{0: "0s", 45 * time.Second: "45s", 12 * time.Minute: "12m", 3 * time.Hour: "3h", 50 * time.Hour: "2d", -time.Second: "0s"}
+	for d, want := range cases {
+		if got := Age(now, now.Add(-d)); got != want {
+			t.Errorf("Age(%s) = %q, want %q", d, got, want)
+		}
+	}
+	if Age(now, time.Time{}) != "-" {
+		t.Error("zero time should be -")
+	}
+}
+
+// A burst of changes renders once after the delay; the periodic refresh
+// renders when nothing changed.
+func TestCoalesce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		changes := make(chan struct{}, 100)
+		var renders atomic.Int32
+		done := make(chan struct{})
+		go func() {
+			Coalesce(ctx, changes, 200*time.Millisecond, 30*time.Second, func() { renders.Add(1) })
+			close(done)
+		}()
+		synctest.Wait()
+		if n := renders.Load(); n != 1 {
+			t.Fatalf("initial renders = %d, want 1", n)
+		}
+		for range 50 {
+			changes <- struct{}{}
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if n := renders.Load(); n != 1 {
+			t.Fatalf("rendered %d times before the delay, want 1", n)
+		}
+		time.Sleep(150 * time.Millisecond)
+		synctest.Wait()
+		if n := renders.Load(); n != 2 {
+			t.Fatalf("after a burst of 50: %d renders, want 2", n)
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := renders.Load(); n != 3 {
+			t.Fatalf("after the refresh interval: %d renders, want 3", n)
+		}
+		cancel()
+		<-done
+	})
+}
