@@ -1,0 +1,456 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// detailView is one session: who and where it is, what went wrong and what
+// the supervisor is doing about it, the live timeline, and the user's
+// actions.
+type detailView struct {
+	w  *Window
+	id string
+	s  sessions.Session
+
+	back     *widget.Button
+	name     *widget.Label
+	badge    *badge
+	evidence *widget.RichText
+	info     *widget.RichText // agent, folder, process, turn, permissions
+
+	recovery  *fyne.Container
+	failure   *widget.Label
+	plan      *widget.Label
+	next      *widget.Label
+	escalated *widget.Label
+
+	permission    *fyne.Container
+	permissionAsk *widget.Label
+	answer        *widget.Entry
+	approve, deny *widget.Button
+
+	nudge, interrupt, ack, openDir *widget.Button
+
+	prompt *promptEntry
+	send   *widget.Button
+
+	status   *widget.Label // what the last action did
+	errLabel *widget.Label // what the last action failed with
+
+	header *fyne.Container
+	// left is the column of sections that appear and disappear with the
+	// session's state; it is re-laid out after each change.
+	left       *fyne.Container
+	leftScroll *container.Scroll
+	timeline   *timelineView
+	content    *fyne.Container
+}
+
+func newDetailView(w *Window) *detailView {
+	d := &detailView{w: w}
+	d.back = widget.NewButtonWithIcon("Sessions", theme.NavigateBackIcon(), func() { w.showList() })
+	d.name = boldLabel("")
+	d.name.SizeName = theme.SizeNameSubHeadingText
+	d.badge = newBadge()
+	d.evidence = mutedLine("")
+	d.info = widget.NewRichText()
+	d.info.Truncation = fyne.TextTruncateEllipsis
+
+	line := func() *widget.Label {
+		l := widget.NewLabel("")
+		l.Wrapping = fyne.TextWrapWord
+		return l
+	}
+	d.failure, d.plan, d.next = line(), line(), line()
+	d.next.TextStyle.Bold = true
+	d.escalated = line()
+	d.escalated.SetText("Nothing automatic is left to try: the supervisor is waiting for you.")
+	d.escalated.Importance = widget.DangerImportance
+	d.recovery = section("Failure and recovery", d.failure, d.plan, d.next, d.escalated)
+
+	d.permissionAsk = line()
+	d.answer = widget.NewEntry()
+	d.answer.SetPlaceHolder("Optional message to the agent")
+	d.approve = widget.NewButtonWithIcon("Approve", theme.ConfirmIcon(), func() { d.answerPermission(true) })
+	d.approve.Importance = widget.HighImportance
+	d.deny = widget.NewButtonWithIcon("Deny", theme.CancelIcon(), func() { d.answerPermission(false) })
+	d.deny.Importance = widget.DangerImportance
+	d.permission = section("Permission requested", d.permissionAsk, d.answer,
+		container.NewGridWithColumns(2, d.approve, d.deny))
+
+	d.nudge = widget.NewButtonWithIcon("Nudge now", theme.MediaPlayIcon(), func() {
+		d.command("Nudge", func(ctx context.Context, id string) (sessions.Session, error) { return w.b.NudgeNow(ctx, id) })
+	})
+	d.interrupt = widget.NewButtonWithIcon("Interrupt", theme.MediaStopIcon(), func() {
+		d.command("Interrupt", func(ctx context.Context, id string) (sessions.Session, error) { return w.b.Interrupt(ctx, id) })
+	})
+	d.ack = widget.NewButtonWithIcon("Acknowledge", theme.ConfirmIcon(), func() {
+		d.command("Acknowledge", func(ctx context.Context, id string) (sessions.Session, error) { return w.b.Ack(ctx, id) })
+	})
+	d.openDir = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), d.openFolder)
+	actions := container.NewGridWithColumns(2, d.nudge, d.interrupt, d.ack, d.openDir)
+
+	d.prompt = newPromptEntry(d.sendPrompt)
+	d.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), d.sendPrompt)
+	d.send.Importance = widget.HighImportance
+	sendRow := container.NewBorder(nil, nil, nil, d.send, mutedLine("Ctrl+Enter sends"))
+
+	d.status = line()
+	d.status.Importance = widget.SuccessImportance
+	d.status.Hide()
+	d.errLabel = errorLabel()
+
+	d.header = container.NewVBox(
+		container.NewBorder(nil, nil, d.back, nil,
+			container.NewHBox(d.name, container.NewCenter(d.badge))),
+		d.evidence,
+		d.info,
+		widget.NewSeparator(),
+	)
+	// The left column holds what the user acts on, the prompt always in
+	// reach at its foot; the timeline gets the full height on the right.
+	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions))
+	d.leftScroll = container.NewVScroll(d.left)
+	left := container.NewBorder(nil, section("Send a prompt", d.prompt, sendRow), nil, nil, d.leftScroll)
+	d.timeline = newTimelineView(func() *time.Location { return w.now().Location() })
+	split := container.NewHSplit(left, container.NewPadded(d.timeline.content))
+	split.Offset = 0.42
+	d.content = container.NewBorder(d.header, nil, nil, nil, split)
+	return d
+}
+
+// setError shows (or with "" clears) the inline error.
+func (d *detailView) setError(msg string) {
+	if setError(d.errLabel, msg) {
+		d.relayout()
+	}
+}
+
+// relayout lays the header and the left column out again: changing a
+// label's text or showing a section does not by itself move its neighbours.
+func (d *detailView) relayout() {
+	d.header.Refresh() // a longer name moves the badge
+	d.left.Refresh()
+	d.leftScroll.Refresh()
+}
+
+// infoSegments are the header's facts: muted names, plain values.
+func infoSegments(pairs ...string) []widget.RichTextSegment {
+	var out []widget.RichTextSegment
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name := pairs[i] + " "
+		if i > 0 {
+			name = "     " + name
+		}
+		out = append(out,
+			&widget.TextSegment{Text: name, Style: mutedStyle()},
+			&widget.TextSegment{Text: pairs[i+1], Style: widget.RichTextStyle{Inline: true}})
+	}
+	return out
+}
+
+// open loads session id into the view.
+func (d *detailView) open(id string) error {
+	s, err := d.w.b.Session(id)
+	if err != nil {
+		return err
+	}
+	if s.ID != d.id {
+		// Another session: nothing typed or reported for the previous one
+		// may leak into this one.
+		d.id = s.ID
+		d.prompt.SetText("")
+		d.answer.SetText("")
+		d.timeline.reset()
+		d.setError("")
+		d.status.Hide()
+	}
+	d.show(s)
+	d.loadTimeline()
+	return nil
+}
+
+// refresh re-reads the open session and its timeline.
+func (d *detailView) refresh() {
+	if d.id == "" {
+		return
+	}
+	s, err := d.w.b.Session(d.id)
+	if err != nil {
+		d.setError("This session is gone: " + err.Error())
+		return
+	}
+	d.show(s)
+	d.loadTimeline()
+}
+
+func (d *detailView) loadTimeline() {
+	rows, err := d.w.b.Timeline(context.Background(), d.id, timelineLimit)
+	if err != nil {
+		d.setError("Could not read the timeline: " + err.Error())
+		return
+	}
+	d.timeline.set(rows)
+}
+
+// show fills every widget from s.
+func (d *detailView) show(s sessions.Session) {
+	d.s = s
+	now := d.w.now()
+	d.name.SetText(s.DisplayName())
+	d.badge.set(s)
+	ev := s.Evidence
+	if s.State == sessions.WaitingOnUser && s.WaitReason != sessions.NoWait {
+		ev = fmt.Sprintf("Waiting for your %s: %s", s.WaitReason, ev)
+	}
+	if s.NeedsAttention {
+		ev = fmt.Sprintf("%s — %s", s.State.Label(), ev)
+	}
+	setMuted(d.evidence, fmt.Sprintf("%s (for %s)", ev, age(now, s.StateChangedAt)))
+
+	process := "not running"
+	switch {
+	case s.PID > 0 && s.ProcessAlive:
+		process = fmt.Sprintf("pid %d, running", s.PID)
+	case s.PID > 0:
+		process = fmt.Sprintf("pid %d, exited", s.PID)
+	}
+	turn := strconv.FormatInt(s.TurnGeneration, 10)
+	if s.InTurn {
+		turn += fmt.Sprintf(", in flight for %s", age(now, s.TurnStarted))
+	}
+	mode := s.PermissionMode
+	if mode == "" {
+		mode = "default"
+	}
+	d.info.Segments = infoSegments(
+		"Agent", fmt.Sprintf("%s (%s)", s.Agent, s.Source),
+		"Folder", shortPath(s.Cwd),
+		"Process", process,
+		"Turn", turn,
+		"Permissions", mode)
+	d.info.Refresh()
+
+	d.showRecovery(now)
+
+	if p := s.Permission; p != nil {
+		d.permissionAsk.SetText(fmt.Sprintf("%s asks to use %s.", s.Agent, p.Tool))
+		d.permission.Show()
+	} else {
+		d.permission.Hide()
+	}
+	// The same rules as the tray's submenu, so both offer the same commands.
+	setEnabled(d.nudge, !s.InTurn)
+	setEnabled(d.interrupt, s.InTurn)
+	setEnabled(d.ack, canAcknowledge(s))
+	setEnabled(d.openDir, s.Cwd != "" && d.w.dir != nil)
+	d.relayout()
+}
+
+// showRecovery fills the failure and recovery section; it is hidden when
+// there is nothing to tell.
+func (d *detailView) showRecovery(now time.Time) {
+	s := d.s
+	f, sup := s.Failure, s.Supervision
+	if f.IsZero() && sup.Recovery == "" && sup.NextAttemptAt.IsZero() && !s.NeedsAttention && s.Nudge.Attempts == 0 {
+		d.recovery.Hide()
+		return
+	}
+	if f.Kind != sessions.NoFailure || f.Message != "" {
+		msg := "Failure: " + f.Kind.Label()
+		if f.Message != "" {
+			msg += " — " + f.Message
+		}
+		d.failure.SetText(msg)
+		d.failure.Show()
+	} else {
+		d.failure.Hide()
+	}
+	var plan string
+	switch {
+	case sup.Recovery != "":
+		plan = fmt.Sprintf("Recovery: %s, attempt %d", kindLabel(sup.Recovery), sup.RecoveryAttempts)
+	case s.Nudge.Attempts > 0:
+		plan = fmt.Sprintf("Continuation nudges this incident: %d", s.Nudge.Attempts)
+	}
+	d.plan.SetText(plan)
+	if plan == "" {
+		d.plan.Hide()
+	} else {
+		d.plan.Show()
+	}
+	if at := nextAttempt(s); !at.IsZero() {
+		d.next.SetText("Next attempt " + countdown(now, at))
+		d.next.Show()
+	} else {
+		d.next.Hide()
+	}
+	if s.NeedsAttention {
+		d.escalated.Show()
+	} else {
+		d.escalated.Hide()
+	}
+	d.recovery.Show()
+}
+
+// nextAttempt is when something happens next on its own: the supervisor's
+// held recovery, else the agent's own retry.
+func nextAttempt(s sessions.Session) time.Time {
+	if !s.Supervision.NextAttemptAt.IsZero() {
+		return s.Supervision.NextAttemptAt
+	}
+	return s.Failure.RetryAt
+}
+
+// tick moves the countdown (every second while the detail is on screen).
+func (d *detailView) tick() {
+	if d.id == "" {
+		return
+	}
+	was := d.next.Visible()
+	d.showRecovery(d.w.now())
+	if d.next.Visible() != was {
+		d.relayout()
+	}
+}
+
+// canAcknowledge is the tray's rule, so both offer Acknowledge alike.
+func canAcknowledge(s sessions.Session) bool {
+	return s.NeedsAttention || (!s.InTurn && (s.State == sessions.WaitingOnUser || s.State == sessions.Errored || s.State == sessions.Interrupted))
+}
+
+func setEnabled(b *widget.Button, on bool) {
+	if on {
+		b.Enable()
+	} else {
+		b.Disable()
+	}
+}
+
+// command runs one session command and reports its outcome in the view.
+func (d *detailView) command(what string, call func(ctx context.Context, id string) (sessions.Session, error)) {
+	id := d.id
+	d.setError("")
+	d.status.Hide()
+	var s sessions.Session
+	d.w.act(func(ctx context.Context) error {
+		var err error
+		s, err = call(ctx, id)
+		return err
+	}, func(err error) {
+		d.report(id, what, s, err)
+	})
+}
+
+// report shows a command's outcome: inline when its session is still on
+// screen, else in a dialog, never only in the log.
+func (d *detailView) report(id, what string, s sessions.Session, err error) {
+	if err != nil {
+		err = fmt.Errorf("%s failed: %w", what, err)
+		d.w.log.Warn("window command failed", "session", id, "err", err)
+	}
+	if id != d.id || !d.content.Visible() {
+		if err != nil {
+			d.w.showErrorNow(err)
+		}
+		return
+	}
+	if err != nil {
+		d.setError(err.Error())
+	} else {
+		d.status.SetText(what + ": done.")
+		d.status.Show()
+	}
+	if s.ID == id {
+		d.show(s)
+	}
+	d.loadTimeline()
+	d.w.list.set(d.w.b.Sessions())
+	d.relayout()
+}
+
+func (d *detailView) answerPermission(allow bool) {
+	what, msg := "Deny", d.answer.Text
+	if allow {
+		what = "Approve"
+	}
+	d.command(what, func(ctx context.Context, id string) (sessions.Session, error) {
+		s, err := d.w.b.Answer(ctx, id, allow, msg)
+		if err == nil {
+			d.w.do(func() { d.answer.SetText("") })
+		}
+		return s, err
+	})
+}
+
+func (d *detailView) sendPrompt() {
+	text := d.prompt.Text
+	if text == "" {
+		d.setError("Type a prompt first.")
+		return
+	}
+	d.command("Send", func(ctx context.Context, id string) (sessions.Session, error) {
+		s, err := d.w.b.Send(ctx, id, text)
+		if err == nil {
+			// Cleared only once sent: a failed send keeps what was typed.
+			d.w.do(func() {
+				if d.prompt.Text == text {
+					d.prompt.SetText("")
+				}
+			})
+		}
+		return s, err
+	})
+}
+
+func (d *detailView) openFolder() {
+	if d.w.dir == nil || d.s.Cwd == "" {
+		return
+	}
+	if err := d.w.dir(d.s.Cwd); err != nil {
+		d.setError("Open folder failed: " + err.Error())
+	}
+}
+
+// promptEntry is a multi-line entry where Ctrl+Enter (Cmd+Enter on macOS)
+// sends instead of adding a line.
+type promptEntry struct {
+	widget.Entry
+	onSubmit func()
+}
+
+func newPromptEntry(onSubmit func()) *promptEntry {
+	e := &promptEntry{onSubmit: onSubmit}
+	e.ExtendBaseWidget(e)
+	e.MultiLine = true
+	e.Wrapping = fyne.TextWrapWord
+	e.SetPlaceHolder("Ask the agent something, or tell it what to do next")
+	e.SetMinRowsVisible(4)
+	return e
+}
+
+// TypedShortcut catches Ctrl/Cmd+Enter; everything else (copy, paste, …)
+// is the entry's.
+func (e *promptEntry) TypedShortcut(s fyne.Shortcut) {
+	if c, ok := s.(*desktop.CustomShortcut); ok && isSubmit(c) {
+		e.onSubmit()
+		return
+	}
+	e.Entry.TypedShortcut(s)
+}
+
+func isSubmit(c *desktop.CustomShortcut) bool {
+	return (c.KeyName == fyne.KeyReturn || c.KeyName == fyne.KeyEnter) &&
+		(c.Modifier == fyne.KeyModifierControl || c.Modifier == fyne.KeyModifierSuper)
+}

@@ -1,0 +1,334 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// timelineLines is the timeline as the list holds it: "# Turn N" headers
+// and row texts, top to bottom.
+func timelineLines(tv *timelineView) []string {
+	var out []string
+	for _, it := range tv.items {
+		if it.header {
+			out = append(out, "# "+turnTitle(it.gen))
+		} else {
+			out = append(out, rowText(it.row, time.UTC))
+		}
+	}
+	return out
+}
+
+func TestDetailHeaderAndTimelineGroupedByTurn(t *testing.T) {
+	e := newEnv(t, seed(), seedTimeline())
+	e.w.ShowSession("a1")
+	d := e.w.detail
+	if d.name.Text != "refactor-auth" || d.badge.text.Text != "Needs attention" {
+		t.Fatalf("header: %q [%s]", d.name.Text, d.badge.text.Text)
+	}
+	if ev := richString(d.evidence); !strings.Contains(ev, "Interrupted — turn 3 died mid-work") || !strings.HasSuffix(ev, "(for 12m)") {
+		t.Errorf("evidence: %q", ev)
+	}
+	if info := richString(d.info); info != "Agent claude (managed)     Folder ~/src/refactor-auth     Process not running     Turn 3     Permissions default" {
+		t.Errorf("info: %q", info)
+	}
+	want := []string{
+		"# Turn 3",
+		"14:48:00 · escalated · nothing left to try",
+		"14:45:00 · nudge sent · continuation nudge 2 of 2",
+		"14:40:00 · nudge sent · continuation nudge 1 of 2",
+		"# Turn 2",
+		"14:30:00 · stall interrupt · 150 min silent; interrupting the turn",
+		"14:20:00 · marked suspect · 10 min silent, pid 4242 alive",
+		"14:10:00 · prompt sent · prompt sent by the user",
+		"# Turn 1",
+		"14:00:00 · state changed · Working → Waiting on user: turn 1 finished",
+		"13:50:00 · prompt sent · prompt sent by the user",
+	}
+	if got := timelineLines(d.timeline); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("timeline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !d.recovery.Visible() || !d.escalated.Visible() {
+		t.Error("an escalated session must say nothing automatic is left")
+	}
+	// A selected row is readable in full below the list.
+	d.timeline.list.Select(1)
+	if got := richString(d.timeline.full); got != want[1] {
+		t.Errorf("full text: %q", got)
+	}
+}
+
+// manyRows gives session id n rows in turn 1 and 2, a minute apart.
+func manyRows(id string, n int) []storage.TimelineEvent {
+	var out []storage.TimelineEvent
+	for i := range n {
+		gen := int64(1)
+		if i >= n/2 {
+			gen = 2
+		}
+		out = append(out, row(id, gen, time.Duration(n-i)*time.Minute+time.Hour, "marked_suspect", map[string]any{"message": "row " + string(rune('A'+i%26))}))
+	}
+	return out
+}
+
+func TestNewTimelineRowsKeepTheScrollPosition(t *testing.T) {
+	list := seed()
+	e := newEnv(t, list, manyRows("b2", 60))
+	e.w.ShowSession("b2")
+	tv := e.w.detail.timeline
+	step := tv.rowH + theme.Padding()
+	tv.list.ScrollToOffset(10 * step)
+	before := tv.list.GetScrollOffset()
+	if before == 0 {
+		t.Fatal("the timeline did not scroll; the test needs more rows")
+	}
+	top := tv.items[int(before/step)].key()
+
+	// A real command publishes new rows (acknowledged, state changed) in
+	// the newest turn; the window picks them up on its next refresh.
+	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
+		t.Fatal(err)
+	}
+	e.w.Refresh()
+
+	if got := tv.items[1].row.Kind; got != "state_changed" && got != "acknowledged" {
+		t.Fatalf("newest row is %q, want the acknowledgement", got)
+	}
+	after := tv.list.GetScrollOffset()
+	if got := tv.items[int(after/step)].key(); got != top {
+		t.Fatalf("the rows on screen moved: top was %s, now %s (offset %v → %v)", top, got, before, after)
+	}
+
+	// At the top, new rows simply appear at the top.
+	tv.list.ScrollToTop()
+	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
+		t.Fatal(err)
+	}
+	e.w.Refresh()
+	if tv.list.GetScrollOffset() != 0 {
+		t.Fatal("a reader at the top must stay at the top to see new rows")
+	}
+}
+
+func TestAnotherSessionStartsAtTheTopOfItsTimeline(t *testing.T) {
+	e := newEnv(t, seed(), append(manyRows("b2", 60), manyRows("g7", 60)...))
+	e.w.ShowSession("b2")
+	e.w.detail.timeline.list.ScrollToOffset(400)
+	e.w.ShowSession("g7")
+	if off := e.w.detail.timeline.list.GetScrollOffset(); off != 0 {
+		t.Fatalf("the next session's timeline opened scrolled to %v", off)
+	}
+}
+
+func TestAcknowledgeMakesAReviewIdle(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.ShowSession("b2")
+	d := e.w.detail
+	if d.ack.Disabled() {
+		t.Fatal("Acknowledge must be offered for a finished turn awaiting review")
+	}
+	test.Tap(d.ack)
+	if s := e.session("b2"); s.State != sessions.Idle {
+		t.Fatalf("backend state after Acknowledge: %s", s.State)
+	}
+	if d.badge.text.Text != "Idle" || d.errLabel.Visible() {
+		t.Fatalf("detail after Acknowledge: badge %q, error %q", d.badge.text.Text, d.errLabel.Text)
+	}
+	if lines := timelineLines(d.timeline); len(lines) < 2 || !strings.Contains(strings.Join(lines, "\n"), "acknowledged by the user") {
+		t.Fatalf("the acknowledgement is not in the timeline: %q", lines)
+	}
+	// The list agrees.
+	e.w.showList()
+	for _, r := range e.renderedRows() {
+		if strings.Contains(r, "docs-site") && !strings.HasPrefix(r, "[Idle]") {
+			t.Fatalf("list row after Acknowledge: %s", r)
+		}
+	}
+}
+
+func TestApproveDenyOnlyWithAPendingPermission(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	d := e.w.detail
+	e.w.ShowSession("c3")
+	if !d.permission.Visible() || !d.approve.Visible() || !d.deny.Visible() {
+		t.Fatal("Approve/Deny hidden with a pending permission")
+	}
+	if got := d.permissionAsk.Text; got != "claude asks to use Bash." {
+		t.Errorf("ask: %q", got)
+	}
+	e.w.ShowSession("b2")
+	if d.permission.Visible() {
+		t.Fatal("Approve/Deny shown without a pending permission")
+	}
+
+	// Approving needs the agent's process; here there is none, and the
+	// refusal is shown, not swallowed.
+	e.w.ShowSession("c3")
+	test.Type(d.answer, "go ahead")
+	test.Tap(d.approve)
+	if !d.errLabel.Visible() || !strings.Contains(d.errLabel.Text, "Approve failed") || !strings.Contains(d.errLabel.Text, "no running process") {
+		t.Fatalf("error after Approve: visible=%v %q", d.errLabel.Visible(), d.errLabel.Text)
+	}
+	if d.answer.Text != "go ahead" {
+		t.Error("a failed answer must keep the message typed")
+	}
+}
+
+func TestSendErrorsAreShownAndCtrlEnterSends(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.ShowSession("f6")
+	d := e.w.detail
+	test.Tap(d.send)
+	if !strings.Contains(d.errLabel.Text, "Type a prompt first") {
+		t.Fatalf("empty send: %q", d.errLabel.Text)
+	}
+	test.Type(d.prompt, "carry on")
+	d.prompt.TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierControl})
+	// The seeded session has no agent session to resume: the runtime
+	// refuses and says why.
+	if !strings.Contains(d.errLabel.Text, "Send failed") || !strings.Contains(d.errLabel.Text, "no agent session id") {
+		t.Fatalf("Ctrl+Enter did not send (or its error was lost): %q", d.errLabel.Text)
+	}
+	if d.prompt.Text != "carry on" {
+		t.Error("a failed send must keep the prompt")
+	}
+	// Other shortcuts are still the entry's.
+	d.prompt.TypedShortcut(&fyne.ShortcutSelectAll{})
+	if d.prompt.SelectedText() != "carry on" {
+		t.Error("select-all no longer works in the prompt")
+	}
+}
+
+func TestCommandErrorForAnotherSessionGoesToADialog(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.ShowSession("f6")
+	d := e.w.detail
+	d.report("b2", "Nudge", sessions.Session{}, errTest)
+	if d.errLabel.Visible() {
+		t.Fatal("another session's error must not be shown as this one's")
+	}
+	if len(e.w.win.Canvas().Overlays().List()) == 0 {
+		t.Fatal("the error was not shown at all")
+	}
+}
+
+type testError string
+
+func (e testError) Error() string { return string(e) }
+
+const errTest = testError("agent pipe closed")
+
+func TestCountdownMovesEverySecond(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.ShowSession("d4")
+	d := e.w.detail
+	if got := d.next.Text; got != "Next attempt in 4m 10s" {
+		t.Fatalf("countdown: %q", got)
+	}
+	if got := d.failure.Text; got != "Failure: rate limited — 429: rate limit reached for requests" {
+		t.Errorf("failure: %q", got)
+	}
+	if got := d.plan.Text; got != "Recovery: rate limit, attempt 1" {
+		t.Errorf("plan: %q", got)
+	}
+	e.now = e.now.Add(11 * time.Second)
+	e.w.tick()
+	if got := d.next.Text; got != "Next attempt in 3m 59s" {
+		t.Fatalf("countdown after 11 s: %q", got)
+	}
+	e.now = e.now.Add(time.Hour)
+	e.w.tick()
+	if got := d.next.Text; got != "Next attempt due now" {
+		t.Fatalf("countdown once passed: %q", got)
+	}
+}
+
+func TestOpenFolderAndButtonsFollowTheTrayRules(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.ShowSession("g7")
+	d := e.w.detail
+	test.Tap(d.openDir)
+	if len(e.opened) != 1 || e.opened[0] != "/home/dev/src/old-experiment" {
+		t.Fatalf("OpenDir calls: %q", e.opened)
+	}
+	if !d.interrupt.Disabled() {
+		t.Error("Interrupt offered with no turn in flight")
+	}
+	if d.nudge.Disabled() {
+		t.Error("Nudge not offered between turns")
+	}
+	if !d.ack.Disabled() {
+		t.Error("Acknowledge offered for an idle session")
+	}
+}
+
+func TestShowUnknownSessionShowsAnError(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.ShowSession("nope")
+	if e.w.detail.content.Visible() {
+		t.Fatal("an unknown session opened a detail")
+	}
+	if len(e.w.win.Canvas().Overlays().List()) == 0 {
+		t.Fatal("no error shown")
+	}
+}
+
+func TestCloseOnlyHides(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.w.hide()
+	if e.w.shown {
+		t.Fatal("still marked shown")
+	}
+	// Nothing is torn down: showing again works and is fresh.
+	e.w.Show()
+	if !e.w.shown || len(e.renderedRows()) != 7 {
+		t.Fatal("the window did not come back")
+	}
+}
+
+func TestTimelineMessages(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"message":"hi"}`, "hi"},
+		{`{"from":"working","to":"suspect"}`, "Working → Suspect"},
+		{`{"from":"working","to":"suspect","message":"12 min silent"}`, "Working → Suspect: 12 min silent"},
+		{`{"pid":42,"allow":true}`, "allow=true pid=42"},
+		{`{}`, ""},
+		{`not json`, "not json"},
+	} {
+		if got := rowMessage([]byte(c.in)); got != c.want {
+			t.Errorf("rowMessage(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := turnTitle(0); got != "Before the first turn" {
+		t.Errorf("turn 0: %q", got)
+	}
+}
+
+func TestCountdownAndAgeWording(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "due now"}, {0, "due now"}, {9 * time.Second, "in 9s"},
+		{65 * time.Second, "in 1m 05s"}, {2*time.Hour + 3*time.Minute, "in 2h 03m"},
+	} {
+		if got := countdown(t0, t0.Add(c.d)); got != c.want {
+			t.Errorf("countdown(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+	if got := age(t0, time.Time{}); got != "-" {
+		t.Errorf("age of zero time: %q", got)
+	}
+	if got := age(t0, t0.Add(-90*time.Minute)); got != "1h" {
+		t.Errorf("age 90m: %q", got)
+	}
+}

@@ -1,0 +1,329 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// The state filter's first two choices; the rest are the states' labels.
+const (
+	filterAll       = "All states"
+	filterAttention = "Needs attention"
+)
+
+// sessionsView is the Sessions list: a filter bar over a keyboard-driven
+// list, one row per session.
+type sessionsView struct {
+	w       *Window
+	all     []sessions.Session
+	shown   []sessions.Session
+	state   *widget.Select
+	text    *widget.Entry
+	count   *widget.RichText
+	empty   *widget.Label
+	newBtn  *widget.Button
+	list    *sessionList
+	content *fyne.Container
+}
+
+func newSessionsView(w *Window) *sessionsView {
+	v := &sessionsView{w: w}
+	options := []string{filterAll, filterAttention}
+	for _, st := range sessions.AllStates {
+		options = append(options, st.Label())
+	}
+	v.state = widget.NewSelect(options, func(string) { v.apply() })
+	v.state.SetSelected(filterAll)
+	v.text = widget.NewEntry()
+	v.text.SetPlaceHolder("Filter by name, folder or evidence")
+	v.text.OnChanged = func(string) { v.apply() }
+	v.count = fieldName("") // not truncated: a count must be read whole
+	v.newBtn = widget.NewButtonWithIcon("New session…", theme.ContentAddIcon(), func() { w.ShowNewSession() })
+	v.newBtn.Importance = widget.HighImportance
+
+	v.list = newSessionList(func() []sessions.Session { return v.shown }, w.now, func(s sessions.Session) {
+		w.ShowSession(s.ID)
+	})
+	v.empty = widget.NewLabel("")
+	v.empty.Alignment = fyne.TextAlignCenter
+	v.empty.Hide()
+
+	bar := container.NewBorder(nil, nil,
+		fixedWidth(170, v.state),
+		container.NewHBox(v.count, v.newBtn),
+		v.text)
+	v.content = container.NewBorder(
+		container.NewVBox(bar, widget.NewSeparator()), nil, nil, nil,
+		container.NewStack(v.list, container.NewCenter(v.empty)))
+	return v
+}
+
+// set replaces the sessions (from a Refresh) and re-applies the filter.
+func (v *sessionsView) set(list []sessions.Session) {
+	v.all = append([]sessions.Session(nil), list...)
+	sortByUrgency(v.all)
+	v.apply()
+}
+
+// apply filters all into shown and redraws, keeping the keyboard cursor
+// on the same session when it is still listed.
+func (v *sessionsView) apply() {
+	if v.list == nil {
+		return // the Select fires during construction
+	}
+	cur, hadCur := v.list.current()
+	v.shown = v.shown[:0]
+	for _, s := range v.all {
+		if matches(s, v.state.Selected, v.text.Text) {
+			v.shown = append(v.shown, s)
+		}
+	}
+	switch {
+	case len(v.all) == 0:
+		v.empty.SetText("No sessions yet. Start one with New session…, or run an agent with the hooks installed.")
+		v.empty.Show()
+	case len(v.shown) == 0:
+		v.empty.SetText("No session matches the filter.")
+		v.empty.Show()
+	default:
+		v.empty.Hide()
+	}
+	if len(v.shown) == len(v.all) {
+		setMuted(v.count, plural(len(v.all), "session", "sessions"))
+	} else {
+		setMuted(v.count, fmt.Sprintf("%d of %d", len(v.shown), len(v.all)))
+	}
+	idx := 0
+	for i, s := range v.shown {
+		if hadCur && s.ID == cur.ID {
+			idx = i
+		}
+	}
+	v.list.moveCursor(idx)
+	v.list.Refresh()
+	// Showing or hiding the empty note and a new count width need a
+	// layout pass; visibility changes alone do not trigger one.
+	if v.content != nil {
+		v.content.Refresh()
+	}
+}
+
+func (v *sessionsView) focus() {
+	if c := v.w.win.Canvas(); c != nil && len(v.shown) > 0 {
+		c.Focus(v.list)
+	}
+}
+
+// tick redraws the visible rows so their ages move.
+func (v *sessionsView) tick() { v.list.Refresh() }
+
+// matches is the filter: a state choice (or needs-attention) and a
+// case-insensitive text matched against name, folder and evidence.
+func matches(s sessions.Session, state, text string) bool {
+	switch state {
+	case "", filterAll:
+	case filterAttention:
+		if !s.NeedsAttention {
+			return false
+		}
+	default:
+		if s.State.Label() != state {
+			return false
+		}
+	}
+	text = strings.ToLower(strings.TrimSpace(text))
+	if text == "" {
+		return true
+	}
+	for _, f := range []string{s.DisplayName(), s.Cwd, s.Evidence, s.Agent} {
+		if strings.Contains(strings.ToLower(f), text) {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// sessionList is a widget.List driven by the keyboard: Up and Down move a
+// cursor, Enter (or Space) opens the session under it; a click opens too.
+//
+// widget.List's own keyboard focus index is private, so the cursor here
+// mirrors it exactly: keys are passed on to the List (which moves its
+// focus highlight and scrolls) and the same rule is applied to cursor.
+// List selection is not used to mark the cursor: a row that stayed
+// selected could not be clicked open again, so a click's selection is
+// cleared at once.
+type sessionList struct {
+	widget.List
+	items   func() []sessions.Session
+	onOpen  func(sessions.Session)
+	cursor  int
+	focused bool
+}
+
+func newSessionList(items func() []sessions.Session, now func() time.Time, onOpen func(sessions.Session)) *sessionList {
+	l := &sessionList{items: items, onOpen: onOpen}
+	l.Length = func() int { return len(l.items()) }
+	l.CreateItem = func() fyne.CanvasObject { return newSessionRow() }
+	l.UpdateItem = func(id widget.ListItemID, o fyne.CanvasObject) {
+		list := l.items()
+		if id < len(list) {
+			o.(*sessionRow).set(list[id], now(), l.focused && id == l.cursor)
+		}
+	}
+	l.OnSelected = func(id widget.ListItemID) {
+		// A click: the List focused itself and moved its focus index here.
+		l.cursor = id
+		l.UnselectAll()
+		l.open()
+	}
+	l.ExtendBaseWidget(l)
+	return l
+}
+
+// current is the session under the cursor.
+func (l *sessionList) current() (sessions.Session, bool) {
+	list := l.items()
+	if l.cursor < 0 || l.cursor >= len(list) {
+		return sessions.Session{}, false
+	}
+	return list[l.cursor], true
+}
+
+func (l *sessionList) open() {
+	if s, ok := l.current(); ok {
+		l.onOpen(s)
+	}
+}
+
+// moveCursor puts the cursor (and the List's focus index with it) on idx,
+// used when the rows change under it.
+func (l *sessionList) moveCursor(idx int) {
+	for l.cursor > idx {
+		l.List.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+		l.cursor--
+	}
+	n := len(l.items())
+	for l.cursor < idx && l.cursor < n-1 {
+		l.List.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown})
+		l.cursor++
+	}
+}
+
+// TypedKey moves the cursor or opens the session under it.
+func (l *sessionList) TypedKey(ev *fyne.KeyEvent) {
+	switch ev.Name {
+	case fyne.KeyDown:
+		if l.cursor < len(l.items())-1 {
+			l.List.TypedKey(ev)
+			l.cursor++
+			l.Refresh()
+		}
+	case fyne.KeyUp:
+		if l.cursor > 0 {
+			l.List.TypedKey(ev)
+			l.cursor--
+			l.Refresh()
+		}
+	case fyne.KeyHome:
+		l.moveCursor(0)
+		l.Refresh()
+	case fyne.KeyEnd:
+		l.moveCursor(len(l.items()) - 1)
+		l.Refresh()
+	case fyne.KeyReturn, fyne.KeyEnter, fyne.KeySpace:
+		l.open()
+	}
+}
+
+// FocusGained shows the cursor; it is drawn only while the list has the
+// keyboard, like a text cursor.
+func (l *sessionList) FocusGained() {
+	l.focused = true
+	l.List.FocusGained()
+	l.Refresh()
+}
+
+// FocusLost hides the cursor.
+func (l *sessionList) FocusLost() {
+	l.focused = false
+	l.List.FocusLost()
+	l.Refresh()
+}
+
+// sessionRow is one list row: badge | name · agent · folder / evidence | age.
+type sessionRow struct {
+	widget.BaseWidget
+	cursor   *canvas.Rectangle
+	badge    *badge
+	title    *widget.RichText
+	evidence *widget.RichText
+	age      *widget.Label
+	content  *fyne.Container
+}
+
+func newSessionRow() *sessionRow {
+	r := &sessionRow{
+		cursor:   canvas.NewRectangle(theme.Color(theme.ColorNameSelection)),
+		badge:    newBadge(),
+		title:    widget.NewRichText(),
+		evidence: mutedText(true),
+		age:      widget.NewLabel("00m"),
+	}
+	r.cursor.CornerRadius = theme.SelectionRadiusSize()
+	r.cursor.Hide()
+	r.title.Truncation = fyne.TextTruncateEllipsis
+	r.age.Alignment = fyne.TextAlignTrailing
+	text := container.New(layout.NewCustomPaddedVBoxLayout(-2*theme.Padding()), r.title, r.evidence)
+	r.content = container.NewStack(r.cursor, container.NewBorder(nil, nil,
+		container.NewCenter(r.badge), fixedWidth(56, r.age), text))
+	r.ExtendBaseWidget(r)
+	return r
+}
+
+func (r *sessionRow) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(r.content)
+}
+
+// set shows s; cursor marks the keyboard position.
+func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
+	r.badge.set(s)
+	meta := s.Agent
+	if s.Cwd != "" {
+		meta += " · " + shortPath(s.Cwd)
+	}
+	r.title.Segments = []widget.RichTextSegment{
+		&widget.TextSegment{Text: s.DisplayName(), Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}}},
+		&widget.TextSegment{Text: "   " + meta, Style: mutedStyle()},
+	}
+	r.title.Refresh()
+	ev := s.Evidence
+	if ev == "" {
+		ev = "—"
+	}
+	setMuted(r.evidence, ev)
+	r.age.SetText(age(now, s.StateChangedAt))
+	if cursor {
+		// Read at each draw so a theme switch recolours it.
+		r.cursor.FillColor = theme.Color(theme.ColorNameSelection)
+		r.cursor.Show()
+	} else {
+		r.cursor.Hide()
+	}
+}

@@ -1,0 +1,215 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+func TestListShowsSessionsWithStateText(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	got := e.renderedRows()
+	want := []string{
+		"[Needs attention] refactor-auth   claude · ~/src/refactor-auth | turn 3 died mid-work; 2 nudges sent, nothing left to try | 12m",
+		"[Waiting on user] api-migration   claude · ~/src/api-migration | asks to run Bash: go test ./... | 45s",
+		"[Waiting on user] docs-site   claude · ~/src/docs-site | turn 5 finished; waiting for your review | 3m",
+		"[Suspect] search-index   claude · ~/src/search-index | 12 min silent, Bash open, pid 4242 alive | 2m",
+		"[Recovering] billing-export   claude · ~/src/billing-export | rate limited; continuing when the limit resets | 6m",
+		"[Working] ui-polish   claude · ~/src/ui-polish | tool Edit finished | 20s",
+		"[Idle] old-experiment   claude · ~/src/old-experiment | session closed | 2d",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c := richString(e.w.list.count); c != "7 sessions" {
+		t.Errorf("count = %q", c)
+	}
+}
+
+func TestBadgeColourFollowsTheTray(t *testing.T) {
+	for _, s := range seed() {
+		b := newBadge()
+		b.set(s)
+		want := map[string]any{
+			"refactor-auth": colorAttention, "docs-site": colorWaiting, "api-migration": colorWaiting,
+			"billing-export": colorRecovering, "search-index": colorRecovering,
+			"ui-polish": colorWorking, "old-experiment": colorIdle,
+		}[s.Name]
+		if b.bg.FillColor != want {
+			t.Errorf("%s: colour %v, want %v", s.Name, b.bg.FillColor, want)
+		}
+		if b.text.Text == "" {
+			t.Errorf("%s: a badge without words", s.Name)
+		}
+	}
+	// Errored or Interrupted and not yet escalated: the supervisor is on it.
+	for _, st := range []sessions.State{sessions.Errored, sessions.Interrupted} {
+		if c := stateColor(sessions.Session{State: st}); c != colorRecovering {
+			t.Errorf("%s: %v, want the recovering purple", st, c)
+		}
+	}
+}
+
+func TestFilterByStateAndText(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	v := e.w.list
+
+	v.state.SetSelected(sessions.WaitingOnUser.Label())
+	if rows := e.renderedRows(); len(rows) != 2 || !strings.Contains(rows[0], "api-migration") || !strings.Contains(rows[1], "docs-site") {
+		t.Fatalf("waiting filter: %q", rows)
+	}
+	if c := richString(v.count); c != "2 of 7" {
+		t.Errorf("count = %q", c)
+	}
+
+	test.Type(v.text, "docs")
+	if rows := e.renderedRows(); len(rows) != 1 || !strings.Contains(rows[0], "docs-site") {
+		t.Fatalf("waiting + docs: %q", rows)
+	}
+
+	// Text matches the evidence and the folder too, case-insensitively.
+	v.state.SetSelected(filterAll)
+	v.text.SetText("BASH")
+	if rows := e.renderedRows(); len(rows) != 2 {
+		t.Fatalf("evidence filter: %q", rows)
+	}
+	v.text.SetText("src/ui-")
+	if rows := e.renderedRows(); len(rows) != 1 || !strings.Contains(rows[0], "ui-polish") {
+		t.Fatalf("folder filter: %q", rows)
+	}
+
+	v.text.SetText("")
+	v.state.SetSelected(filterAttention)
+	if rows := e.renderedRows(); len(rows) != 1 || !strings.Contains(rows[0], "refactor-auth") {
+		t.Fatalf("attention filter: %q", rows)
+	}
+
+	v.state.SetSelected(sessions.Compacting.Label())
+	if len(e.renderedRows()) != 0 || !v.empty.Visible() || v.empty.Text != "No session matches the filter." {
+		t.Fatalf("an empty filter result must say so: visible=%v %q", v.empty.Visible(), v.empty.Text)
+	}
+}
+
+func TestKeyboardMovesAndOpens(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	c := e.w.win.Canvas()
+	if c.Focused() != e.w.list.list {
+		t.Fatalf("showing the list focuses it; focused = %T", c.Focused())
+	}
+	e.key(fyne.KeyDown)
+	e.key(fyne.KeyDown)
+	e.key(fyne.KeyUp)
+	if s, _ := e.w.list.list.current(); s.ID != "c3" {
+		t.Fatalf("cursor on %s, want api-migration (second row)", s.Name)
+	}
+	e.key(fyne.KeyReturn)
+	if !e.w.detail.content.Visible() || e.w.list.content.Visible() {
+		t.Fatal("Enter did not open the detail")
+	}
+	if e.w.detail.name.Text != "api-migration" {
+		t.Fatalf("opened %q", e.w.detail.name.Text)
+	}
+
+	// Back keeps the cursor where it was and the keyboard on the list.
+	test.Tap(e.w.detail.back)
+	if c.Focused() != e.w.list.list {
+		t.Fatal("back from the detail must return the keyboard to the list")
+	}
+	e.key(fyne.KeyDown)
+	e.key(fyne.KeyEnter)
+	if e.w.detail.name.Text != "docs-site" {
+		t.Fatalf("opened %q, want the row below api-migration", e.w.detail.name.Text)
+	}
+
+	// The detail takes the keyboard from the list; Escape goes back.
+	if c.Focused() != nil {
+		t.Fatalf("the hidden list kept the keyboard: %T", c.Focused())
+	}
+	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if !e.w.list.content.Visible() {
+		t.Fatal("Escape did not go back to the list")
+	}
+
+	// The cursor never leaves the list.
+	for range 20 {
+		e.key(fyne.KeyDown)
+	}
+	if s, _ := e.w.list.list.current(); s.ID != "g7" {
+		t.Fatalf("cursor on %s after many Downs, want the last row", s.Name)
+	}
+}
+
+func TestFocusNextReachesTheList(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	c := e.w.win.Canvas()
+	c.Unfocus()
+	for range 10 {
+		test.FocusNext(c)
+		if c.Focused() == e.w.list.list {
+			return
+		}
+	}
+	t.Fatal("Tab never reaches the sessions list")
+}
+
+func TestClickOpensEvenTheSameRowTwice(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	l := e.w.list.list
+	// What a click does: the List moves its focus index and selects.
+	l.Select(3)
+	if e.w.detail.name.Text != "search-index" {
+		t.Fatalf("click opened %q", e.w.detail.name.Text)
+	}
+	e.w.showList()
+	l.Select(3)
+	if !e.w.detail.content.Visible() {
+		t.Fatal("a second click on the same row must open it again")
+	}
+}
+
+func TestCursorFollowsItsSessionThroughRefresh(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	e.key(fyne.KeyDown)
+	e.key(fyne.KeyDown) // docs-site
+	e.w.list.text.SetText("docs")
+	if s, _ := e.w.list.list.current(); s.ID != "b2" {
+		t.Fatalf("cursor on %s after filtering, want docs-site", s.Name)
+	}
+	e.w.list.text.SetText("")
+	e.w.Refresh()
+	if s, _ := e.w.list.list.current(); s.ID != "b2" {
+		t.Fatalf("cursor on %s after a refresh, want docs-site", s.Name)
+	}
+}
+
+func TestEmptyListSaysHowToStart(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	if !e.w.list.empty.Visible() || !strings.Contains(e.w.list.empty.Text, "New session") {
+		t.Fatalf("empty state: %q", e.w.list.empty.Text)
+	}
+}
+
+func TestMatches(t *testing.T) {
+	s := sessions.Session{Name: "Alpha", Cwd: "/src/x", Evidence: "Bash open", State: sessions.Working, Agent: "claude"}
+	for _, c := range []struct {
+		state, text string
+		want        bool
+	}{
+		{"", "", true},
+		{filterAll, "alpha", true},
+		{filterAll, "SRC/X", true},
+		{filterAll, "bash", true},
+		{filterAll, "nope", false},
+		{"Working", "", true},
+		{"Idle", "", false},
+		{filterAttention, "", false},
+	} {
+		if got := matches(s, c.state, c.text); got != c.want {
+			t.Errorf("matches(%q, %q) = %v", c.state, c.text, got)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
+	fynestorage "fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// The agents the app can launch, and Claude Code's permission modes (the
+// values of its --permission-mode flag).
+var (
+	launchAgents    = []string{"claude"}
+	permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+)
+
+// newSessionForm is the New session dialog: it validates inline and stays
+// open until the launch succeeds or the user cancels.
+type newSessionForm struct {
+	w         *Window
+	agent     *widget.Select
+	cwd       *widget.Entry
+	browse    *widget.Button
+	name      *widget.Entry
+	mode      *widget.Select
+	prompt    *widget.Entry
+	cwdErr    *widget.Label
+	promptErr *widget.Label
+	launchErr *widget.Label
+	launch    *widget.Button
+	cancel    *widget.Button
+	body      *fyne.Container
+	dlg       *dialog.CustomDialog
+}
+
+// fieldError is an inline error label and what it should say ("" hides).
+type fieldError struct {
+	label *widget.Label
+	msg   string
+}
+
+// showErrors sets the labels and lays the form out again when any changed:
+// an error appearing must push the fields below it down.
+func (f *newSessionForm) showErrors(errs ...fieldError) {
+	changed := false
+	for _, e := range errs {
+		if setError(e.label, e.msg) {
+			changed = true
+		}
+	}
+	if changed && f.body != nil {
+		f.body.Refresh()
+	}
+}
+
+func showNewSession(w *Window) *newSessionForm {
+	f := &newSessionForm{w: w}
+	f.agent = widget.NewSelect(launchAgents, nil)
+	f.agent.SetSelected(launchAgents[0])
+	f.cwd = widget.NewEntry()
+	f.cwd.SetPlaceHolder("/path/to/project")
+	// People mostly start the next session where they started the last one.
+	f.cwd.SetText(lastFolder(w.list.all))
+	f.browse = widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), f.pickFolder)
+	f.name = widget.NewEntry()
+	f.name.SetPlaceHolder("optional, e.g. refactor-auth")
+	f.mode = widget.NewSelect(permissionModes, nil)
+	f.mode.SetSelected(permissionModes[0])
+	f.prompt = widget.NewMultiLineEntry()
+	f.prompt.Wrapping = fyne.TextWrapWord
+	f.prompt.SetPlaceHolder("What should the agent do?")
+	f.prompt.SetMinRowsVisible(6)
+	f.cwdErr, f.promptErr, f.launchErr = errorLabel(), errorLabel(), errorLabel()
+	// Errors clear as soon as the user fixes the field, not only on Launch.
+	f.cwd.OnChanged = func(string) { f.showErrors(fieldError{f.cwdErr, ""}) }
+	f.prompt.OnChanged = func(string) { f.showErrors(fieldError{f.promptErr, ""}) }
+
+	form := container.New(layout.NewFormLayout(),
+		fieldName("Agent"), f.agent,
+		fieldName("Folder"), container.NewVBox(container.NewBorder(nil, nil, nil, f.browse, f.cwd), f.cwdErr),
+		fieldName("Name"), f.name,
+		fieldName("Permissions"), f.mode,
+		fieldName("Prompt"), container.NewVBox(f.prompt, f.promptErr),
+	)
+	f.launch = widget.NewButtonWithIcon("Launch", theme.MediaPlayIcon(), f.submit)
+	f.launch.Importance = widget.HighImportance
+	f.cancel = widget.NewButton("Cancel", func() { f.dlg.Hide() })
+	f.body = container.NewVBox(form, f.launchErr)
+	f.dlg = dialog.NewCustomWithoutButtons("New session", f.body, w.win)
+	f.dlg.SetButtons([]fyne.CanvasObject{f.cancel, f.launch})
+	f.dlg.Resize(fyne.NewSize(640, 560))
+	f.dlg.Show()
+	w.win.Canvas().Focus(f.prompt)
+	return f
+}
+
+// request is what the form asks for.
+func (f *newSessionForm) request() supervisor.LaunchRequest {
+	return supervisor.LaunchRequest{
+		Agent:          f.agent.Selected,
+		Cwd:            strings.TrimSpace(f.cwd.Text),
+		Name:           strings.TrimSpace(f.name.Text),
+		PermissionMode: f.mode.Selected,
+		Prompt:         f.prompt.Text,
+	}
+}
+
+// validateLaunch checks what the backend would refuse, in words for the
+// field concerned. Empty strings mean valid.
+func validateLaunch(req supervisor.LaunchRequest) (cwdErr, promptErr string) {
+	switch fi, err := os.Stat(req.Cwd); {
+	case req.Cwd == "":
+		cwdErr = "Choose the folder the agent works in."
+	case !filepath.IsAbs(req.Cwd):
+		cwdErr = "Use an absolute path (or Choose… a folder)."
+	case err != nil:
+		cwdErr = "This folder does not exist."
+	case !fi.IsDir():
+		cwdErr = "This is a file, not a folder."
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		promptErr = "Write the first prompt: a session starts with a turn."
+	}
+	return cwdErr, promptErr
+}
+
+// submit validates, launches and opens the new session's detail.
+func (f *newSessionForm) submit() {
+	req := f.request()
+	cwdErr, promptErr := validateLaunch(req)
+	f.showErrors(fieldError{f.cwdErr, cwdErr}, fieldError{f.promptErr, promptErr}, fieldError{f.launchErr, ""})
+	if cwdErr != "" || promptErr != "" {
+		return
+	}
+	f.launch.Disable() // one launch per click, however slow the agent starts
+	var s sessions.Session
+	f.w.act(func(ctx context.Context) error {
+		var err error
+		s, err = f.w.b.Launch(ctx, req)
+		return err
+	}, func(err error) {
+		f.launch.Enable()
+		if err != nil {
+			f.showErrors(fieldError{f.launchErr, "Could not launch: " + err.Error()})
+			return
+		}
+		f.dlg.Hide()
+		f.w.Refresh()
+		f.w.ShowSession(s.ID)
+	})
+}
+
+// pickFolder opens the folder picker at the folder typed so far.
+func (f *newSessionForm) pickFolder() {
+	pick := dialog.NewFolderOpen(func(uri fyne.ListableURI, err error) {
+		if err != nil {
+			f.showErrors(fieldError{f.cwdErr, err.Error()})
+			return
+		}
+		if uri != nil {
+			f.cwd.SetText(uri.Path())
+		}
+	}, f.w.win)
+	if dir := strings.TrimSpace(f.cwd.Text); dir != "" {
+		if l, err := fynestorage.ListerForURI(fynestorage.NewFileURI(dir)); err == nil {
+			pick.SetLocation(l)
+		}
+	}
+	pick.Resize(fyne.NewSize(760, 520))
+	pick.Show()
+}
+
+// lastFolder is the folder of the most recently created session.
+func lastFolder(list []sessions.Session) string {
+	var best sessions.Session
+	for _, s := range list {
+		if s.Cwd != "" && s.CreatedAt.After(best.CreatedAt) {
+			best = s
+		}
+	}
+	return best.Cwd
+}

@@ -1,0 +1,414 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// generalKeys, in the spec's order, are the knobs the spec puts in Settings → General: "the
+// supervisor switch, auto-recovery, the nudge and its attempt cap, and the
+// two stall thresholds". The spec's watchdog section names exactly two stall
+// thresholds — "the suspect threshold" (Working → Suspect) and "the
+// hard-stall threshold" (Suspect → interrupt) — and calls the tool variant
+// the suspect threshold "relaxed while a tool call is open", a refinement of
+// the first rather than a third threshold. So General holds suspect and
+// hard; stall_tool_suspect_minutes is in Advanced with the other cadence
+// knobs.
+var generalKeys = []string{
+	"supervisor.enabled",
+	"supervisor.auto_recover_enabled",
+	"supervisor.nudge_enabled",
+	"supervisor.nudge_max_attempts",
+	"supervisor.stall_suspect_minutes",
+	"supervisor.stall_hard_minutes",
+}
+
+// settingTitles are short human names; the key is shown under each, since
+// it is what the CLI (`config set`) and the docs use.
+var settingTitles = map[string]string{
+	"supervisor.enabled":                       "Supervisor",
+	"supervisor.auto_recover_enabled":          "Automatic recovery",
+	"supervisor.nudge_enabled":                 "Continuation nudge",
+	"supervisor.nudge_max_attempts":            "Nudges per incident",
+	"supervisor.stall_suspect_minutes":         "Suspect a stall after",
+	"supervisor.stall_hard_minutes":            "Interrupt a stalled turn after",
+	"supervisor.tick_seconds":                  "Watchdog tick",
+	"supervisor.stall_tool_suspect_minutes":    "Suspect a stall during a tool call after",
+	"supervisor.nudge_cooldown_minutes":        "Time between nudges",
+	"supervisor.snapshot_interval_seconds":     "Snapshot interval",
+	"context_overflow.compact_timeout_seconds": "Compaction timeout",
+	"timeline.retention_days":                  "Keep the timeline for",
+	"notify.waiting_on_user":                   "Notify when a session waits on you",
+	"agents.claude.command":                    "Claude Code command",
+}
+
+// settingsView is Settings: General and Advanced tabs of fields, one Save.
+type settingsView struct {
+	w       *Window
+	fields  []*settingField
+	byKey   map[string]*settingField
+	tabs    *container.AppTabs
+	status  *widget.Label
+	save    *widget.Button
+	revert  *widget.Button
+	content *fyne.Container
+}
+
+// settingField is one setting's row: its input, inline error and note.
+type settingField struct {
+	def    supervisor.SettingDef
+	check  *widget.Check // bool settings
+	entry  *widget.Entry // every other kind
+	errMsg *widget.Label // invalid input, with the allowed range
+	note   *widget.Label // a clamped or ignored value
+	loaded string        // the value in force when last read or saved
+	row    *fyne.Container
+	// relayout re-lays the field's page out after an error or note shows.
+	relayout func()
+}
+
+func newSettingsView(w *Window) *settingsView {
+	v := &settingsView{w: w, byKey: map[string]*settingField{}}
+	general := map[string]bool{}
+	for _, k := range generalKeys {
+		general[k] = true
+	}
+	var genRows, advRows []fyne.CanvasObject
+	var genFields, advFields []*settingField
+	// General in the spec's order of the knobs; Advanced in the registry's
+	// (the spec's table) order.
+	defs := supervisor.SettingKeys()
+	rank := func(key string) int {
+		for i, k := range generalKeys {
+			if k == key {
+				return i
+			}
+		}
+		return len(generalKeys)
+	}
+	sort.SliceStable(defs, func(i, j int) bool { return rank(defs[i].Key) < rank(defs[j].Key) })
+	for _, def := range defs {
+		f := newSettingField(def)
+		v.fields = append(v.fields, f)
+		v.byKey[def.Key] = f
+		if general[def.Key] {
+			genRows = append(genRows, f.row, widget.NewSeparator())
+			genFields = append(genFields, f)
+		} else {
+			advRows = append(advRows, f.row, widget.NewSeparator())
+			advFields = append(advFields, f)
+		}
+	}
+	page := func(intro string, rows []fyne.CanvasObject, fields []*settingField) fyne.CanvasObject {
+		box := container.NewVBox(append([]fyne.CanvasObject{mutedLine(intro), widget.NewSeparator()}, rows...)...)
+		scroll := container.NewVScroll(container.NewPadded(box))
+		for _, f := range fields {
+			// An error or note appearing under a field pushes the rows
+			// below it down; that takes a layout pass.
+			f.relayout = func() {
+				box.Refresh()
+				scroll.Refresh()
+			}
+		}
+		return scroll
+	}
+	v.tabs = container.NewAppTabs(
+		container.NewTabItem("General", page("What the supervisor may do on its own, and when it considers a session stalled.", genRows, genFields)),
+		container.NewTabItem("Advanced", page("Cadence, retention and agent settings. The defaults suit multi-hour turns.", advRows, advFields)),
+	)
+	v.status = widget.NewLabel("")
+	v.status.Wrapping = fyne.TextWrapWord
+	v.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), v.saveAll)
+	v.save.Importance = widget.HighImportance
+	v.revert = widget.NewButtonWithIcon("Revert", theme.ContentUndoIcon(), v.revertAll)
+	bar := container.NewBorder(nil, nil, nil, container.NewHBox(v.revert, v.save), v.status)
+	v.content = container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), bar), nil, nil, v.tabs)
+	v.load()
+	return v
+}
+
+func newSettingField(def supervisor.SettingDef) *settingField {
+	f := &settingField{def: def, errMsg: errorLabel(), note: widget.NewLabel(""), relayout: func() {}}
+	f.note.Importance = widget.WarningImportance
+	f.note.Wrapping = fyne.TextWrapWord
+	f.note.Hide()
+
+	title := settingTitles[def.Key]
+	if title == "" {
+		title = def.Key
+	}
+	// Line one: the name, and the key the CLI and docs use; line two: the
+	// registry's one-line explanation and the default.
+	head := widget.NewRichText(
+		&widget.TextSegment{Text: title, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}}},
+		&widget.TextSegment{Text: "   " + def.Key, Style: mutedStyle()},
+	)
+	head.Truncation = fyne.TextTruncateEllipsis
+	desc := mutedText(false)
+	setMuted(desc, def.Description+"  ·  default: "+showValue(def, def.Default))
+
+	var input fyne.CanvasObject
+	if def.Kind.String() == "bool" {
+		f.check = widget.NewCheck("On", nil)
+		input = f.check
+	} else {
+		f.entry = widget.NewEntry()
+		f.entry.OnChanged = func(string) { f.validate() }
+		input = container.NewBorder(nil, nil, nil, fixedWidth(80, fieldName(unitOf(def))), f.entry)
+	}
+	text := container.New(layout.NewCustomPaddedVBoxLayout(-2*theme.Padding()), head, desc)
+	f.row = container.NewVBox(
+		container.NewBorder(nil, nil, nil, fixedWidth(230, container.NewCenter(fixedWidth(230, input))), text),
+		f.errMsg, f.note,
+	)
+	return f
+}
+
+// unitOf names what a number counts, beside its entry.
+func unitOf(def supervisor.SettingDef) string {
+	switch {
+	case def.Kind.String() == "minutes":
+		return "minutes"
+	case def.Unit != "":
+		return def.Unit
+	}
+	return ""
+}
+
+// showValue words a stored value for people: on/off for switches.
+func showValue(def supervisor.SettingDef, v string) string {
+	if def.Kind.String() == "bool" {
+		if v == "true" {
+			return "on"
+		}
+		return "off"
+	}
+	return v
+}
+
+// value is the field's input as the raw text SetSetting takes.
+func (f *settingField) value() string {
+	if f.check != nil {
+		return strconv.FormatBool(f.check.Checked)
+	}
+	return strings.TrimSpace(f.entry.Text)
+}
+
+func (f *settingField) changed() bool { return f.value() != f.loaded }
+
+// set shows v (the value in force) and forgets any error about the field.
+func (f *settingField) set(v string) {
+	f.loaded = v
+	if f.check != nil {
+		f.check.SetChecked(v == "true")
+	} else {
+		f.entry.SetText(v)
+	}
+	if setError(f.errMsg, "") {
+		f.relayout()
+	}
+}
+
+// validate shows an inline error for input SetSetting would refuse, with
+// the allowed range, as the user types. SetSetting stays the authority: it
+// checks again on Save, and its refusal is shown here too.
+func (f *settingField) validate() bool {
+	msg := checkSetting(f.def, f.value())
+	if msg != "" {
+		msg += " Allowed: " + f.def.Allowed() + "."
+	}
+	if setError(f.errMsg, msg) {
+		f.relayout()
+	}
+	return msg == ""
+}
+
+// checkSetting mirrors the store's parse rules for immediate feedback: ""
+// when raw is acceptable. Out-of-range numbers are acceptable when the
+// setting clamps: the store moves them to the nearest bound and the note
+// says so after saving.
+func checkSetting(def supervisor.SettingDef, raw string) string {
+	in := strings.TrimSpace(raw)
+	reject := def.Policy.String() == "reject"
+	switch def.Kind.String() {
+	case "bool":
+		switch strings.ToLower(in) {
+		case "true", "false", "yes", "no", "on", "off", "1", "0":
+			return ""
+		}
+		return "Not on or off."
+	case "int":
+		n, err := strconv.ParseInt(in, 10, 64)
+		if err != nil && !strings.Contains(err.Error(), "out of range") {
+			return "Not a whole number."
+		}
+		if reject && (err != nil || float64(n) < def.Min || float64(n) > def.Max) {
+			return "Out of range."
+		}
+	case "minutes":
+		v, err := strconv.ParseFloat(in, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return "Not a number."
+		}
+		if v <= 0 {
+			return "Must be more than 0: a threshold cannot be switched off."
+		}
+		if reject && (v < def.Min || v > def.Max) {
+			return "Out of range."
+		}
+	case "string":
+		if in == "" {
+			return "Must not be empty."
+		}
+		if strings.ContainsFunc(in, unicode.IsControl) {
+			return "Must be a single line."
+		}
+	}
+	return ""
+}
+
+// load reads the values in force. Fields the user has changed and not
+// saved keep what was typed: a background refresh must not eat an edit.
+func (v *settingsView) load() {
+	list, err := v.w.s.ListSettings(context.Background())
+	if err != nil {
+		v.setStatus("Could not read the settings: "+err.Error(), widget.DangerImportance)
+		return
+	}
+	for _, sv := range list {
+		f := v.byKey[sv.Key]
+		if f == nil {
+			continue
+		}
+		if f.loaded != "" && f.changed() {
+			f.loaded = sv.Value
+			continue
+		}
+		f.set(sv.Value)
+		f.setNote(sv.Note)
+	}
+}
+
+func (f *settingField) setNote(note string) {
+	if f.note.Text == note && f.note.Visible() == (note != "") {
+		return
+	}
+	f.note.SetText(note)
+	if note == "" {
+		f.note.Hide()
+	} else {
+		f.note.Show()
+	}
+	f.relayout()
+}
+
+// revertAll drops unsaved edits.
+func (v *settingsView) revertAll() {
+	for _, f := range v.fields {
+		f.set(f.loaded)
+	}
+	v.setStatus("", widget.MediumImportance)
+}
+
+// saveAll saves every changed field, or none when any is invalid: half of
+// an edit applied live (a new suspect threshold without its matching hard
+// threshold) is worse than none.
+func (v *settingsView) saveAll() {
+	type change struct{ key, raw string }
+	var changes []change
+	invalid := 0
+	for _, f := range v.fields {
+		if !f.changed() {
+			continue
+		}
+		if !f.validate() {
+			invalid++
+			continue
+		}
+		changes = append(changes, change{f.def.Key, f.value()})
+	}
+	if invalid > 0 {
+		v.showTabOf(func(f *settingField) bool { return f.errMsg.Visible() })
+		v.setStatus(fmt.Sprintf("Not saved: %s to correct (in red).", plural(invalid, "value", "values")), widget.DangerImportance)
+		return
+	}
+	if len(changes) == 0 {
+		v.setStatus("Nothing to save.", widget.MediumImportance)
+		return
+	}
+	results := make([]supervisor.SetResult, len(changes))
+	errs := make([]error, len(changes))
+	v.save.Disable()
+	v.w.act(func(ctx context.Context) error {
+		for i, c := range changes {
+			results[i], errs[i] = v.w.s.SetSetting(ctx, c.key, c.raw)
+		}
+		return nil
+	}, func(error) {
+		v.save.Enable()
+		saved, failed := 0, 0
+		for i, c := range changes {
+			f := v.byKey[c.key]
+			if errs[i] != nil {
+				failed++
+				setError(f.errMsg, errs[i].Error())
+				f.relayout()
+				continue
+			}
+			saved++
+			f.set(results[i].Value)
+			if results[i].Clamped {
+				f.setNote(fmt.Sprintf("%s is out of range: saved as %s, the nearest allowed value.", results[i].Requested, results[i].Value))
+			} else {
+				f.setNote("")
+			}
+		}
+		if saved > 0 {
+			// The loop reads settings at every tick; a snapshot now lets
+			// the tray (Pause) and every other view catch up at once.
+			v.w.b.PublishSnapshot()
+		}
+		if failed > 0 {
+			v.setStatus(fmt.Sprintf("Saved %d; %s refused (in red).", saved, plural(failed, "value", "values")), widget.DangerImportance)
+			return
+		}
+		v.setStatus(fmt.Sprintf("Saved %s; the supervisor applies changes at its next tick.", plural(saved, "setting", "settings")), widget.SuccessImportance)
+	})
+}
+
+// showTabOf switches to the first tab holding a field that matches, so an
+// error is never hidden on the other tab.
+func (v *settingsView) showTabOf(match func(*settingField) bool) {
+	general := map[string]bool{}
+	for _, k := range generalKeys {
+		general[k] = true
+	}
+	for _, f := range v.fields {
+		if match(f) {
+			if general[f.def.Key] {
+				v.tabs.SelectIndex(0)
+			} else {
+				v.tabs.SelectIndex(1)
+			}
+			return
+		}
+	}
+}
+
+func (v *settingsView) setStatus(msg string, imp widget.Importance) {
+	v.status.Importance = imp
+	v.status.SetText(msg)
+}

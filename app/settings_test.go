@@ -1,0 +1,203 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// stored reads a setting back from the store: what persists.
+func (e *env) stored(key string) string {
+	e.t.Helper()
+	v, err := e.store.GetSetting(e.ctx, key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
+
+// typeInto replaces an entry's text the way a user would.
+func typeInto(f *settingField, text string) {
+	f.entry.SetText("")
+	test.Type(f.entry, text)
+}
+
+func TestSettingsGeneralHoldsExactlyTheSpecKnobs(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	v := e.w.settings
+	var general, advanced []string
+	for _, f := range v.fields {
+		if isGeneral(f.def.Key) {
+			general = append(general, f.def.Key)
+		} else {
+			advanced = append(advanced, f.def.Key)
+		}
+	}
+	if strings.Join(general, ",") != strings.Join(generalKeys, ",") {
+		t.Fatalf("General: %v", general)
+	}
+	if len(general)+len(advanced) != len(supervisor.SettingKeys()) {
+		t.Fatal("a setting is on neither tab")
+	}
+	for _, f := range v.fields {
+		if f.def.Kind.String() == "bool" && f.check == nil || f.def.Kind.String() != "bool" && f.entry == nil {
+			t.Errorf("%s: wrong input kind", f.def.Key)
+		}
+	}
+}
+
+func isGeneral(key string) bool {
+	for _, k := range generalKeys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSettingsInvalidInputIsShownInlineAndNotSaved(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	tick := v.byKey["supervisor.tick_seconds"]
+	suspect := v.byKey["supervisor.stall_suspect_minutes"]
+
+	typeInto(tick, "abc")
+	if !tick.errMsg.Visible() || !strings.Contains(tick.errMsg.Text, "Not a whole number") ||
+		!strings.Contains(tick.errMsg.Text, "from 5 to 60") {
+		t.Fatalf("tick error: visible=%v %q", tick.errMsg.Visible(), tick.errMsg.Text)
+	}
+	typeInto(suspect, "0")
+	if !suspect.errMsg.Visible() || !strings.Contains(suspect.errMsg.Text, "more than 0") ||
+		!strings.Contains(suspect.errMsg.Text, "from 0.01 to 1440") {
+		t.Fatalf("suspect error: %q", suspect.errMsg.Text)
+	}
+	// A valid change next to invalid ones is not saved either: all or none.
+	typeInto(v.byKey["supervisor.stall_hard_minutes"], "200")
+
+	test.Tap(v.save)
+	for key, want := range map[string]string{
+		"supervisor.tick_seconds": "15", "supervisor.stall_suspect_minutes": "10", "supervisor.stall_hard_minutes": "150",
+	} {
+		if got := e.stored(key); got != want {
+			t.Errorf("%s stored %q after a refused save, want %q", key, got, want)
+		}
+	}
+	if !strings.Contains(v.status.Text, "Not saved") {
+		t.Errorf("status: %q", v.status.Text)
+	}
+	if v.tabs.SelectedIndex() != 0 {
+		t.Error("the tab with the first error (General) must be shown")
+	}
+
+	// Fixing the input clears the error as the user types.
+	typeInto(suspect, "12")
+	if suspect.errMsg.Visible() {
+		t.Fatal("error still shown for a valid value")
+	}
+}
+
+func TestSettingsSaveAppliesAndPersists(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	sub := e.rt.Bus().Subscribe(8)
+	defer e.rt.Bus().Unsubscribe(sub)
+
+	typeInto(v.byKey["supervisor.stall_suspect_minutes"], "12")
+	test.Tap(v.byKey["supervisor.nudge_enabled"].check) // on → off
+	test.Tap(v.save)
+
+	if got := e.stored("supervisor.stall_suspect_minutes"); got != "12" {
+		t.Fatalf("stall_suspect_minutes stored %q", got)
+	}
+	if got := e.stored("supervisor.nudge_enabled"); got != "false" {
+		t.Fatalf("nudge_enabled stored %q", got)
+	}
+	set, err := e.store.LoadSettings(e.ctx)
+	if err != nil || set.StallSuspect.Minutes() != 12 || set.NudgeEnabled {
+		t.Fatalf("what the loop reads next tick: %+v %v", set, err)
+	}
+	if !strings.Contains(v.status.Text, "Saved 2 settings") {
+		t.Errorf("status: %q", v.status.Text)
+	}
+	select {
+	case m := <-sub.C:
+		if m.Type != supervisor.MsgSnapshot {
+			t.Errorf("published %s, want a snapshot", m.Type)
+		}
+	default:
+		t.Error("saving did not publish a snapshot for the tray")
+	}
+
+	// Nothing changed since: nothing to save.
+	test.Tap(v.save)
+	if v.status.Text != "Nothing to save." {
+		t.Errorf("status: %q", v.status.Text)
+	}
+}
+
+func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	v.tabs.SelectIndex(1)
+	tick := v.byKey["supervisor.tick_seconds"]
+	typeInto(tick, "1")
+	if tick.errMsg.Visible() {
+		t.Fatalf("an out-of-range tick is clamped, not refused: %q", tick.errMsg.Text)
+	}
+	test.Tap(v.save)
+	if got := e.stored("supervisor.tick_seconds"); got != "5" {
+		t.Fatalf("tick stored %q, want the clamp 5", got)
+	}
+	if tick.entry.Text != "5" {
+		t.Errorf("entry shows %q, want the clamped 5", tick.entry.Text)
+	}
+	if !tick.note.Visible() || !strings.Contains(tick.note.Text, "saved as 5") {
+		t.Errorf("clamp note: %q", tick.note.Text)
+	}
+}
+
+func TestSettingsRefreshKeepsUnsavedEdits(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	typeInto(v.byKey["supervisor.stall_hard_minutes"], "300")
+	// The tray pauses the supervisor meanwhile.
+	if _, err := e.store.SetSetting(e.ctx, "supervisor.enabled", "false"); err != nil {
+		t.Fatal(err)
+	}
+	e.w.Refresh()
+	if v.byKey["supervisor.enabled"].check.Checked {
+		t.Error("Settings does not show the tray's pause")
+	}
+	if got := v.byKey["supervisor.stall_hard_minutes"].entry.Text; got != "300" {
+		t.Errorf("a refresh ate the edit: %q", got)
+	}
+	test.Tap(v.revert)
+	if got := v.byKey["supervisor.stall_hard_minutes"].entry.Text; got != "150" {
+		t.Errorf("revert: %q", got)
+	}
+}
+
+// The window's quick check must agree with the store, which has the last
+// word: what the window accepts the store stores, what it refuses the
+// store refuses.
+func TestCheckSettingAgreesWithTheStore(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	inputs := []string{"", " ", "abc", "0", "-1", "1", "5", "60", "61", "0.5", "1e3", "NaN", "Inf", "1e999",
+		"99999999999999999999", "true", "off", "yes", "claude", "two\nlines"}
+	for _, def := range supervisor.SettingKeys() {
+		for _, in := range inputs {
+			quick := checkSetting(def, in) == ""
+			_, err := e.store.SetSetting(e.ctx, def.Key, in)
+			if quick != (err == nil) {
+				t.Errorf("%s = %q: window accepts=%v, store err=%v", def.Key, in, quick, err)
+			}
+		}
+	}
+}

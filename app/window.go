@@ -1,0 +1,241 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+)
+
+// Options configures a Window.
+type Options struct {
+	// OpenDir opens a directory in the desktop's file manager (main passes
+	// one using xdg-open / open / explorer). Nil disables the action.
+	OpenDir func(path string) error
+	// Logger receives what the window cannot show (nil discards).
+	Logger *slog.Logger
+	// Now is the clock for ages and countdowns; tests fix it so goldens are
+	// stable. Nil means time.Now. Timeline times are shown in its location.
+	Now func() time.Time
+}
+
+// Window is the app's one window: Sessions (list ↔ detail) and Settings.
+// Closing it only hides it; the app lives in the tray.
+//
+// Every method except Run and ShowError must be called on Fyne's goroutine
+// (from a Fyne callback or inside fyne.Do), like any Fyne widget call.
+type Window struct {
+	win fyne.Window
+	b   Backend
+	s   SettingsBackend
+	log *slog.Logger
+	now func() time.Time
+	dir func(string) error
+
+	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
+	// off it (go f()). Tests replace both with direct calls so a command and
+	// its effect on the widgets happen in order, without sleeps.
+	do    func(func())
+	async func(func())
+
+	tabs        *container.AppTabs
+	sessionsTab *container.TabItem
+	settingsTab *container.TabItem
+	list        *sessionsView
+	detail      *detailView
+	settings    *settingsView
+	newSession  *newSessionForm
+
+	shown bool
+	ticks int
+}
+
+// The window's size: the list's columns and the detail's two panes are laid
+// out for it.
+const (
+	windowWidth  = 1000
+	windowHeight = 700
+)
+
+// NewWindow builds the window (hidden) over the supervisor b and the
+// settings store s.
+func NewWindow(a fyne.App, b Backend, s SettingsBackend, opts Options) *Window {
+	w := &Window{
+		win: a.NewWindow("Session Supervisor"),
+		b:   b, s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir,
+		do:    fyne.Do,
+		async: func(f func()) { go f() },
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	w.list = newSessionsView(w)
+	w.detail = newDetailView(w)
+	w.settings = newSettingsView(w)
+
+	// The sessions tab holds the list and the detail stacked; one of them
+	// is visible. Keeping both built keeps the list's filter and keyboard
+	// position when the user goes back from a detail.
+	w.detail.content.Hide()
+	sessionsPage := container.NewStack(w.list.content, w.detail.content)
+	w.sessionsTab = container.NewTabItemWithIcon("Sessions", theme.ListIcon(), sessionsPage)
+	w.settingsTab = container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), w.settings.content)
+	w.tabs = container.NewAppTabs(w.sessionsTab, w.settingsTab)
+	w.tabs.OnSelected = func(t *container.TabItem) {
+		if t == w.settingsTab {
+			w.settings.load()
+		} else {
+			w.Refresh()
+		}
+	}
+	w.win.SetContent(w.tabs)
+	w.win.Resize(fyne.NewSize(windowWidth, windowHeight))
+	// Closing hides: the supervisor keeps running and the tray brings the
+	// window back. Quit is the tray's.
+	w.win.SetCloseIntercept(w.hide)
+	// Escape goes back from a detail when no widget holds the focus (a
+	// focused entry keeps its own keys).
+	w.win.Canvas().SetOnTypedKey(func(ev *fyne.KeyEvent) {
+		if ev.Name == fyne.KeyEscape && w.detail.content.Visible() {
+			w.showList()
+		}
+	})
+	w.Refresh()
+	return w
+}
+
+// Window is the underlying Fyne window (for tests and for main's
+// screenshots).
+func (w *Window) Window() fyne.Window { return w.win }
+
+// Show brings the window up on the Sessions tab, on the detail the user
+// left open or else the list.
+func (w *Window) Show() {
+	w.present()
+	w.tabs.Select(w.sessionsTab)
+	if w.detail.content.Visible() {
+		return
+	}
+	w.showList()
+}
+
+// ShowSession opens one session's detail (id or unique id prefix).
+func (w *Window) ShowSession(id string) {
+	w.present()
+	w.tabs.Select(w.sessionsTab)
+	if err := w.detail.open(id); err != nil {
+		w.showList()
+		w.showErrorNow(err)
+		return
+	}
+	w.list.content.Hide()
+	w.detail.content.Show()
+	// The hidden list must not keep the keyboard (Enter would open another
+	// session unseen); with nothing focused, Escape goes back and Tab
+	// walks the detail.
+	w.win.Canvas().Unfocus()
+}
+
+// ShowSettings opens Settings (the General tab stays where the user left
+// it).
+func (w *Window) ShowSettings() {
+	w.present()
+	w.tabs.Select(w.settingsTab)
+	w.settings.load()
+}
+
+// ShowNewSession opens the new-session dialog over the sessions list.
+func (w *Window) ShowNewSession() {
+	w.present()
+	w.tabs.Select(w.sessionsTab)
+	w.showList()
+	w.newSession = showNewSession(w)
+}
+
+// ShowError brings the window up with err in a dialog. It may be called
+// from any goroutine: main reports failed tray commands with it.
+func (w *Window) ShowError(err error) {
+	if err == nil {
+		return
+	}
+	w.do(func() {
+		w.present()
+		w.showErrorNow(err)
+	})
+}
+
+func (w *Window) showErrorNow(err error) {
+	w.log.Warn("window: showing an error", "err", err)
+	dialog.ShowError(err, w.win)
+}
+
+// hide is what closing the window does.
+func (w *Window) hide() {
+	w.shown = false
+	w.win.Hide()
+}
+
+// present shows the window (refreshed first, so it never flashes stale
+// data) and raises it.
+func (w *Window) present() {
+	if !w.shown {
+		w.shown = true
+		w.Refresh()
+	}
+	w.win.Show()
+	w.win.RequestFocus()
+}
+
+// showList returns from a detail to the list, keyboard focus on the list.
+func (w *Window) showList() {
+	w.detail.content.Hide()
+	w.list.content.Show()
+	w.list.focus()
+}
+
+// Refresh re-reads the backend: the sessions, the open detail and its
+// timeline, and Settings when it is on screen (the tray's Pause changes a
+// setting too). Main may call it (on Fyne's goroutine); Run calls it
+// coalesced from the bus.
+func (w *Window) Refresh() {
+	w.list.set(w.b.Sessions())
+	if w.detail.content.Visible() {
+		w.detail.refresh()
+	}
+	if w.tabs != nil && w.tabs.Selected() == w.settingsTab {
+		w.settings.load()
+	}
+}
+
+// tick runs every second while the window is up: countdowns and ages move
+// even when no event arrives.
+func (w *Window) tick() {
+	if !w.shown {
+		return
+	}
+	w.ticks++
+	if w.detail.content.Visible() {
+		w.detail.tick()
+	}
+	if w.list.content.Visible() {
+		w.list.tick()
+	}
+}
+
+// act runs a backend command off Fyne's goroutine, so a slow agent pipe or
+// a busy database never freezes the window, then hands its error to after
+// on Fyne's goroutine. Commands get a background context: Launch must not
+// tie the new agent process to a request's lifetime.
+func (w *Window) act(call func(ctx context.Context) error, after func(err error)) {
+	w.async(func() {
+		err := call(context.Background())
+		w.do(func() { after(err) })
+	})
+}
