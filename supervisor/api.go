@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -47,6 +49,30 @@ type API struct {
 	health   Health
 	srv      *http.Server
 	ln       net.Listener
+	// closing is closed when Close starts, to end the live event streams:
+	// they never go idle, so the server's Shutdown would wait for them.
+	closing     chan struct{}
+	closingOnce sync.Once
+	// showWindow is the GUI's "bring the window forward"; nil when headless.
+	showWindow atomic.Pointer[func()]
+}
+
+// ShowResult is what POST /v1/show answers: whether a window was shown
+// (false when the app runs headless and has none).
+type ShowResult struct {
+	Shown bool `json:"shown"`
+}
+
+// SetShowWindow sets the callback POST /v1/show calls: a second `run`
+// uses it to bring the first instance's window forward instead of starting
+// another app. fn runs on the request's goroutine and must not block (a GUI
+// hands the work to its own thread). nil, the default, means headless.
+func (a *API) SetShowWindow(fn func()) {
+	if fn == nil {
+		a.showWindow.Store(nil)
+		return
+	}
+	a.showWindow.Store(&fn)
 }
 
 // Listen creates the socket in dataDir (owner-only: 0600 in a 0700
@@ -54,6 +80,11 @@ type API struct {
 // must hold the data directory's instance lock, so a leftover socket file is
 // stale and safe to replace.
 func Listen(rt *Runtime, settings SettingsStore, dataDir, version string) (*API, error) {
+	// The directory is what keeps other users off the socket (also during
+	// the moment before the chmod below): make sure it is private.
+	if err := storage.EnsureDir(dataDir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dataDir, SocketName)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("removing stale socket %s: %w", path, err)
@@ -66,9 +97,10 @@ func Listen(rt *Runtime, settings SettingsStore, dataDir, version string) (*API,
 		ln.Close()
 		return nil, fmt.Errorf("restricting %s to its owner: %w", path, err)
 	}
-	a := &API{rt: rt, settings: settings, ln: ln,
+	a := &API{rt: rt, settings: settings, ln: ln, closing: make(chan struct{}),
 		health: Health{PID: os.Getpid(), Version: version, Generation: rt.Bus().Generation(), DataDir: dataDir}}
 	a.srv = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+	a.srv.RegisterOnShutdown(func() { a.closingOnce.Do(func() { close(a.closing) }) })
 	return a, nil
 }
 
@@ -149,6 +181,13 @@ func (a *API) routes() http.Handler {
 		writeJSON(w, http.StatusOK, res)
 	})
 	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("POST /v1/show", func(w http.ResponseWriter, r *http.Request) {
+		fn := a.showWindow.Load()
+		if fn != nil {
+			(*fn)()
+		}
+		writeJSON(w, http.StatusOK, ShowResult{Shown: fn != nil})
+	})
 	return mux
 }
 
@@ -189,23 +228,25 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bus := a.rt.Bus()
-	sub := bus.Subscribe(subscriberBuffer)
+	resync := false
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		cur, err := ParseCursor(c)
+		resync = err != nil || cur.Generation != bus.Generation()
+	}
+	// The snapshot is queued with the subscription, atomically: no change
+	// can reach this client before it.
+	sub := a.rt.Subscribe(subscriberBuffer, resync)
 	defer bus.Unsubscribe(sub)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		cur, err := ParseCursor(c)
-		if err != nil || cur.Generation != bus.Generation() {
-			bus.SendTo(sub, Message{Type: MsgResync})
-		}
-	}
-	bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: a.rt.Sessions()})
 	flusher.Flush()
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-a.closing:
 			return
 		case m, ok := <-sub.C:
 			if !ok {

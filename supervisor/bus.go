@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
@@ -69,11 +70,12 @@ type Subscription struct {
 	C       <-chan Message
 	ch      chan Message
 	lagging bool // guarded by Bus.mu
-	dropped uint64
+	// dropped is atomic: Dropped may be read while Publish runs.
+	dropped atomic.Uint64
 }
 
 // Dropped returns how many messages this subscriber missed.
-func (s *Subscription) Dropped() uint64 { return s.dropped }
+func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 
 // Bus fans messages out to subscribers without ever blocking the publisher.
 type Bus struct {
@@ -139,14 +141,14 @@ func (b *Bus) Publish(m Message) Cursor {
 			continue
 		}
 		if s.lagging {
-			s.dropped++
+			s.dropped.Add(1)
 			continue
 		}
 		select {
 		case s.ch <- m:
 		default:
 			s.lagging = true
-			s.dropped++
+			s.dropped.Add(1)
 		}
 	}
 	return m.Cursor
@@ -177,7 +179,7 @@ func forceSend(s *Subscription, m Message) {
 		}
 		select {
 		case <-s.ch:
-			s.dropped++
+			s.dropped.Add(1)
 		default:
 		}
 	}

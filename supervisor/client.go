@@ -94,6 +94,13 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	return h, c.do(ctx, http.MethodGet, "/v1/health", nil, &h)
 }
 
+// Show asks the app to bring its window forward (what a second `run`
+// does instead of starting another app).
+func (c *Client) Show(ctx context.Context) (ShowResult, error) {
+	var out ShowResult
+	return out, c.do(ctx, http.MethodPost, "/v1/show", struct{}{}, &out)
+}
+
 // Sessions lists every session.
 func (c *Client) Sessions(ctx context.Context) ([]sessions.Session, error) {
 	var out []sessions.Session

@@ -96,7 +96,11 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	for _, s := range list {
 		e := &entry{s: s}
 		r.sess[s.ID] = e
+		orphan := r.reapOrphanLocked(s)
 		next, rows := BootReconcile(s, now)
+		if orphan != "" && len(rows) > 0 {
+			rows[0].Detail = mergeDetail(rows[0].Detail, "orphan", orphan)
+		}
 		if rows != nil {
 			// boot_reconciled already records the state change.
 			r.commitRowsLocked(ctx, e, next, rows, false)
@@ -133,11 +137,15 @@ func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []stora
 // Sessions returns every session, needing attention first, then newest.
 func (r *Runtime) Sessions() []sessions.Session {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessionsLocked()
+}
+
+func (r *Runtime) sessionsLocked() []sessions.Session {
 	out := make([]sessions.Session, 0, len(r.sess))
 	for _, e := range r.sess {
 		out = append(out, e.s.Clone())
 	}
-	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].NeedsAttention != out[j].NeedsAttention {
 			return out[i].NeedsAttention
@@ -507,8 +515,28 @@ func (r *Runtime) flushLocked(ctx context.Context) {
 
 // PublishSnapshot re-emits the full authoritative state, so a subscriber that
 // missed events can never stay wrong for long.
+// It holds the runtime's lock, under which every change is published, so a
+// snapshot can never be older than a change published before it.
 func (r *Runtime) PublishSnapshot() {
-	r.bus.Publish(Message{Type: MsgSnapshot, Sessions: r.Sessions()})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bus.Publish(Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()})
+}
+
+// Subscribe registers a bus subscriber whose queue starts with a full
+// snapshot, preceded by a resync notice when resync is set. Both are queued
+// under the runtime's lock, so no change can be queued before the snapshot
+// or be missing from it: the subscriber never sees an older state after a
+// newer one.
+func (r *Runtime) Subscribe(buf int, resync bool) *Subscription {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sub := r.bus.Subscribe(buf)
+	if resync {
+		r.bus.SendTo(sub, Message{Type: MsgResync})
+	}
+	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()})
+	return sub
 }
 
 // Shutdown is the graceful quit: every agent's stdin is closed so a turn in

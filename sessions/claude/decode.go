@@ -249,8 +249,11 @@ func (s *state) dispatch(w *wire, line []byte) (events []sessions.Event, known b
 	case "control_request":
 		return s.controlRequest(w)
 	case "control_response":
-		// The CLI's answer to a request we wrote (an interrupt, say).
-		return one(sessions.EvActivity, "control response"), true
+		// The CLI's answer to a request we wrote (an interrupt, say). It is
+		// bookkeeping, not progress: an agent that acknowledges a stall
+		// interrupt and then stays hung must still look stalled, or the
+		// bounded escalation (SIGTERM, SIGKILL) would never follow.
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "control response"}}, true
 	case "control_cancel_request":
 		return s.controlCancel(w), true
 	case "conversation_reset":
@@ -438,8 +441,11 @@ func (s *state) user(w *wire, line []byte) []sessions.Event {
 			events = append(events, sessions.Event{Kind: sessions.EvToolFinished, CallID: b.ToolUseID, Name: name, Detail: prefix(sub, "tool result")})
 		case "text":
 			if strings.HasPrefix(b.Text, interruptMarker) {
+				// The CLI's note that our interrupt landed: the end of the
+				// turn, not activity that would make a stalled turn Working
+				// again just before its abort.
 				s.turn.interrupted = true
-				events = addActivity(events, "interrupted by the user")
+				events = append(events, sessions.Event{Kind: sessions.EvMetrics, Detail: "interrupted by the user"})
 				continue
 			}
 			events = addActivity(events, prefix(sub, "prompt received"))

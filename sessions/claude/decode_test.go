@@ -123,7 +123,7 @@ func TestDecodeMapping(t *testing.T) {
 				"user_answered: permission request withdrawn by the agent",
 				"activity: control request cancelled",
 				"skip:unknown",
-				"activity: control response",
+				"metrics: control response",
 			},
 		},
 		{
@@ -184,8 +184,8 @@ func TestDecodeMapping(t *testing.T) {
 				`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom"]}`,
 			},
 			want: []string{
-				"activity: control response",
-				"activity: interrupted by the user",
+				"metrics: control response",
+				"metrics: interrupted by the user",
 				"turn_aborted: interrupted",
 				"turn_aborted: aborted_tools",
 				"turn_failed other", // the interrupt note was consumed by the first result
@@ -199,7 +199,7 @@ func TestDecodeMapping(t *testing.T) {
 				`{"type":"user","message":{"role":"user","content":"continue"}}`,
 				`{"type":"user","message":{"role":"user"}}`,
 			},
-			want: []string{"activity: interrupted by the user", "turn_aborted: interrupted", "activity: prompt received", "activity: user message"},
+			want: []string{"metrics: interrupted by the user", "turn_aborted: interrupted", "activity: prompt received", "activity: user message"},
 		},
 		{
 			name: "unknown and malformed lines are skipped, never fatal",

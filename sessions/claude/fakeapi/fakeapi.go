@@ -236,6 +236,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		Stream: req.Stream, Status: status, Request: &req})
 
 	w.Header().Set("request-id", "req_fake_"+randomID())
+	for k, v := range reply.Headers {
+		w.Header().Set(k, v)
+	}
 	if status != http.StatusOK {
 		if reply.RetryAfter != "" {
 			w.Header().Set("retry-after", reply.RetryAfter)

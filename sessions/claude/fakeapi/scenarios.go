@@ -3,7 +3,9 @@ package fakeapi
 import (
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -37,6 +39,9 @@ type Reply struct {
 	// RetryAfter, if set, is sent as the retry-after header (seconds). The
 	// CLI uses it as a floor for its backoff.
 	RetryAfter string
+	// Headers are extra response headers (e.g. the unified rate-limit
+	// headers), sent with an error as well as with a success.
+	Headers map[string]string
 	// Content is the assistant message. StopReason defaults to "tool_use"
 	// when Content holds a tool_use block and "end_turn" otherwise.
 	Content    []Block
@@ -74,7 +79,18 @@ const (
 	ToolDescription   = "run test command"
 	ResumeMarker      = "[[resume]]"
 	ContinuationNudge = "Your previous turn was interrupted"
+	// SlowToolCommand is the Bash command of the slowtool scenario: long
+	// enough for a test to kill the agent while the tool runs, and
+	// read-only, so the CLI runs it without asking for permission.
+	SlowToolCommand = "sleep 30; echo hi"
+	// PromptTooLongMessage is the 400 error message of the too_long
+	// scenarios.
+	PromptTooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
 )
+
+// UnifiedRateLimitWindow is how long the 429unified scenario rejects a
+// conversation, counted from its first request.
+const UnifiedRateLimitWindow = 12 * time.Second
 
 // markerRE finds the scenario marker. Names are restricted to a safe set
 // so a marker can never swallow the rest of a prompt.
@@ -97,10 +113,7 @@ func builtinScenarios() map[string]ScenarioFunc {
 		"write":      bashScenario(WriteCommand, WriteDoneText),
 		"429then_ok": failFirst(2, rateLimited),
 		"429":        func(*Call) Reply { return rateLimited() },
-		"too_long": func(*Call) Reply {
-			return ErrorReply(http.StatusBadRequest, "invalid_request_error",
-				"prompt is too long: 250000 tokens > 200000 maximum")
-		},
+		"too_long":   func(*Call) Reply { return promptTooLong() },
 		"401": func(*Call) Reply {
 			return ErrorReply(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 		},
@@ -124,6 +137,92 @@ func builtinScenarios() map[string]ScenarioFunc {
 			}
 			return TextReply(DoneText)
 		},
+		// slowtool runs SlowToolCommand, so a test can kill the agent in the
+		// middle of a tool call; the continuation nudge (or the resume
+		// marker) is answered with DoneText, whatever else the CLI put in
+		// the same user message after a resume.
+		"slowtool": nudgeAnswers(bashScenario(SlowToolCommand, ToolDoneText)),
+		// too_long_once fails the conversation's first request with the
+		// prompt-too-long 400, answers the compaction request with a summary
+		// that keeps the marker, and everything else normally.
+		"too_long_once": func(c *Call) Reply {
+			switch {
+			case c.Attempt == 1:
+				return promptTooLong()
+			case IsCompaction(c.Req):
+				return TextReply(compactSummary(c.Scenario))
+			}
+			return TextReply(DoneText)
+		},
+		// too_long_2nd_turn answers the first turn, fails the second turn's
+		// request with the prompt-too-long 400, answers the compaction with a
+		// summary that keeps the marker, and everything after normally.
+		// After a successful compaction the summary replaces the history, so
+		// the conversation's key, and its attempt count, start afresh: the
+		// retried turn is attempt 1 of the new key.
+		"too_long_2nd_turn": func(c *Call) Reply {
+			switch {
+			case IsCompaction(c.Req):
+				return TextReply(compactSummary(c.Scenario))
+			case c.Attempt == 2:
+				return promptTooLong()
+			}
+			return TextReply(DoneText)
+		},
+		// 429x3then_ok outlasts the CLI's own retries under HermeticEnv
+		// (CLAUDE_CODE_MAX_RETRIES=2: three attempts), then answers.
+		"429x3then_ok": failFirst(3, rateLimited),
+		// 429unified rejects a conversation for UnifiedRateLimitWindow with
+		// the unified rate-limit headers the real API sends when a plan's
+		// limit is hit, then answers normally.
+		"429unified": unifiedRateLimit(UnifiedRateLimitWindow),
+	}
+}
+
+func promptTooLong() Reply {
+	return ErrorReply(http.StatusBadRequest, "invalid_request_error", PromptTooLongMessage)
+}
+
+// nudgeAnswers answers DoneText when the latest user message carries the
+// continuation nudge or ResumeMarker, and defers to fn otherwise.
+func nudgeAnswers(fn ScenarioFunc) ScenarioFunc {
+	return func(c *Call) Reply {
+		last := c.Req.LastUserText()
+		if strings.Contains(last, ResumeMarker) || strings.Contains(last, ContinuationNudge) {
+			return TextReply(DoneText)
+		}
+		return fn(c)
+	}
+}
+
+// unifiedRateLimit rejects every request of a conversation with a 429 until
+// window after its first request, then answers DoneText. The 429 carries
+// the headers of the real API's unified (plan) rate limit, status rejected
+// and the reset time in unix seconds, and a retry-after up to that reset.
+// The reset falls on a whole second, the resolution of the header.
+func unifiedRateLimit(window time.Duration) ScenarioFunc {
+	var mu sync.Mutex
+	resets := map[string]time.Time{}
+	return func(c *Call) Reply {
+		now := time.Now()
+		mu.Lock()
+		reset, ok := resets[c.Key]
+		if !ok {
+			reset = time.Unix(now.Add(window).Unix(), 0)
+			resets[c.Key] = reset
+		}
+		mu.Unlock()
+		if !now.Before(reset) {
+			return TextReply(DoneText)
+		}
+		r := rateLimited()
+		r.RetryAfter = strconv.FormatInt(int64((reset.Sub(now)+time.Second-1)/time.Second), 10)
+		r.Headers = map[string]string{
+			"anthropic-ratelimit-unified-status":               "rejected",
+			"anthropic-ratelimit-unified-reset":                strconv.FormatInt(reset.Unix(), 10),
+			"anthropic-ratelimit-unified-representative-claim": "five_hour",
+		}
+		return r
 	}
 }
 

@@ -1,0 +1,105 @@
+//go:build unix
+
+package claude
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// orphanTermGrace is how long an orphan gets to exit after SIGTERM before
+// SIGKILL; orphanKillWait bounds the wait after SIGKILL.
+const (
+	orphanTermGrace = 3 * time.Second
+	orphanKillWait  = 2 * time.Second
+)
+
+// ReapOrphan stops the Claude Code process pid that an earlier run of the
+// app launched and lost when it died: its stdin and stdout went with that
+// app, so nobody can answer, interrupt or even see it any more, and a
+// resumed session must not run next to it. It acts only on a process group
+// leader whose command line carries this adapter's launch flags (see Args),
+// so a reused pid is left alone. It sends SIGTERM to the group, then
+// SIGKILL after a grace, and reports whether it stopped a process.
+//
+// Claude Code runs each Bash command in a session of its own, so a command
+// the orphan was running is not reached by the group's signals.
+func ReapOrphan(pid int) (bool, error) {
+	if pid <= 0 || !processAlive(pid) || !isManagedClaude(pid) {
+		return false, nil
+	}
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+		if err == syscall.ESRCH {
+			return false, nil
+		}
+		return false, fmt.Errorf("stopping orphaned claude %d: %w", pid, err)
+	}
+	if waitGone(pid, orphanTermGrace) {
+		return true, nil
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if waitGone(pid, orphanKillWait) {
+		return true, nil
+	}
+	return true, fmt.Errorf("orphaned claude %d survived SIGKILL", pid)
+}
+
+// isManagedClaude reports whether pid leads its process group and runs with
+// the launch flags of a managed session.
+func isManagedClaude(pid int) bool {
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		return false
+	}
+	cmdline, ok := commandLine(pid)
+	return ok && strings.Contains(cmdline+" ", " "+strings.Join(Args(LaunchOptions{}), " ")+" ")
+}
+
+// commandLine returns pid's arguments joined by spaces: from /proc on
+// Linux, from ps elsewhere.
+func commandLine(pid int) (string, bool) {
+	if runtime.GOOS == "linux" {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || len(b) == 0 {
+			return "", false
+		}
+		return string(bytes.ReplaceAll(bytes.TrimRight(b, "\x00"), []byte{0}, []byte{' '})), true
+	}
+	out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(out)), true
+}
+
+// processAlive reports whether pid runs; a zombie does not.
+func processAlive(pid int) bool {
+	if runtime.GOOS == "linux" {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+			return b[i+2] != 'Z' && b[i+2] != 'X'
+		}
+		return true
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func waitGone(pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}

@@ -1,0 +1,40 @@
+package supervisor
+
+import (
+	"fmt"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// OrphanReaper is the optional Agent capability to stop a process that an
+// earlier run of the app launched and lost when it died (a crash, SIGKILL,
+// a power cut of the app alone). The agent keeps running without the app:
+// its pipes are gone, so it can be neither seen nor steered, and resuming
+// the session next to it would put two processes on one transcript.
+type OrphanReaper interface {
+	// ReapOrphan stops pid if it is still this agent's process (never a
+	// reused pid) and reports whether it stopped one.
+	ReapOrphan(pid int) (bool, error)
+}
+
+// reapOrphanLocked stops the process a persisted session still claims, at
+// boot, before the session can be resumed. It returns a sentence for the
+// timeline when it stopped one.
+func (r *Runtime) reapOrphanLocked(s sessions.Session) string {
+	if s.Source != sessions.Managed || !s.ProcessAlive || s.PID <= 0 {
+		return ""
+	}
+	reaper, ok := r.agents[s.Agent].(OrphanReaper)
+	if !ok {
+		return ""
+	}
+	stopped, err := reaper.ReapOrphan(s.PID)
+	if err != nil {
+		r.log.Warn("stopping an orphaned agent process", "session", s.ID, "pid", s.PID, "err", err)
+	}
+	if !stopped {
+		return ""
+	}
+	r.log.Info("stopped an orphaned agent process", "session", s.ID, "pid", s.PID)
+	return fmt.Sprintf("its agent process %d, left running when the app stopped, was stopped so it cannot work next to a resumed one", s.PID)
+}
