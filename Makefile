@@ -11,8 +11,12 @@ CLAUDE_VERSION := 2.1.197
 CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
 # One CGO setting for build and tests so they share the build cache.
 export CGO_ENABLED := 1
+# Release packages are built under dist/ (git-ignored).
+DIST := dist
+PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
+WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build run test lint unit bench clean
+.PHONY: all deps test-deps build run test lint unit bench clean package-linux build-windows
 
 all: build
 
@@ -46,10 +50,25 @@ $(CLAUDE_BIN):
 unit: $(CLAUDE_BIN)
 	CLAUDE_BIN=$(CLAUDE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 ./...
 
-test: test-deps lint unit
+# The Windows cross-build is part of the tests so it never silently breaks.
+test: test-deps lint unit build-windows
+
+# The Linux release tarball: the binary, install.sh (puts everything in the
+# user's XDG directories), the desktop entry and the hicolor icons.
+package-linux: build
+	rm -rf $(DIST)/$(PKG_LINUX) $(DIST)/$(PKG_LINUX).tar.gz
+	./packaging/linux/stage.sh $(BIN) $(DIST)/$(PKG_LINUX)
+	tar -C $(DIST) --owner=0 --group=0 -czf $(DIST)/$(PKG_LINUX).tar.gz $(PKG_LINUX)
+	@echo "built $(DIST)/$(PKG_LINUX).tar.gz"
+
+# Cross-compiles the Windows GUI build (-H=windowsgui: no console window)
+# with mingw-w64: cgo, because Fyne's GLFW and GL bindings are C. The
+# compiler comes from the test profile of install-deps.sh.
+build-windows: test-deps
+	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WINDOWS_BIN) .
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
-	rm -rf bin .cache
+	rm -rf bin .cache $(DIST)

@@ -22,6 +22,9 @@ func (claudeAgent) Start(_ context.Context, o supervisor.StartOptions) (supervis
 	return p, nil
 }
 
+// ReapOrphan stops a Claude Code process an earlier run of the app lost.
+func (claudeAgent) ReapOrphan(pid int) (bool, error) { return claude.ReapOrphan(pid) }
+
 // agents are the agent CLIs the app can launch.
 func agents() map[string]supervisor.Agent {
 	return map[string]supervisor.Agent{"claude": claudeAgent{}}

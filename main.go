@@ -53,6 +53,8 @@ func commands() []command {
 		{"version", "", "print the version", cmdVersion},
 		{"settings", "list [--json] | get KEY | set KEY VALUE | reset KEY", "show and change settings", cmdSettings},
 		{"timeline", "SESSION [--json] [--limit N]", "print a session's supervisor timeline (works without the app running)", cmdTimeline},
+		{"service", "install [--headless] | uninstall | start | stop | restart | status [--json]", "run the app as a per-user service that starts at login", cmdService},
+		{"doctor", "[--json]", "check the agents, data directory, database, app, service and desktop, and say how to fix what is missing", cmdDoctor},
 	}
 	cmds = append(cmds, appCommands()...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })

@@ -11,9 +11,10 @@ profile=${1:-build}
 # pkg-config drive cgo (also needed by `go test -race`).
 build_pkgs=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev)
-# The tests also run the real app under Xvfb with a D-Bus session bus, and
-# install the real Claude Code CLI from npm.
-test_pkgs=(xvfb dbus dbus-x11 npm)
+# The tests also run the real app under Xvfb with a D-Bus session bus,
+# install the real Claude Code CLI from npm, and cross-compile the Windows
+# build with mingw-w64 (358 MB).
+test_pkgs=(xvfb dbus dbus-x11 imagemagick npm gcc-mingw-w64-x86-64-win32)
 
 case "$profile" in
   build) want=("${build_pkgs[@]}") ;;
