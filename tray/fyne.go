@@ -2,6 +2,7 @@ package tray
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -15,6 +16,8 @@ type Tray struct {
 	app      desktop.App
 	onAction func(Item)
 	icons    map[assets.Icon]fyne.Resource
+	last     Menu
+	shown    bool
 }
 
 // New binds a tray to a desktop app. onAction runs on Fyne's goroutine for
@@ -28,8 +31,13 @@ func New(a desktop.App, onAction func(Item)) *Tray {
 }
 
 // Show replaces the tray's icon and menu; call it on Fyne's goroutine
-// (fyne.Do).
+// (fyne.Do). An unchanged model is not re-sent: rebuilding renumbers the
+// items, which would close a menu the user has open.
 func (t *Tray) Show(m Menu) {
+	if t.shown && reflect.DeepEqual(m, t.last) {
+		return
+	}
+	t.last, t.shown = m, true
 	t.app.SetSystemTrayIcon(t.icons[m.Icon])
 	t.app.SetSystemTrayMenu(fyne.NewMenu("Session Supervisor", t.items(m.Items)...))
 }

@@ -182,9 +182,12 @@ func Build(snap Snapshot) Menu {
 		Item{Label: "Open Session Supervisor…", Action: ActOpenWindow},
 		Item{Label: "Settings…", Action: ActOpenSettings},
 		Item{Label: "Pause supervisor", Action: ActTogglePause, Checkable: true, Checked: snap.Paused},
+		Item{Separator: true},
+		// Fyne appends a Quit of its own only to its copy of the menu, after
+		// the tray was drawn, so the tray would have none; a last item
+		// labelled "Quit" is the one Fyne recognises as its quit item.
+		Item{Label: "Quit", Action: ActQuit},
 	)
-	// Quit is not added here: Fyne's tray appends its own Quit item, which
-	// runs the app's graceful quit.
 	return m
 }
 

@@ -102,6 +102,8 @@ func TestBuildMenu(t *testing.T) {
 		"Open Session Supervisor…",
 		"Settings…",
 		"Pause supervisor",
+		"---",
+		"Quit",
 	}
 	if got := labels(m.Items); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("menu:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -140,7 +142,7 @@ func TestBuildMenu(t *testing.T) {
 			t.Errorf("%s: %+v, want action %s disabled %v", tc.name, tc.item, tc.action, tc.disabled)
 		}
 	}
-	pause := m.Items[len(m.Items)-1]
+	pause := m.Items[len(m.Items)-3]
 	if pause.Action != ActTogglePause || !pause.Checkable || pause.Checked {
 		t.Errorf("pause item %+v", pause)
 	}
@@ -149,11 +151,11 @@ func TestBuildMenu(t *testing.T) {
 func TestBuildPausedAndEmpty(t *testing.T) {
 	m := Build(Snapshot{Paused: true, Now: now})
 	got := labels(m.Items)
-	want := []string{"No sessions (supervisor paused)", "---", "Open Session Supervisor…", "Settings…", "Pause supervisor"}
+	want := []string{"No sessions (supervisor paused)", "---", "Open Session Supervisor…", "Settings…", "Pause supervisor", "---", "Quit"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("menu %q, want %q", got, want)
 	}
-	if !m.Items[len(m.Items)-1].Checked {
+	if !m.Items[len(m.Items)-3].Checked {
 		t.Error("pause must be checked while paused")
 	}
 	if m.Icon != assets.IconIdle {

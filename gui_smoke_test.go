@@ -1,0 +1,529 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// The desktop smoke test runs the real app (tray, window, notifier) under
+// Xvfb with a private D-Bus session bus. The test itself owns the
+// notification service and the StatusNotifierWatcher names, so it sees
+// exactly what a desktop would: the notifications the app sends and the menu
+// it exports (com.canonical.dbusmenu), which it reads and clicks.
+
+// guiNeeds names the programs the smoke test needs.
+var guiNeeds = []string{"Xvfb", "dbus-daemon"}
+
+func requireGUITools(t *testing.T) {
+	t.Helper()
+	for _, p := range guiNeeds {
+		if _, err := exec.LookPath(p); err != nil {
+			msg := fmt.Sprintf("%s is not installed (make test installs xvfb and dbus)", p)
+			if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+}
+
+// startBus starts a private session bus and returns its address.
+func startBus(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
+		"--address=unix:path="+filepath.Join(shortTempDir(t), "bus"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the bus address: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+// startXvfb starts a virtual display and returns its DISPLAY value.
+func startXvfb(t *testing.T) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting Xvfb: %v", err)
+	}
+	w.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	num, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading Xvfb's display number: %v", err)
+	}
+	return ":" + strings.TrimSpace(num)
+}
+
+// shortTempDir is a temp dir with a short path: unix socket paths are
+// limited to about 108 bytes and t.TempDir() paths can be long.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// notifications records org.freedesktop.Notifications.Notify calls.
+type notifications struct {
+	mu    sync.Mutex
+	calls []string // "title|body"
+}
+
+func (n *notifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = append(n.calls, summary+"|"+body)
+	return uint32(len(n.calls)), nil
+}
+
+func (n *notifications) GetCapabilities() ([]string, *dbus.Error) { return []string{"body"}, nil }
+
+func (n *notifications) GetServerInformation() (string, string, string, string, *dbus.Error) {
+	return "smoke-test", "session-supervisor", "1", "1.2", nil
+}
+
+func (n *notifications) list() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.calls...)
+}
+
+// watcher records StatusNotifierItem registrations.
+type watcher struct {
+	mu    sync.Mutex
+	items []string
+}
+
+func (w *watcher) RegisterStatusNotifierItem(sender dbus.Sender, service string) *dbus.Error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !strings.HasPrefix(service, "/") {
+		w.items = append(w.items, service)
+	} else {
+		w.items = append(w.items, string(sender))
+	}
+	return nil
+}
+
+func (w *watcher) RegisterStatusNotifierHost(service string) *dbus.Error { return nil }
+
+func (w *watcher) first() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.items) == 0 {
+		return ""
+	}
+	return w.items[0]
+}
+
+func ownName(t *testing.T, conn *dbus.Conn, name string) {
+	t.Helper()
+	reply, err := conn.RequestName(name, dbus.NameFlagDoNotQueue)
+	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("owning %s: %v (%v)", name, reply, err)
+	}
+}
+
+// menuItem is a node of the dbusmenu layout.
+type menuItem struct {
+	ID       int32
+	Label    string
+	Children []menuItem
+}
+
+type layoutNode struct {
+	ID         int32
+	Properties map[string]dbus.Variant
+	Children   []dbus.Variant
+}
+
+func toMenu(n layoutNode) menuItem {
+	m := menuItem{ID: n.ID}
+	if v, ok := n.Properties["label"]; ok {
+		m.Label, _ = v.Value().(string)
+	}
+	for _, c := range n.Children {
+		var child layoutNode
+		if err := dbus.Store([]any{c.Value()}, &child); err == nil {
+			m.Children = append(m.Children, toMenu(child))
+		}
+	}
+	return m
+}
+
+// menuPath asks the item where its menu lives (the StatusNotifierItem
+// "Menu" property); systray versions differ.
+func menuPath(conn *dbus.Conn, dest string) (dbus.ObjectPath, error) {
+	v, err := conn.Object(dest, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Menu")
+	if err != nil {
+		return "", err
+	}
+	p, ok := v.Value().(dbus.ObjectPath)
+	if !ok {
+		return "", fmt.Errorf("the Menu property is %T", v.Value())
+	}
+	return p, nil
+}
+
+func getLayout(conn *dbus.Conn, dest string, parent int32) (menuItem, error) {
+	path, err := menuPath(conn, dest)
+	if err != nil {
+		return menuItem{}, err
+	}
+	obj := conn.Object(dest, path)
+	var rev uint32
+	var root layoutNode
+	call := obj.Call("com.canonical.dbusmenu.GetLayout", 0, parent, int32(-1), []string{})
+	if call.Err != nil {
+		return menuItem{}, call.Err
+	}
+	if err := call.Store(&rev, &root); err != nil {
+		return menuItem{}, err
+	}
+	return toMenu(root), nil
+}
+
+func findItem(m menuItem, prefix string) (menuItem, bool) {
+	for _, c := range m.Children {
+		if strings.HasPrefix(c.Label, prefix) {
+			return c, true
+		}
+	}
+	return menuItem{}, false
+}
+
+func labelsOf(m menuItem) []string {
+	var out []string
+	for _, c := range m.Children {
+		out = append(out, c.Label)
+	}
+	return out
+}
+
+func click(conn *dbus.Conn, dest string, id int32) error {
+	path, err := menuPath(conn, dest)
+	if err != nil {
+		return err
+	}
+	return conn.Object(dest, path).
+		Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(int32(0)), uint32(0)).Err
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestDesktopSmoke(t *testing.T) {
+	requireGUITools(t)
+	bin, fake := buildBinaries(t)
+	busAddr := startBus(t)
+	display := startXvfb(t)
+
+	conn, err := dbus.Connect(busAddr)
+	if err != nil {
+		t.Fatalf("connecting to the test bus: %v", err)
+	}
+	defer conn.Close()
+	notes := &notifications{}
+	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.freedesktop.Notifications")
+	sni := &watcher{}
+	if err := conn.Export(sni, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.kde.StatusNotifierWatcher")
+
+	dir := shortTempDir(t)
+	cwd := t.TempDir()
+	// A turn that dies mid-work, with no nudges allowed: the session
+	// escalates at the first tick.
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, []byte(`{"turns":[[
+		{"emit":{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}]},"session_id":"$SESSION"}},
+		{"exit":3}]]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// cli returns stdout only: with a C locale Fyne logs a locale warning
+	// on stderr at start, which is not the command's answer.
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"--data-dir", dir}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, stderr.String())
+		}
+		return string(out), err
+	}
+	for _, kv := range [][2]string{
+		{"agents.claude.command", fake},
+		{"supervisor.tick_seconds", "5"},
+		{"supervisor.nudge_max_attempts", "0"},
+	} {
+		if out, err := cli("settings", "set", kv[0], kv[1]); err != nil {
+			t.Fatalf("settings set %s: %v\n%s", kv[0], err, out)
+		}
+	}
+
+	app := exec.Command(bin, "--data-dir", dir, "run")
+	app.Env = append(os.Environ(), "DISPLAY="+display, "DBUS_SESSION_BUS_ADDRESS="+busAddr,
+		"FAKE_CLAUDE_SCRIPT="+script, "LANG=en_US.UTF-8")
+	var appLog strings.Builder
+	var logMu sync.Mutex
+	app.Stdout = lockedWriter{&logMu, &appLog}
+	app.Stderr = lockedWriter{&logMu, &appLog}
+	// A process the app started may inherit its output pipes; do not wait
+	// for them forever once the app itself has exited.
+	app.WaitDelay = 5 * time.Second
+	if err := app.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// exited is closed when the app has exited; exitErr is then its result.
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = app.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = app.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			logMu.Lock()
+			t.Logf("app output:\n%s", appLog.String())
+			logMu.Unlock()
+		}
+	})
+
+	eventually(t, "the app's socket", 30*time.Second, func() bool { _, err := cli("ls"); return err == nil })
+	out, err := cli("new", "--cwd", cwd, "--name", "smoke", "build it")
+	if err != nil {
+		t.Fatalf("new: %v\n%s", err, out)
+	}
+	id := strings.TrimSpace(out)
+
+	eventually(t, "the escalation notification", 30*time.Second, func() bool {
+		for _, c := range notes.list() {
+			if strings.HasPrefix(c, "smoke needs attention|") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range notes.list() {
+		if strings.Contains(c, "sk-") || strings.Contains(strings.ToLower(c), "stderr") {
+			t.Errorf("notification carries raw text: %q", c)
+		}
+	}
+
+	eventually(t, "the tray registration", 20*time.Second, func() bool { return sni.first() != "" })
+	// The item's well-known name; the registration's sender may be
+	// another of the app's bus connections.
+	dest := fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", app.Process.Pid)
+	var menu menuItem
+	var lastErr error
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last tray menu read: %q, error %v", labelsOf(menu), lastErr)
+		}
+	})
+	eventually(t, "the tray menu listing the escalated session", 20*time.Second, func() bool {
+		m, err := getLayout(conn, dest, 0)
+		if err != nil {
+			lastErr = err
+			return false
+		}
+		menu = m
+		_, ok := findItem(m, "⚠ smoke — Needs attention (Interrupted)")
+		return ok
+	})
+	got := labelsOf(menu)
+	for _, want := range []string{"1 needs you", "Open Session Supervisor…", "Settings…", "Pause supervisor", "Quit"} {
+		found := false
+		for _, l := range got {
+			if l == want {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("tray menu %q lacks %q", got, want)
+		}
+	}
+
+	// Click "Pause supervisor": the setting flips. Item ids change when
+	// the menu is rebuilt, so each attempt reads the layout afresh.
+	eventually(t, "supervisor.enabled to become false after clicking Pause", 20*time.Second, func() bool {
+		m, err := getLayout(conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		if pause, ok := findItem(m, "Pause supervisor"); ok {
+			if err := click(conn, dest, pause.ID); err != nil {
+				t.Logf("clicking Pause: %v", err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		out, err := cli("settings", "get", "supervisor.enabled")
+		return err == nil && strings.TrimSpace(out) == "false"
+	})
+	eventually(t, "the Pause item to show as checked", 10*time.Second, func() bool {
+		m, err := getLayout(conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		_, ok := findItem(m, "1 needs you (supervisor paused)")
+		return ok
+	})
+
+	// Acknowledge through the session's submenu clears needs-attention.
+	sessionItem, _ := findItem(menu, "⚠ smoke")
+	var ack menuItem
+	eventually(t, "the session submenu", 10*time.Second, func() bool {
+		m, err := getLayout(conn, dest, sessionItem.ID)
+		if err != nil {
+			return false
+		}
+		var ok bool
+		ack, ok = findItem(m, "Acknowledge")
+		return ok
+	})
+	if err := click(conn, dest, ack.ID); err != nil {
+		t.Fatalf("clicking Acknowledge: %v", err)
+	}
+	eventually(t, "needs_attention to clear", 10*time.Second, func() bool {
+		out, err := cli("show", id, "--json")
+		if err != nil {
+			return false
+		}
+		var s struct {
+			NeedsAttention bool `json:"needs_attention"`
+		}
+		return json.Unmarshal([]byte(out), &s) == nil && !s.NeedsAttention
+	})
+
+	// Give the window its coalesced refresh (200 ms) before the picture.
+	time.Sleep(time.Second)
+	screenshot(t, display, "desktop-smoke.png")
+
+	quit, ok := findItem(menu, "Quit")
+	if !ok {
+		t.Fatal("no Quit item")
+	}
+	if err := click(conn, dest, quit.ID); err != nil {
+		t.Fatalf("clicking Quit: %v", err)
+	}
+	select {
+	case <-exited:
+		if exitErr != nil {
+			t.Fatalf("the app exited with %v after Quit", exitErr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the app did not quit")
+	}
+}
+
+// screenshot saves the whole virtual screen under the git-ignored
+// screenshots/ folder, for a person to look at.
+func screenshot(t *testing.T, display, name string) {
+	t.Helper()
+	if _, err := exec.LookPath("import"); err != nil {
+		t.Logf("no screenshot: ImageMagick's import is not installed")
+		return
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "import", "-display", display, "-window", "root", filepath.Join(dir, name))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("screenshot: %v\n%s", err, out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+var (
+	buildOnce           sync.Once
+	builtBin, builtFake string
+	buildErr            error
+)
+
+// buildBinaries builds the app and the scripted fake Claude CLI once per
+// test run.
+func buildBinaries(t *testing.T) (string, string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ssbin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "session-supervisor")
+		builtFake = filepath.Join(dir, "fakeclaude")
+		for _, b := range [][2]string{{builtBin, "."}, {builtFake, "./sessions/claude/fakeclaude"}} {
+			if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin, builtFake
+}
