@@ -29,8 +29,10 @@ test-deps:
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
 
+# Fyne logs a locale error under the C locale (LANG=C.UTF-8, common on
+# fresh machines); any real locale name silences it.
 run: build
-	./$(BIN) run
+	@case "$${LANG:-C}" in C|C.*|POSIX) export LANG=en_US.UTF-8;; esac; ./$(BIN) run
 
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -48,7 +50,7 @@ $(CLAUDE_BIN):
 # E2E_REQUIRED makes the end-to-end tests fail, not skip, when the real CLI
 # is missing: under `make test` it is always installed first.
 unit: $(CLAUDE_BIN)
-	CLAUDE_BIN=$(CLAUDE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 ./...
+	CLAUDE_BIN=$(CLAUDE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # The Windows cross-build is part of the tests so it never silently breaks.
 test: test-deps lint unit build-windows
