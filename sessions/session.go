@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"maps"
 	"regexp"
 	"strings"
@@ -13,6 +14,37 @@ type Failure struct {
 	Kind    FailureKind `json:"kind"`
 	RetryAt time.Time   `json:"retry_at,omitzero"`
 	Message string      `json:"message"`
+}
+
+// failureJSON is Failure's wire form: retry_at is always present, null when
+// unknown, so scripts can rely on the key (the --json contract).
+type failureJSON struct {
+	Kind    FailureKind `json:"kind"`
+	RetryAt *time.Time  `json:"retry_at"`
+	Message string      `json:"message"`
+}
+
+// MarshalJSON writes retry_at as null when it is unknown.
+func (f Failure) MarshalJSON() ([]byte, error) {
+	w := failureJSON{Kind: f.Kind, Message: f.Message}
+	if !f.RetryAt.IsZero() {
+		t := f.RetryAt
+		w.RetryAt = &t
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *Failure) UnmarshalJSON(b []byte) error {
+	var w failureJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*f = Failure{Kind: w.Kind, Message: w.Message}
+	if w.RetryAt != nil {
+		f.RetryAt = *w.RetryAt
+	}
+	return nil
 }
 
 // IsZero reports whether there is no failure.

@@ -376,3 +376,29 @@ func TestSanitizeMessage(t *testing.T) {
 		})
 	}
 }
+
+// The --json contract: failure always has kind, retry_at and message;
+// retry_at is null when unknown and RFC 3339 when known.
+func TestFailureJSONContract(t *testing.T) {
+	cases := []struct {
+		f    Failure
+		want string
+	}{
+		{Failure{}, `{"kind":"","retry_at":null,"message":""}`},
+		{Failure{Kind: RateLimit, RetryAt: time.Date(2026, 11, 29, 15, 45, 0, 0, time.UTC), Message: "session limit"},
+			`{"kind":"rate_limit","retry_at":"2026-11-29T15:45:00Z","message":"session limit"}`},
+	}
+	for _, tc := range cases {
+		b, err := json.Marshal(tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.want {
+			t.Errorf("Marshal(%+v) = %s, want %s", tc.f, b, tc.want)
+		}
+		var back Failure
+		if err := json.Unmarshal(b, &back); err != nil || !back.RetryAt.Equal(tc.f.RetryAt) || back.Kind != tc.f.Kind || back.Message != tc.f.Message {
+			t.Errorf("round trip of %s = %+v, %v", b, back, err)
+		}
+	}
+}
