@@ -129,6 +129,9 @@ type Action struct {
 type Observation struct {
 	Kind   string
 	Detail string
+	// From and To are the states around a state change the observation
+	// records; equal when it records none.
+	From, To sessions.State
 }
 
 // Stale is the generation guard: it reports whether a must be dropped rather

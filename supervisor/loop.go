@@ -120,7 +120,12 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		next, obs, acts := Reconcile(e.s, now, policy, probe)
 		var rows []storage.TimelineEvent
 		for _, o := range obs {
-			rows = append(rows, newRow(next, now, o.Kind, map[string]any{"message": o.Detail}))
+			detail := map[string]any{"message": o.Detail}
+			if o.From != o.To {
+				// The same keys as the state changes Apply causes.
+				detail["from"], detail["to"] = o.From.String(), o.To.String()
+			}
+			rows = append(rows, newRow(next, now, o.Kind, detail))
 		}
 		if len(rows) > 0 || !sameSession(e.s, next) {
 			r.commitRowsLocked(ctx, e, next, rows, false)

@@ -1198,7 +1198,7 @@ func TestLoopCompactionTimeoutThenOverflowRecovery(t *testing.T) {
 			TimelineStateChanged,      // → Waiting on user (review)
 		)...)
 		rows := h.store.timeline(id)
-		if r := rows[5]; rowField(r, "from") != "" || !strings.Contains(rowField(r, "message"), "Errored → Recovering") {
+		if r := rows[5]; rowField(r, "from") != "errored" || rowField(r, "to") != "recovering" || !strings.Contains(rowField(r, "message"), "Errored → Recovering") {
 			t.Errorf("row after the timeout: %s", r.Detail)
 		}
 		h.wantOutcomes(id)

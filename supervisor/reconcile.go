@@ -591,7 +591,7 @@ func (r *reconciler) mark(st sessions.State, evidence, kind string) {
 	if kind == TimelineStateChanged {
 		detail = from.Label() + " → " + st.Label() + ": " + evidence
 	}
-	r.observe(kind, detail)
+	r.obs = append(r.obs, Observation{Kind: kind, Detail: detail, From: from, To: st})
 }
 
 func (r *reconciler) transition(st sessions.State, evidence string) {
