@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,65 +29,6 @@ import (
 // ae2eWait bounds every wait; reaching it fails the test.
 const ae2eWait = 60 * time.Second
 
-var (
-	ae2eBuildOnce sync.Once
-	ae2eBins      struct{ app, fake string }
-	ae2eBuildErr  error
-)
-
-// ae2eBinaries builds the app and fakeclaude once per test process, to a
-// fixed per-user directory (replaced atomically), so repeated runs do not
-// pile up copies in the temporary directory.
-func ae2eBinaries(t *testing.T) (app, fake string) {
-	t.Helper()
-	ae2eBuildOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("ss-app-e2e-%d", os.Getuid()))
-		if ae2eBuildErr = os.MkdirAll(dir, 0o700); ae2eBuildErr != nil {
-			return
-		}
-		build := func(name, pkg string) string {
-			if ae2eBuildErr != nil {
-				return ""
-			}
-			tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d", name, os.Getpid()))
-			cmd := exec.Command("go", "build", "-o", tmp, pkg)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				ae2eBuildErr = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
-				return ""
-			}
-			final := filepath.Join(dir, name)
-			if err := os.Rename(tmp, final); err != nil {
-				ae2eBuildErr = err
-			}
-			return final
-		}
-		ae2eBins.app = build("session-supervisor", ".")
-		ae2eBins.fake = build("fakeclaude", "./sessions/claude/fakeclaude")
-	})
-	if ae2eBuildErr != nil {
-		t.Fatal(ae2eBuildErr)
-	}
-	return ae2eBins.app, ae2eBins.fake
-}
-
-// ae2eBuffer is an io.Writer safe to read while a child writes to it.
-type ae2eBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *ae2eBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *ae2eBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // appE2E is one data directory, its app process and the CLI around it.
 type appE2E struct {
 	t         *testing.T
@@ -96,7 +36,7 @@ type appE2E struct {
 	dir, work string
 	env       []string
 	app       *exec.Cmd
-	stderr    *ae2eBuffer
+	stderr    *syncBuffer
 	exited    chan struct{}
 	exitErr   error
 }
@@ -105,7 +45,7 @@ type appE2E struct {
 // playing script (the fakeclaude script JSON).
 func newAppE2E(t *testing.T, script string) *appE2E {
 	t.Helper()
-	bin, fake := ae2eBinaries(t)
+	bin, fake := testBinaries(t)
 	// Short: the socket path must stay under the unix limit.
 	dir, err := os.MkdirTemp("", "sse2e")
 	if err != nil {
@@ -167,7 +107,7 @@ func (h *appE2E) start() supervisor.Health {
 	h.t.Helper()
 	h.app = exec.Command(h.bin, "--data-dir", h.dir, "run", "--headless")
 	h.app.Env = h.env
-	h.stderr = &ae2eBuffer{}
+	h.stderr = &syncBuffer{}
 	h.app.Stdout, h.app.Stderr = h.stderr, h.stderr
 	if err := h.app.Start(); err != nil {
 		h.t.Fatal(err)
@@ -256,7 +196,7 @@ func (h *appE2E) waitSession(id, what string, ok func(sessions.Session) bool) se
 // ae2eWatch is a `watch --json` child and the messages it printed.
 type ae2eWatch struct {
 	cmd    *exec.Cmd
-	stderr *ae2eBuffer
+	stderr *syncBuffer
 	lines  chan []byte
 	done   chan error
 }
@@ -269,7 +209,7 @@ func (h *appE2E) watch() *ae2eWatch {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	w := &ae2eWatch{cmd: cmd, stderr: &ae2eBuffer{}, lines: make(chan []byte, 1<<12), done: make(chan error, 1)}
+	w := &ae2eWatch{cmd: cmd, stderr: &syncBuffer{}, lines: make(chan []byte, 1<<12), done: make(chan error, 1)}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)

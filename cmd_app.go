@@ -122,7 +122,7 @@ func cmdLs(c *cli, args []string) error {
 		if s.NeedsAttention {
 			state = "! " + state
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), s.DisplayName(), s.Agent, state, age(now, s.StateChangedAt), s.Evidence)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), s.DisplayName(), s.Agent, state, sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	return tw.Flush()
 }
@@ -384,21 +384,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// age is a compact duration since t: 45s, 12m, 3h, 2d.
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

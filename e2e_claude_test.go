@@ -46,48 +46,6 @@ const ce2eWait = 90 * time.Second
 // ce2ePoll is the pause between two polls of `show --json`.
 const ce2ePoll = 250 * time.Millisecond
 
-var (
-	ce2eBuildOnce sync.Once
-	ce2eAppPath   string
-	ce2eBuildErr  error
-)
-
-// claudeE2EAppBinary builds the app once per test process. The binary goes
-// to a fixed per-user path, replaced atomically, so repeated runs do not
-// pile up copies in the temporary directory.
-func claudeE2EAppBinary(t *testing.T) string {
-	t.Helper()
-	ce2eBuildOnce.Do(func() {
-		root, err := fakeapi.ModuleRoot()
-		if err != nil {
-			ce2eBuildErr = err
-			return
-		}
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("ce2e-app-%d", os.Getuid()))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			ce2eBuildErr = err
-			return
-		}
-		tmp := filepath.Join(dir, fmt.Sprintf(".session-supervisor.%d", os.Getpid()))
-		cmd := exec.Command("go", "build", "-o", tmp, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			ce2eBuildErr = fmt.Errorf("building the app: %v\n%s", err, out)
-			return
-		}
-		final := filepath.Join(dir, "session-supervisor")
-		if err := os.Rename(tmp, final); err != nil {
-			ce2eBuildErr = err
-			return
-		}
-		ce2eAppPath = final
-	})
-	if ce2eBuildErr != nil {
-		t.Fatal(ce2eBuildErr)
-	}
-	return ce2eAppPath
-}
-
 // ce2eOptions configure one test's app.
 type ce2eOptions struct {
 	// settings are set, in order, before the app starts (key, value pairs).
@@ -121,34 +79,16 @@ type ce2eHarness struct {
 // ce2eAppRun is one run of `session-supervisor run --headless`.
 type ce2eAppRun struct {
 	cmd    *exec.Cmd
-	stderr *ce2eBuffer
+	stderr *syncBuffer
 	done   chan struct{}
 	err    error
-}
-
-// ce2eBuffer is a goroutine-safe bytes.Buffer for a child's stderr.
-type ce2eBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *ce2eBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *ce2eBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // claudeE2EStart sets up a test's world and starts the app on it.
 func claudeE2EStart(t *testing.T, o ce2eOptions) *ce2eHarness {
 	t.Helper()
 	claudeBin := fakeapi.ClaudeBinary(t)
-	appBin := claudeE2EAppBinary(t)
+	appBin, _ := testBinaries(t)
 	api, err := fakeapi.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +148,7 @@ func (h *ce2eHarness) startApp() {
 	cmd := exec.Command(h.app, "--data-dir", h.data, "run", "--headless")
 	cmd.Env = h.env
 	cmd.Dir = h.work
-	run := &ce2eAppRun{cmd: cmd, stderr: &ce2eBuffer{}, done: make(chan struct{})}
+	run := &ce2eAppRun{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = run.stderr
 	cmd.Stderr = run.stderr
 	if err := cmd.Start(); err != nil {

@@ -251,7 +251,7 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() bo
 
 func TestDesktopSmoke(t *testing.T) {
 	requireGUITools(t)
-	bin, fake := buildBinaries(t)
+	bin, fake := testBinaries(t)
 	busAddr := startBus(t)
 	display := startXvfb(t)
 
@@ -306,10 +306,9 @@ func TestDesktopSmoke(t *testing.T) {
 	app := exec.Command(bin, "--data-dir", dir, "run")
 	app.Env = append(os.Environ(), "DISPLAY="+display, "DBUS_SESSION_BUS_ADDRESS="+busAddr,
 		"FAKE_CLAUDE_SCRIPT="+script, "LANG=en_US.UTF-8")
-	var appLog strings.Builder
-	var logMu sync.Mutex
-	app.Stdout = lockedWriter{&logMu, &appLog}
-	app.Stderr = lockedWriter{&logMu, &appLog}
+	appLog := &syncBuffer{}
+	app.Stdout = appLog
+	app.Stderr = appLog
 	// A process the app started may inherit its output pipes; do not wait
 	// for them forever once the app itself has exited.
 	app.WaitDelay = 5 * time.Second
@@ -328,9 +327,7 @@ func TestDesktopSmoke(t *testing.T) {
 			<-exited
 		}
 		if t.Failed() {
-			logMu.Lock()
 			t.Logf("app output:\n%s", appLog.String())
-			logMu.Unlock()
 		}
 	})
 
@@ -484,46 +481,4 @@ func screenshot(t *testing.T, display, name string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("screenshot: %v\n%s", err, out)
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *strings.Builder
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-var (
-	buildOnce           sync.Once
-	builtBin, builtFake string
-	buildErr            error
-)
-
-// buildBinaries builds the app and the scripted fake Claude CLI once per
-// test run.
-func buildBinaries(t *testing.T) (string, string) {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ssbin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "session-supervisor")
-		builtFake = filepath.Join(dir, "fakeclaude")
-		for _, b := range [][2]string{{builtBin, "."}, {builtFake, "./sessions/claude/fakeclaude"}} {
-			if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin, builtFake
 }

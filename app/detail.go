@@ -217,7 +217,7 @@ func (d *detailView) show(s sessions.Session) {
 	if s.NeedsAttention {
 		ev = fmt.Sprintf("%s — %s", s.State.Label(), ev)
 	}
-	setMuted(d.evidence, fmt.Sprintf("%s (for %s)", ev, age(now, s.StateChangedAt)))
+	setMuted(d.evidence, fmt.Sprintf("%s (for %s)", ev, sessions.Age(now, s.StateChangedAt)))
 
 	process := "not running"
 	switch {
@@ -228,7 +228,7 @@ func (d *detailView) show(s sessions.Session) {
 	}
 	turn := strconv.FormatInt(s.TurnGeneration, 10)
 	if s.InTurn {
-		turn += fmt.Sprintf(", in flight for %s", age(now, s.TurnStarted))
+		turn += fmt.Sprintf(", in flight for %s", sessions.Age(now, s.TurnStarted))
 	}
 	mode := s.PermissionMode
 	if mode == "" {

@@ -325,10 +325,10 @@ func TestCountdownAndAgeWording(t *testing.T) {
 			t.Errorf("countdown(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
-	if got := age(t0, time.Time{}); got != "-" {
+	if got := sessions.Age(t0, time.Time{}); got != "-" {
 		t.Errorf("age of zero time: %q", got)
 	}
-	if got := age(t0, t0.Add(-90*time.Minute)); got != "1h" {
+	if got := sessions.Age(t0, t0.Add(-90*time.Minute)); got != "1h" {
 		t.Errorf("age 90m: %q", got)
 	}
 }

@@ -318,7 +318,7 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
 		ev = "—"
 	}
 	setMuted(r.evidence, ev)
-	r.age.SetText(age(now, s.StateChangedAt))
+	r.age.SetText(sessions.Age(now, s.StateChangedAt))
 	if cursor {
 		// Read at each draw so a theme switch recolours it.
 		r.cursor.FillColor = theme.Color(theme.ColorNameSelection)

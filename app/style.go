@@ -103,24 +103,6 @@ func sortByUrgency(list []sessions.Session) {
 	})
 }
 
-// age is a compact duration since t, worded like the tray's: 45s, 12m,
-// 3h, 2d.
-func age(now, t time.Time) string {
-	if t.IsZero() || now.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
 // countdown is the time left until t: "in 4m 05s", "in 1h 02m", or
 // "due now" once t has passed (the supervisor acts at its next tick).
 func countdown(now, t time.Time) string {

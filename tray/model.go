@@ -209,7 +209,7 @@ func SessionLabel(s sessions.Session, now time.Time) string {
 	} else if s.State == sessions.WaitingOnUser && s.WaitReason != sessions.NoWait {
 		state += " (" + s.WaitReason.String() + ")"
 	}
-	return fmt.Sprintf("%s %s — %s · %s", stateDot[urgency(s)], s.DisplayName(), state, Age(now, s.StateChangedAt))
+	return fmt.Sprintf("%s %s — %s · %s", stateDot[urgency(s)], s.DisplayName(), state, sessions.Age(now, s.StateChangedAt))
 }
 
 func sessionItem(s sessions.Session, now time.Time) Item {
@@ -227,21 +227,4 @@ func sessionItem(s sessions.Session, now time.Time) Item {
 
 func canAcknowledge(s sessions.Session) bool {
 	return s.NeedsAttention || (!s.InTurn && (s.State == sessions.WaitingOnUser || s.State == sessions.Errored || s.State == sessions.Interrupted))
-}
-
-// Age is a compact duration since t: 45s, 12m, 3h, 2d.
-func Age(now, t time.Time) string {
-	if t.IsZero() || now.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

@@ -191,18 +191,6 @@ func TestBuildCapsLongLists(t *testing.T) {
 	}
 }
 
-func TestAge(t *testing.T) {
-	cases := map[time.Duration]string{0: "0s", 45 * time.Second: "45s", 12 * time.Minute: "12m", 3 * time.Hour: "3h", 50 * time.Hour: "2d", -time.Second: "0s"}
-	for d, want := range cases {
-		if got := Age(now, now.Add(-d)); got != want {
-			t.Errorf("Age(%s) = %q, want %q", d, got, want)
-		}
-	}
-	if Age(now, time.Time{}) != "-" {
-		t.Error("zero time should be -")
-	}
-}
-
 // A burst of changes renders once after the delay; the periodic refresh
 // renders when nothing changed.
 func TestCoalesce(t *testing.T) {
