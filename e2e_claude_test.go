@@ -1306,15 +1306,13 @@ func TestClaudeE2EAuthEscalated(t *testing.T) {
 }
 
 // TestClaudeE2EAuthEscalatedAfterResumes (f), the whole budget: three
-// resumes 5 minutes apart, each failing again, then escalation. It takes
-// about 16 minutes, so it runs only with CLAUDE_E2E_SLOW=1.
+// resumes (supervisor.auth_retry_minutes apart, shortened here), each
+// failing again, then escalation.
 func TestClaudeE2EAuthEscalatedAfterResumes(t *testing.T) {
-	if os.Getenv("CLAUDE_E2E_SLOW") == "" {
-		t.Skip("takes ~16 min (3 auth resumes 5 min apart, not configurable); set CLAUDE_E2E_SLOW=1 to run it")
-	}
-	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
+	settings := append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)
+	h := claudeE2EStart(t, ce2eOptions{settings: settings})
 	id := h.newSession("[[scenario:401]] hi")
-	s := h.waitForWithin(id, "the escalation", 20*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
+	s := h.waitForWithin(id, "the escalation", 5*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
 	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
 		t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
 	}

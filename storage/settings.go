@@ -123,6 +123,7 @@ type Settings struct {
 	NudgeEnabled     bool
 	NudgeMaxAttempts int
 	NudgeCooldown    time.Duration
+	AuthRetry        time.Duration
 	SnapshotInterval time.Duration
 	// CompactTimeout bounds a compaction; the stuck-compaction and
 	// stale-overflow checks both use it so they cannot disagree.
@@ -190,6 +191,12 @@ var registry = []setting{
 	{SettingDef{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
 		Description: "Minimum minutes between nudges."},
 		func(s *Settings, v value) { s.NudgeCooldown = v.minutes() }},
+	// Five minutes leaves time to log in again (the user runs /login or
+	// refreshes a key) without hammering the provider; each attempt resumes
+	// the session, which costs a request.
+	{SettingDef{Key: "supervisor.auth_retry_minutes", Kind: KindMinutes, Default: "5", Min: minMinutes, Max: 24 * 60,
+		Description: "After an authentication failure, minutes between attempts to resume with refreshed credentials."},
+		func(s *Settings, v value) { s.AuthRetry = v.minutes() }},
 	// Not below the fastest tick: a snapshot more often than the watchdog
 	// can change anything is wasted work for every subscriber.
 	{SettingDef{Key: "supervisor.snapshot_interval_seconds", Kind: KindInt, Unit: "seconds", Default: "60", Min: 5, Max: 3600,

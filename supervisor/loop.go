@@ -103,6 +103,9 @@ func PolicyFromSettings(set storage.Settings) Policy {
 	p.NudgeMaxAttempts = set.NudgeMaxAttempts
 	p.NudgeCooldown = set.NudgeCooldown
 	p.CompactTimeout = set.CompactTimeout
+	if set.AuthRetry > 0 {
+		p.AuthRetryInterval = set.AuthRetry
+	}
 	return p
 }
 
