@@ -28,14 +28,13 @@ const (
 // leader whose command line carries this adapter's launch flags (see Args),
 // so a reused pid is left alone. It sends SIGTERM to the group, then
 // SIGKILL after a grace, and reports whether it stopped a process.
-//
-// Claude Code runs each Bash command in a session of its own, so a command
-// the orphan was running is not reached by the group's signals.
+// The tools it runs in sessions of their own are found through /proc and
+// stopped with it.
 func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !processAlive(pid) || !isManagedClaude(pid) {
 		return false, nil
 	}
-	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+	if err := signalTree(pid, syscall.SIGTERM); err != nil {
 		if err == syscall.ESRCH {
 			return false, nil
 		}
@@ -44,7 +43,7 @@ func ReapOrphan(pid int) (bool, error) {
 	if waitGone(pid, orphanTermGrace) {
 		return true, nil
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = signalTree(pid, syscall.SIGKILL)
 	if waitGone(pid, orphanKillWait) {
 		return true, nil
 	}

@@ -16,11 +16,17 @@ func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// signalGroup signals the whole process group, reaching the tools claude runs.
+// signalGroup signals the whole process group, reaching the tools claude
+// runs. Terminating signals also reach the tools that left the group
+// (Claude Code starts each Bash command in a session of its own), so a
+// hung tool does not outlive the stall escalation.
 func signalGroup(p *os.Process, sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
 		return p.Signal(sig)
+	}
+	if s == syscall.SIGTERM || s == syscall.SIGKILL {
+		return signalTree(p.Pid, s)
 	}
 	return syscall.Kill(-p.Pid, s)
 }

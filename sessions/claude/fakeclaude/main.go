@@ -16,6 +16,8 @@
 //	{"exit": N}               exit with code N at once
 //	{"kill": true}            SIGKILL itself (a crash)
 //	{"touch": "path"}         create a file (a side effect a test can see)
+//	{"spawn_setsid": "path"}  start `sleep 600` in a session of its own (as the
+//	                          real CLI runs Bash commands) and write its pid to path
 package main
 
 import (
@@ -23,6 +25,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +41,7 @@ type step struct {
 	Exit           *int            `json:"exit"`
 	Kill           bool            `json:"kill"`
 	Touch          string          `json:"touch"`
+	SpawnSetsid    string          `json:"spawn_setsid"`
 }
 
 type script struct {
@@ -188,6 +193,12 @@ func play(steps []step, in <-chan input, session string) {
 			out.Flush()
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			time.Sleep(time.Hour)
+		case s.SpawnSetsid != "":
+			cmd := exec.Command("sleep", "600")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := cmd.Start(); err == nil {
+				_ = os.WriteFile(s.SpawnSetsid, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+			}
 		case s.Touch != "":
 			_ = os.WriteFile(s.Touch, nil, 0o600)
 		}
