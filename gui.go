@@ -129,6 +129,8 @@ func runNotifier(ctx context.Context, d guiDeps, n *notify.Notifier) {
 	bus := d.rt.Bus()
 	sub := bus.Subscribe(256)
 	defer bus.Unsubscribe(sub)
+	const settingsEvery = 5 * time.Second
+	waiting, readAt := true, time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,9 +149,13 @@ func runNotifier(ctx context.Context, d guiDeps, n *notify.Notifier) {
 			if len(list) == 0 {
 				continue
 			}
-			waiting := true
-			if set, err := d.settings.LoadSettings(ctx); err == nil {
-				waiting = set.NotifyWaitingOnUser
+			// The setting is re-read at most every few seconds, not for
+			// every stream event.
+			if now := time.Now(); now.Sub(readAt) >= settingsEvery {
+				if set, err := d.settings.LoadSettings(ctx); err == nil {
+					waiting = set.NotifyWaitingOnUser
+				}
+				readAt = now
 			}
 			for _, s := range list {
 				n.Observe(s, waiting, time.Now())
