@@ -75,22 +75,8 @@ func newAppE2E(t *testing.T, script string) *appE2E {
 // cli runs one command line against the data directory.
 func (h *appE2E) cli(args ...string) (code int, stdout, stderr string) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), ae2eWait)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, h.bin, append([]string{"--data-dir", h.dir}, args...)...)
-	cmd.Env = h.env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		h.t.Fatalf("%v: %v", args, err)
-	}
-	return code, out.String(), errOut.String()
+	stdout, stderr, code = runCommand(h.t, h.bin, h.dir, "", h.env, ae2eWait, args...)
+	return code, stdout, stderr
 }
 
 func (h *appE2E) mustCLI(args ...string) string {

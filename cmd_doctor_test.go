@@ -65,10 +65,7 @@ func doctorLines(out string) map[string]string {
 }
 
 func TestDoctorHealthyDataDirectory(t *testing.T) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep command")
-	}
+	sleep := requireAnyTool(t, "sleep")
 	dir := doctorMachine(t, map[string]string{
 		"claude":   `echo "2.1.197 (Claude Code)"`,
 		"codex":    `echo "codex-cli 0.50.0"`,
@@ -290,15 +287,8 @@ func TestDoctorParsesBusNames(t *testing.T) {
 // gdbus/dbus-send: a bus that can start a notification daemon on demand
 // but has no tray host.
 func TestDoctorRealSessionBus(t *testing.T) {
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Skip("no dbus-daemon")
-	}
-	if _, err := exec.LookPath("gdbus"); err != nil {
-		if _, err := exec.LookPath("dbus-send"); err != nil {
-			t.Skip("neither gdbus nor dbus-send")
-		}
-	}
+	daemon := requireAnyTool(t, "dbus-daemon")
+	requireAnyTool(t, "gdbus", "dbus-send")
 	dir := shortDir(t)
 	services := filepath.Join(dir, "services")
 	if err := os.MkdirAll(services, 0o755); err != nil {

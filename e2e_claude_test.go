@@ -22,7 +22,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -228,23 +227,7 @@ func (h *ce2eHarness) cleanup() {
 // cli runs one app command line against the data directory.
 func (h *ce2eHarness) cli(args ...string) (stdout, stderr string, code int) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, h.app, append([]string{"--data-dir", h.data}, args...)...)
-	cmd.Env = h.env
-	cmd.Dir = h.work
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-	default:
-		h.t.Fatalf("running %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
+	return runCommand(h.t, h.app, h.data, h.work, h.env, 60*time.Second, args...)
 }
 
 // mustCLI runs a command line that must succeed and returns its stdout.

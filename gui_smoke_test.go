@@ -22,22 +22,6 @@ import (
 // exactly what a desktop would: the notifications the app sends and the menu
 // it exports (com.canonical.dbusmenu), which it reads and clicks.
 
-// guiNeeds names the programs the smoke test needs.
-var guiNeeds = []string{"Xvfb", "dbus-daemon"}
-
-func requireGUITools(t *testing.T) {
-	t.Helper()
-	for _, p := range guiNeeds {
-		if _, err := exec.LookPath(p); err != nil {
-			msg := fmt.Sprintf("%s is not installed (make test installs xvfb and dbus)", p)
-			if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-}
-
 // startBus starts a private session bus and returns its address.
 func startBus(t *testing.T) string {
 	t.Helper()
@@ -250,7 +234,7 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() bo
 }
 
 func TestDesktopSmoke(t *testing.T) {
-	requireGUITools(t)
+	requireTools(t, "Xvfb", "dbus-daemon")
 	bin, fake := testBinaries(t)
 	busAddr := startBus(t)
 	display := startXvfb(t)

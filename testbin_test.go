@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -67,4 +70,55 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// requireAnyTool returns the first of names found on PATH. When none is,
+// the test fails under `make test` (E2E_REQUIRED) or CI, where the
+// packages are installed first and a skip would hide a broken set-up, and
+// skips elsewhere, naming what is missing.
+func requireAnyTool(t *testing.T, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("none of %v is installed (make test installs them through packaging/install-deps.sh)", names)
+	if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// requireTools requires every one of names (see requireAnyTool).
+func requireTools(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		requireAnyTool(t, n)
+	}
+}
+
+// runCommand runs the app binary once with --data-dir dir, in workDir (""
+// for the test's own), with env, bounded by timeout; it returns the outputs
+// and the exit code. A failure to run at all fails the test.
+func runCommand(t *testing.T, bin, dir, workDir string, env []string, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--data-dir", dir}, args...)...)
+	cmd.Env = env
+	cmd.Dir = workDir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
 }
