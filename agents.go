@@ -13,7 +13,7 @@ type claudeAgent struct{}
 
 func (claudeAgent) Start(_ context.Context, o supervisor.StartOptions) (supervisor.Process, error) {
 	p, err := claude.Start(claude.ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env,
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
 		Launch: claude.LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
 	})
 	if err != nil {

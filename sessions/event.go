@@ -103,6 +103,9 @@ type Event struct {
 	Failure     Failure       `json:"failure,omitzero"`
 	ExitCode    int           `json:"exit_code,omitempty"`
 	Signal      string        `json:"signal,omitempty"`
+	// StderrLine is the agent's last stderr line, sanitized, on
+	// EvProcessExited: the one line of stderr that may be shown.
+	StderrLine string `json:"stderr_line,omitempty"`
 	By          Actor         `json:"by,omitempty"`
 	// Detail is a short sanitized phrase for evidence ("compaction failed: too few messages").
 	Detail string `json:"detail,omitempty"`

@@ -30,7 +30,12 @@ const emptyDetail = "{}"
 // validate checks an event before it is written. A zero time or an empty
 // kind is a bug in the caller, and an audit row that cannot be placed or
 // read is worse than an error.
-func (e TimelineEvent) validate() error {
+func (e TimelineEvent) validate() error { return e.Validate() }
+
+// Validate checks an event before it is written (exported so a writer that
+// batches many callers' rows can reject a bad one alone instead of failing
+// the whole batch).
+func (e TimelineEvent) Validate() error {
 	switch {
 	case e.SessionID == "":
 		return errors.New("timeline event: empty session id")
@@ -221,4 +226,68 @@ func (s *Store) PendingIntents(ctx context.Context) ([]TimelineEvent, error) {
 		return nil, fmt.Errorf("read pending action intents: %w", err)
 	}
 	return evs, nil
+}
+
+// BatchItem is one caller's share of a batched write: optionally a session
+// to save, the timeline rows that explain it, and optionally an action
+// outcome to record.
+type BatchItem struct {
+	// Session, when set, is saved (inserted or replaced).
+	Session *sessions.Session
+	// Events are appended in order; an empty SessionID is filed under
+	// Session's id.
+	Events []TimelineEvent
+	// OutcomeID, when non-zero, is an intent row whose outcome is set to Outcome.
+	OutcomeID int64
+	Outcome   string
+}
+
+// SaveBatch writes many callers' changes in one transaction, in order, and
+// returns the ids assigned to each item's events. It is how the supervisor
+// turns a burst (a tool-heavy stream, a tick that moves many sessions) into
+// one commit instead of one per row. A session saved by several items is
+// written once, with its last value. Either every item is committed or none
+// is. Events must already be valid (see Validate): one bad row fails the batch.
+func (s *Store) SaveBatch(ctx context.Context, items []BatchItem) ([][]int64, error) {
+	last := map[string]int{}
+	for i, it := range items {
+		if it.Session != nil {
+			last[it.Session.ID] = i
+		}
+	}
+	ids := make([][]int64, len(items))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for i, it := range items {
+			if it.Session != nil && last[it.Session.ID] == i {
+				if err := saveSession(ctx, tx, *it.Session); err != nil {
+					return err
+				}
+			}
+			if len(it.Events) > 0 {
+				ids[i] = make([]int64, len(it.Events))
+			}
+			for j, ev := range it.Events {
+				if ev.SessionID == "" && it.Session != nil {
+					ev.SessionID = it.Session.ID
+				}
+				id, err := appendEvent(ctx, tx, ev)
+				if err != nil {
+					return err
+				}
+				ids[i][j] = id
+			}
+			if it.OutcomeID != 0 {
+				if _, err := tx.ExecContext(ctx,
+					`UPDATE supervisor_events SET detail = json_set(detail, '$.outcome', ?) WHERE id = ?`,
+					it.Outcome, it.OutcomeID); err != nil {
+					return fmt.Errorf("record outcome of event %d: %w", it.OutcomeID, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saving a batch of %d changes: %w", len(items), err)
+	}
+	return ids, nil
 }

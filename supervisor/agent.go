@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
@@ -17,6 +18,10 @@ type StartOptions struct {
 	ResumeID string
 	// Env is added to the inherited environment.
 	Env []string
+	// WriteTimeout bounds one write to the agent's stdin: an agent that
+	// leaves input unread that long fails the write with an error wrapping
+	// os.ErrDeadlineExceeded instead of blocking its caller.
+	WriteTimeout time.Duration
 }
 
 // Agent launches processes of one agent CLI. Implementations live in the

@@ -33,13 +33,19 @@ type SettingsStore interface {
 // snapshot instead of slowing the app.
 const subscriberBuffer = 256
 
-// Health is what GET /v1/health answers: enough for a client to know which
-// app it talks to.
+// Health is what GET /v1/health answers: which app a client talks to, and
+// whether its loop is alive. It answers 503 (with the same body and an
+// error) when the loop has not ticked for three intervals.
 type Health struct {
 	PID        int    `json:"pid"`
 	Version    string `json:"version"`
 	Generation string `json:"generation"`
 	DataDir    string `json:"data_dir"`
+	// Status is "ok", or "stalled" when the loop stopped ticking.
+	Status string     `json:"status"`
+	Loop   LoopHealth `json:"loop"`
+	// Error says what is wrong when Status is not ok.
+	Error string `json:"error,omitempty"`
 }
 
 // API serves the local API on an owner-only unix socket.
@@ -125,7 +131,7 @@ func (a *API) Close() error {
 
 func (a *API) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.health) })
+	mux.HandleFunc("GET /v1/health", a.healthz)
 	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.rt.Sessions()) })
 	mux.HandleFunc("POST /v1/sessions", a.launch)
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -191,16 +197,27 @@ func (a *API) routes() http.Handler {
 	return mux
 }
 
+// healthz answers from atomics and one brief lock that is never held over
+// I/O, so it answers even when an agent or the disk is stuck.
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	h := a.health
+	h.Loop = a.rt.LoopHealth(time.Now())
+	h.Status = "ok"
+	status := http.StatusOK
+	if h.Loop.Status == "stalled" {
+		h.Status = "stalled"
+		h.Error = fmt.Sprintf("the supervisor loop has not ticked for %.0f s (interval %.0f s)", h.Loop.SinceTickSeconds, h.Loop.TickSeconds)
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+}
+
 func (a *API) launch(w http.ResponseWriter, r *http.Request) {
 	var req LaunchRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
 	s, err := a.rt.Launch(r.Context(), req)
-	if err != nil && s.ID == "" {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
 	respond(w, s, err)
 }
 
@@ -269,18 +286,31 @@ func writeSSE(w io.Writer, m Message) error {
 	return err
 }
 
-// apiError is the JSON body of every failed request.
+// apiError is the JSON body of every failed request: the message, and the
+// kind (see ErrorKind) a client rebuilds the typed error from.
 type apiError struct {
 	Error string `json:"error"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+// statusOf maps an error's kind to its HTTP status.
+func statusOf(err error) int {
+	switch ErrorKind(err) {
+	case "invalid":
+		return http.StatusBadRequest
+	case "not_found":
+		return http.StatusNotFound
+	case "conflict":
+		return http.StatusConflict
+	case "unavailable":
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
 func respond(w http.ResponseWriter, v any, err error) {
 	if err != nil {
-		status := http.StatusConflict
-		if errors.Is(err, ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		writeError(w, status, err)
+		writeError(w, statusOf(err), err)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -293,11 +323,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, apiError{Error: err.Error()})
+	kind := ErrorKind(err)
+	if kind == "" && status == http.StatusBadRequest {
+		kind = "invalid"
+	}
+	writeJSON(w, status, apiError{Error: err.Error(), Kind: kind})
 }
 
-// maxBody bounds a request body; prompts are text, not uploads.
-const maxBody = 4 << 20
+// maxBody bounds a request body; prompts are text, not uploads (a pasted
+// 4 MB log still fits).
+const maxBody = 16 << 20
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))

@@ -182,9 +182,55 @@ func TestAPIHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Health{PID: os.Getpid(), Version: "test-version", Generation: g.rt.Bus().Generation(), DataDir: g.dir}
-	if h != want {
-		t.Errorf("health = %+v, want %+v", h, want)
+	if h.PID != os.Getpid() || h.Version != "test-version" || h.Generation != g.rt.Bus().Generation() || h.DataDir != g.dir {
+		t.Errorf("health = %+v, want pid %d, test-version, generation %s, data dir %s", h, os.Getpid(), g.rt.Bus().Generation(), g.dir)
+	}
+	// No loop runs in this rig: the health says so but is not an error.
+	if h.Status != "ok" || h.Loop.Status != "not_running" || h.Loop.Subscribers != 1 {
+		t.Errorf("health status %q, loop %+v; want ok, not_running, 1 subscriber (the recorder)", h.Status, h.Loop)
+	}
+
+	// A loop that started an hour ago and ticked once, 46 s after its
+	// start, with a 15 s interval: stalled, and the API says so with 503.
+	t0 := time.Now().Add(-time.Hour)
+	g.rt.health.start(t0, 15*time.Second)
+	g.rt.health.ticked(t0.Add(46*time.Second), 2*time.Second, 3*time.Millisecond, 15*time.Second)
+	h, err = g.client.Health(context.Background())
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("health of a stalled loop: %v, want ErrUnavailable", err)
+	}
+	if h.Status != "stalled" || h.Loop.Status != "stalled" || h.Loop.Ticks != 1 || h.Loop.TickLagSeconds != 2 || h.PID != os.Getpid() {
+		t.Errorf("health of a stalled loop = %+v, want status stalled with the loop's numbers", h)
+	}
+	if !strings.Contains(err.Error(), "has not ticked") {
+		t.Errorf("stalled health error %q does not say the loop has not ticked", err)
+	}
+}
+
+// TestLoopHealthStallsAfterThreeIntervals: the boundary of "stalled".
+func TestLoopHealthStallsAfterThreeIntervals(t *testing.T) {
+	rt := New(Options{Store: newMemStore(nil)})
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if got := rt.LoopHealth(t0).Status; got != "not_running" {
+		t.Errorf("before Run: %q, want not_running", got)
+	}
+	rt.health.start(t0, 10*time.Second)
+	for _, tc := range []struct {
+		after time.Duration
+		want  string
+	}{{0, "ok"}, {30 * time.Second, "ok"}, {30*time.Second + 1, "stalled"}} {
+		if got := rt.LoopHealth(t0.Add(tc.after)).Status; got != tc.want {
+			t.Errorf("%v after the start with no tick: %q, want %q", tc.after, got, tc.want)
+		}
+	}
+	rt.health.ticked(t0.Add(40*time.Second), 0, time.Millisecond, 10*time.Second)
+	for _, tc := range []struct {
+		after time.Duration
+		want  string
+	}{{40 * time.Second, "ok"}, {70 * time.Second, "ok"}, {70*time.Second + 1, "stalled"}} {
+		if got := rt.LoopHealth(t0.Add(tc.after)).Status; got != tc.want {
+			t.Errorf("%v after the start, last tick at 40 s: %q, want %q", tc.after, got, tc.want)
+		}
 	}
 }
 

@@ -184,3 +184,14 @@ func forceSend(s *Subscription, m Message) {
 		}
 	}
 }
+
+// Stats reports the number of subscribers and the messages they missed in
+// all (each subscriber's drops, summed).
+func (b *Bus) Stats() (subscribers int, dropped uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		dropped += s.dropped.Load()
+	}
+	return len(b.subs), dropped
+}

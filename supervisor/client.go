@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -61,23 +60,47 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return c.connErr(err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the app's answer to %s %s: %w", method, path, err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		var e apiError
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-			if resp.StatusCode == http.StatusNotFound {
-				return fmt.Errorf("%w: %s", ErrNotFound, strings.TrimPrefix(e.Error, ErrNotFound.Error()+" "))
-			}
-			return errors.New(e.Error)
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		if e.Kind == "" {
+			e.Kind = kindOfStatus(resp.StatusCode)
+		}
+		if out != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			// A 503 may carry a full answer too (health when stalled).
+			_ = json.Unmarshal(b, out)
+		}
+		return ErrorFromWire(e.Kind, e.Error)
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("decoding the app's answer to %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// kindOfStatus reads the kind from the status alone (an app older than the
+// kind field).
+func kindOfStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusConflict:
+		return "conflict"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	return ""
 }
 
 func (c *Client) connErr(err error) error {

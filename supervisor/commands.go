@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -26,17 +25,17 @@ func SettingKeys() []SettingDef { return storage.SettingKeys() }
 // session. It refuses while a turn is in flight, where a nudge would only
 // be added to the running turn.
 func (r *Runtime) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.findLocked(id)
+	e, err := r.find(id)
 	if err != nil {
 		return sessions.Session{}, err
 	}
-	if e.s.InTurn {
-		return e.s.Clone(), fmt.Errorf("session %s has a turn in flight; there is nothing to nudge", e.s.DisplayName())
-	}
-	if err := r.promptLocked(ctx, e, NudgeText, sessions.ByUser, TimelineNudgeSent); err != nil {
-		return e.s.Clone(), err
-	}
-	return e.s.Clone(), nil
+	return r.job(ctx, e, func() (<-chan writeResult, error) {
+		r.mu.Lock()
+		inTurn, name := e.s.InTurn, e.s.DisplayName()
+		r.mu.Unlock()
+		if inTurn {
+			return nil, conflictf("session %s has a turn in flight; there is nothing to nudge", name)
+		}
+		return r.deliverPrompt(e, NudgeText, sessions.ByUser, TimelineNudgeSent)
+	})
 }

@@ -120,7 +120,7 @@ func (a *scriptAgent) Start(_ context.Context, o StartOptions) (Process, error) 
 	env := append([]string{"FAKE_CLAUDE_SCRIPT=" + a.script}, o.Env...)
 	a.mu.Unlock()
 	p, err := claude.Start(claude.ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: env,
+		Command: o.Command, Cwd: o.Cwd, Env: env, WriteTimeout: o.WriteTimeout,
 		Launch: claude.LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
 	})
 	if err != nil {
@@ -315,6 +315,9 @@ func (g *rig) wait(id, what string, ok func(sessions.Session) bool) sessions.Ses
 			g.t.Fatalf("waiting for %s: %v", what, err)
 		}
 		if ok(s) {
+			// Rows reach the database after the change is visible: let
+			// the writer finish so callers can read them.
+			g.rt.Settle()
 			// Changes are published before they are visible here: let the
 			// recorder catch up so callers can inspect what was published.
 			g.rec.catchUp(g.t, g.rt.Bus().Cursor())
@@ -392,6 +395,27 @@ type failingStore struct {
 }
 
 var errDiskFull = errors.New("database or disk is full")
+
+// SaveBatch fails like SaveSessionWithEvents: the runtime's writer uses it.
+func (f *failingStore) SaveBatch(ctx context.Context, items []storage.BatchItem) ([][]int64, error) {
+	if f.fail() {
+		return nil, errDiskFull
+	}
+	return f.Store.SaveBatch(ctx, items)
+}
+
+func (f *failingStore) fail() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail := f.failAll || f.failNext > 0
+	if fail {
+		f.failed++
+		if f.failNext > 0 {
+			f.failNext--
+		}
+	}
+	return fail
+}
 
 func (f *failingStore) SaveSessionWithEvents(ctx context.Context, s sessions.Session, evs []storage.TimelineEvent) error {
 	f.mu.Lock()

@@ -22,6 +22,7 @@ func (r *Runtime) Run(ctx context.Context) {
 	var lastTick, lastSnapshot, lastPrune time.Time
 	start := time.Now()
 	lastTick, lastSnapshot = start, start
+	r.health.start(start, r.settings(ctx).Tick)
 	for {
 		set := r.settings(ctx)
 		now := time.Now()
@@ -43,8 +44,10 @@ func (r *Runtime) Run(ctx context.Context) {
 		set = r.settings(ctx)
 		now = time.Now()
 		if now.Sub(lastTick) >= set.Tick {
+			due := lastTick.Add(set.Tick)
 			lastTick = now
 			r.Tick(ctx, set)
+			r.health.ticked(now, now.Sub(due), time.Since(now), set.Tick)
 		}
 		if now.Sub(lastSnapshot) >= set.SnapshotInterval {
 			lastSnapshot = now
@@ -57,9 +60,10 @@ func (r *Runtime) Run(ctx context.Context) {
 	}
 }
 
-// settings loads the current settings; on a read error the defaults keep
-// the loop safe rather than stopping it.
-func (r *Runtime) settings(ctx context.Context) storage.Settings {
+// loadSettings reads the settings from the store (when no in-memory source
+// was given); on a read error the defaults keep the loop safe rather than
+// stopping it.
+func (r *Runtime) loadSettings(ctx context.Context) storage.Settings {
 	set, err := r.store.LoadSettings(ctx)
 	if err != nil {
 		r.log.Error("loading settings; using defaults this round", "err", err)
@@ -109,18 +113,55 @@ func PolicyFromSettings(set storage.Settings) Policy {
 	return p
 }
 
-// Tick runs one reconciliation round over every session: probe, decide
-// (Reconcile, pure), record the observations and the intents of the actions,
-// then execute the actions.
+// Tick runs one reconciliation round over every session: probe (outside the
+// lock: it reads /proc), decide (Reconcile, pure, under the lock), queue the
+// rows for the writer and the actions on each session's own queue. Nothing
+// in it waits for an agent or for the disk, so one wedged agent cannot stop
+// the watchdog. A session whose queue is still busy with an earlier side
+// effect is left for the next tick rather than decided twice.
 func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 	policy := PolicyFromSettings(set)
+	r.w.kick() // retry writes that failed earlier
+
+	type probed struct {
+		e     *entry
+		proc  Process
+		src   sessions.Source
+		probe Probe
+	}
+	r.mu.Lock()
+	list := make([]probed, 0, len(r.sess))
+	for _, e := range r.sess {
+		if e.q.busy() {
+			continue
+		}
+		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source})
+	}
+	r.mu.Unlock()
+	for i := range list {
+		list[i].probe = probeProcess(list[i].src, list[i].proc)
+	}
+
+	type decided struct {
+		e    *entry
+		acts []Action
+	}
+	var todo []decided
 	now := time.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.flushLocked(ctx)
-	for _, e := range r.sess {
-		probe := probeLocked(e)
-		next, obs, acts := Reconcile(e.s, now, policy, probe)
+	locked := time.Now()
+	for _, p := range list {
+		e := p.e
+		if e.proc != p.proc || e.q.busy() {
+			continue // changed since the probe; the next tick sees it
+		}
+		if p.proc != nil && p.probe.Known && !p.probe.Alive {
+			// Dropped as its exit event would have done, so the recovery
+			// resumes a fresh process instead of writing to a dead one; its
+			// pump's late output is then ignored as a stale process's.
+			e.proc = nil
+		}
+		next, obs, acts := Reconcile(e.s, now, policy, p.probe)
 		var rows []storage.TimelineEvent
 		for _, o := range obs {
 			detail := map[string]any{"message": o.Detail}
@@ -131,10 +172,18 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 			rows = append(rows, newRow(next, now, o.Kind, detail))
 		}
 		if len(rows) > 0 || !sameSession(e.s, next) {
-			r.commitRowsLocked(ctx, e, next, rows, false)
+			r.commitRowsLocked(e, next, rows, false, false)
 		}
-		for _, a := range acts {
-			r.executeLocked(ctx, e, a)
+		if len(acts) > 0 {
+			todo = append(todo, decided{e, acts})
+		}
+	}
+	r.health.lockHeld(time.Since(locked))
+	r.mu.Unlock()
+	for _, d := range todo {
+		for _, a := range d.acts {
+			e, a := d.e, a
+			e.q.do(func() { r.execute(e, a) })
 		}
 	}
 }
@@ -150,21 +199,17 @@ type livenessProber interface {
 	Alive() (alive, known bool)
 }
 
-// probeLocked probes e's process for the tick. A process the probe finds
-// dead is dropped from the entry as its exit event would have done, so the
-// recovery resumes a fresh process instead of writing to a dead one; its
-// pump's late output is then ignored as a stale process's (see observe).
-func probeLocked(e *entry) Probe {
-	if e.proc == nil {
-		return Probe{Known: e.s.Source == sessions.Managed}
+// probeProcess probes a session's process for the tick, outside the lock.
+func probeProcess(src sessions.Source, proc Process) Probe {
+	if proc == nil {
+		return Probe{Known: src == sessions.Managed}
 	}
-	if lp, ok := e.proc.(livenessProber); ok {
+	if lp, ok := proc.(livenessProber); ok {
 		if alive, known := lp.Alive(); known && !alive {
-			e.proc = nil
 			return Probe{Known: true}
 		}
 	}
-	return Probe{Known: e.s.Source == sessions.Managed, Alive: true}
+	return Probe{Known: src == sessions.Managed, Alive: true}
 }
 
 // sameSession reports whether Reconcile left the session unchanged in every
@@ -179,110 +224,103 @@ func sameSession(a, b sessions.Session) bool {
 		a.CompactionStarted.Equal(b.CompactionStarted)
 }
 
-// executeLocked dispatches one action. Its intent is recorded first; the
-// outcome is recorded after, so an intent with no outcome found at boot is
-// known to be uncertain and is never replayed.
-func (r *Runtime) executeLocked(ctx context.Context, e *entry, a Action) {
+// execute carries out one action on its session's queue, outside the lock.
+// Its intent is written first (and waited for: it must be on disk before
+// the side effect), the outcome after, so an intent with no outcome found at
+// boot is known to be uncertain and is never replayed.
+func (r *Runtime) execute(e *entry, a Action) {
+	r.mu.Lock()
 	if Stale(a, e.s) {
-		r.log.Info("dropping a stale action", "session", e.s.ID, "action", a.Kind, "for_turn", a.TurnGeneration, "turn", e.s.TurnGeneration)
+		r.mu.Unlock()
+		r.log.Info("dropping a stale action", "session", a.SessionID, "action", a.Kind, "for_turn", a.TurnGeneration)
 		return
 	}
 	intent := newRow(e.s, time.Now(), a.TimelineKind, map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
-	id, err := r.recordIntent(ctx, intent)
-	if err != nil {
-		r.log.Error("recording an action's intent; not dispatching it", "session", e.s.ID, "action", a.Kind, "err", err)
+	r.mu.Unlock()
+	res := <-r.w.submit(storage.BatchItem{Events: []storage.TimelineEvent{intent}}, true)
+	if res.err != nil || len(res.ids) != 1 {
+		r.log.Error("recording an action's intent; not dispatching it", "session", a.SessionID, "action", a.Kind, "err", res.err)
 		return
 	}
+	id := res.ids[0]
 	outcome := "ok"
-	if err := r.dispatchLocked(ctx, e, a); err != nil {
+	if err := r.dispatch(e, a); err != nil {
 		outcome = "failed: " + sessions.SanitizeMessage(err.Error())
-		r.log.Warn("action failed", "session", e.s.ID, "action", a.Kind, "err", err)
+		r.log.Warn("action failed", "session", a.SessionID, "action", a.Kind, "err", sessions.SanitizeMessage(err.Error()))
 	}
-	r.recordOutcome(ctx, id, outcome)
+	r.w.submit(storage.BatchItem{OutcomeID: id, Outcome: outcome}, false)
 	intent.ID = id
 	intent.Detail = mergeDetail(intent.Detail, "outcome", outcome)
+	r.mu.Lock()
 	r.bus.Publish(Message{Type: MsgTimeline, Event: &intent})
 	if a.Kind == ActEscalate {
 		s := e.s.Clone()
 		r.bus.Publish(Message{Type: MsgEscalation, Session: &s})
 	}
+	r.mu.Unlock()
 }
 
-// dispatchLocked performs an action's side effect through the agent process.
-func (r *Runtime) dispatchLocked(ctx context.Context, e *entry, a Action) error {
+// dispatch performs an action's side effect through the agent process.
+func (r *Runtime) dispatch(e *entry, a Action) error {
 	switch a.Kind {
 	case ActInterrupt:
-		if e.proc == nil {
+		r.mu.Lock()
+		proc := e.proc
+		if proc == nil {
+			r.mu.Unlock()
 			return fmt.Errorf("no running process to interrupt")
 		}
-		if err := e.proc.Interrupt(); err != nil {
-			return err
+		// Recorded before the write, so the abort that answers it finds it.
+		r.applyLocked(e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.BySupervisor})
+		r.mu.Unlock()
+		if err := proc.Interrupt(); err != nil {
+			_, ferr := r.deliveryFailed(e, proc, "the interrupt", 0, err)
+			return ferr
 		}
-		r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.BySupervisor})
 		return nil
 	case ActTerminate, ActKill:
-		if e.proc == nil {
+		r.mu.Lock()
+		proc := e.proc
+		r.mu.Unlock()
+		if proc == nil {
 			return nil // already gone: the exit event did the job
 		}
 		sig := syscall.SIGTERM
 		if a.Kind == ActKill {
 			sig = syscall.SIGKILL
 		}
-		return e.proc.Signal(sig)
+		return proc.Signal(sig)
 	case ActCompact:
-		if err := r.ensureProcessLocked(ctx, e); err != nil {
+		proc, err := r.ensureProcess(e)
+		if err != nil {
 			return err
 		}
-		if err := e.proc.Compact(); err != nil {
-			return err
+		r.mu.Lock()
+		r.applyLocked(e, sessions.Event{Kind: sessions.EvTurnStarted, By: sessions.BySupervisor})
+		r.mu.Unlock()
+		if err := proc.Compact(); err != nil {
+			_, ferr := r.deliveryFailed(e, proc, "the compaction", 0, err)
+			return ferr
 		}
-		r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvTurnStarted, By: sessions.BySupervisor})
 		return nil
 	case ActNudge, ActContinue:
-		return r.promptLocked(ctx, e, NudgeText, sessions.BySupervisor, "")
+		_, err := r.deliverPrompt(e, NudgeText, sessions.BySupervisor, "")
+		return err
 	case ActRetryTurn:
-		return r.promptLocked(ctx, e, RetryTurnText, sessions.BySupervisor, "")
+		_, err := r.deliverPrompt(e, RetryTurnText, sessions.BySupervisor, "")
+		return err
 	case ActEscalate:
 		return nil // the state change (needs-attention) was committed with the decision
 	}
 	return fmt.Errorf("unknown action %v", a.Kind)
 }
 
-// ensureProcessLocked resumes the agent's session when its process is gone.
-func (r *Runtime) ensureProcessLocked(ctx context.Context, e *entry) error {
-	if e.proc != nil {
-		return nil
-	}
-	if e.s.Source != sessions.Managed || e.s.AgentSessionID == "" {
-		return fmt.Errorf("session %s cannot be resumed by the app", e.s.DisplayName())
-	}
-	return r.startLocked(ctx, e, e.s.AgentSessionID)
-}
-
-// recordIntent writes an action's intent row and returns its id.
-func (r *Runtime) recordIntent(ctx context.Context, row storage.TimelineEvent) (int64, error) {
-	return r.store.AppendEvent(ctx, row)
-}
-
-// recordOutcome completes an intent row with what happened.
-func (r *Runtime) recordOutcome(ctx context.Context, id int64, outcome string) {
-	if err := r.store.SetEventOutcome(ctx, id, outcome); err != nil {
-		r.log.Error("recording an action's outcome", "event", id, "err", err)
-	}
-}
-
-// reportUncertain runs at boot: an action whose intent was recorded but whose
-// outcome never was (the app died while dispatching it) may or may not have
-// happened. It is reported as uncertain and never replayed.
-func (r *Runtime) reportUncertainLocked(ctx context.Context) error {
-	pending, err := r.store.PendingIntents(ctx)
-	if err != nil {
-		return fmt.Errorf("reading unfinished actions: %w", err)
-	}
+// reportUncertainLocked runs at boot: an action whose intent was recorded
+// but whose outcome never was (the app died while dispatching it) may or may
+// not have happened. It is reported as uncertain and never replayed.
+func (r *Runtime) reportUncertainLocked(pending []storage.TimelineEvent) {
 	for _, in := range pending {
-		if err := r.store.SetEventOutcome(ctx, in.ID, "uncertain"); err != nil {
-			return fmt.Errorf("marking action %d uncertain: %w", in.ID, err)
-		}
+		r.w.submit(storage.BatchItem{OutcomeID: in.ID, Outcome: "uncertain"}, false)
 		e, ok := r.sess[in.SessionID]
 		if !ok {
 			continue
@@ -293,9 +331,8 @@ func (r *Runtime) reportUncertainLocked(ctx context.Context) error {
 			"intent_id": in.ID,
 		})
 		row.TurnGeneration = in.TurnGeneration
-		r.commitLocked(ctx, e, e.s, []storage.TimelineEvent{row})
+		r.commitRowsLocked(e, e.s, []storage.TimelineEvent{row}, true, false)
 	}
-	return nil
 }
 
 func mergeDetail(detail []byte, key, value string) []byte {

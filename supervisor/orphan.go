@@ -17,10 +17,10 @@ type OrphanReaper interface {
 	ReapOrphan(pid int) (bool, error)
 }
 
-// reapOrphanLocked stops the process a persisted session still claims, at
+// reapOrphan stops the process a persisted session still claims, at
 // boot, before the session can be resumed. It returns a sentence for the
 // timeline when it stopped one.
-func (r *Runtime) reapOrphanLocked(s sessions.Session) string {
+func (r *Runtime) reapOrphan(s sessions.Session) string {
 	if s.Source != sessions.Managed || !s.ProcessAlive || s.PID <= 0 {
 		return ""
 	}

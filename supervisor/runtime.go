@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -34,33 +35,49 @@ type Store interface {
 // TimelineRow is a timeline row as published on the bus and the API.
 type TimelineRow = storage.TimelineEvent
 
-// ErrNotFound is returned for an unknown session id.
-var ErrNotFound = errors.New("no such session")
-
 // Runtime is the in-process supervisor: it owns the agent processes, applies
 // their events to the sessions, persists every change with its timeline rows,
 // and publishes it. Decisions are made by sessions.Apply and Reconcile; the
 // runtime only executes them.
+//
+// Locking: mu guards the sessions map and every entry's session value and
+// process pointer, and it is held only for decisions and in-memory changes.
+// No SQLite access, no write to an agent's stdin, no spawn, no signal and no
+// /proc read ever happens under it: changes go to the writer (ordered,
+// batched, outside the lock) and side effects to the session's serial queue.
+// A reader (the API, the tray, the window) therefore never waits on an agent
+// or on the disk.
 type Runtime struct {
-	store  Store
-	bus    *Bus
-	agents map[string]Agent
-	log    *slog.Logger
+	store    Store
+	bus      *Bus
+	agents   map[string]Agent
+	log      *slog.Logger
+	settings func(context.Context) storage.Settings
+	w        *writer
+	health   healthStats
+	// writeTimeout bounds one write to an agent's stdin.
+	writeTimeout time.Duration
 
 	mu   sync.Mutex
 	sess map[string]*entry
 	// procs counts live process pumps, so a graceful quit can wait for them.
 	procs sync.WaitGroup
+	// jobs counts running serial queues.
+	jobs sync.WaitGroup
 }
 
 // entry is one session and, when managed and running, its process.
 type entry struct {
 	s    sessions.Session
 	proc Process
-	// unsaved holds timeline rows a failed write could not store yet; they
-	// are retried with the next write so nothing recorded is lost.
-	unsaved []storage.TimelineEvent
-	dirty   bool
+	// q runs this session's side effects in order, outside the lock.
+	q *serial
+	// exited is closed when the exit of the process started last is
+	// observed (so a launch can report why its agent died at once).
+	exited chan struct{}
+	// changed is the session as a running job's own change left it, for
+	// the job's answer (zero when no job changed it).
+	changed sessions.Session
 }
 
 // Options configures a Runtime.
@@ -68,7 +85,17 @@ type Options struct {
 	Store  Store
 	Agents map[string]Agent
 	Logger *slog.Logger
+	// Settings returns the current settings (in memory). Nil reads them
+	// from Store at every use.
+	Settings func() storage.Settings
+	// WriteTimeout bounds one write to an agent's stdin (0: DefaultWriteTimeout).
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is how long an agent may leave a prompt unread before
+// the delivery counts as failed: far longer than any live agent needs to
+// drain a pipe, short enough that a wedged one is reported.
+const DefaultWriteTimeout = 30 * time.Second
 
 // New returns a runtime; call Boot before serving.
 func New(opts Options) *Runtime {
@@ -76,7 +103,23 @@ func New(opts Options) *Runtime {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{store: opts.Store, bus: NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{}}
+	r := &Runtime{store: opts.Store, bus: NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{},
+		writeTimeout: opts.WriteTimeout}
+	if r.writeTimeout <= 0 {
+		r.writeTimeout = DefaultWriteTimeout
+	}
+	r.w = newWriter(opts.Store, log)
+	if opts.Settings != nil {
+		get := opts.Settings
+		r.settings = func(context.Context) storage.Settings { return get() }
+	} else {
+		r.settings = r.loadSettings
+	}
+	return r
+}
+
+func (r *Runtime) newEntry(s sessions.Session) *entry {
+	return &entry{s: s, q: newSerial(&r.jobs)}
 }
 
 // Bus is the runtime's event bus.
@@ -84,54 +127,44 @@ func (r *Runtime) Bus() *Bus { return r.bus }
 
 // Boot loads every persisted session. A session whose persisted state shows a
 // turn in flight was cut off when the app last stopped: it loads as
-// Interrupted, never silently Idle.
+// Interrupted, never silently Idle. It runs before anything else uses the
+// runtime and waits for its writes.
 func (r *Runtime) Boot(ctx context.Context) error {
 	list, err := r.store.ListSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("loading sessions: %w", err)
 	}
+	pending, err := r.store.PendingIntents(ctx)
+	if err != nil {
+		return fmt.Errorf("reading unfinished actions: %w", err)
+	}
 	now := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	type booted struct {
+		e    *entry
+		next sessions.Session
+		rows []storage.TimelineEvent
+	}
+	var todo []booted
 	for _, s := range list {
-		e := &entry{s: s}
-		r.sess[s.ID] = e
-		orphan := r.reapOrphanLocked(s)
+		orphan := r.reapOrphan(s) // a signal: outside the lock
 		next, rows := BootReconcile(s, now)
 		if orphan != "" && len(rows) > 0 {
 			rows[0].Detail = mergeDetail(rows[0].Detail, "orphan", orphan)
 		}
-		if rows != nil {
+		todo = append(todo, booted{r.newEntry(s), next, rows})
+	}
+	r.mu.Lock()
+	for _, b := range todo {
+		r.sess[b.e.s.ID] = b.e
+		if b.rows != nil {
 			// boot_reconciled already records the state change.
-			r.commitRowsLocked(ctx, e, next, rows, false)
+			r.commitRowsLocked(b.e, b.next, b.rows, false, false)
 		}
 	}
-	return r.reportUncertainLocked(ctx)
-}
-
-// BootReconcile is the pure boot rule: a turn that was in flight when the app
-// stopped is Interrupted, and no process is assumed alive.
-func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {
-	if !s.InTurn && !s.ProcessAlive {
-		return s, nil
-	}
-	n := s.Clone()
-	n.ProcessAlive = false
-	n.UpdatedAt = now
-	if !s.InTurn {
-		return n, []storage.TimelineEvent{}
-	}
-	n.InTurn = false
-	n.OpenTools, n.OpenTasks = nil, nil
-	n.CompactionStarted = time.Time{}
-	n.Permission = nil
-	n.WaitReason = sessions.NoWait
-	n.State = sessions.Interrupted
-	n.StateChangedAt = now
-	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
-	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
-		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
-	})}
+	r.reportUncertainLocked(pending)
+	r.mu.Unlock()
+	r.w.settle()
+	return nil
 }
 
 // Sessions returns every session, needing attention first, then newest.
@@ -187,7 +220,7 @@ func (r *Runtime) findLocked(id string) (*entry, error) {
 		for sid, e := range r.sess {
 			if strings.HasPrefix(sid, id) {
 				if found != nil {
-					return nil, fmt.Errorf("session id prefix %q is ambiguous", id)
+					return nil, invalidf("session id prefix %q is ambiguous", id)
 				}
 				found = e
 			}
@@ -208,37 +241,95 @@ type LaunchRequest struct {
 	Prompt         string `json:"prompt"`
 }
 
-// Launch starts a new managed session and sends its first prompt.
+// Launch starts a new managed session and sends its first prompt. The
+// process is spawned and the prompt written on the session's own queue, not
+// under the runtime's lock; Launch waits for both (and for the rows to be on
+// disk) or for ctx.
 func (r *Runtime) Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error) {
 	if req.Agent == "" {
 		req.Agent = "claude"
 	}
 	if _, ok := r.agents[req.Agent]; !ok {
-		return sessions.Session{}, fmt.Errorf("unknown agent %q (known: %s)", req.Agent, strings.Join(r.agentNames(), ", "))
+		return sessions.Session{}, invalidf("unknown agent %q (known: %s)", req.Agent, strings.Join(r.agentNames(), ", "))
 	}
 	if strings.TrimSpace(req.Prompt) == "" {
-		return sessions.Session{}, errors.New("the first prompt is empty")
+		return sessions.Session{}, invalidf("the first prompt is empty")
 	}
 	if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
-		return sessions.Session{}, fmt.Errorf("working directory %q is not a directory", req.Cwd)
+		return sessions.Session{}, invalidf("working directory %q is not a directory", req.Cwd)
 	}
 	now := time.Now()
-	s := sessions.Session{
+	e := r.newEntry(sessions.Session{
 		ID: newID(), Name: req.Name, Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
 		PermissionMode: req.PermissionMode, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		Evidence: "launching",
+	})
+	return r.job(ctx, e, func() (<-chan writeResult, error) {
+		proc, err := r.spawn(e, "")
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.sess[e.s.ID] = e
+		r.attachLocked(e, proc, "")
+		r.mu.Unlock()
+		done, err := r.deliverPrompt(e, req.Prompt, sessions.ByUser, "prompt_sent")
+		if err != nil {
+			return done, r.launchError(e, proc, err)
+		}
+		return done, nil
+	})
+}
+
+// launchError explains a first prompt that could not be delivered. When the
+// agent died at once (a bad install, a bad flag), the useful answer is its
+// exit and its last stderr line, not "broken pipe": wait briefly for the
+// exit to be observed.
+func (r *Runtime) launchError(e *entry, proc Process, err error) error {
+	r.mu.Lock()
+	exited := e.exited
+	r.mu.Unlock()
+	if exited != nil {
+		select {
+		case <-exited:
+		case <-time.After(launchExitWait):
+		}
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := &entry{s: s}
-	if err := r.startLocked(ctx, e, ""); err != nil {
-		return sessions.Session{}, err
+	s := e.s.Clone()
+	r.mu.Unlock()
+	if s.ProcessAlive {
+		return err
 	}
-	r.sess[s.ID] = e
-	if err := r.promptLocked(ctx, e, req.Prompt, sessions.ByUser, "prompt_sent"); err != nil {
-		return e.s.Clone(), err
+	return conflictf("%s", launchFailurePhrase(s.Agent, s.LastExitCode, stderrLine(proc.StderrTail())))
+}
+
+// launchExitWait bounds how long a failed launch waits for its agent's exit.
+const launchExitWait = 3 * time.Second
+
+// launchFailurePhrase: "claude exited with code 1 before its first turn: fatal: cannot start".
+func launchFailurePhrase(agent string, code *int, line string) string {
+	how := "exited"
+	if code != nil {
+		how = fmt.Sprintf("exited with code %d", *code)
 	}
-	return e.s.Clone(), nil
+	msg := fmt.Sprintf("%s %s before its first turn", agent, how)
+	if line != "" {
+		msg += ": " + line
+	}
+	return msg
+}
+
+// stderrLine is the last non-empty line of an agent's stderr, sanitized: the
+// one line of it that may be shown and stored (the rest stays in memory).
+func stderrLine(tail string) string {
+	lines := strings.Split(strings.TrimRight(tail, "\r\n\t "), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return sessions.SanitizeMessage(l)
+		}
+	}
+	return ""
 }
 
 func (r *Runtime) agentNames() []string {
@@ -250,36 +341,119 @@ func (r *Runtime) agentNames() []string {
 	return names
 }
 
-// startLocked starts e's agent process (resuming the agent's session when
-// resumeID is set) and its event pump.
-func (r *Runtime) startLocked(ctx context.Context, e *entry, resumeID string) error {
-	settings, err := r.store.LoadSettings(ctx)
-	if err != nil {
-		return fmt.Errorf("loading settings: %w", err)
+// job runs fn on e's serial queue and waits for it, then for its rows to be
+// written (a change the API acknowledges was handed to the disk, and is on
+// it unless the disk is failing: then it stays in memory, is retried, and
+// the health endpoint counts it). A caller that gives up (ctx) leaves the
+// job to finish on its own. The session returned is the one fn's change
+// produced (later stream events are the bus's business), or the current one
+// when fn changed nothing.
+func (r *Runtime) job(ctx context.Context, e *entry, fn func() (<-chan writeResult, error)) (sessions.Session, error) {
+	type result struct {
+		s    sessions.Session
+		done <-chan writeResult
+		err  error
 	}
-	agent := r.agents[e.s.Agent]
+	res := make(chan result, 1)
+	e.q.do(func() {
+		r.mu.Lock()
+		e.changed = sessions.Session{}
+		r.mu.Unlock()
+		done, err := fn()
+		r.mu.Lock()
+		s := e.changed
+		e.changed = sessions.Session{}
+		if s.ID == "" {
+			s = e.s.Clone()
+		}
+		r.mu.Unlock()
+		res <- result{s, done, err}
+	})
+	var got result
+	select {
+	case got = <-res:
+	case <-ctx.Done():
+		return r.current(e), unavailablef("waiting for session %s: %v", e.s.ID, ctx.Err())
+	}
+	if got.done != nil {
+		select {
+		case <-got.done:
+			// A failed write was logged by the writer and is retried.
+		case <-ctx.Done():
+			return got.s, unavailablef("waiting for the database: %v", ctx.Err())
+		}
+	}
+	return got.s, got.err
+}
+
+// current is a copy of e's session.
+func (r *Runtime) current(e *entry) sessions.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return e.s.Clone()
+}
+
+// spawn starts e's agent process (resuming the agent's session when
+// resumeID is set). It runs on e's queue, outside the lock.
+func (r *Runtime) spawn(e *entry, resumeID string) (Process, error) {
+	r.mu.Lock()
+	agentName, cwd, mode := e.s.Agent, e.s.Cwd, e.s.PermissionMode
+	r.mu.Unlock()
+	agent := r.agents[agentName]
 	if agent == nil {
-		return fmt.Errorf("unknown agent %q", e.s.Agent)
+		return nil, conflictf("unknown agent %q", agentName)
 	}
-	proc, err := agent.Start(ctx, StartOptions{
-		Command: agentCommand(settings, e.s.Agent), Cwd: e.s.Cwd,
-		PermissionMode: e.s.PermissionMode, ResumeID: resumeID,
+	set := r.settings(context.Background())
+	proc, err := agent.Start(context.Background(), StartOptions{
+		Command: agentCommand(set, agentName), Cwd: cwd, PermissionMode: mode, ResumeID: resumeID,
+		WriteTimeout: r.writeTimeout,
 	})
 	if err != nil {
-		return fmt.Errorf("launching %s: %w", e.s.Agent, err)
+		return nil, conflictf("launching %s: %v", agentName, err)
 	}
+	return proc, nil
+}
+
+// attachLocked makes proc e's process and starts its event pump.
+func (r *Runtime) attachLocked(e *entry, proc Process, resumeID string) <-chan writeResult {
 	e.proc = proc
+	e.exited = make(chan struct{})
 	how := "started"
 	if resumeID != "" {
 		how = "resumed session " + resumeID
 	}
-	r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID()},
+	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID()},
 		newRow(e.s, time.Now(), "process_started", map[string]any{
 			"message": fmt.Sprintf("%s process %d %s in %s", e.s.Agent, proc.PID(), how, e.s.Cwd), "pid": proc.PID(),
 		}))
 	r.procs.Add(1)
-	go r.pump(e.s.ID, proc)
-	return nil
+	go r.pump(e.s.ID, proc, e.exited)
+	return done
+}
+
+// ensureProcess returns e's live process, resuming the agent's session
+// when it is gone. It runs on e's queue.
+func (r *Runtime) ensureProcess(e *entry) (Process, error) {
+	r.mu.Lock()
+	proc, src, resumeID, name := e.proc, e.s.Source, e.s.AgentSessionID, e.s.DisplayName()
+	r.mu.Unlock()
+	if proc != nil {
+		return proc, nil
+	}
+	if src != sessions.Managed {
+		return nil, conflictf("session %s is not managed by the app; answer it where it runs", name)
+	}
+	if resumeID == "" {
+		return nil, conflictf("session %s has no agent session id to resume", name)
+	}
+	proc, err := r.spawn(e, resumeID)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.attachLocked(e, proc, resumeID)
+	r.mu.Unlock()
+	return proc, nil
 }
 
 func agentCommand(s storage.Settings, agent string) string {
@@ -291,22 +465,23 @@ func agentCommand(s storage.Settings, agent string) string {
 
 // pump feeds a process's events into the session until stdout ends, then
 // records how the process exited.
-func (r *Runtime) pump(id string, proc Process) {
+func (r *Runtime) pump(id string, proc Process, exited chan struct{}) {
 	defer r.procs.Done()
-	ctx := context.Background()
 	for ev := range proc.Events() {
-		r.observe(ctx, id, proc, ev)
+		r.observe(id, proc, ev)
 	}
 	code, sig, err := proc.Wait()
 	if err != nil {
 		r.log.Warn("waiting for agent process", "session", id, "err", err)
 	}
-	r.observe(ctx, id, proc, sessions.Event{Kind: sessions.EvProcessExited, ExitCode: code, Signal: sig})
+	r.observe(id, proc, sessions.Event{Kind: sessions.EvProcessExited, ExitCode: code, Signal: sig,
+		StderrLine: stderrLine(proc.StderrTail())})
+	close(exited)
 }
 
 // observe applies one event from proc, unless proc is no longer the
 // session's current process (a stale process after a resume).
-func (r *Runtime) observe(ctx context.Context, id string, proc Process, ev sessions.Event) {
+func (r *Runtime) observe(id string, proc Process, ev sessions.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.sess[id]
@@ -318,135 +493,199 @@ func (r *Runtime) observe(ctx context.Context, id string, proc Process, ev sessi
 		// dropped: applyLocked reads the counter from e.proc.
 		e.s.SkippedLines = proc.SkippedLines()
 		e.proc = nil
-		if tail := proc.StderrTail(); tail != "" && ev.ExitCode != 0 {
-			// Raw stderr stays in the log for diagnostics; it is never persisted.
-			r.log.Info("agent stderr tail", "session", id, "stderr", tail)
-		}
 	}
-	r.applyLocked(ctx, e, ev)
+	r.applyLocked(e, ev)
 }
 
 // Send sends a prompt: into the running turn, as a new turn on the live
 // process, or by resuming the agent's session when its process is gone.
 func (r *Runtime) Send(ctx context.Context, id, prompt string) (sessions.Session, error) {
 	if strings.TrimSpace(prompt) == "" {
-		return sessions.Session{}, errors.New("the prompt is empty")
+		return sessions.Session{}, invalidf("the prompt is empty")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.findLocked(id)
+	e, err := r.find(id)
 	if err != nil {
 		return sessions.Session{}, err
 	}
-	err = r.promptLocked(ctx, e, prompt, sessions.ByUser, "prompt_sent")
-	return e.s.Clone(), err
+	return r.job(ctx, e, func() (<-chan writeResult, error) {
+		return r.deliverPrompt(e, prompt, sessions.ByUser, "prompt_sent")
+	})
 }
 
-// promptLocked delivers text to e's agent, starting (resuming) the process
-// when needed. kind is the timeline row recorded for it.
-func (r *Runtime) promptLocked(ctx context.Context, e *entry, text string, by sessions.Actor, kind string) error {
-	if e.proc == nil {
-		if e.s.Source != sessions.Managed {
-			return fmt.Errorf("session %s is not managed by the app; answer it where it runs", e.s.DisplayName())
-		}
-		if e.s.AgentSessionID == "" {
-			return fmt.Errorf("session %s has no agent session id to resume", e.s.DisplayName())
-		}
-		if err := r.startLocked(ctx, e, e.s.AgentSessionID); err != nil {
-			return err
-		}
+// deliverPrompt delivers text to e's agent, resuming the process when
+// needed; it runs on e's queue. The turn it starts is applied before the
+// write, under the lock, so the agent's first answer can never arrive before
+// the turn it belongs to; the write itself happens outside the lock, with a
+// deadline. kind is the timeline row recorded for it ("" when the caller
+// already recorded it: a supervisor action's intent row).
+func (r *Runtime) deliverPrompt(e *entry, text string, by sessions.Actor, kind string) (<-chan writeResult, error) {
+	proc, err := r.ensureProcess(e)
+	if err != nil {
+		return nil, err
 	}
-	if err := e.proc.SendPrompt(text); err != nil {
-		return fmt.Errorf("sending the prompt to %s: %w", e.s.Agent, err)
+	r.mu.Lock()
+	if e.proc != proc {
+		r.mu.Unlock()
+		return nil, conflictf("session %s: the agent process changed while the prompt was being sent", e.s.DisplayName())
 	}
 	now := time.Now()
-	// kind is empty when the caller already recorded the prompt (a
-	// supervisor action's intent row).
 	var rows []storage.TimelineEvent
+	var done <-chan writeResult
 	if e.s.InTurn {
 		// A prompt sent mid-turn joins the running turn; it does not start one.
 		if kind != "" {
 			rows = append(rows, newRow(e.s, now, kind, map[string]any{"message": "prompt added to the running turn", "by": by.String()}))
 		}
-		r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvActivity, Detail: "prompt added to the running turn"}, rows...)
-		return nil
+		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvActivity, By: by, Detail: "prompt added to the running turn"}, rows...)
+	} else {
+		if kind != "" {
+			row := newRow(e.s, now, kind, map[string]any{"message": "prompt sent by the " + by.String(), "by": by.String()})
+			row.TurnGeneration++ // the row belongs to the turn it starts
+			rows = append(rows, row)
+		}
+		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvTurnStarted, By: by}, rows...)
 	}
-	if kind != "" {
-		row := newRow(e.s, now, kind, map[string]any{"message": "prompt sent by the " + by.String(), "by": by.String()})
-		row.TurnGeneration++ // the row belongs to the turn it starts
-		rows = append(rows, row)
+	e.changed = e.s.Clone()
+	r.mu.Unlock()
+	if err := proc.SendPrompt(text); err != nil {
+		return r.deliveryFailed(e, proc, "the prompt", len(text), err)
 	}
-	r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvTurnStarted, By: by}, rows...)
-	return nil
+	return done, nil
+}
+
+// deliveryFailed records a write to an agent's stdin that did not happen.
+// An agent that stopped reading its input (the write's deadline passed) is
+// a fault of the session: its turn fails with that evidence, the partly
+// written input is closed, and the process is stopped, so the user (or a
+// resume) starts clean. The app itself never waits on it again.
+func (r *Runtime) deliveryFailed(e *entry, proc Process, what string, size int, err error) (<-chan writeResult, error) {
+	blocked := errors.Is(err, os.ErrDeadlineExceeded)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := e.s.DisplayName()
+	if !blocked {
+		return nil, conflictf("sending %s to %s: %v", what, name, err)
+	}
+	msg := fmt.Sprintf("the agent stopped reading its input: %s (%s) was not delivered within %s", what, byteSize(size), humanSpan(r.writeTimeout))
+	r.log.Warn("agent stopped reading its input", "session", e.s.ID, "bytes", size)
+	_ = proc.CloseInput()
+	if sigErr := proc.Signal(syscall.SIGTERM); sigErr != nil {
+		r.log.Warn("stopping an agent whose input is blocked", "session", e.s.ID, "err", sigErr)
+	}
+	var done <-chan writeResult
+	if e.proc == proc {
+		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvTurnFailed,
+			Failure: sessions.Failure{Kind: sessions.OtherFailure, Message: msg}},
+			newRow(e.s, time.Now(), "input_blocked", map[string]any{"message": msg + "; the agent process was stopped", "bytes": size}))
+		e.changed = e.s.Clone()
+	}
+	return done, conflictf("session %s: %s", name, msg)
+}
+
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// find looks a session up by id or unique prefix.
+func (r *Runtime) find(id string) (*entry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.findLocked(id)
 }
 
 // Interrupt asks the agent to abort the turn in flight at the user's request.
 func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.findLocked(id)
+	e, err := r.find(id)
 	if err != nil {
 		return sessions.Session{}, err
 	}
-	if !e.s.InTurn {
-		return e.s.Clone(), fmt.Errorf("session %s has no turn in flight", e.s.DisplayName())
-	}
-	if e.proc == nil {
-		return e.s.Clone(), fmt.Errorf("session %s has no running process", e.s.DisplayName())
-	}
-	if err := e.proc.Interrupt(); err != nil {
-		return e.s.Clone(), fmt.Errorf("interrupting %s: %w", e.s.DisplayName(), err)
-	}
-	r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.ByUser},
-		newRow(e.s, time.Now(), "interrupt_requested", map[string]any{"message": "interrupt requested by the user", "by": "user"}))
-	return e.s.Clone(), nil
+	return r.job(ctx, e, func() (<-chan writeResult, error) {
+		r.mu.Lock()
+		name, proc := e.s.DisplayName(), e.proc
+		if !e.s.InTurn {
+			r.mu.Unlock()
+			return nil, conflictf("session %s has no turn in flight", name)
+		}
+		if proc == nil {
+			r.mu.Unlock()
+			return nil, conflictf("session %s has no running process", name)
+		}
+		// Who asked is recorded before the interrupt is written: the abort
+		// that answers it must find it, or a stop the user asked for would
+		// look like a dead turn and be nudged.
+		done := r.applyLocked(e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.ByUser},
+			newRow(e.s, time.Now(), "interrupt_requested", map[string]any{"message": "interrupt requested by the user", "by": "user"}))
+		e.changed = e.s.Clone()
+		r.mu.Unlock()
+		if err := proc.Interrupt(); err != nil {
+			if _, ferr := r.deliveryFailed(e, proc, "the interrupt", 0, err); ferr != nil {
+				return done, ferr
+			}
+		}
+		return done, nil
+	})
 }
 
 // Ack acknowledges a session: a reviewed turn becomes Idle and
 // needs-attention is cleared.
 func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.findLocked(id)
+	e, err := r.find(id)
 	if err != nil {
 		return sessions.Session{}, err
 	}
-	r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvAcknowledged},
-		newRow(e.s, time.Now(), "acknowledged", map[string]any{"message": "acknowledged by the user"}))
-	return e.s.Clone(), nil
+	return r.job(ctx, e, func() (<-chan writeResult, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.applyLocked(e, sessions.Event{Kind: sessions.EvAcknowledged},
+			newRow(e.s, time.Now(), "acknowledged", map[string]any{"message": "acknowledged by the user"})), nil
+	})
 }
 
 // Answer approves or denies the pending permission request.
 func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, err := r.findLocked(id)
+	e, err := r.find(id)
 	if err != nil {
 		return sessions.Session{}, err
 	}
-	p := e.s.Permission
-	if p == nil || e.s.State != sessions.WaitingOnUser {
-		return e.s.Clone(), fmt.Errorf("session %s has no pending permission request", e.s.DisplayName())
-	}
-	if e.proc == nil {
-		return e.s.Clone(), fmt.Errorf("session %s has no running process to answer", e.s.DisplayName())
-	}
-	if err := e.proc.AnswerPermission(*p, allow, message); err != nil {
-		return e.s.Clone(), fmt.Errorf("answering the permission request: %w", err)
-	}
-	verdict := "denied"
-	if allow {
-		verdict = "approved"
-	}
-	msg := fmt.Sprintf("%s %s by the user", p.Tool, verdict)
-	r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvUserAnswered, Detail: msg},
-		newRow(e.s, time.Now(), "permission_answered", map[string]any{"message": msg, "tool": p.Tool, "allow": allow}))
-	return e.s.Clone(), nil
+	return r.job(ctx, e, func() (<-chan writeResult, error) {
+		r.mu.Lock()
+		p, proc, name := e.s.Permission, e.proc, e.s.DisplayName()
+		if p == nil || e.s.State != sessions.WaitingOnUser {
+			r.mu.Unlock()
+			return nil, conflictf("session %s has no pending permission request", name)
+		}
+		if proc == nil {
+			r.mu.Unlock()
+			return nil, conflictf("session %s has no running process to answer", name)
+		}
+		perm := *p
+		verdict := "denied"
+		if allow {
+			verdict = "approved"
+		}
+		msg := fmt.Sprintf("%s %s by the user", perm.Tool, verdict)
+		done := r.applyLocked(e, sessions.Event{Kind: sessions.EvUserAnswered, Detail: msg, Permission: &perm},
+			newRow(e.s, time.Now(), "permission_answered", map[string]any{"message": msg, "tool": perm.Tool, "allow": allow}))
+		e.changed = e.s.Clone()
+		r.mu.Unlock()
+		if err := proc.AnswerPermission(perm, allow, message); err != nil {
+			if _, ferr := r.deliveryFailed(e, proc, "the permission answer", 0, err); ferr != nil {
+				return done, ferr
+			}
+		}
+		return done, nil
+	})
 }
 
 // applyLocked runs sessions.Apply for ev, then commits the result with the
 // given rows plus a state_changed row when the state changed.
-func (r *Runtime) applyLocked(ctx context.Context, e *entry, ev sessions.Event, rows ...storage.TimelineEvent) {
+func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.TimelineEvent) <-chan writeResult {
 	now := time.Now()
 	next := sessions.Apply(e.s, ev, now)
 	if e.proc != nil {
@@ -455,21 +694,17 @@ func (r *Runtime) applyLocked(ctx context.Context, e *entry, ev sessions.Event, 
 	if ev.Kind == sessions.EvMetrics && len(rows) == 0 {
 		// Usage counters change nothing worth a write or a message.
 		e.s = next
-		return
+		return nil
 	}
-	r.commitLocked(ctx, e, next, rows)
+	return r.commitRowsLocked(e, next, rows, true, true)
 }
 
-// commitLocked records a new session value: a state_changed row when the
-// state (or what it waits for) changed, the write, then the publication.
-func (r *Runtime) commitLocked(ctx context.Context, e *entry, next sessions.Session, rows []storage.TimelineEvent) {
-	r.commitRowsLocked(ctx, e, next, rows, true)
-}
-
-// commitRowsLocked is commitLocked; stateRow false means the caller's rows
-// already record the state change (Reconcile's observations do, one per
-// change), so no state_changed row is added.
-func (r *Runtime) commitRowsLocked(ctx context.Context, e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow bool) {
+// commitRowsLocked records a new session value: a state_changed row when
+// the state (or what it waits for) changed and stateRow is set (Reconcile's
+// observations already record theirs), the write (queued, never waited for
+// here), then the publication. wait asks for a channel that reports when
+// the write is done.
+func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow, wait bool) <-chan writeResult {
 	prev := e.s
 	if stateRow && (prev.State != next.State || prev.WaitReason != next.WaitReason) {
 		detail := map[string]any{"message": next.Evidence, "from": prev.State.String(), "to": next.State.String()}
@@ -482,35 +717,15 @@ func (r *Runtime) commitRowsLocked(ctx context.Context, e *entry, next sessions.
 		rows = append(rows, newRow(next, next.UpdatedAt, "state_changed", detail))
 	}
 	e.s = next
-	pending := append(e.unsaved, rows...)
-	if err := r.store.SaveSessionWithEvents(ctx, next, pending); err != nil {
-		// Keep everything in memory and retry with the next write or tick:
-		// a full disk must not lose recorded data or stop the app.
-		r.log.Error("saving session; will retry", "session", next.ID, "err", err)
-		e.unsaved, e.dirty = pending, true
-	} else {
-		e.unsaved, e.dirty = nil, false
-	}
+	saved := next.Clone()
+	done := r.w.submit(storage.BatchItem{Session: &saved, Events: rows}, wait)
 	s := next.Clone()
 	r.bus.Publish(Message{Type: MsgSession, Session: &s})
 	for i := range rows {
 		row := rows[i]
 		r.bus.Publish(Message{Type: MsgTimeline, Event: &row})
 	}
-}
-
-// flushLocked retries writes that failed earlier.
-func (r *Runtime) flushLocked(ctx context.Context) {
-	for _, e := range r.sess {
-		if !e.dirty {
-			continue
-		}
-		if err := r.store.SaveSessionWithEvents(ctx, e.s, e.unsaved); err != nil {
-			r.log.Error("saving session; will retry", "session", e.s.ID, "err", err)
-			continue
-		}
-		e.unsaved, e.dirty = nil, false
-	}
+	return done
 }
 
 // PublishSnapshot re-emits the full authoritative state, so a subscriber that
@@ -539,32 +754,56 @@ func (r *Runtime) Subscribe(buf int, resync bool) *Subscription {
 	return sub
 }
 
+// Settle waits until every queued side effect ran and every queued change
+// was written (or failed to be). Tests and a graceful quit use it.
+func (r *Runtime) Settle() {
+	for {
+		r.mu.Lock()
+		var busy []*serial
+		for _, e := range r.sess {
+			if e.q.busy() {
+				busy = append(busy, e.q)
+			}
+		}
+		r.mu.Unlock()
+		for _, q := range busy {
+			q.settle()
+		}
+		r.w.settle()
+		if len(busy) == 0 {
+			return
+		}
+	}
+}
+
 // Shutdown is the graceful quit: every agent's stdin is closed so a turn in
 // flight finishes and the process exits on its own (its work stays in the
 // agent's transcript). It waits for them until ctx is done.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
-	n := 0
+	var procs []Process
 	for _, e := range r.sess {
 		if e.proc != nil {
-			if err := e.proc.CloseInput(); err != nil {
-				r.log.Warn("closing agent input", "session", e.s.ID, "err", err)
-			}
-			n++
+			procs = append(procs, e.proc)
 		}
 	}
-	r.flushLocked(ctx)
 	r.mu.Unlock()
-	if n > 0 {
+	for _, p := range procs {
+		if err := p.CloseInput(); err != nil {
+			r.log.Warn("closing agent input", "pid", p.PID(), "err", err)
+		}
+	}
+	if n := len(procs); n > 0 {
 		r.log.Info("waiting for agent processes to finish their turns", "count", n)
 	}
 	done := make(chan struct{})
-	go func() { r.procs.Wait(); close(done) }()
+	go func() { r.procs.Wait(); r.Settle(); close(done) }()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("stopped before %d agent process(es) finished: %w", n, ctx.Err())
+		r.w.kick()
+		return fmt.Errorf("stopped before %d agent process(es) finished: %w", len(procs), ctx.Err())
 	}
 }
 
@@ -583,4 +822,28 @@ func newID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+// BootReconcile is the pure boot rule: a turn that was in flight when the app
+// stopped is Interrupted, and no process is assumed alive.
+func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {
+	if !s.InTurn && !s.ProcessAlive {
+		return s, nil
+	}
+	n := s.Clone()
+	n.ProcessAlive = false
+	n.UpdatedAt = now
+	if !s.InTurn {
+		return n, []storage.TimelineEvent{}
+	}
+	n.InTurn = false
+	n.OpenTools, n.OpenTasks = nil, nil
+	n.CompactionStarted = time.Time{}
+	n.Permission = nil
+	n.WaitReason = sessions.NoWait
+	n.State = sessions.Interrupted
+	n.StateChangedAt = now
+	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
+	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
+		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
+	})}
 }

@@ -516,6 +516,7 @@ func TestRuntimeWriteFailuresLoseNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 				g.rt.Tick(ctx, set)
+				g.rt.Settle() // the tick hands the retry to the writer
 			}
 
 			g.rec.catchUp(t, g.rt.Bus().Cursor())
@@ -544,6 +545,10 @@ type discardWrites struct{ *storage.Store }
 
 func (discardWrites) SaveSessionWithEvents(context.Context, sessions.Session, []storage.TimelineEvent) error {
 	return nil
+}
+
+func (discardWrites) SaveBatch(_ context.Context, items []storage.BatchItem) ([][]int64, error) {
+	return make([][]int64, len(items)), nil
 }
 
 // TestRuntimeSnapshotNeverOlderThanAChange: a snapshot published while
@@ -595,4 +600,72 @@ func TestRuntimeSnapshotNeverOlderThanAChange(t *testing.T) {
 	if snapshots != published {
 		t.Errorf("recorded %d snapshots, published %d", snapshots, published)
 	}
+}
+
+// TestStuckAgentLeavesTheAppAnswering is the fault of an agent that stops
+// reading its stdin while a 4 MB prompt is sent to it: the sender gets the
+// fault after the write deadline, and meanwhile the session list, the
+// health endpoint and the watchdog all keep answering; afterwards the
+// session shows the fault in its state and timeline.
+func TestStuckAgentLeavesTheAppAnswering(t *testing.T) {
+	g := newAPIRig(t, rigConfig{})
+	g.rt.writeTimeout = 2 * time.Second
+	s := g.launch("wedged",
+		[]fcStep{fcText, {"stop_reading": true}, fcSleep(600_000)})
+	g.wait(s.ID, "the first turn running", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.AgentSessionID != ""
+	})
+	ctx := context.Background()
+
+	big := strings.Repeat("x", 4<<20)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := g.client.Send(ctx, s.ID, big)
+		sent <- err
+	}()
+	// While the write is blocked on the full pipe: every reader answers at
+	// once, and a tick completes.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		opCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		if _, err := g.client.Sessions(opCtx); err != nil {
+			t.Fatalf("ls while the agent is stuck: %v", err)
+		}
+		h, err := g.client.Health(opCtx)
+		if err != nil {
+			t.Fatalf("health while the agent is stuck: %v", err)
+		}
+		if h.Status != "ok" {
+			t.Fatalf("health status %q while the agent is stuck", h.Status)
+		}
+		tickDone := make(chan struct{})
+		go func() { g.rt.Tick(opCtx, storage.DefaultSettings()); close(tickDone) }()
+		select {
+		case <-tickDone:
+		case <-opCtx.Done():
+			t.Fatal("a tick blocked while an agent's stdin was full")
+		}
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case err := <-sent:
+		t.Fatalf("the send returned before its deadline: %v", err)
+	default:
+	}
+
+	err := <-sent
+	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "stopped reading its input") {
+		t.Fatalf("send to a stuck agent: %v, want a conflict saying it stopped reading its input", err)
+	}
+	got := g.wait(s.ID, "the fault shown", func(s sessions.Session) bool { return s.State == sessions.Errored })
+	if !strings.Contains(got.Evidence, "stopped reading its input") {
+		t.Errorf("evidence %q does not say the agent stopped reading its input", got.Evidence)
+	}
+	g.rt.Settle()
+	if kinds := rowKinds(dbTimeline(t, g.store, s.ID)); !slices.Contains(kinds, "input_blocked") {
+		t.Errorf("timeline %v has no input_blocked row", kinds)
+	}
+	// The wedged process was stopped.
+	g.wait(s.ID, "the wedged process stopped", func(s sessions.Session) bool { return !s.ProcessAlive })
 }

@@ -3,7 +3,6 @@ package claude
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -30,9 +29,13 @@ type Process struct {
 	events chan sessions.Event
 	stderr *ring
 
-	mu     sync.Mutex // guards stdin and deadSince
-	stdin  io.WriteCloser
+	mu sync.Mutex // guards stdin, closed and deadSince
+	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
+	// only an *os.File pipe takes a write deadline.
+	stdin  *os.File
 	closed bool
+	// writeTimeout bounds one write (0: no deadline).
+	writeTimeout time.Duration
 	// deadSince is when Alive first found the process dead.
 	deadSince time.Time
 
@@ -48,6 +51,10 @@ type ProcessOptions struct {
 	Env []string
 	// MaxLine bounds one stdout line (0: DefaultMaxLine).
 	MaxLine int
+	// WriteTimeout bounds one write to stdin (0: none): a Claude Code that
+	// stops reading its input fails the write with os.ErrDeadlineExceeded
+	// instead of blocking the caller forever.
+	WriteTimeout time.Duration
 	Launch  LaunchOptions
 }
 
@@ -70,17 +77,24 @@ func Start(opts ProcessOptions) (*Process, error) {
 	cmd.Dir = opts.Cwd
 	cmd.Env = append(os.Environ(), opts.Env...)
 	setProcessGroup(cmd)
-	stdin, err := cmd.StdinPipe()
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating stdin for claude: %w", err)
 	}
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		stdinR.Close()
+		stdin.Close()
 		return nil, fmt.Errorf("creating stdout for claude: %w", err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, stderr: &ring{max: stderrKeep}, events: make(chan sessions.Event, 64)}
+	p := &Process{cmd: cmd, stdin: stdin, stderr: &ring{max: stderrKeep}, events: make(chan sessions.Event, 64),
+		writeTimeout: opts.WriteTimeout}
 	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdinR.Close() // the child holds its own copy
+	if err != nil {
+		stdin.Close()
 		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
 	}
 	p.dec = NewDecoder(stdout, opts.MaxLine)
@@ -123,7 +137,18 @@ func (p *Process) write(line []byte) error {
 	if p.closed {
 		return errors.New("the agent's input is closed")
 	}
+	if p.writeTimeout > 0 {
+		if err := p.stdin.SetWriteDeadline(time.Now().Add(p.writeTimeout)); err != nil {
+			return fmt.Errorf("setting a deadline on claude's stdin: %w", err)
+		}
+	}
 	if _, err := p.stdin.Write(line); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Part of the line may be in the pipe: nothing written after
+			// it could be read as intended, so the input is finished.
+			p.closed = true
+			_ = p.stdin.Close()
+		}
 		return fmt.Errorf("writing to claude's stdin: %w", err)
 	}
 	return nil

@@ -13,6 +13,8 @@
 //	{"big_line_bytes": N}     print one N-byte line
 //	{"sleep_ms": N}           stay silent; an interrupt ends the turn as aborted
 //	{"wait_permission": {…}}  print a can_use_tool control_request and wait for the answer
+//	{"stop_reading": true}    stop reading stdin for good (a wedged agent):
+//	                          at most 4 KB more is read, the rest stays in the pipe
 //	{"exit": N}               exit with code N at once
 //	{"kill": true}            SIGKILL itself (a crash)
 //	{"touch": "path"}         create a file (a side effect a test can see)
@@ -28,6 +30,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -42,6 +45,21 @@ type step struct {
 	Kill           bool            `json:"kill"`
 	Touch          string          `json:"touch"`
 	SpawnSetsid    string          `json:"spawn_setsid"`
+	StopReading    bool            `json:"stop_reading"`
+}
+
+// stopReading, once set, makes every later read of stdin block forever.
+var stopReading atomic.Bool
+
+// gatedStdin reads stdin in small pieces and stops for good once
+// stopReading is set: a read already waiting may still take one piece.
+type gatedStdin struct{}
+
+func (gatedStdin) Read(p []byte) (int, error) {
+	if stopReading.Load() {
+		select {}
+	}
+	return os.Stdin.Read(p[:min(len(p), 4096)])
 }
 
 type script struct {
@@ -108,7 +126,7 @@ func cwd() string { d, _ := os.Getwd(); return d }
 
 func readStdin(in chan<- input) {
 	defer close(in)
-	r := bufio.NewReaderSize(os.Stdin, 1<<20)
+	r := bufio.NewReaderSize(gatedStdin{}, 1<<20)
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 {
@@ -167,6 +185,8 @@ func play(steps []step, in <-chan input, session string) {
 			out.Write(big)
 			out.WriteByte('\n')
 			out.Flush()
+		case s.StopReading:
+			stopReading.Store(true)
 		case s.SleepMS > 0:
 			if aborted := sleep(time.Duration(s.SleepMS)*time.Millisecond, in, session); aborted {
 				return
