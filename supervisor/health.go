@@ -14,8 +14,8 @@ type healthStats struct {
 	ticks        atomic.Uint64
 	lagNanos     atomic.Int64 // how late the last tick started
 	durNanos     atomic.Int64 // how long the last tick took
-	lockNanos    atomic.Int64 // how long the last tick held the runtime's lock
-	maxLockNanos atomic.Int64
+	lockNanos    atomic.Int64 // how long the last tick held the runtime's lock, in all
+	maxLockNanos atomic.Int64 // the last tick's longest single hold
 	interval     atomic.Int64 // the tick interval in force
 }
 
@@ -32,14 +32,11 @@ func (h *healthStats) ticked(at time.Time, lag, took, interval time.Duration) {
 	h.interval.Store(int64(interval))
 }
 
-func (h *healthStats) lockHeld(d time.Duration) {
-	h.lockNanos.Store(int64(d))
-	for {
-		old := h.maxLockNanos.Load()
-		if int64(d) <= old || h.maxLockNanos.CompareAndSwap(old, int64(d)) {
-			return
-		}
-	}
+// lockHeld records the last tick's total time under the lock and its
+// longest single hold.
+func (h *healthStats) lockHeld(total, longest time.Duration) {
+	h.lockNanos.Store(int64(total))
+	h.maxLockNanos.Store(int64(longest))
 }
 
 // LoopHealth is the loop's part of GET /v1/health.
@@ -57,7 +54,8 @@ type LoopHealth struct {
 	// TickLagSeconds is how late the last tick started against its schedule.
 	TickLagSeconds float64 `json:"tick_lag_seconds"`
 	// TickDurationMS is how long the last tick took; LockHoldMS how long it
-	// held the runtime's lock (decisions only: never I/O).
+	// held the runtime's lock in all (decisions only: never I/O), taken
+	// per session, MaxLockHoldMS its longest single hold.
 	TickDurationMS  float64 `json:"tick_duration_ms"`
 	LockHoldMS      float64 `json:"lock_hold_ms"`
 	MaxLockHoldMS   float64 `json:"max_lock_hold_ms"`

@@ -148,44 +148,56 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 	}
 	var todo []decided
 	now := time.Now()
-	r.mu.Lock()
-	locked := time.Now()
+	// The lock is taken per session, not for the whole round: a reader
+	// (ls, the tray) waits at most one session's decision, however many
+	// sessions there are.
+	var held, maxHeld time.Duration
 	for _, p := range list {
-		e := p.e
-		if e.proc != p.proc || e.q.busy() {
-			continue // changed since the probe; the next tick sees it
+		r.mu.Lock()
+		locked := time.Now()
+		if acts := r.reconcileLocked(p.e, p.proc, p.probe, now, policy); len(acts) > 0 {
+			todo = append(todo, decided{p.e, acts})
 		}
-		if p.proc != nil && p.probe.Known && !p.probe.Alive {
-			// Dropped as its exit event would have done, so the recovery
-			// resumes a fresh process instead of writing to a dead one; its
-			// pump's late output is then ignored as a stale process's.
-			e.proc = nil
-		}
-		next, obs, acts := Reconcile(e.s, now, policy, p.probe)
-		var rows []storage.TimelineEvent
-		for _, o := range obs {
-			detail := map[string]any{"message": o.Detail}
-			if o.From != o.To {
-				// The same keys as the state changes Apply causes.
-				detail["from"], detail["to"] = o.From.String(), o.To.String()
-			}
-			rows = append(rows, newRow(next, now, o.Kind, detail))
-		}
-		if len(rows) > 0 || !sameSession(e.s, next) {
-			r.commitRowsLocked(e, next, rows, false, false)
-		}
-		if len(acts) > 0 {
-			todo = append(todo, decided{e, acts})
-		}
+		d := time.Since(locked)
+		r.mu.Unlock()
+		held += d
+		maxHeld = max(maxHeld, d)
 	}
-	r.health.lockHeld(time.Since(locked))
-	r.mu.Unlock()
+	r.health.lockHeld(held, maxHeld)
 	for _, d := range todo {
 		for _, a := range d.acts {
 			e, a := d.e, a
 			e.q.do(func() { r.execute(e, a) })
 		}
 	}
+}
+
+// reconcileLocked decides one session for the tick and commits what
+// Reconcile changed; it returns the actions to run on the session's queue.
+func (r *Runtime) reconcileLocked(e *entry, proc Process, probe Probe, now time.Time, policy Policy) []Action {
+	if e.proc != proc || e.q.busy() {
+		return nil // changed since the probe; the next tick sees it
+	}
+	if proc != nil && probe.Known && !probe.Alive {
+		// Dropped as its exit event would have done, so the recovery
+		// resumes a fresh process instead of writing to a dead one; its
+		// pump's late output is then ignored as a stale process's.
+		e.proc = nil
+	}
+	next, obs, acts := Reconcile(e.s, now, policy, probe)
+	var rows []storage.TimelineEvent
+	for _, o := range obs {
+		detail := map[string]any{"message": o.Detail}
+		if o.From != o.To {
+			// The same keys as the state changes Apply causes.
+			detail["from"], detail["to"] = o.From.String(), o.To.String()
+		}
+		rows = append(rows, newRow(next, now, o.Kind, detail))
+	}
+	if len(rows) > 0 || !sameSession(e.s, next) {
+		r.commitRowsLocked(e, next, rows, false, false)
+	}
+	return acts
 }
 
 // livenessProber is the optional Process capability to tell whether the

@@ -37,7 +37,11 @@ func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (sessio
 	if !p.Enabled {
 		return s.Clone(), nil, nil
 	}
-	r := reconciler{n: s.Clone(), now: now, p: p, probe: probe}
+	// A shallow copy, not a Clone: the reconciler only ever assigns to the
+	// session's maps and pointers (endTurn sets them to nil), never writes
+	// through them, so s cannot be changed through r.n — and the steady
+	// tick, where nothing happens, allocates nothing.
+	r := reconciler{n: s, now: now, p: p, probe: probe}
 	r.run()
 	return r.n, r.obs, r.acts
 }
