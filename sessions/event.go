@@ -106,7 +106,7 @@ type Event struct {
 	// StderrLine is the agent's last stderr line, sanitized, on
 	// EvProcessExited: the one line of stderr that may be shown.
 	StderrLine string `json:"stderr_line,omitempty"`
-	By          Actor         `json:"by,omitempty"`
+	By         Actor  `json:"by,omitempty"`
 	// Detail is a short sanitized phrase for evidence ("compaction failed: too few messages").
 	Detail string `json:"detail,omitempty"`
 }

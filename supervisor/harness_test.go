@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,6 +229,8 @@ type rigConfig struct {
 	noAgent bool
 	// seed is saved to the store before the runtime boots.
 	seed []sessions.Session
+	// logger, when set, is the runtime's logger.
+	logger *slog.Logger
 }
 
 func newRig(t *testing.T, cfg rigConfig) *rig {
@@ -261,7 +264,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.wrap != nil {
 		store = cfg.wrap(st)
 	}
-	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}})
+	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, Logger: cfg.logger})
 	g.rec = recordBus(g.rt.Bus())
 	t.Cleanup(g.stop)
 	if err := g.rt.Boot(ctx); err != nil {

@@ -73,7 +73,7 @@ func benchMixName(transitioning bool) string {
 type countingStore struct {
 	Store
 	saves, appends, outcomes atomic.Int64
-	batches, rows             atomic.Int64
+	batches, rows            atomic.Int64
 }
 
 func (c *countingStore) SaveSessionWithEvents(ctx context.Context, s sessions.Session, evs []storage.TimelineEvent) error {

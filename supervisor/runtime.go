@@ -823,6 +823,7 @@ func newID() string {
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
+
 // BootReconcile is the pure boot rule: a turn that was in flight when the app
 // stopped is Interrupted, and no process is assumed alive.
 func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {

@@ -8,8 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -668,4 +672,57 @@ func TestStuckAgentLeavesTheAppAnswering(t *testing.T) {
 	}
 	// The wedged process was stopped.
 	g.wait(s.ID, "the wedged process stopped", func(s sessions.Session) bool { return !s.ProcessAlive })
+}
+
+// TestLaunchFailureIsReportedByNew: an agent that dies before `new`
+// returns (here: it closes its input and exits 1 with a fatal message on
+// stderr) makes Launch say so — the exit code and the sanitized last stderr
+// line — instead of "the agent's input is closed". Secrets in that line are
+// redacted, and raw stderr never reaches the log.
+func TestLaunchFailureIsReportedByNew(t *testing.T) {
+	var logged strings.Builder
+	var logMu sync.Mutex
+	g := newRig(t, rigConfig{logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil))})
+	path := filepath.Join(t.TempDir(), "script.json")
+	b, _ := json.Marshal(map[string]any{
+		"startup": []fcStep{
+			{"stderr": "loading plugins token=sk-live-abcdefgh12345678"},
+			{"close_stdin": true},
+			{"stderr": "fatal: cannot start (bad install) key sk-ant-api03-SECRETSECRETSECRET"},
+			fcSleep(200), fcExit(1)},
+		"turns": [][]fcStep{{fcText, fcResult}},
+	})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.agent.setScript(path)
+	// A first prompt larger than the pipe's buffer, so the write is still
+	// in progress when the agent closes its input and dies (deterministic).
+	_, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: "broken", Prompt: strings.Repeat("p", 1<<20)})
+	if err == nil {
+		t.Fatal("Launch of an agent that died at start succeeded")
+	}
+	want := "claude exited with code 1 before its first turn: fatal: cannot start (bad install) key [redacted]"
+	if err.Error() != want || !errors.Is(err, ErrConflict) {
+		t.Errorf("Launch error %q (conflict %t), want %q", err, errors.Is(err, ErrConflict), want)
+	}
+	g.rt.Settle()
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, secret := range []string{"SECRETSECRET", "abcdefgh12345678", "loading plugins"} {
+		if strings.Contains(logged.String(), secret) {
+			t.Errorf("the log holds raw agent stderr (%q):\n%s", secret, logged.String())
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -55,7 +55,7 @@ type ProcessOptions struct {
 	// stops reading its input fails the write with os.ErrDeadlineExceeded
 	// instead of blocking the caller forever.
 	WriteTimeout time.Duration
-	Launch  LaunchOptions
+	Launch       LaunchOptions
 }
 
 // Start launches Claude Code in opts.Cwd, in its own process group so that

@@ -6,7 +6,9 @@
 // the end-to-end tests.
 //
 // The script (JSON, path in FAKE_CLAUDE_SCRIPT) is {"turns": [[step…]…]}: the
-// n-th user message plays turns[n] (the last turn repeats). A step is one of
+// n-th user message plays turns[n] (the last turn repeats); the optional
+// {"startup": [step…]} plays before any input is read (a CLI that dies at
+// start). A step is one of
 //
 //	{"emit": {…}}             print the object as one line ($SESSION and $REQ are replaced)
 //	{"raw": "text"}           print text as a line verbatim (garbage)
@@ -15,6 +17,8 @@
 //	{"wait_permission": {…}}  print a can_use_tool control_request and wait for the answer
 //	{"stop_reading": true}    stop reading stdin for good (a wedged agent):
 //	                          at most 4 KB more is read, the rest stays in the pipe
+//	{"stderr": "text"}        print text as a line on stderr
+//	{"close_stdin": true}     close stdin (writes to it then fail at once)
 //	{"exit": N}               exit with code N at once
 //	{"kill": true}            SIGKILL itself (a crash)
 //	{"touch": "path"}         create a file (a side effect a test can see)
@@ -46,6 +50,8 @@ type step struct {
 	Touch          string          `json:"touch"`
 	SpawnSetsid    string          `json:"spawn_setsid"`
 	StopReading    bool            `json:"stop_reading"`
+	Stderr         *string         `json:"stderr"`
+	CloseStdin     bool            `json:"close_stdin"`
 }
 
 // stopReading, once set, makes every later read of stdin block forever.
@@ -63,7 +69,8 @@ func (gatedStdin) Read(p []byte) (int, error) {
 }
 
 type script struct {
-	Turns [][]step `json:"turns"`
+	Startup []step   `json:"startup"`
+	Turns   [][]step `json:"turns"`
 }
 
 type input struct {
@@ -91,6 +98,7 @@ func main() {
 	}
 	in := make(chan input, 16)
 	go readStdin(in)
+	play(sc.Startup, in, session)
 	turn := 0
 	for msg := range in {
 		if msg.kind != "user" {
@@ -187,6 +195,10 @@ func play(steps []step, in <-chan input, session string) {
 			out.Flush()
 		case s.StopReading:
 			stopReading.Store(true)
+		case s.Stderr != nil:
+			fmt.Fprintln(os.Stderr, *s.Stderr)
+		case s.CloseStdin:
+			_ = os.Stdin.Close()
 		case s.SleepMS > 0:
 			if aborted := sleep(time.Duration(s.SleepMS)*time.Millisecond, in, session); aborted {
 				return
