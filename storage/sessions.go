@@ -21,6 +21,16 @@ func (s *Store) SaveSession(ctx context.Context, sess sessions.Session) error {
 	return saveSession(ctx, s.db, sess)
 }
 
+const upsertSessionSQL = `
+		INSERT INTO sessions(id, agent, state, needs_attention, updated_at, data)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET
+			agent = excluded.agent,
+			state = excluded.state,
+			needs_attention = excluded.needs_attention,
+			updated_at = excluded.updated_at,
+			data = excluded.data`
+
 func saveSession(ctx context.Context, db execer, sess sessions.Session) error {
 	if sess.ID == "" {
 		return errors.New("save session: empty id")
@@ -29,15 +39,7 @@ func saveSession(ctx context.Context, db execer, sess sessions.Session) error {
 	if err != nil {
 		return fmt.Errorf("save session %s: encode: %w", sess.ID, err)
 	}
-	_, err = db.ExecContext(ctx, `
-		INSERT INTO sessions(id, agent, state, needs_attention, updated_at, data)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT(id) DO UPDATE SET
-			agent = excluded.agent,
-			state = excluded.state,
-			needs_attention = excluded.needs_attention,
-			updated_at = excluded.updated_at,
-			data = excluded.data`,
+	_, err = db.ExecContext(ctx, upsertSessionSQL,
 		sess.ID, sess.Agent, sess.State.String(), sess.NeedsAttention, formatTime(sess.UpdatedAt), string(data))
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", sess.ID, err)

@@ -55,6 +55,10 @@ func (s *Store) AppendEvent(ctx context.Context, ev TimelineEvent) (int64, error
 	return appendEvent(ctx, s.db, ev)
 }
 
+const insertEventSQL = `
+		INSERT INTO supervisor_events(session_id, time, kind, turn_generation, detail)
+		VALUES (?, ?, ?, ?, ?)`
+
 func appendEvent(ctx context.Context, db execer, ev TimelineEvent) (int64, error) {
 	if err := ev.validate(); err != nil {
 		return 0, err
@@ -63,9 +67,7 @@ func appendEvent(ctx context.Context, db execer, ev TimelineEvent) (int64, error
 	if detail == "" {
 		detail = emptyDetail
 	}
-	res, err := db.ExecContext(ctx, `
-		INSERT INTO supervisor_events(session_id, time, kind, turn_generation, detail)
-		VALUES (?, ?, ?, ?, ?)`,
+	res, err := db.ExecContext(ctx, insertEventSQL,
 		ev.SessionID, formatTime(ev.Time), ev.Kind, ev.TurnGeneration, detail)
 	if err != nil {
 		return 0, fmt.Errorf("append timeline event %s for session %s: %w", ev.Kind, ev.SessionID, err)
@@ -257,9 +259,22 @@ func (s *Store) SaveBatch(ctx context.Context, items []BatchItem) ([][]int64, er
 	}
 	ids := make([][]int64, len(items))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// Prepared once per batch: parsing the SQL again for every row
+		// was most of a row's cost.
+		ins, err := tx.PrepareContext(ctx, insertEventSQL)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer ins.Close()
+		up, err := tx.PrepareContext(ctx, upsertSessionSQL)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer up.Close()
+		insert, upsert := stmtExecer{ins}, stmtExecer{up}
 		for i, it := range items {
 			if it.Session != nil && last[it.Session.ID] == i {
-				if err := saveSession(ctx, tx, *it.Session); err != nil {
+				if err := saveSession(ctx, upsert, *it.Session); err != nil {
 					return err
 				}
 			}
@@ -270,7 +285,7 @@ func (s *Store) SaveBatch(ctx context.Context, items []BatchItem) ([][]int64, er
 				if ev.SessionID == "" && it.Session != nil {
 					ev.SessionID = it.Session.ID
 				}
-				id, err := appendEvent(ctx, tx, ev)
+				id, err := appendEvent(ctx, insert, ev)
 				if err != nil {
 					return err
 				}
@@ -290,4 +305,12 @@ func (s *Store) SaveBatch(ctx context.Context, items []BatchItem) ([][]int64, er
 		return nil, fmt.Errorf("saving a batch of %d changes: %w", len(items), err)
 	}
 	return ids, nil
+}
+
+// stmtExecer runs one prepared statement whatever SQL it is handed: the
+// callers pass the same SQL the statement was prepared from.
+type stmtExecer struct{ st *sql.Stmt }
+
+func (e stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return e.st.ExecContext(ctx, args...)
 }
