@@ -58,12 +58,6 @@ func cmdRun(c *cli, args []string) error {
 	}
 	defer lock.Release()
 
-	st, err := storage.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
 	// Under a service manager nobody watches a terminal: log to the journal
 	// (systemd) or a rotating file in the data directory (launchd, Windows).
 	log, logFile, err := packaging.NewLogger(launch, dir, c.stderr, slog.LevelInfo)
@@ -71,93 +65,81 @@ func cmdRun(c *cli, args []string) error {
 		return err
 	}
 	defer logFile.Close()
-	rt := supervisor.New(supervisor.Options{
-		Store:  st,
-		Agents: agents(),
-		Logger: log,
-	})
-	ctx := context.Background()
-	if err := rt.Boot(ctx); err != nil {
-		return err
-	}
+
 	// Catch Ctrl-C and SIGTERM before anyone can reach the app: from the
 	// first request on, a quit must be the graceful one.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	api, err := supervisor.Listen(rt, st, dir, version)
+
+	d, err := startDaemon(dir, log)
 	if err != nil {
 		return err
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- api.Serve() }()
-
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	loopDone := make(chan struct{})
-	go func() { rt.Run(loopCtx); close(loopDone) }()
-
 	log.Info("session supervisor running", "data_dir", dir, "pid", os.Getpid(), "version", version, "started_by", string(launch))
 	if launch.Interactive() {
 		fmt.Fprintf(c.stderr, "Session Supervisor is running (data directory %s). Ctrl-C quits.\n", dir)
 	}
 
-	// quit is closed by Ctrl-C/SIGTERM, by the tray's Quit, or by tests.
-	quit := make(chan struct{})
-	var quitOnce sync.Once
-	requestQuit := func() { quitOnce.Do(func() { close(quit) }) }
+	// One watcher turns Ctrl-C/SIGTERM, the caller's interrupt and a fatal
+	// server error into the quit; it ends with the run.
+	q := newQuitter()
+	runDone := make(chan struct{})
+	var watchers sync.WaitGroup
+	defer watchers.Wait()
+	defer close(runDone)
+	watchers.Add(1)
 	go func() {
+		defer watchers.Done()
 		select {
 		case <-sigs:
+			q.request()
 		case <-c.interrupt:
-		}
-		requestQuit()
-	}()
-	var fatal error
-	go func() {
-		if err := <-serveErr; err != nil {
-			fatal = err
-			requestQuit()
+			q.request()
+		case err := <-d.failed:
+			q.fail(err)
+		case <-runDone:
 		}
 	}()
+
 	if !*headless && haveDisplay() {
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{rt: rt, settings: st, api: api, log: log, quit: quit, requestQuit: requestQuit})
+		runGUI(guiDeps{rt: d.rt, settings: d.st, api: d.api, log: log, quit: q.quit, requestQuit: q.request})
 	} else {
 		if !*headless {
 			fmt.Fprintln(c.stderr, "No display found; running headless (the CLI and the local API work as usual).")
 		}
-		<-quit
+		<-q.quit
 	}
-	if fatal != nil {
-		stopLoop()
-		<-loopDone
+
+	// Graceful quit: let every turn in flight finish. A second Ctrl-C stops
+	// waiting; under a service manager no second Ctrl-C will come, so stop
+	// waiting before its own timeout kills the process mid-write.
+	shutCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if fatal := q.err(); fatal != nil {
+		cancel() // nothing graceful after a fatal error: release and report it
+		_ = d.stop(shutCtx)
 		return fatal
 	}
-	// Graceful quit: stop deciding, stop serving, let every turn in flight
-	// finish. A second Ctrl-C stops waiting.
-	stopLoop()
-	<-loopDone
-	api.Close()
-	shutCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	if launch.Interactive() {
 		fmt.Fprintln(c.stderr, "Quitting: letting turns in flight finish (Ctrl-C again to stop now)…")
 	} else {
-		// No second Ctrl-C will come: stop waiting before the service
-		// manager's own timeout kills the process mid-write.
 		log.Info("quitting: letting turns in flight finish", "at_most", packaging.StopGrace)
 		var cancelGrace context.CancelFunc
 		shutCtx, cancelGrace = context.WithTimeout(shutCtx, packaging.StopGrace)
 		defer cancelGrace()
 	}
+	watchers.Add(1)
 	go func() {
+		defer watchers.Done()
 		select {
 		case <-sigs:
 			cancel()
 		case <-shutCtx.Done():
 		}
 	}()
-	if err := rt.Shutdown(shutCtx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := d.stop(shutCtx); err != nil && !isInterrupted(err) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}

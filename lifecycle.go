@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// daemon is the supervisor part of a running app: the store, the runtime
+// and its loop, and the local API. start brings it up in order; stop takes
+// it down in the reverse order, gracefully, and returns only when every
+// goroutine it started has ended. It knows nothing of the GUI or of signals.
+type daemon struct {
+	st  *storage.Store
+	rt  *supervisor.Runtime
+	api *supervisor.API
+	log *slog.Logger
+
+	// failed receives a fatal error from the API server (at most one).
+	failed   chan error
+	stopLoop context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// startDaemon opens the store in dir (already locked by the caller), boots
+// the runtime, starts its loop and serves the local API.
+func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
+	st, err := storage.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), Logger: log})
+	if err := rt.Boot(context.Background()); err != nil {
+		return nil, err
+	}
+	api, err := supervisor.Listen(rt, st, dir, version)
+	if err != nil {
+		return nil, err
+	}
+	d = &daemon{st: st, rt: rt, api: api, log: log, failed: make(chan error, 1)}
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	d.stopLoop = stopLoop
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		if err := api.Serve(); err != nil {
+			d.failed <- err
+		}
+	}()
+	go func() {
+		defer d.wg.Done()
+		rt.Run(loopCtx)
+	}()
+	return d, nil
+}
+
+// stop is the graceful quit: stop deciding, stop serving, then let every
+// turn in flight finish until ctx is done (a second Ctrl-C, or the service
+// manager's grace). It always releases everything, and reports a turn that
+// did not finish in time as an error wrapping ctx's.
+func (d *daemon) stop(ctx context.Context) error {
+	var err error
+	d.stopOnce.Do(func() {
+		d.stopLoop()
+		if cerr := d.api.Close(); cerr != nil {
+			d.log.Warn("closing the local API", "err", cerr)
+		}
+		d.wg.Wait() // the loop and the server have returned
+		err = d.rt.Shutdown(ctx)
+		if cerr := d.st.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the database: %w", cerr)
+		}
+	})
+	return err
+}
+
+// quitWhenAsked closes quit (once) when any of the sources fires, and ends
+// when done is closed; it is the one goroutine that turns signals, the
+// tray's Quit and a fatal server error into a quit.
+type quitter struct {
+	quit     chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	fatalErr error
+}
+
+func newQuitter() *quitter { return &quitter{quit: make(chan struct{})} }
+
+// request asks for the graceful quit.
+func (q *quitter) request() { q.once.Do(func() { close(q.quit) }) }
+
+// fail asks for a quit because of err (the first one is kept).
+func (q *quitter) fail(err error) {
+	q.mu.Lock()
+	if q.fatalErr == nil {
+		q.fatalErr = err
+	}
+	q.mu.Unlock()
+	q.request()
+}
+
+func (q *quitter) err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.fatalErr
+}
+
+// isInterrupted reports whether err is only the end of a wait the user cut short.
+func isInterrupted(err error) bool { return errors.Is(err, context.Canceled) }
