@@ -30,11 +30,13 @@ type Process struct {
 	events chan sessions.Event
 	stderr *ring
 
-	mu     sync.Mutex // guards stdin and deadSince
+	mu     sync.Mutex // guards stdin, deadSince and ident
 	stdin  io.WriteCloser
 	closed bool
 	// deadSince is when Alive first found the process dead.
 	deadSince time.Time
+	// ident is the process's start time as Alive first saw it (see judge).
+	ident uint64
 
 	reqSeq atomic.Int64
 }

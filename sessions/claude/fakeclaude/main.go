@@ -28,7 +28,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -191,11 +190,11 @@ func play(steps []step, in <-chan input, session string) {
 			os.Exit(*s.Exit)
 		case s.Kill:
 			out.Flush()
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			killSelf()
 			time.Sleep(time.Hour)
 		case s.SpawnSetsid != "":
 			cmd := exec.Command("sleep", "600")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			detach(cmd)
 			if err := cmd.Start(); err == nil {
 				_ = os.WriteFile(s.SpawnSetsid, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 			}
