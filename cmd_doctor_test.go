@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/doctor"
+	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // doctorMachine isolates doctor from the machine running the tests: a PATH
@@ -218,5 +223,35 @@ func TestDoctorAppRunningThenStuck(t *testing.T) {
 	code, out, _ = runCLI(t, "--data-dir", dir, "doctor")
 	if l := doctorLines(out)["app"]; code != exitFail || !strings.HasPrefix(l, "fail ") || !strings.Contains(l, "does not answer") || !strings.Contains(l, "fix: ") {
 		t.Errorf("app stuck: exit %d, %q", code, l)
+	}
+}
+
+// TestDoctorAppStalled: an app that answers /v1/health with 503 because its
+// supervision loop stopped ticking fails the app check, through the CLI's
+// real wiring (the socket in the data directory).
+func TestDoctorAppStalled(t *testing.T) {
+	doctorMachine(t, nil)
+	dir := shortDir(t)
+	ln, err := net.Listen("unix", filepath.Join(dir, supervisor.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := time.Now().Add(-2 * time.Minute).UTC().Format(time.RFC3339Nano)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, `{"pid":4242,"version":%q,"status":"stalled","last_tick":%q,"tick_lag_seconds":120}`, version, last)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	code, out, _ := runCLI(t, "--data-dir", dir, "doctor")
+	l := doctorLines(out)["app"]
+	for _, want := range []string{"fail ", "pid 4242", "supervision loop has stopped", "no tick for 2m", "fix: session-supervisor service restart"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("app check %q lacks %q", l, want)
+		}
+	}
+	if code != exitFail {
+		t.Errorf("exit %d, want %d", code, exitFail)
 	}
 }
