@@ -96,6 +96,12 @@ func (d doctorDB) UserSettings(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// Quarantined is the stored sessions this build cannot read.
+func (d doctorDB) Quarantined(ctx context.Context) ([]storage.Quarantined, error) {
+	_, bad, err := d.LoadSessions(ctx)
+	return bad, err
+}
+
 // lockState says whether another process holds the data directory. It
 // looks only when a run has created the lock file: taking the lock would
 // otherwise create it.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/doctor"
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
@@ -253,5 +257,47 @@ func TestDoctorAppStalled(t *testing.T) {
 	}
 	if code != exitFail {
 		t.Errorf("exit %d, want %d", code, exitFail)
+	}
+}
+
+// TestDoctorQuarantinedSession: a stored session a newer build wrote (a
+// state this build does not know) turns the database check into a warning
+// that names it, in a real database, and doctor leaves the row untouched.
+func TestDoctorQuarantinedSession(t *testing.T) {
+	dir := doctorMachine(t, nil)
+	if code, _, errOut := runCLI(t, "--data-dir", dir, "settings", "set", "supervisor.tick_seconds", "20"); code != 0 {
+		t.Fatalf("settings set: %s", errOut)
+	}
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := st.SaveSession(ctx, sessions.Session{ID: "s-newer", Agent: "claude", UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, storage.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const data = `{"id":"s-newer","agent":"claude","state":"hibernating"}`
+	if _, err := db.Exec(`UPDATE sessions SET state = 'hibernating', data = ? WHERE id = 's-newer'`, data); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "--data-dir", dir, "doctor")
+	l := doctorLines(out)["database"]
+	for _, want := range []string{"warn ", "1 stored session(s) cannot be read", `s-newer (written by a newer build: unknown state "hibernating"`, "fix: install the newer Session Supervisor"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("database check %q lacks %q", l, want)
+		}
+	}
+	if code != exitOK {
+		t.Errorf("exit %d: a session this build cannot read is a warning", code)
+	}
+	var got string
+	if err := db.QueryRow(`SELECT data FROM sessions WHERE id = 's-newer'`).Scan(&got); err != nil || got != data {
+		t.Errorf("the row is now %q, %v", got, err)
 	}
 }

@@ -105,10 +105,39 @@ func (d *doctor) checkDatabase(ctx context.Context, dirExists bool) (ch Check, u
 	ch.Status = OK
 	ch.Detail = fmt.Sprintf("%s: %s, schema version %d (this build supports %d), integrity ok",
 		path, FormatSize(d.fileSize(path)+d.fileSize(path+"-wal")), v, storage.SupportedSchemaVersion())
+	if bad, err := db.Quarantined(ctx); err == nil && len(bad) > 0 {
+		d.quarantined(&ch, bad)
+	}
 	// A failure to read the settings only loses the configured commands:
 	// the agents are then checked by their default names.
 	userSettings, _ = db.UserSettings(ctx)
 	return ch, userSettings
+}
+
+// quarantined turns the database check into a warning naming the stored
+// sessions this build cannot read: the app leaves them untouched and does
+// not supervise them, which the user should know and can fix.
+func (d *doctor) quarantined(ch *Check, bad []storage.Quarantined) {
+	const listed = 3
+	var names []string
+	newer := false
+	for i, q := range bad {
+		newer = newer || q.Reason == storage.QuarantineNewer
+		if i < listed {
+			names = append(names, fmt.Sprintf("%s (%s: %v)", q.ID, q.Reason, q.Err))
+		}
+	}
+	if len(bad) > listed {
+		names = append(names, fmt.Sprintf("and %d more", len(bad)-listed))
+	}
+	ch.Status = Warn
+	ch.Detail += fmt.Sprintf("; %d stored session(s) cannot be read by this build and are left untouched, unsupervised: %s",
+		len(bad), strings.Join(names, ", "))
+	if newer {
+		ch.Fix = "install the newer Session Supervisor that wrote them (this is " + d.o.Version + ")"
+	} else {
+		ch.Fix = "nothing is lost: the rows stay as they are; keep a copy of " + ShellQuote(filepath.Join(d.o.DataDir, storage.FileName)) + " for a bug report"
+	}
 }
 
 func (d *doctor) fileSize(path string) int64 {

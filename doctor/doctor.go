@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/packaging"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // Status is a check's verdict. Warn is something worth knowing that does
@@ -118,6 +119,9 @@ type Database interface {
 	SchemaVersion(ctx context.Context) (int, error)
 	// UserSettings returns the settings the user set (not defaults), by key.
 	UserSettings(ctx context.Context) (map[string]string, error)
+	// Quarantined lists the stored sessions this build cannot read (see
+	// storage.Store.LoadSessions).
+	Quarantined(ctx context.Context) ([]storage.Quarantined, error)
 	Close() error
 }
 

@@ -143,6 +143,18 @@ func TestDatabase(t *testing.T) {
 			want{Fail, []string{"io error"}, "stop the app"}},
 		{"integrity problems", func(_ *testing.T, m *machine) { m.db.integrity = "p1\np2\np3\np4\np5" },
 			want{Fail, []string{"fails its integrity check: p1; p2; p3; (and 2 more)"}, "stop the app"}},
+		{"a session a newer build wrote", func(_ *testing.T, m *machine) {
+			m.db.quarantined = []storage.Quarantined{
+				{ID: "s1", Reason: storage.QuarantineNewer, Err: errors.New(`unknown state "hibernating"`)},
+				{ID: "s2", Reason: storage.QuarantineCorrupt, Err: errors.New("unexpected end of JSON input")},
+			}
+		}, want{Warn, []string{"integrity ok; 2 stored session(s) cannot be read by this build and are left untouched, unsupervised: " +
+			`s1 (written by a newer build: unknown state "hibernating"), s2 (corrupt: unexpected end of JSON input)`}, "install the newer Session Supervisor that wrote them (this is 1.2.3)"}},
+		{"many corrupt sessions", func(_ *testing.T, m *machine) {
+			for i := range 5 {
+				m.db.quarantined = append(m.db.quarantined, storage.Quarantined{ID: fmt.Sprint("c", i), Reason: storage.QuarantineCorrupt, Err: errors.New("bad")})
+			}
+		}, want{Warn, []string{"5 stored session(s)", "c2 (corrupt: bad), and 2 more"}, "nothing is lost"}},
 		{"schema version unreadable", func(_ *testing.T, m *machine) { m.db.versionErr = errors.New("no version") },
 			want{Fail, []string{"no version"}, "-"}},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/packaging"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // now is the fixed clock of the fake probes.
@@ -23,6 +24,7 @@ type fakeDB struct {
 	version      int
 	versionErr   error
 	settings     map[string]string
+	quarantined  []storage.Quarantined
 	closed       bool
 }
 
@@ -30,6 +32,9 @@ func (f *fakeDB) IntegrityCheck(context.Context) (string, error) { return f.inte
 func (f *fakeDB) SchemaVersion(context.Context) (int, error)     { return f.version, f.versionErr }
 func (f *fakeDB) UserSettings(context.Context) (map[string]string, error) {
 	return f.settings, nil
+}
+func (f *fakeDB) Quarantined(context.Context) ([]storage.Quarantined, error) {
+	return f.quarantined, nil
 }
 func (f *fakeDB) Close() error { f.closed = true; return nil }
 
