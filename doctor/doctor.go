@@ -134,13 +134,12 @@ type Health struct {
 	// supervision loop has stopped ticking.
 	HTTPStatus int
 	// State is "ok" or "stalled"; empty from an older app.
-	State          string
-	LastTick       time.Time
-	TickLag        time.Duration
-	TickDuration   time.Duration
-	Subscribers    int
-	Dropped        int64
-	hasTickMetrics bool
+	State        string
+	LastTick     time.Time
+	TickLag      time.Duration
+	TickDuration time.Duration
+	Subscribers  int
+	Dropped      int64
 }
 
 // Stalled reports whether the app says its supervision loop is stuck.
