@@ -115,30 +115,107 @@ func (s *Store) FindSession(ctx context.Context, idOrPrefix string) (sessions.Se
 	return sessions.Session{}, fmt.Errorf("%w: %q matches %s; type more of the id", ErrAmbiguous, idOrPrefix, listed)
 }
 
-// ListSessions returns every session, most recently updated first (ties by
-// id, so the order is stable).
+// ListSessions returns every session that can be read, most recently
+// updated first (ties by id, so the order is stable). A row this build
+// cannot read is left out: use LoadSessions to learn which, and why.
 func (s *Store) ListSessions(ctx context.Context) ([]sessions.Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, data FROM sessions ORDER BY updated_at DESC, id`)
+	out, _, err := s.LoadSessions(ctx)
+	return out, err
+}
+
+// QuarantineReason says why a stored session could not be loaded.
+type QuarantineReason int
+
+const (
+	// QuarantineCorrupt: the stored JSON does not parse, or is not a session.
+	QuarantineCorrupt QuarantineReason = iota
+	// QuarantineNewer: the JSON parses but names a value this build does
+	// not know (a state or failure kind added by a newer build).
+	QuarantineNewer
+)
+
+func (r QuarantineReason) String() string {
+	switch r {
+	case QuarantineCorrupt:
+		return "corrupt"
+	case QuarantineNewer:
+		return "written by a newer build"
+	}
+	return fmt.Sprintf("QuarantineReason(%d)", int(r))
+}
+
+// Quarantined is a stored session LoadSessions could not read. Its row is
+// left exactly as it is: a newer build (or a repair by hand) can still read
+// it, and deleting a user's session because this build does not understand
+// it would lose their data.
+type Quarantined struct {
+	ID    string
+	Agent string
+	// State is the state column as stored (the name a newer build wrote).
+	State  string
+	Reason QuarantineReason
+	// Err is the decoding error, with the offending value in it.
+	Err error
+}
+
+// Message is the sentence to log and show: which session, what is wrong,
+// and that it is kept but not supervised.
+func (q Quarantined) Message() string {
+	what := "its stored data is corrupt"
+	if q.Reason == QuarantineNewer {
+		what = "it was written by a newer Session Supervisor"
+	}
+	return fmt.Sprintf("session %s (agent %s, state %q) cannot be loaded: %s (%v); it is left untouched in the database and is not supervised by this build",
+		q.ID, orUnknown(q.Agent), q.State, what, q.Err)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// LoadSessions returns every session it can read, most recently updated
+// first, and the rows it cannot read as quarantined, so that one session a
+// newer build wrote (or a damaged row) does not stop the app for every
+// other session. The caller reports the quarantined ones; nothing here
+// changes or deletes them. The error is for failures to query at all.
+func (s *Store) LoadSessions(ctx context.Context) ([]sessions.Session, []Quarantined, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, COALESCE(agent, ''), state, data FROM sessions ORDER BY updated_at DESC, id`)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
 	defer rows.Close()
 	var out []sessions.Session
+	var bad []Quarantined
 	for rows.Next() {
-		var id, data string
-		if err := rows.Scan(&id, &data); err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
+		var id, agent, state, data string
+		if err := rows.Scan(&id, &agent, &state, &data); err != nil {
+			return nil, nil, fmt.Errorf("list sessions: %w", err)
 		}
-		sess, err := decodeSession(id, data)
+		sess, err := unmarshalSession(data)
 		if err != nil {
-			return nil, err
+			bad = append(bad, Quarantined{ID: id, Agent: agent, State: state, Reason: quarantineReason(err), Err: err})
+			continue
 		}
 		out = append(out, sess)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
-	return out, nil
+	return out, bad, nil
+}
+
+// quarantineReason tells a value this build does not know (the JSON is
+// well formed; an enum's UnmarshalText refused a name) from damage.
+func quarantineReason(err error) QuarantineReason {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, errNotObject) {
+		return QuarantineCorrupt
+	}
+	return QuarantineNewer
 }
 
 // DeleteSession removes the session and its timeline in one transaction: a
@@ -164,10 +241,31 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	})
 }
 
+// ErrUnreadable: a stored session this build cannot decode (see
+// LoadSessions, which quarantines such rows instead of failing).
+var ErrUnreadable = errors.New("stored session cannot be read")
+
+// errNotObject: the stored data is valid JSON but not an object (null, a
+// number): damage, not a newer build.
+var errNotObject = errors.New("not a JSON object")
+
 func decodeSession(id, data string) (sessions.Session, error) {
+	sess, err := unmarshalSession(data)
+	if err != nil {
+		return sessions.Session{}, fmt.Errorf("decode stored session %s: %w: %w", id, ErrUnreadable, err)
+	}
+	return sess, nil
+}
+
+// unmarshalSession decodes a row's data. JSON that is valid but not an
+// object (null decodes to an empty session without an error) is refused.
+func unmarshalSession(data string) (sessions.Session, error) {
 	var sess sessions.Session
+	if t := strings.TrimSpace(data); !strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		return sessions.Session{}, errNotObject
+	}
 	if err := json.Unmarshal([]byte(data), &sess); err != nil {
-		return sessions.Session{}, fmt.Errorf("decode stored session %s: %w", id, err)
+		return sessions.Session{}, err
 	}
 	return sess, nil
 }

@@ -212,16 +212,25 @@ type livenessProber interface {
 }
 
 // probeProcess probes a session's process for the tick, outside the lock.
+// A process that cannot be probed (no probe on this platform, or the probe
+// cannot tell) is not known: Reconcile then neither trusts it alive nor
+// declares it dead, and the evidence says "not probed".
 func probeProcess(src sessions.Source, proc Process) Probe {
 	if proc == nil {
 		return Probe{Known: src == sessions.Managed}
 	}
-	if lp, ok := proc.(livenessProber); ok {
-		if alive, known := lp.Alive(); known && !alive {
-			return Probe{Known: true}
-		}
+	lp, ok := proc.(livenessProber)
+	if !ok {
+		return Probe{}
 	}
-	return Probe{Known: src == sessions.Managed, Alive: true}
+	alive, known := lp.Alive()
+	switch {
+	case !known:
+		return Probe{}
+	case !alive:
+		return Probe{Known: true}
+	}
+	return Probe{Known: true, Alive: true}
 }
 
 // sameSession reports whether Reconcile left the session unchanged in every

@@ -130,7 +130,7 @@ func (r *Runtime) Bus() *Bus { return r.bus }
 // Interrupted, never silently Idle. It runs before anything else uses the
 // runtime and waits for its writes.
 func (r *Runtime) Boot(ctx context.Context) error {
-	list, err := r.store.ListSessions(ctx)
+	list, err := r.loadSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("loading sessions: %w", err)
 	}
@@ -822,6 +822,28 @@ func newID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// quarantiningStore is the optional Store capability to load the readable
+// sessions and name the others, instead of failing on the first bad row.
+type quarantiningStore interface {
+	LoadSessions(ctx context.Context) ([]sessions.Session, []storage.Quarantined, error)
+}
+
+// loadSessions loads what can be loaded. A session this build cannot read
+// (written by a newer build, or damaged) is left untouched in the database
+// and not supervised; it is logged once, by name, with the reason, so one
+// bad row never keeps the app from starting for every other session.
+func (r *Runtime) loadSessions(ctx context.Context) ([]sessions.Session, error) {
+	qs, ok := r.store.(quarantiningStore)
+	if !ok {
+		return r.store.ListSessions(ctx)
+	}
+	list, bad, err := qs.LoadSessions(ctx)
+	for _, q := range bad {
+		r.log.Warn(q.Message(), "session", q.ID, "reason", q.Reason.String())
+	}
+	return list, err
 }
 
 // BootReconcile is the pure boot rule: a turn that was in flight when the app

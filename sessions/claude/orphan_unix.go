@@ -77,17 +77,14 @@ func commandLine(pid int) (string, bool) {
 	return strings.TrimSpace(string(out)), true
 }
 
-// processAlive reports whether pid runs; a zombie does not.
+// processAlive reports whether pid runs; a zombie does not. Where the
+// platform probe cannot tell, kill(pid, 0) decides.
 func processAlive(pid int) bool {
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-			return b[i+2] != 'Z' && b[i+2] != 'X'
-		}
+	switch probeProcess(pid).state {
+	case livenessRunning:
 		return true
+	case livenessGone:
+		return false
 	}
 	return syscall.Kill(pid, 0) == nil
 }

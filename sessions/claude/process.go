@@ -29,7 +29,7 @@ type Process struct {
 	events chan sessions.Event
 	stderr *ring
 
-	mu sync.Mutex // guards stdin, closed and deadSince
+	mu sync.Mutex // guards stdin, closed, deadSince and ident
 	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
 	// only an *os.File pipe takes a write deadline.
 	stdin  *os.File
@@ -38,6 +38,8 @@ type Process struct {
 	writeTimeout time.Duration
 	// deadSince is when Alive first found the process dead.
 	deadSince time.Time
+	// ident is the process's start time as Alive first saw it (see judge).
+	ident uint64
 
 	reqSeq atomic.Int64
 }

@@ -35,7 +35,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -223,11 +222,11 @@ func play(steps []step, in <-chan input, session string) {
 			os.Exit(*s.Exit)
 		case s.Kill:
 			out.Flush()
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			killSelf()
 			time.Sleep(time.Hour)
 		case s.SpawnSetsid != "":
 			cmd := exec.Command("sleep", "600")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			detach(cmd)
 			if err := cmd.Start(); err == nil {
 				_ = os.WriteFile(s.SpawnSetsid, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 			}
