@@ -369,8 +369,10 @@ type fakeProc struct {
 	// stdout stays open (an orphaned grandchild holds it), so Events never
 	// closes. Only a liveness probe can tell.
 	gone   bool
-	code   int
-	signal string
+	// unprobeable is a process the platform's probe cannot tell about.
+	unprobeable bool
+	code        int
+	signal      string
 }
 
 var _ Process = (*fakeProc)(nil)
@@ -420,6 +422,9 @@ func (p *fakeProc) AnswerPermission(perm sessions.Permission, allow bool, _ stri
 func (p *fakeProc) Alive() (alive, known bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.unprobeable {
+		return false, false
+	}
 	return !p.exited && !p.gone, true
 }
 
@@ -1066,6 +1071,31 @@ func TestLoopLostExitIsCaughtByTheProbe(t *testing.T) {
 		h.emit(p, sessions.Event{Kind: sessions.EvTurnCompleted})
 		h.wantState(id, sessions.Working, sessions.NoWait)
 		h.wantOutcomes(id)
+	})
+}
+
+// TestLoopUnprobeableProcessIsNotCalledAlive: where the platform's probe
+// cannot tell (known=false), the process is neither trusted alive nor
+// declared dead: a silent turn becomes Suspect with "not probed" in its
+// evidence, never Interrupted by the liveness rule (issue: macOS and Windows
+// used to answer "alive").
+func TestLoopUnprobeableProcessIsNotCalledAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, p := h.launch()
+		p.mu.Lock()
+		p.unprobeable = true
+		p.mu.Unlock()
+		h.run()
+		h.until(10*time.Minute + 16*time.Second)
+		got := h.wantState(s.ID, sessions.Suspect, sessions.NoWait)
+		if !strings.Contains(got.Evidence, "pid 1001 not probed") {
+			t.Errorf("evidence %q, want it to say the pid was not probed", got.Evidence)
+		}
+		if got.ProcessAlive != true {
+			t.Errorf("ProcessAlive changed to %v by a probe that could not tell", got.ProcessAlive)
+		}
 	})
 }
 

@@ -6,6 +6,7 @@ package supervisor
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -725,4 +726,52 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestBootSkipsUnreadableSessions: a stored session this build cannot read
+// (a state written by a newer build) does not stop the app from starting:
+// the others load, the bad one is named in the log and left untouched.
+func TestBootSkipsUnreadableSessions(t *testing.T) {
+	good := seedSession("aaaa0000-0000-4000-8000-000000000001", time.Now().UTC())
+	var logged strings.Builder
+	var logMu sync.Mutex
+	dir, err := os.MkdirTemp("", "ss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.SaveSession(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	bad := seedSession("bbbb0000-0000-4000-8000-000000000002", time.Now().UTC())
+	if err := st.SaveSession(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	// As a newer build would have written it, through a second connection.
+	db, err := sql.Open("sqlite", st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE sessions SET data = json_set(data, '$.state', 'hibernating') WHERE id = ?`, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	rt := New(Options{Store: st, Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil))})
+	if err := rt.Boot(ctx); err != nil {
+		t.Fatalf("Boot with one unreadable session: %v", err)
+	}
+	if list := rt.Sessions(); len(list) != 1 || list[0].ID != good.ID {
+		t.Fatalf("sessions after boot: %v, want only the readable one", list)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), bad.ID) {
+		t.Errorf("the log does not name the unreadable session:\n%s", logged.String())
+	}
 }
