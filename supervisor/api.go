@@ -153,6 +153,10 @@ func (a *API) routes() http.Handler {
 		s, err := a.rt.Interrupt(r.Context(), r.PathValue("id"))
 		respond(w, s, err)
 	})
+	mux.HandleFunc("POST /v1/sessions/{id}/nudge", func(w http.ResponseWriter, r *http.Request) {
+		s, err := a.rt.NudgeNow(r.Context(), r.PathValue("id"))
+		respond(w, s, err)
+	})
 	mux.HandleFunc("POST /v1/sessions/{id}/ack", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.rt.Ack(r.Context(), r.PathValue("id"))
 		respond(w, s, err)

@@ -61,6 +61,8 @@ type Message struct {
 	Session  *sessions.Session  `json:"session,omitempty"`
 	Sessions []sessions.Session `json:"sessions,omitempty"`
 	Event    *TimelineRow       `json:"event,omitempty"`
+	// Link is a Remote's link state (MsgLink, local only).
+	Link *LinkStatus `json:"link,omitempty"`
 }
 
 // Subscription is one subscriber's bounded queue. When it overflows, the

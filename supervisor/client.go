@@ -154,6 +154,12 @@ func (c *Client) Interrupt(ctx context.Context, id string) (sessions.Session, er
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/interrupt", struct{}{}, &out)
 }
 
+// NudgeNow sends the constant continuation nudge (the tray's "Send nudge now").
+func (c *Client) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/nudge", struct{}{}, &out)
+}
+
 // Ack acknowledges a session.
 func (c *Client) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	var out sessions.Session

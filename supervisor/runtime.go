@@ -179,6 +179,13 @@ func (r *Runtime) sessionsLocked() []sessions.Session {
 	for _, e := range r.sess {
 		out = append(out, e.s.Clone())
 	}
+	SortSessions(out)
+	return out
+}
+
+// SortSessions orders sessions as every list shows them: needing attention
+// first, then newest.
+func SortSessions(out []sessions.Session) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].NeedsAttention != out[j].NeedsAttention {
 			return out[i].NeedsAttention
@@ -188,7 +195,6 @@ func (r *Runtime) sessionsLocked() []sessions.Session {
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out
 }
 
 // Session returns one session by id or unique id prefix.
