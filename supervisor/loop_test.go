@@ -368,7 +368,7 @@ type fakeProc struct {
 	// gone is a process that died without its exit reaching the runtime:
 	// stdout stays open (an orphaned grandchild holds it), so Events never
 	// closes. Only a liveness probe can tell.
-	gone   bool
+	gone bool
 	// unprobeable is a process the platform's probe cannot tell about.
 	unprobeable bool
 	code        int
