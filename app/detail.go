@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 )
 
 // detailView is one session: who and where it is, what went wrong and what
@@ -250,10 +251,12 @@ func (d *detailView) show(s sessions.Session) {
 	} else {
 		d.permission.Hide()
 	}
-	// The same rules as the tray's submenu, so both offer the same commands.
-	setEnabled(d.nudge, !s.InTurn)
-	setEnabled(d.interrupt, s.InTurn)
-	setEnabled(d.ack, canAcknowledge(s))
+	// The shared rules: the tray's submenu offers the same commands.
+	setEnabled(d.nudge, view.Allows(s, view.Nudge))
+	setEnabled(d.interrupt, view.Allows(s, view.Interrupt))
+	setEnabled(d.ack, view.Allows(s, view.Acknowledge))
+	setEnabled(d.approve, view.Allows(s, view.Approve))
+	setEnabled(d.deny, view.Allows(s, view.Deny))
 	setEnabled(d.openDir, s.Cwd != "" && d.w.dir != nil)
 	d.relayout()
 }
@@ -267,12 +270,8 @@ func (d *detailView) showRecovery(now time.Time) {
 		d.recovery.Hide()
 		return
 	}
-	if f.Kind != sessions.NoFailure || f.Message != "" {
-		msg := "Failure: " + f.Kind.Label()
-		if f.Message != "" {
-			msg += " — " + f.Message
-		}
-		d.failure.SetText(msg)
+	if text := view.FailureText(f); text != "" {
+		d.failure.SetText("Failure: " + text)
 		d.failure.Show()
 	} else {
 		d.failure.Hide()
@@ -280,7 +279,7 @@ func (d *detailView) showRecovery(now time.Time) {
 	var plan string
 	switch {
 	case sup.Recovery != "":
-		plan = fmt.Sprintf("Recovery: %s, attempt %d", kindLabel(sup.Recovery), sup.RecoveryAttempts)
+		plan = fmt.Sprintf("Recovery: %s, attempt %d", view.KindLabel(sup.Recovery), sup.RecoveryAttempts)
 	case s.Nudge.Attempts > 0:
 		plan = fmt.Sprintf("Continuation nudges this incident: %d", s.Nudge.Attempts)
 	}
@@ -323,11 +322,6 @@ func (d *detailView) tick() {
 	if d.next.Visible() != was {
 		d.relayout()
 	}
-}
-
-// canAcknowledge is the tray's rule, so both offer Acknowledge alike.
-func canAcknowledge(s sessions.Session) bool {
-	return s.NeedsAttention || (!s.InTurn && (s.State == sessions.WaitingOnUser || s.State == sessions.Errored || s.State == sessions.Interrupted))
 }
 
 func setEnabled(b *widget.Button, on bool) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -140,5 +141,43 @@ func TestNoServiceLogsOnceAndCarriesOn(t *testing.T) {
 	}
 	if n.Failed != 3 || n.Sent != 0 || !n.unavailable {
 		t.Fatalf("failed %d sent %d unavailable %v", n.Failed, n.Sent, n.unavailable)
+	}
+}
+
+// TestSettingDescriptionMatchesDecider holds the notify.waiting_on_user
+// description to what the decider does: every wait it notifies is named,
+// and a finished turn (review), which never notifies — it would arrive
+// after every turn of every session and, through the shared rate limit,
+// crowd out escalations — is said not to.
+func TestSettingDescriptionMatchesDecider(t *testing.T) {
+	var desc string
+	for _, d := range storage.SettingKeys() {
+		if d.Key == "notify.waiting_on_user" {
+			desc = d.Description
+		}
+	}
+	if desc == "" {
+		t.Fatal("no notify.waiting_on_user setting")
+	}
+	cases := []struct {
+		reason sessions.WaitReason
+		word   string
+	}{
+		{sessions.WaitQuestion, "a question"},
+		{sessions.WaitPlan, "a plan"},
+		{sessions.WaitPermission, "a permission"},
+		{sessions.WaitReview, "A finished turn does not notify"},
+	}
+	for _, tc := range cases {
+		d := NewDecider(nil)
+		d.Observe(s("a", sessions.Working, nil), true)
+		_, notified := d.Observe(s("a", sessions.WaitingOnUser, func(x *sessions.Session) { x.WaitReason = tc.reason }), true)
+		said := strings.Contains(desc, tc.word)
+		if tc.reason == sessions.WaitReview {
+			said = !said // the sentence says it does not notify
+		}
+		if notified != said {
+			t.Errorf("%s: notifies %t, but the description %q says so: %t", tc.reason, notified, desc, said)
+		}
 	}
 }

@@ -229,3 +229,28 @@ func TestCoalesce(t *testing.T) {
 		<-done
 	})
 }
+
+// The submenu offers Acknowledge exactly when acknowledging changes
+// something (view.Allows, which follows sessions.Apply): a question asked
+// outside a turn is not settled by acknowledging it, a reviewed turn is.
+func TestAcknowledgeFollowsApply(t *testing.T) {
+	cases := []struct {
+		name     string
+		s        sessions.Session
+		disabled bool
+	}{
+		{"question out of turn", sess("a", "a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitQuestion }), true},
+		{"review", sess("a", "a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitReview }), false},
+		{"escalated while working", sess("a", "a", sessions.Working, attention), false},
+		{"idle", sess("a", "a", sessions.Idle, nil), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, c := range sessionItem(tc.s, now).Children {
+				if c.Action == ActAcknowledge && c.Disabled != tc.disabled {
+					t.Errorf("Acknowledge disabled = %t, want %t", c.Disabled, tc.disabled)
+				}
+			}
+		})
+	}
+}
