@@ -14,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // detailView is one session: who and where it is, what went wrong and what
@@ -23,6 +24,8 @@ type detailView struct {
 	w  *Window
 	id string
 	s  sessions.Session
+	// shownRows is the model's timeline version on screen.
+	shownRows uint64
 
 	back     *widget.Button
 	name     *widget.Label
@@ -161,9 +164,9 @@ func infoSegments(pairs ...string) []widget.RichTextSegment {
 	return out
 }
 
-// open loads session id into the view.
+// open shows session id (from the model).
 func (d *detailView) open(id string) error {
-	s, err := d.w.b.Session(id)
+	s, err := d.w.m.Session(id)
 	if err != nil {
 		return err
 	}
@@ -174,6 +177,7 @@ func (d *detailView) open(id string) error {
 		d.prompt.SetText("")
 		d.answer.SetText("")
 		d.timeline.reset()
+		d.shownRows = 0
 		d.setError("")
 		d.status.Hide()
 	}
@@ -182,12 +186,12 @@ func (d *detailView) open(id string) error {
 	return nil
 }
 
-// refresh re-reads the open session and its timeline.
+// refresh redraws the open session and its timeline from the model.
 func (d *detailView) refresh() {
 	if d.id == "" {
 		return
 	}
-	s, err := d.w.b.Session(d.id)
+	s, err := d.w.m.Session(d.id)
 	if err != nil {
 		d.setError("This session is gone: " + err.Error())
 		return
@@ -196,12 +200,37 @@ func (d *detailView) refresh() {
 	d.loadTimeline()
 }
 
+// loadTimeline shows the model's timeline of the open session, redrawing
+// only when its rows changed. The stored history is read once, when the
+// model asks for it (the session was just opened, or messages were
+// missed), off Fyne's goroutine; live rows arrive through the model.
 func (d *detailView) loadTimeline() {
-	rows, err := d.w.b.Timeline(context.Background(), d.id, timelineLimit)
-	if err != nil {
-		d.setError("Could not read the timeline: " + err.Error())
+	m, id := d.w.m, d.id
+	if m.Follow(id) {
+		d.w.async(func() {
+			rows, err := d.w.b.Timeline(context.Background(), id, model.TimelineLimit)
+			if err != nil {
+				m.LoadFailed(id)
+				d.w.do(func() {
+					if d.id == id {
+						d.setError("Could not read the timeline: " + err.Error())
+					}
+				})
+				return
+			}
+			m.SetTimeline(id, rows)
+			d.w.do(func() {
+				if d.id == id {
+					d.loadTimeline()
+				}
+			})
+		})
+	}
+	rows, version := m.Timeline(id)
+	if version == d.shownRows {
 		return
 	}
+	d.shownRows = version
 	d.timeline.set(rows)
 }
 
@@ -370,7 +399,7 @@ func (d *detailView) report(id, what string, s sessions.Session, err error) {
 		d.show(s)
 	}
 	d.loadTimeline()
-	d.w.list.set(d.w.b.Sessions())
+	d.w.list.set(d.w.m.Sessions())
 	d.relayout()
 }
 

@@ -99,7 +99,7 @@ func TestNewTimelineRowsKeepTheScrollPosition(t *testing.T) {
 	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
 		t.Fatal(err)
 	}
-	e.w.Refresh()
+	e.refresh()
 
 	if got := tv.items[1].row.Kind; got != "state_changed" && got != "acknowledged" {
 		t.Fatalf("newest row is %q, want the acknowledgement", got)
@@ -114,7 +114,7 @@ func TestNewTimelineRowsKeepTheScrollPosition(t *testing.T) {
 	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
 		t.Fatal(err)
 	}
-	e.w.Refresh()
+	e.refresh()
 	if tv.list.GetScrollOffset() != 0 {
 		t.Fatal("a reader at the top must stay at the top to see new rows")
 	}

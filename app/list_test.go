@@ -180,7 +180,7 @@ func TestCursorFollowsItsSessionThroughRefresh(t *testing.T) {
 		t.Fatalf("cursor on %s after filtering, want docs-site", s.Name)
 	}
 	e.w.list.text.SetText("")
-	e.w.Refresh()
+	e.refresh()
 	if s, _ := e.w.list.list.current(); s.ID != "b2" {
 		t.Fatalf("cursor on %s after a refresh, want docs-site", s.Name)
 	}

@@ -11,11 +11,8 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
-
-// timelineLimit is how many rows the detail reads: hours of a busy session,
-// and one query stays a few milliseconds.
-const timelineLimit = 500
 
 // tlItem is one line of the timeline list: a turn header or an event row.
 type tlItem struct {
@@ -30,7 +27,8 @@ func (it tlItem) key() string {
 	if it.header {
 		return fmt.Sprintf("turn:%d", it.gen)
 	}
-	return fmt.Sprintf("row:%d", it.row.ID)
+	// A live row may not carry its stored id yet.
+	return "row:" + model.RowKey(it.row)
 }
 
 // timelineItems groups rows (newest first, as the backend returns them) by
