@@ -88,7 +88,7 @@ func runGUI(d guiDeps) {
 	defer d.api.SetShowWindow(nil)
 
 	if desk, ok := a.(desktop.App); ok {
-		tr := tray.New(desk, func(it tray.Item) { trayAction(ctx, d, mdl, win, it) })
+		tr := tray.New(desk, func(it tray.Item) { trayAction(ctx, d, mdl, win, &loops, it) })
 		// The first menu is set here, on the main goroutine before Run:
 		// Fyne starts the tray when the first menu is set, and quitting
 		// before that crashes inside systray.
@@ -149,9 +149,10 @@ func loadPrefs(ctx context.Context, d guiDeps, mdl *model.Model) {
 	mdl.SetPrefs(model.Prefs{Paused: !set.Enabled, NotifyWaitingOnUser: set.NotifyWaitingOnUser})
 }
 
-// trayAction runs a tray click. Commands run off Fyne's goroutine so a slow
-// agent never freezes the menu; their errors are shown in the window.
-func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Window, it tray.Item) {
+// trayAction runs a tray click. Commands run off Fyne's goroutine (in
+// loops, awaited at exit) so a slow agent never freezes the menu; their
+// errors are shown in the window.
+func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Window, loops *sync.WaitGroup, it tray.Item) {
 	switch it.Action {
 	case tray.ActOpenWindow:
 		win.Show()
@@ -166,7 +167,7 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 		d.requestQuit()
 		return
 	}
-	go func() {
+	loops.Go(func() {
 		var err error
 		switch it.Action {
 		case tray.ActNudge:
@@ -190,7 +191,7 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			d.log.Warn("tray action failed", "action", it.Action, "err", err)
 			win.ShowError(fmt.Errorf("%s: %w", it.Label, err))
 		}
-	}()
+	})
 }
 
 // openDir opens a directory in the desktop's file manager.
