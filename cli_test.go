@@ -168,12 +168,12 @@ func TestTimelineFromDatabase(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("timeline: %d %s", code, errOut)
 	}
-	first := strings.Index(out, "state_changed")
-	second := strings.Index(out, "marked_suspect")
+	first := strings.Index(out, "state changed")
+	second := strings.Index(out, "marked suspect")
 	if first < 0 || second < first {
 		t.Errorf("timeline not oldest-first readable:\n%s", out)
 	}
-	if !strings.Contains(out, "12 min silent, Bash open") || !strings.Contains(out, "from=idle") {
+	if !strings.Contains(out, "12 min silent, Bash open") || !strings.Contains(out, "Idle → Working: turn 1 started") {
 		t.Errorf("timeline lacks the details:\n%s", out)
 	}
 
@@ -206,6 +206,37 @@ func TestAppCommandsNeedTheApp(t *testing.T) {
 		code, _, errOut := runCLI(t, append([]string{"--data-dir", dir}, args...)...)
 		if code != exitFail || !strings.Contains(errOut, "not running") {
 			t.Errorf("%v without the app: code %d, stderr %q; want exit 1 saying it is not running", args, code, errOut)
+		}
+	}
+}
+
+// `ls` lists in the tray's and the window's order and words: the most
+// urgent first, then the newest state change — the API's order (needing
+// attention, then newest created) is not kept.
+func TestLsOrderAndStateText(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	mk := func(id, name string, st sessions.State, changed, created time.Duration) sessions.Session {
+		return sessions.Session{ID: id, Name: name, Agent: "claude", State: st, Evidence: "ev " + name,
+			StateChangedAt: now.Add(-changed), CreatedAt: now.Add(-created)}
+	}
+	idle := mk("11111111-a", "newest-idle", sessions.Idle, time.Minute, time.Minute)
+	work := mk("22222222-b", "working", sessions.Working, 2*time.Minute, time.Hour)
+	perm := mk("33333333-c", "asks", sessions.WaitingOnUser, 3*time.Minute, 2*time.Hour)
+	perm.WaitReason = sessions.WaitPermission
+	esc := mk("44444444-d", "stuck", sessions.Interrupted, 4*time.Minute, 3*time.Hour)
+	esc.NeedsAttention = true
+	var out bytes.Buffer
+	printSessions(&cli{stdout: &out}, []sessions.Session{esc, idle, work, perm}, now)
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		got = append(got, strings.Join(strings.Fields(line)[1:2], ""))
+	}
+	if want := "stuck asks working newest-idle"; strings.Join(got, " ") != want {
+		t.Fatalf("order %q, want %q\n%s", strings.Join(got, " "), want, out.String())
+	}
+	for _, want := range []string{"Needs attention (Interrupted)", "Waiting on user (permission)", "4m"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ls lacks %q:\n%s", want, out.String())
 		}
 	}
 }

@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
@@ -33,8 +34,6 @@ func appCommands() []command {
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
 	}
 }
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // client returns an API client for the data directory's running app.
 func (c *cli) client() (*supervisor.Client, error) {
@@ -114,17 +113,21 @@ func cmdLs(c *cli, args []string) error {
 		fmt.Fprintln(c.stdout, "no sessions yet; start one with 'session-supervisor new --cwd DIR PROMPT'")
 		return nil
 	}
+	printSessions(c, list, time.Now())
+	return nil
+}
+
+// printSessions is the `ls` table, in the order and words of the tray and
+// the window (sessions/view).
+func printSessions(c *cli, list []sessions.Session, now time.Time) {
+	list = slices.Clone(list)
+	view.Sort(list)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
-	now := time.Now()
 	for _, s := range list {
-		state := s.State.Label()
-		if s.NeedsAttention {
-			state = "! " + state
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), s.DisplayName(), s.Agent, state, sessions.Age(now, s.StateChangedAt), s.Evidence)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), s.DisplayName(), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
-	return tw.Flush()
+	tw.Flush()
 }
 
 func cmdShow(c *cli, args []string) error {
@@ -179,13 +182,9 @@ func printSession(c *cli, s sessions.Session) {
 	if s.Permission != nil {
 		row("permission", fmt.Sprintf("%s (approve or deny)", s.Permission.Tool))
 	}
-	if s.Failure.Kind != sessions.NoFailure {
-		f := s.Failure.Kind.Label()
-		if s.Failure.Message != "" {
-			f += ": " + s.Failure.Message
-		}
-		if !s.Failure.RetryAt.IsZero() {
-			f += " (retry at " + s.Failure.RetryAt.Local().Format(time.DateTime) + ")"
+	if f := view.FailureText(s.Failure); f != "" {
+		if retry := view.RetryText(s.Failure, time.Local); retry != "" {
+			f += " (" + retry + ")"
 		}
 		row("failure", f)
 	}
@@ -351,7 +350,7 @@ func printMessage(c *cli, m supervisor.Message, names map[string]string) {
 		if name == "" {
 			name = shortID(e.SessionID)
 		}
-		fmt.Fprintf(c.stdout, "%s  %s  [%s] %s\n", now, name, e.Kind, describeDetail(e.Detail))
+		fmt.Fprintf(c.stdout, "%s  %s  [%s] %s\n", now, name, e.Kind, view.TimelineDetail(e.Detail))
 	case supervisor.MsgEscalation:
 		fmt.Fprintf(c.stdout, "%s  %s NEEDS ATTENTION — %s\n", now, m.Session.DisplayName(), m.Session.Evidence)
 	}

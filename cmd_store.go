@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -170,7 +169,7 @@ func toTimelineRow(e storage.TimelineEvent) timelineRow {
 }
 
 // printTimeline prints events oldest first (they arrive newest first), one
-// readable line each: time, turn, kind, and the detail's message.
+// line each in the window's words (sessions/view): time, turn, kind, detail.
 func printTimeline(c *cli, name string, events []storage.TimelineEvent) {
 	if len(events) == 0 {
 		fmt.Fprintf(c.stdout, "%s: no timeline events yet\n", name)
@@ -180,43 +179,9 @@ func printTimeline(c *cli, name string, events []storage.TimelineEvent) {
 	fmt.Fprintln(tw, "TIME\tTURN\tKIND\tDETAIL")
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.TurnGeneration, e.Kind, describeDetail(e.Detail))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.TurnGeneration, view.KindLabel(e.Kind), view.TimelineDetail(e.Detail))
 	}
 	tw.Flush()
-}
-
-// describeDetail renders a detail object readably: its "message" first,
-// then the other fields as key=value.
-func describeDetail(raw json.RawMessage) string {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return string(raw)
-	}
-	var parts []string
-	if msg, ok := m["message"].(string); ok {
-		parts = append(parts, msg)
-		delete(m, "message")
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sortStrings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+formatValue(m[k]))
-	}
-	return strings.Join(parts, " · ")
-}
-
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func writeJSON(c *cli, v any) error {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -17,10 +18,10 @@ import (
 	"github.com/session-supervisor/session-supervisor/app"
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/notify"
-	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/tray"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // appID is the desktop application id (also in FyneApp.toml).
@@ -48,125 +49,110 @@ func haveDisplay() bool {
 // runGUI runs the tray, the window and the notifier on the main goroutine
 // until the user quits (the tray's Quit, closing is only hiding) or quit is
 // closed (Ctrl-C, SIGTERM).
+//
+// They render from one model fed by the bus (ui/model), never from the
+// database: the same messages the local API streams, so a desktop attached
+// over the API can feed the model the same way. Each loop (the model's
+// feed, the window, the tray, the notifier) runs in a goroutine owned here
+// and awaited before returning.
 func runGUI(d guiDeps) {
 	a := fyneapp.NewWithID(appID)
 	if icon, err := assets.AppIcon(256); err == nil {
 		a.SetIcon(fyne.NewStaticResource("session-supervisor.png", icon))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var loops sync.WaitGroup
+	defer func() {
+		cancel()
+		awaitLoops(&loops, d.log)
+	}()
 
-	win := app.NewWindow(a, d.rt, d.settings, app.Options{OpenDir: openDir, Logger: d.log})
-	go win.Run(ctx)
+	mdl := model.New()
+	loadPrefs(ctx, d, mdl)
+	feed := d.rt.Subscribe(modelBuffer, false)
+	// The subscription starts with a snapshot: applied here, the first
+	// tray menu and window already show every session.
+	mdl.Apply(<-feed.C)
+	loops.Go(func() {
+		defer d.rt.Bus().Unsubscribe(feed)
+		// A snapshot follows every settings change the desktop makes and
+		// comes at least once a minute: the desktop's settings are re-read
+		// there, not at each redraw.
+		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
+	})
+
+	win := app.NewWindow(a, d.rt, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log})
+	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	d.api.SetShowWindow(func() { fyne.Do(win.Show) })
 	defer d.api.SetShowWindow(nil)
 
 	if desk, ok := a.(desktop.App); ok {
-		tr := tray.New(desk, func(it tray.Item) { trayAction(ctx, d, win, it) })
+		tr := tray.New(desk, func(it tray.Item) { trayAction(ctx, d, mdl, win, &loops, it) })
 		// The first menu is set here, on the main goroutine before Run:
 		// Fyne starts the tray when the first menu is set, and quitting
 		// before that crashes inside systray.
-		tr.Show(tray.Build(traySnapshot(ctx, d)))
-		changes := watchChanges(ctx, d.rt.Bus())
-		go tray.Coalesce(ctx, changes, 250*time.Millisecond, 30*time.Second, func() {
-			m := tray.Build(traySnapshot(ctx, d))
-			fyne.Do(func() { tr.Show(m) })
-		})
+		tr.Show(tray.Build(tray.SnapshotOf(mdl, time.Now())))
+		loops.Go(func() { tr.Run(ctx, mdl) })
 	}
 
 	icon, _ := assets.AppIcon(64)
-	notifier := notify.New(notify.Desktop, icon, d.rt.Sessions(), d.log)
-	go runNotifier(ctx, d, notifier)
+	notifier := notify.New(notify.Desktop, icon, nil, d.log)
+	notes := d.rt.Subscribe(notifyBuffer, false)
+	loops.Go(func() {
+		defer d.rt.Bus().Unsubscribe(notes)
+		notifier.Run(ctx, notes.C, func() bool { return mdl.Prefs().NotifyWaitingOnUser })
+	})
 
-	go func() {
+	loops.Go(func() {
 		select {
 		case <-d.quit:
 			fyne.Do(a.Quit)
 		case <-ctx.Done():
 		}
-	}()
+	})
 	a.Lifecycle().SetOnStarted(func() { win.Show() })
 	a.Run()
 	d.requestQuit()
 }
 
-// traySnapshot is what the tray shows now.
-func traySnapshot(ctx context.Context, d guiDeps) tray.Snapshot {
-	set, err := d.settings.LoadSettings(ctx)
-	paused := err == nil && !set.Enabled
-	return tray.Snapshot{Sessions: d.rt.Sessions(), Paused: paused, Now: time.Now()}
-}
+// The subscriptions' queues. Overflowing one costs only incremental
+// messages: the next snapshot is always delivered and repairs the model
+// (which then reloads the open timeline).
+const (
+	modelBuffer  = 1024
+	notifyBuffer = 256
+)
 
-// watchChanges turns bus traffic into a change signal that never blocks the
-// bus: one pending signal is enough for the coalescer.
-func watchChanges(ctx context.Context, bus *supervisor.Bus) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	sub := bus.Subscribe(64)
-	go func() {
-		defer bus.Unsubscribe(sub)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-sub.C:
-				if !ok {
-					return
-				}
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	return out
-}
+// loopsDeadline bounds the wait for the GUI's loops at exit: a loop caught
+// handing an update to Fyne after its main loop stopped must not keep the
+// app from quitting.
+const loopsDeadline = 3 * time.Second
 
-// runNotifier feeds every session change (and every snapshot, which repairs
-// missed messages) to the notifier.
-func runNotifier(ctx context.Context, d guiDeps, n *notify.Notifier) {
-	bus := d.rt.Bus()
-	sub := bus.Subscribe(256)
-	defer bus.Unsubscribe(sub)
-	const settingsEvery = 5 * time.Second
-	waiting, readAt := true, time.Time{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-sub.C:
-			if !ok {
-				return
-			}
-			var list []sessions.Session
-			switch m.Type {
-			case supervisor.MsgSession, supervisor.MsgEscalation:
-				list = []sessions.Session{*m.Session}
-			case supervisor.MsgSnapshot:
-				list = m.Sessions
-			}
-			if len(list) == 0 {
-				continue
-			}
-			// The setting is re-read at most every few seconds, not for
-			// every stream event.
-			if now := time.Now(); now.Sub(readAt) >= settingsEvery {
-				if set, err := d.settings.LoadSettings(ctx); err == nil {
-					waiting = set.NotifyWaitingOnUser
-				}
-				readAt = now
-			}
-			for _, s := range list {
-				n.Observe(s, waiting, time.Now())
-			}
-		}
+func awaitLoops(loops *sync.WaitGroup, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() { loops.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(loopsDeadline):
+		log.Warn("GUI loops still running at exit", "waited", loopsDeadline)
 	}
 }
 
-// trayAction runs a tray click. Commands run off Fyne's goroutine so a slow
-// agent never freezes the menu; their errors are shown in the window.
-func trayAction(ctx context.Context, d guiDeps, win *app.Window, it tray.Item) {
+// loadPrefs reads the settings the desktop obeys into the model.
+func loadPrefs(ctx context.Context, d guiDeps, mdl *model.Model) {
+	set, err := d.settings.LoadSettings(ctx)
+	if err != nil {
+		d.log.Warn("reading the desktop's settings; keeping the last ones", "err", err)
+		return
+	}
+	mdl.SetPrefs(model.Prefs{Paused: !set.Enabled, NotifyWaitingOnUser: set.NotifyWaitingOnUser})
+}
+
+// trayAction runs a tray click. Commands run off Fyne's goroutine (in
+// loops, awaited at exit) so a slow agent never freezes the menu; their
+// errors are shown in the window.
+func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Window, loops *sync.WaitGroup, it tray.Item) {
 	switch it.Action {
 	case tray.ActOpenWindow:
 		win.Show()
@@ -181,7 +167,7 @@ func trayAction(ctx context.Context, d guiDeps, win *app.Window, it tray.Item) {
 		d.requestQuit()
 		return
 	}
-	go func() {
+	loops.Go(func() {
 		var err error
 		switch it.Action {
 		case tray.ActNudge:
@@ -191,10 +177,13 @@ func trayAction(ctx context.Context, d guiDeps, win *app.Window, it tray.Item) {
 		case tray.ActAcknowledge:
 			_, err = d.rt.Ack(ctx, it.SessionID)
 		case tray.ActTogglePause:
-			var set storage.Settings
-			if set, err = d.settings.LoadSettings(ctx); err == nil {
-				_, err = d.settings.SetSetting(ctx, "supervisor.enabled", strconv.FormatBool(!set.Enabled))
-				// The setting is read at every tick; re-render the tray now.
+			// The menu's check shows the model's value; toggle that.
+			paused := mdl.Prefs().Paused
+			if _, err = d.settings.SetSetting(ctx, "supervisor.enabled", strconv.FormatBool(paused)); err == nil {
+				// The supervisor reads the setting at every tick; the
+				// desktop shows it now, and a snapshot lets every other
+				// view catch up.
+				loadPrefs(ctx, d, mdl)
 				d.rt.PublishSnapshot()
 			}
 		}
@@ -202,7 +191,7 @@ func trayAction(ctx context.Context, d guiDeps, win *app.Window, it tray.Item) {
 			d.log.Warn("tray action failed", "action", it.Action, "err", err)
 			win.ShowError(fmt.Errorf("%s: %w", it.Label, err))
 		}
-	}()
+	})
 }
 
 // openDir opens a directory in the desktop's file manager.

@@ -11,13 +11,13 @@ import (
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
-// Backend is what the window needs from the supervisor. *supervisor.Runtime
-// satisfies it; tests use a real Runtime over a temporary database.
+// Backend is the supervisor's commands. The window reads what it shows from
+// its model (ui/model), never from here: Timeline is called once when a
+// session's detail opens (and again only after missed messages), never to
+// redraw. *supervisor.Runtime satisfies it; tests use a real Runtime over a
+// temporary database.
 type Backend interface {
-	Sessions() []sessions.Session
-	Session(id string) (sessions.Session, error)
 	Timeline(ctx context.Context, id string, limit int) ([]supervisor.TimelineRow, error)
-	Bus() *supervisor.Bus
 	Launch(ctx context.Context, req supervisor.LaunchRequest) (sessions.Session, error)
 	Send(ctx context.Context, id, prompt string) (sessions.Session, error)
 	Interrupt(ctx context.Context, id string) (sessions.Session, error)
@@ -38,3 +38,42 @@ type SettingsBackend interface {
 }
 
 var _ Backend = (*supervisor.Runtime)(nil)
+
+// recording is the window's Backend: every command's returned session goes
+// into the model at once, so what the user just did shows before its
+// message arrives (and a session just launched can be opened).
+type recording struct {
+	Backend
+	put func(sessions.Session)
+}
+
+func (r recording) keep(s sessions.Session, err error) (sessions.Session, error) {
+	if err == nil {
+		r.put(s)
+	}
+	return s, err
+}
+
+func (r recording) Launch(ctx context.Context, req supervisor.LaunchRequest) (sessions.Session, error) {
+	return r.keep(r.Backend.Launch(ctx, req))
+}
+
+func (r recording) Send(ctx context.Context, id, prompt string) (sessions.Session, error) {
+	return r.keep(r.Backend.Send(ctx, id, prompt))
+}
+
+func (r recording) Interrupt(ctx context.Context, id string) (sessions.Session, error) {
+	return r.keep(r.Backend.Interrupt(ctx, id))
+}
+
+func (r recording) Ack(ctx context.Context, id string) (sessions.Session, error) {
+	return r.keep(r.Backend.Ack(ctx, id))
+}
+
+func (r recording) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
+	return r.keep(r.Backend.Answer(ctx, id, allow, message))
+}
+
+func (r recording) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
+	return r.keep(r.Backend.NudgeNow(ctx, id))
+}

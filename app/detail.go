@@ -13,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // detailView is one session: who and where it is, what went wrong and what
@@ -22,6 +24,8 @@ type detailView struct {
 	w  *Window
 	id string
 	s  sessions.Session
+	// shownRows is the model's timeline version on screen.
+	shownRows uint64
 
 	back     *widget.Button
 	name     *widget.Label
@@ -160,9 +164,9 @@ func infoSegments(pairs ...string) []widget.RichTextSegment {
 	return out
 }
 
-// open loads session id into the view.
+// open shows session id (from the model).
 func (d *detailView) open(id string) error {
-	s, err := d.w.b.Session(id)
+	s, err := d.w.m.Session(id)
 	if err != nil {
 		return err
 	}
@@ -173,6 +177,7 @@ func (d *detailView) open(id string) error {
 		d.prompt.SetText("")
 		d.answer.SetText("")
 		d.timeline.reset()
+		d.shownRows = 0
 		d.setError("")
 		d.status.Hide()
 	}
@@ -181,12 +186,12 @@ func (d *detailView) open(id string) error {
 	return nil
 }
 
-// refresh re-reads the open session and its timeline.
+// refresh redraws the open session and its timeline from the model.
 func (d *detailView) refresh() {
 	if d.id == "" {
 		return
 	}
-	s, err := d.w.b.Session(d.id)
+	s, err := d.w.m.Session(d.id)
 	if err != nil {
 		d.setError("This session is gone: " + err.Error())
 		return
@@ -195,12 +200,37 @@ func (d *detailView) refresh() {
 	d.loadTimeline()
 }
 
+// loadTimeline shows the model's timeline of the open session, redrawing
+// only when its rows changed. The stored history is read once, when the
+// model asks for it (the session was just opened, or messages were
+// missed), off Fyne's goroutine; live rows arrive through the model.
 func (d *detailView) loadTimeline() {
-	rows, err := d.w.b.Timeline(context.Background(), d.id, timelineLimit)
-	if err != nil {
-		d.setError("Could not read the timeline: " + err.Error())
+	m, id := d.w.m, d.id
+	if m.Follow(id) {
+		d.w.async(func() {
+			rows, err := d.w.b.Timeline(context.Background(), id, model.TimelineLimit)
+			if err != nil {
+				m.LoadFailed(id)
+				d.w.do(func() {
+					if d.id == id {
+						d.setError("Could not read the timeline: " + err.Error())
+					}
+				})
+				return
+			}
+			m.SetTimeline(id, rows)
+			d.w.do(func() {
+				if d.id == id {
+					d.loadTimeline()
+				}
+			})
+		})
+	}
+	rows, version := m.Timeline(id)
+	if version == d.shownRows {
 		return
 	}
+	d.shownRows = version
 	d.timeline.set(rows)
 }
 
@@ -250,10 +280,12 @@ func (d *detailView) show(s sessions.Session) {
 	} else {
 		d.permission.Hide()
 	}
-	// The same rules as the tray's submenu, so both offer the same commands.
-	setEnabled(d.nudge, !s.InTurn)
-	setEnabled(d.interrupt, s.InTurn)
-	setEnabled(d.ack, canAcknowledge(s))
+	// The shared rules: the tray's submenu offers the same commands.
+	setEnabled(d.nudge, view.Allows(s, view.Nudge))
+	setEnabled(d.interrupt, view.Allows(s, view.Interrupt))
+	setEnabled(d.ack, view.Allows(s, view.Acknowledge))
+	setEnabled(d.approve, view.Allows(s, view.Approve))
+	setEnabled(d.deny, view.Allows(s, view.Deny))
 	setEnabled(d.openDir, s.Cwd != "" && d.w.dir != nil)
 	d.relayout()
 }
@@ -267,12 +299,8 @@ func (d *detailView) showRecovery(now time.Time) {
 		d.recovery.Hide()
 		return
 	}
-	if f.Kind != sessions.NoFailure || f.Message != "" {
-		msg := "Failure: " + f.Kind.Label()
-		if f.Message != "" {
-			msg += " — " + f.Message
-		}
-		d.failure.SetText(msg)
+	if text := view.FailureText(f); text != "" {
+		d.failure.SetText("Failure: " + text)
 		d.failure.Show()
 	} else {
 		d.failure.Hide()
@@ -280,7 +308,7 @@ func (d *detailView) showRecovery(now time.Time) {
 	var plan string
 	switch {
 	case sup.Recovery != "":
-		plan = fmt.Sprintf("Recovery: %s, attempt %d", kindLabel(sup.Recovery), sup.RecoveryAttempts)
+		plan = fmt.Sprintf("Recovery: %s, attempt %d", view.KindLabel(sup.Recovery), sup.RecoveryAttempts)
 	case s.Nudge.Attempts > 0:
 		plan = fmt.Sprintf("Continuation nudges this incident: %d", s.Nudge.Attempts)
 	}
@@ -323,11 +351,6 @@ func (d *detailView) tick() {
 	if d.next.Visible() != was {
 		d.relayout()
 	}
-}
-
-// canAcknowledge is the tray's rule, so both offer Acknowledge alike.
-func canAcknowledge(s sessions.Session) bool {
-	return s.NeedsAttention || (!s.InTurn && (s.State == sessions.WaitingOnUser || s.State == sessions.Errored || s.State == sessions.Interrupted))
 }
 
 func setEnabled(b *widget.Button, on bool) {
@@ -376,7 +399,7 @@ func (d *detailView) report(id, what string, s sessions.Session, err error) {
 		d.show(s)
 	}
 	d.loadTimeline()
-	d.w.list.set(d.w.b.Sessions())
+	d.w.list.set(d.w.m.Sessions())
 	d.relayout()
 }
 

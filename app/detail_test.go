@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -20,7 +21,7 @@ func timelineLines(tv *timelineView) []string {
 	var out []string
 	for _, it := range tv.items {
 		if it.header {
-			out = append(out, "# "+turnTitle(it.gen))
+			out = append(out, "# "+view.TurnTitle(it.gen))
 		} else {
 			out = append(out, rowText(it.row, time.UTC))
 		}
@@ -98,7 +99,7 @@ func TestNewTimelineRowsKeepTheScrollPosition(t *testing.T) {
 	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
 		t.Fatal(err)
 	}
-	e.w.Refresh()
+	e.refresh()
 
 	if got := tv.items[1].row.Kind; got != "state_changed" && got != "acknowledged" {
 		t.Fatalf("newest row is %q, want the acknowledgement", got)
@@ -113,7 +114,7 @@ func TestNewTimelineRowsKeepTheScrollPosition(t *testing.T) {
 	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
 		t.Fatal(err)
 	}
-	e.w.Refresh()
+	e.refresh()
 	if tv.list.GetScrollOffset() != 0 {
 		t.Fatal("a reader at the top must stay at the top to see new rows")
 	}
@@ -292,24 +293,6 @@ func TestCloseOnlyHides(t *testing.T) {
 	e.w.Show()
 	if !e.w.shown || len(e.renderedRows()) != 7 {
 		t.Fatal("the window did not come back")
-	}
-}
-
-func TestTimelineMessages(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{`{"message":"hi"}`, "hi"},
-		{`{"from":"working","to":"suspect"}`, "Working → Suspect"},
-		{`{"from":"working","to":"suspect","message":"12 min silent"}`, "Working → Suspect: 12 min silent"},
-		{`{"pid":42,"allow":true}`, "allow=true pid=42"},
-		{`{}`, ""},
-		{`not json`, "not json"},
-	} {
-		if got := rowMessage([]byte(c.in)); got != c.want {
-			t.Errorf("rowMessage(%s) = %q, want %q", c.in, got, c.want)
-		}
-	}
-	if got := turnTitle(0); got != "Before the first turn" {
-		t.Errorf("turn 0: %q", got)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // t0 is the fixed "now" of every test: ages, countdowns and timeline times
@@ -44,6 +45,8 @@ type env struct {
 	ctx   context.Context
 	store *storage.Store
 	rt    *supervisor.Runtime
+	m     *model.Model
+	sub   *supervisor.Subscription
 	w     *Window
 	now   time.Time
 	// opened records OpenDir calls.
@@ -133,18 +136,46 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	if err := e.rt.Boot(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.w = NewWindow(a, e.rt, st, Options{
+	// The model is fed synchronously from a real subscription: pump
+	// applies what the runtime published so far, so each step is ordered
+	// without a feeding goroutine.
+	e.m = model.New()
+	e.sub = e.rt.Subscribe(4096, false)
+	t.Cleanup(func() { e.rt.Bus().Unsubscribe(e.sub) })
+	e.pump()
+	e.w = NewWindow(a, e.rt, st, e.m, Options{
 		Now: func() time.Time { return e.now },
 		OpenDir: func(p string) error {
 			e.opened = append(e.opened, p)
 			return nil
 		},
 	})
-	e.w.do = func(f func()) { f() }
+	// Fyne's goroutine runs after the model has caught up, as it does
+	// (within a coalescing delay) in the app.
+	e.w.do = func(f func()) { e.pump(); f() }
 	e.w.async = func(f func()) { f() }
 	t.Cleanup(e.w.win.Close)
 	e.w.Show()
 	return e
+}
+
+// pump applies every message the runtime has published so far.
+func (e *env) pump() {
+	for {
+		select {
+		case m := <-e.sub.C:
+			e.m.Apply(m)
+		default:
+			return
+		}
+	}
+}
+
+// refresh is what the window does after the supervisor changed something:
+// the model catches up, then the window redraws from it.
+func (e *env) refresh() {
+	e.pump()
+	e.w.Refresh()
 }
 
 // walk visits o and every visible object under it, through the widgets'

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 )
 
 // The state filter's first two choices; the rest are the states' labels.
@@ -20,6 +21,10 @@ const (
 	filterAll       = "All states"
 	filterAttention = "Needs attention"
 )
+
+// emptyText is what the list says before the first session: the two ways
+// to start one that exist.
+const emptyText = "No sessions yet. Start one with New session…, or run session-supervisor new in a terminal."
 
 // sessionsView is the Sessions list: a filter bar over a keyboard-driven
 // list, one row per session.
@@ -71,7 +76,7 @@ func newSessionsView(w *Window) *sessionsView {
 // set replaces the sessions (from a Refresh) and re-applies the filter.
 func (v *sessionsView) set(list []sessions.Session) {
 	v.all = append([]sessions.Session(nil), list...)
-	sortByUrgency(v.all)
+	view.Sort(v.all)
 	v.apply()
 }
 
@@ -90,7 +95,7 @@ func (v *sessionsView) apply() {
 	}
 	switch {
 	case len(v.all) == 0:
-		v.empty.SetText("No sessions yet. Start one with New session…, or run an agent with the hooks installed.")
+		v.empty.SetText(emptyText)
 		v.empty.Show()
 	case len(v.shown) == 0:
 		v.empty.SetText("No session matches the filter.")

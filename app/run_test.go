@@ -8,37 +8,47 @@ import (
 
 	"fyne.io/fyne/v2"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
-// countingBackend counts full re-reads (Sessions is the first thing a
-// Refresh does).
+// countingBackend counts timeline reads: the only read left on the
+// backend, which must happen once per opened session, never per redraw.
 type countingBackend struct {
 	Backend
 	reads int
 }
 
-func (c *countingBackend) Sessions() []sessions.Session {
+func (c *countingBackend) Timeline(ctx context.Context, id string, limit int) ([]supervisor.TimelineRow, error) {
 	c.reads++
-	return c.Backend.Sessions()
+	return c.Backend.Timeline(ctx, id, limit)
 }
 
 func TestRunRefreshesOncePerBurst(t *testing.T) {
 	e := newEnv(t, seed(), nil)
 	cb := &countingBackend{Backend: e.rt}
-	w := NewWindow(fyne.CurrentApp(), cb, e.store, Options{Now: func() time.Time { return t0 }})
+	// A model fed by its own goroutine from the runtime, as in the app.
+	ctx, cancel := context.WithCancel(e.ctx)
+	m := model.New()
+	sub := e.rt.Subscribe(256, false)
+	m.Apply(<-sub.C) // the subscription starts with a snapshot
+	fed := make(chan struct{})
+	go func() { m.Run(ctx, sub.C, nil); close(fed) }()
+	t.Cleanup(func() { cancel(); <-fed; e.rt.Bus().Unsubscribe(sub) })
+
+	w := NewWindow(fyne.CurrentApp(), cb, e.store, m, Options{Now: func() time.Time { return t0 }})
 	t.Cleanup(w.win.Close)
 	w.async = func(f func()) { f() }
+	w.do = func(f func()) { f() }
 	w.ShowSession("b2")
 
 	// The test goroutine plays Fyne's: Run hands it every UI update.
 	ui := make(chan func(), 64)
 	w.do = func(f func()) { ui <- f }
-	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
 
-	// The first tick proves Run is subscribed.
+	// The first tick proves Run is watching.
 	select {
 	case f := <-ui:
 		f()
@@ -46,7 +56,18 @@ func TestRunRefreshesOncePerBurst(t *testing.T) {
 		t.Fatal("Run never ticked")
 	}
 
-	cb.reads = 0
+	drain := func() {
+		deadline := time.After(3 * coalesceDelay)
+		for {
+			select {
+			case f := <-ui:
+				f()
+			case <-deadline:
+				return
+			}
+		}
+	}
+	w.refreshes = 0
 	// A burst: a command from elsewhere (the tray) publishes the session
 	// and two timeline rows; snapshots follow.
 	if _, err := e.rt.Ack(e.ctx, "b2"); err != nil {
@@ -55,17 +76,9 @@ func TestRunRefreshesOncePerBurst(t *testing.T) {
 	for range 3 {
 		e.rt.PublishSnapshot()
 	}
-	deadline := time.After(3 * coalesceDelay)
-	for waiting := true; waiting; {
-		select {
-		case f := <-ui:
-			f()
-		case <-deadline:
-			waiting = false
-		}
-	}
-	if cb.reads != 1 {
-		t.Fatalf("%d refreshes for one burst, want 1", cb.reads)
+	drain()
+	if w.refreshes != 1 {
+		t.Fatalf("%d refreshes for one burst, want 1", w.refreshes)
 	}
 	if got := w.detail.badge.text.Text; got != "Idle" {
 		t.Fatalf("detail after the burst: %q", got)
@@ -73,22 +86,19 @@ func TestRunRefreshesOncePerBurst(t *testing.T) {
 	if !strings.Contains(strings.Join(timelineLines(w.detail.timeline), "\n"), "acknowledged by the user") {
 		t.Fatal("the new timeline row did not appear")
 	}
+	// The rows came through the model: the history was read once, when
+	// the session opened.
+	if cb.reads != 1 {
+		t.Fatalf("the timeline was read %d times, want once", cb.reads)
+	}
 
 	// A hidden window is not refreshed (it is when shown again).
 	w.hide()
-	cb.reads = 0
+	w.refreshes = 0
 	e.rt.PublishSnapshot()
-	deadline = time.After(3 * coalesceDelay)
-	for waiting := true; waiting; {
-		select {
-		case f := <-ui:
-			f()
-		case <-deadline:
-			waiting = false
-		}
-	}
-	if cb.reads != 0 {
-		t.Fatalf("a hidden window refreshed %d times", cb.reads)
+	drain()
+	if w.refreshes != 0 {
+		t.Fatalf("a hidden window refreshed %d times", w.refreshes)
 	}
 
 	cancel()

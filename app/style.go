@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 )
 
 // The state colours. They are the tray icons' colours, so the window and the
@@ -33,74 +33,19 @@ var (
 	colorOnAmber = color.NRGBA{R: 0x1f, G: 0x1f, B: 0x1f, A: 0xff}
 )
 
-// urgency orders sessions like the tray does (most urgent first), so the
-// list and the tray menu agree on what comes first.
-type urgency int
-
-const (
-	urgAttention urgency = iota
-	urgWaiting
-	urgRecovering
-	urgWorking
-	urgIdle
-)
-
-// urgencyOf mirrors the tray's rule: needs attention > waiting on user >
-// recovering / suspect (and errored / interrupted not yet escalated, which
-// the supervisor is still handling) > working > idle.
-func urgencyOf(s sessions.Session) urgency {
-	switch {
-	case s.NeedsAttention:
-		return urgAttention
-	case s.State == sessions.WaitingOnUser:
-		return urgWaiting
-	case s.State == sessions.Recovering, s.State == sessions.Suspect,
-		s.State == sessions.Errored, s.State == sessions.Interrupted:
-		return urgRecovering
-	case s.State == sessions.Working, s.State == sessions.Compacting:
-		return urgWorking
-	}
-	return urgIdle
-}
-
 // stateColor is the badge colour of a session.
 func stateColor(s sessions.Session) color.NRGBA {
-	switch urgencyOf(s) {
-	case urgAttention:
+	switch view.UrgencyOf(s) {
+	case view.NeedsAttention:
 		return colorAttention
-	case urgWaiting:
+	case view.Waiting:
 		return colorWaiting
-	case urgRecovering:
+	case view.Recovering:
 		return colorRecovering
-	case urgWorking:
+	case view.Working:
 		return colorWorking
 	}
 	return colorIdle
-}
-
-// badgeText is the badge's words: the state's label, or "Needs attention"
-// when the supervisor escalated (the state itself stays honest underneath
-// and is shown in the detail).
-func badgeText(s sessions.Session) string {
-	if s.NeedsAttention {
-		return "Needs attention"
-	}
-	return s.State.Label()
-}
-
-// sortByUrgency orders the list like the tray menu: most urgent first, then
-// the most recent state change.
-func sortByUrgency(list []sessions.Session) {
-	sort.SliceStable(list, func(i, j int) bool {
-		ui, uj := urgencyOf(list[i]), urgencyOf(list[j])
-		if ui != uj {
-			return ui < uj
-		}
-		if !list[i].StateChangedAt.Equal(list[j].StateChangedAt) {
-			return list[i].StateChangedAt.After(list[j].StateChangedAt)
-		}
-		return list[i].ID < list[j].ID
-	})
 }
 
 // countdown is the time left until t: "in 4m 05s", "in 1h 02m", or
@@ -164,7 +109,7 @@ func newBadge() *badge {
 func (b *badge) set(s sessions.Session) {
 	c := stateColor(s)
 	b.bg.FillColor = c
-	b.text.Text = badgeText(s)
+	b.text.Text = view.Badge(s)
 	b.text.Color = colorOnBadge
 	if c == colorWaiting {
 		b.text.Color = colorOnAmber

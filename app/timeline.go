@@ -1,10 +1,7 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -12,13 +9,10 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
-
-// timelineLimit is how many rows the detail reads: hours of a busy session,
-// and one query stays a few milliseconds.
-const timelineLimit = 500
 
 // tlItem is one line of the timeline list: a turn header or an event row.
 type tlItem struct {
@@ -33,7 +27,8 @@ func (it tlItem) key() string {
 	if it.header {
 		return fmt.Sprintf("turn:%d", it.gen)
 	}
-	return fmt.Sprintf("row:%d", it.row.ID)
+	// A live row may not carry its stored id yet.
+	return "row:" + model.RowKey(it.row)
 }
 
 // timelineItems groups rows (newest first, as the backend returns them) by
@@ -49,61 +44,9 @@ func timelineItems(rows []supervisor.TimelineRow) []tlItem {
 	return out
 }
 
-// turnTitle names a turn header.
-func turnTitle(gen int64) string {
-	if gen <= 0 {
-		return "Before the first turn"
-	}
-	return fmt.Sprintf("Turn %d", gen)
-}
-
-// kindLabel makes a timeline kind readable: "stall_interrupt" → "stall interrupt".
-func kindLabel(kind string) string { return strings.ReplaceAll(kind, "_", " ") }
-
-// rowMessage is the human part of a row's JSON detail: its message, led by
-// the state change when there is one ("Working → Suspect: 12 min silent").
-// Rows without a message show their fields as key=value, so nothing
-// recorded is hidden.
-func rowMessage(detail json.RawMessage) string {
-	var m map[string]any
-	if len(detail) == 0 || json.Unmarshal(detail, &m) != nil {
-		return strings.TrimSpace(string(detail))
-	}
-	msg, _ := m["message"].(string)
-	from, _ := m["from"].(string)
-	to, _ := m["to"].(string)
-	if from != "" && to != "" {
-		change := stateLabel(from) + " → " + stateLabel(to)
-		if msg == "" {
-			return change
-		}
-		return change + ": " + msg
-	}
-	if msg != "" {
-		return msg
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-func stateLabel(name string) string {
-	if st, err := sessions.ParseState(name); err == nil {
-		return st.Label()
-	}
-	return name
-}
-
 // rowText is the whole line: "15:04:05 · kind · message".
 func rowText(r supervisor.TimelineRow, loc *time.Location) string {
-	return r.Time.In(loc).Format("15:04:05") + " · " + kindLabel(r.Kind) + " · " + rowMessage(r.Detail)
+	return r.Time.In(loc).Format("15:04:05") + " · " + view.KindLabel(r.Kind) + " · " + view.TimelineDetail(r.Detail)
 }
 
 // timelineView is the live timeline: newest first, grouped by turn. New
@@ -143,7 +86,7 @@ func newTimelineView(loc func() *time.Location) *timelineView {
 		it := tv.items[id]
 		tv.selected = it.key()
 		if it.header {
-			tv.showFull(turnTitle(it.gen))
+			tv.showFull(view.TurnTitle(it.gen))
 		} else {
 			tv.showFull(rowText(it.row, tv.loc()))
 		}
@@ -258,13 +201,13 @@ func (r *timelineRow) CreateRenderer() fyne.WidgetRenderer {
 func (r *timelineRow) set(it tlItem, loc *time.Location) {
 	if it.header {
 		r.row.Hide()
-		r.header.SetText(turnTitle(it.gen))
+		r.header.SetText(view.TurnTitle(it.gen))
 		r.header.Show()
 		return
 	}
 	r.header.Hide()
 	setMuted(r.when, it.row.Time.In(loc).Format("15:04:05"))
-	r.kind.SetText(kindLabel(it.row.Kind))
-	setMuted(r.message, rowMessage(it.row.Detail))
+	r.kind.SetText(view.KindLabel(it.row.Kind))
+	setMuted(r.message, view.TimelineDetail(it.row.Detail))
 	r.row.Show()
 }

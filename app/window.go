@@ -9,6 +9,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
+
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // Options configures a Window.
@@ -31,6 +33,7 @@ type Options struct {
 type Window struct {
 	win fyne.Window
 	b   Backend
+	m   *model.Model
 	s   SettingsBackend
 	log *slog.Logger
 	now func() time.Time
@@ -52,6 +55,8 @@ type Window struct {
 
 	shown bool
 	ticks int
+	// refreshes counts Refresh calls (tests check the coalescing).
+	refreshes int
 }
 
 // The window's size: the list's columns and the detail's two panes are laid
@@ -61,12 +66,13 @@ const (
 	windowHeight = 700
 )
 
-// NewWindow builds the window (hidden) over the supervisor b and the
-// settings store s.
-func NewWindow(a fyne.App, b Backend, s SettingsBackend, opts Options) *Window {
+// NewWindow builds the window (hidden): it shows the model m, sends
+// commands to b and edits settings through s.
+func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Options) *Window {
 	w := &Window{
 		win: a.NewWindow("Session Supervisor"),
-		b:   b, s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir,
+		b:   recording{Backend: b, put: m.Put}, m: m,
+		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}
@@ -200,12 +206,13 @@ func (w *Window) showList() {
 	w.list.focus()
 }
 
-// Refresh re-reads the backend: the sessions, the open detail and its
-// timeline, and Settings when it is on screen (the tray's Pause changes a
-// setting too). Main may call it (on Fyne's goroutine); Run calls it
-// coalesced from the bus.
+// Refresh redraws from the model: the sessions, the open detail and its
+// timeline. Settings, while on screen, is re-read through its own backend
+// (the tray's Pause changes a setting too). Main may call it (on Fyne's
+// goroutine); Run calls it coalesced after the model changes.
 func (w *Window) Refresh() {
-	w.list.set(w.b.Sessions())
+	w.refreshes++
+	w.list.set(w.m.Sessions())
 	if w.detail.content.Visible() {
 		w.detail.refresh()
 	}

@@ -6,12 +6,14 @@
 package notify
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // Sender delivers one notification (beeep.Notify in the app).
@@ -41,6 +43,13 @@ type Decider struct {
 // conditions that already held before the app started do not notify.
 func NewDecider(initial []sessions.Session) *Decider {
 	d := &Decider{seen: map[string]sessions.Session{}, sent: map[string]bool{}}
+	d.prime(initial)
+	return d
+}
+
+// prime records sessions as already seen, their conditions as already
+// notified.
+func (d *Decider) prime(initial []sessions.Session) {
 	for _, s := range initial {
 		d.seen[s.ID] = s
 		if s.NeedsAttention {
@@ -50,7 +59,6 @@ func NewDecider(initial []sessions.Session) *Decider {
 			d.sent[k] = true
 		}
 	}
-	return d
 }
 
 func escalationKey(s sessions.Session) string {
@@ -185,4 +193,49 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 		return
 	}
 	n.Sent++
+}
+
+// Run notifies from the supervisor's messages until ctx is done or in is
+// closed; it owns the notifier's loop (main starts it in a goroutine and
+// waits for it). Every session change, escalation and snapshot (which
+// repairs missed messages) is observed. The first message, when it is a
+// snapshot (a subscription starts with one), primes the notifier instead:
+// what already held when the desktop started does not notify.
+// waitingOnUser reads notify.waiting_on_user from memory.
+func (n *Notifier) Run(ctx context.Context, in <-chan supervisor.Message, waitingOnUser func() bool) {
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-in:
+			if !ok {
+				return
+			}
+			if first && m.Type == supervisor.MsgSnapshot {
+				first = false
+				n.mu.Lock()
+				n.decider.prime(m.Sessions)
+				n.mu.Unlock()
+				continue
+			}
+			first = false
+			var list []sessions.Session
+			switch m.Type {
+			case supervisor.MsgSession, supervisor.MsgEscalation:
+				if m.Session != nil {
+					list = []sessions.Session{*m.Session}
+				}
+			case supervisor.MsgSnapshot:
+				list = m.Sessions
+			}
+			if len(list) == 0 {
+				continue
+			}
+			waiting := waitingOnUser()
+			for _, s := range list {
+				n.Observe(s, waiting, time.Now())
+			}
+		}
+	}
 }

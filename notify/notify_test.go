@@ -1,12 +1,16 @@
 package notify
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -141,4 +145,82 @@ func TestNoServiceLogsOnceAndCarriesOn(t *testing.T) {
 	if n.Failed != 3 || n.Sent != 0 || !n.unavailable {
 		t.Fatalf("failed %d sent %d unavailable %v", n.Failed, n.Sent, n.unavailable)
 	}
+}
+
+// TestSettingDescriptionMatchesDecider holds the notify.waiting_on_user
+// description to what the decider does: every wait it notifies is named,
+// and a finished turn (review), which never notifies — it would arrive
+// after every turn of every session and, through the shared rate limit,
+// crowd out escalations — is said not to.
+func TestSettingDescriptionMatchesDecider(t *testing.T) {
+	var desc string
+	for _, d := range storage.SettingKeys() {
+		if d.Key == "notify.waiting_on_user" {
+			desc = d.Description
+		}
+	}
+	if desc == "" {
+		t.Fatal("no notify.waiting_on_user setting")
+	}
+	cases := []struct {
+		reason sessions.WaitReason
+		word   string
+	}{
+		{sessions.WaitQuestion, "a question"},
+		{sessions.WaitPlan, "a plan"},
+		{sessions.WaitPermission, "a permission"},
+		{sessions.WaitReview, "A finished turn does not notify"},
+	}
+	for _, tc := range cases {
+		d := NewDecider(nil)
+		d.Observe(s("a", sessions.Working, nil), true)
+		_, notified := d.Observe(s("a", sessions.WaitingOnUser, func(x *sessions.Session) { x.WaitReason = tc.reason }), true)
+		said := strings.Contains(desc, tc.word)
+		if tc.reason == sessions.WaitReview {
+			said = !said // the sentence says it does not notify
+		}
+		if notified != said {
+			t.Errorf("%s: notifies %t, but the description %q says so: %t", tc.reason, notified, desc, said)
+		}
+	}
+}
+
+// Run primes from the subscription's first snapshot (no storm at start),
+// then notifies live changes once, reading the setting from memory.
+func TestRunPrimesThenNotifies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out []sent
+		n := New(recorder(&out, nil), nil, nil, nil)
+		in := make(chan supervisor.Message, 8)
+		waiting := false
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.Run(ctx, in, func() bool { return waiting }); close(done) }()
+
+		old := s("a", sessions.Errored, escalated)
+		in <- supervisor.Message{Type: supervisor.MsgSnapshot, Sessions: []sessions.Session{old, s("b", sessions.Working, nil)}}
+		in <- supervisor.Message{Type: supervisor.MsgSnapshot, Sessions: []sessions.Session{old}}
+		synctest.Wait()
+		if len(out) != 0 {
+			t.Fatalf("what held at start notified: %+v", out)
+		}
+		b := s("b", sessions.Errored, escalated)
+		in <- supervisor.Message{Type: supervisor.MsgEscalation, Session: &b}
+		in <- supervisor.Message{Type: supervisor.MsgSession, Session: &b}
+		perm := s("c", sessions.WaitingOnUser, permission)
+		in <- supervisor.Message{Type: supervisor.MsgSession, Session: &perm} // setting off
+		synctest.Wait()
+		if len(out) != 1 || out[0].title != "name-b needs attention" {
+			t.Fatalf("sent %+v, want one escalation", out)
+		}
+		waiting = true
+		perm2 := s("d", sessions.WaitingOnUser, permission)
+		in <- supervisor.Message{Type: supervisor.MsgSession, Session: &perm2}
+		synctest.Wait()
+		if len(out) != 2 || out[1].title != "name-d asks for permission" {
+			t.Fatalf("sent %+v, want the permission too", out)
+		}
+		cancel()
+		<-done
+	})
 }

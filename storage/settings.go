@@ -217,7 +217,7 @@ var registry = []setting{
 		Description: "Days of supervisor timeline to keep (at least 30); older events are pruned."},
 		func(s *Settings, v value) { s.RetentionDays = int(v.i) }},
 	{SettingDef{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
-		Description: "Notify when a session starts waiting on you (a question, a plan, a permission, a finished turn)."},
+		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
 		func(s *Settings, v value) { s.NotifyWaitingOnUser = v.b }},
 	{SettingDef{Key: "agents.claude.command", Kind: KindString, Default: "claude",
 		Description: "Command that starts Claude Code: a name on PATH or an absolute path."},

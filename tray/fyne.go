@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 
 	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // Tray shows menu models in the desktop's system tray.
@@ -62,6 +63,30 @@ func (t *Tray) items(list []Item) []*fyne.MenuItem {
 		out = append(out, mi)
 	}
 	return out
+}
+
+// The tray's pacing: a burst of changes redraws once after renderDelay; the
+// ages in the labels move every refreshEvery even when nothing changes.
+const (
+	renderDelay  = 250 * time.Millisecond
+	refreshEvery = 30 * time.Second
+)
+
+// Run keeps the tray in step with the model until ctx is done. It owns the
+// tray's loop: main starts it in a goroutine and waits for it.
+func (t *Tray) Run(ctx context.Context, m *model.Model) {
+	Follow(ctx, m, time.Now, func(menu Menu) { fyne.Do(func() { t.Show(menu) }) })
+}
+
+// SnapshotOf is what the tray shows now, read from the model's memory.
+func SnapshotOf(m *model.Model, now time.Time) Snapshot {
+	return Snapshot{Sessions: m.Sessions(), Paused: m.Prefs().Paused, Now: now}
+}
+
+// Follow builds a menu from the model at the start, after each burst of
+// changes and at every refresh, and hands it to show, until ctx is done.
+func Follow(ctx context.Context, m *model.Model, now func() time.Time, show func(Menu)) {
+	Coalesce(ctx, m.Watch(ctx), renderDelay, refreshEvery, func() { show(Build(SnapshotOf(m, now()))) })
 }
 
 // Coalesce calls render once per burst: after a signal on changes it waits

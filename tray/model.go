@@ -6,12 +6,12 @@ package tray
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 )
 
 // MaxTopLevel caps the sessions listed at the top level; the rest go under
@@ -70,48 +70,30 @@ type Snapshot struct {
 	Now    time.Time
 }
 
-// Aggregate is the most urgent condition across the sessions, which picks
-// the icon: needs attention > waiting on user > recovering / suspect >
-// working > idle.
-func Aggregate(list []sessions.Session) assets.Icon {
-	best := assets.IconIdle
-	for _, s := range list {
-		if u := urgency(s); u < best {
-			best = u
-		}
-	}
-	return best
+// icons maps the shared urgency to the tray's icon.
+var icons = map[view.Urgency]assets.Icon{
+	view.NeedsAttention: assets.IconAttention,
+	view.Waiting:        assets.IconWaiting,
+	view.Recovering:     assets.IconRecovering,
+	view.Working:        assets.IconWorking,
+	view.Quiet:          assets.IconIdle,
 }
 
-func urgency(s sessions.Session) assets.Icon {
-	switch {
-	case s.NeedsAttention:
-		return assets.IconAttention
-	case s.State == sessions.WaitingOnUser:
-		return assets.IconWaiting
-	case s.State == sessions.Recovering || s.State == sessions.Suspect:
-		return assets.IconRecovering
-	case s.State == sessions.Errored || s.State == sessions.Interrupted:
-		// Not yet escalated: the supervisor is still on it.
-		return assets.IconRecovering
-	case s.State == sessions.Working || s.State == sessions.Compacting:
-		return assets.IconWorking
-	}
-	return assets.IconIdle
-}
+// Aggregate is the icon of the most urgent session (view.Most).
+func Aggregate(list []sessions.Session) assets.Icon { return icons[view.Most(list)] }
 
 // Header is the one-line summary: "3 working · 1 needs you".
 func Header(list []sessions.Session) string {
 	var working, needs, waiting, recovering int
 	for _, s := range list {
-		switch {
-		case s.NeedsAttention:
+		switch view.UrgencyOf(s) {
+		case view.NeedsAttention:
 			needs++
-		case s.State == sessions.WaitingOnUser:
+		case view.Waiting:
 			waiting++
-		case s.State == sessions.Working || s.State == sessions.Compacting:
+		case view.Working:
 			working++
-		case s.State == sessions.Recovering || s.State == sessions.Suspect || s.State == sessions.Errored || s.State == sessions.Interrupted:
+		case view.Recovering:
 			recovering++
 		}
 	}
@@ -144,16 +126,7 @@ func plural(n int, one, many string) string {
 // Build is the pure menu builder.
 func Build(snap Snapshot) Menu {
 	list := append([]sessions.Session(nil), snap.Sessions...)
-	sort.SliceStable(list, func(i, j int) bool {
-		ui, uj := urgency(list[i]), urgency(list[j])
-		if ui != uj {
-			return ui < uj
-		}
-		if !list[i].StateChangedAt.Equal(list[j].StateChangedAt) {
-			return list[i].StateChangedAt.After(list[j].StateChangedAt)
-		}
-		return list[i].ID < list[j].ID
-	})
+	view.Sort(list)
 	header := Header(list)
 	if snap.Paused {
 		header += " (supervisor paused)"
@@ -191,25 +164,9 @@ func Build(snap Snapshot) Menu {
 	return m
 }
 
-// stateDot is a text marker per urgency, so the label never relies on the
-// icon's colour alone.
-var stateDot = map[assets.Icon]string{
-	assets.IconAttention:  "⚠",
-	assets.IconWaiting:    "●",
-	assets.IconRecovering: "◐",
-	assets.IconWorking:    "▶",
-	assets.IconIdle:       "○",
-}
-
 // SessionLabel is "● name — State · 12m".
 func SessionLabel(s sessions.Session, now time.Time) string {
-	state := s.State.Label()
-	if s.NeedsAttention {
-		state = "Needs attention (" + state + ")"
-	} else if s.State == sessions.WaitingOnUser && s.WaitReason != sessions.NoWait {
-		state += " (" + s.WaitReason.String() + ")"
-	}
-	return fmt.Sprintf("%s %s — %s · %s", stateDot[urgency(s)], s.DisplayName(), state, sessions.Age(now, s.StateChangedAt))
+	return fmt.Sprintf("%s %s — %s · %s", view.UrgencyOf(s).Marker(), s.DisplayName(), view.StateText(s), sessions.Age(now, s.StateChangedAt))
 }
 
 func sessionItem(s sessions.Session, now time.Time) Item {
@@ -218,13 +175,9 @@ func sessionItem(s sessions.Session, now time.Time) Item {
 		SessionID: s.ID,
 		Children: []Item{
 			{Label: "Open", Action: ActOpenSession, SessionID: s.ID},
-			{Label: "Send nudge now", Action: ActNudge, SessionID: s.ID, Disabled: s.InTurn},
-			{Label: "Interrupt turn", Action: ActInterrupt, SessionID: s.ID, Disabled: !s.InTurn},
-			{Label: "Acknowledge", Action: ActAcknowledge, SessionID: s.ID, Disabled: !canAcknowledge(s)},
+			{Label: "Send nudge now", Action: ActNudge, SessionID: s.ID, Disabled: !view.Allows(s, view.Nudge)},
+			{Label: "Interrupt turn", Action: ActInterrupt, SessionID: s.ID, Disabled: !view.Allows(s, view.Interrupt)},
+			{Label: "Acknowledge", Action: ActAcknowledge, SessionID: s.ID, Disabled: !view.Allows(s, view.Acknowledge)},
 		},
 	}
-}
-
-func canAcknowledge(s sessions.Session) bool {
-	return s.NeedsAttention || (!s.InTurn && (s.State == sessions.WaitingOnUser || s.State == sessions.Errored || s.State == sessions.Interrupted))
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -224,6 +226,67 @@ func TestCoalesce(t *testing.T) {
 		synctest.Wait()
 		if n := renders.Load(); n != 3 {
 			t.Fatalf("after the refresh interval: %d renders, want 3", n)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// The submenu offers Acknowledge exactly when acknowledging changes
+// something (view.Allows, which follows sessions.Apply): a question asked
+// outside a turn is not settled by acknowledging it, a reviewed turn is.
+func TestAcknowledgeFollowsApply(t *testing.T) {
+	cases := []struct {
+		name     string
+		s        sessions.Session
+		disabled bool
+	}{
+		{"question out of turn", sess("a", "a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitQuestion }), true},
+		{"review", sess("a", "a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitReview }), false},
+		{"escalated while working", sess("a", "a", sessions.Working, attention), false},
+		{"idle", sess("a", "a", sessions.Idle, nil), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, c := range sessionItem(tc.s, now).Children {
+				if c.Action == ActAcknowledge && c.Disabled != tc.disabled {
+					t.Errorf("Acknowledge disabled = %t, want %t", c.Disabled, tc.disabled)
+				}
+			}
+		})
+	}
+}
+
+// Follow renders from the model's memory: once at the start, once per
+// burst of model changes, with the model's sessions and Pause.
+func TestFollowRendersTheModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := model.New()
+		m.Apply(supervisor.Message{Type: supervisor.MsgSnapshot, Sessions: []sessions.Session{sess("a", "alpha", sessions.Working, nil)}})
+		ctx, cancel := context.WithCancel(context.Background())
+		var menus []Menu
+		done := make(chan struct{})
+		go func() {
+			Follow(ctx, m, func() time.Time { return now }, func(mu Menu) { menus = append(menus, mu) })
+			close(done)
+		}()
+		synctest.Wait()
+		if len(menus) != 1 || menus[0].Items[2].Label != "▶ alpha — Working · 12m" {
+			t.Fatalf("first menu: %d menus %q", len(menus), labels(menus[len(menus)-1].Items))
+		}
+		s := sess("a", "alpha", sessions.Errored, attention)
+		for range 20 {
+			m.Apply(supervisor.Message{Type: supervisor.MsgSession, Session: &s})
+		}
+		m.SetPrefs(model.Prefs{Paused: true})
+		time.Sleep(renderDelay)
+		synctest.Wait()
+		if len(menus) != 2 {
+			t.Fatalf("%d menus after one burst, want 2", len(menus))
+		}
+		last := menus[1]
+		if last.Icon != assets.IconAttention || !strings.HasSuffix(last.Items[0].Label, "(supervisor paused)") {
+			t.Fatalf("after the burst: icon %s, %q", last.Icon, labels(last.Items))
 		}
 		cancel()
 		<-done

@@ -1,0 +1,90 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// KindLabel makes a timeline kind readable: "stall_interrupt" → "stall
+// interrupt".
+func KindLabel(kind string) string { return strings.ReplaceAll(kind, "_", " ") }
+
+// TurnTitle names the group of rows of one turn generation.
+func TurnTitle(gen int64) string {
+	if gen <= 0 {
+		return "Before the first turn"
+	}
+	return fmt.Sprintf("Turn %d", gen)
+}
+
+// TimelineDetail is the human text of a timeline row's JSON detail: the
+// state change first when there is one ("Working → Suspect"), then the
+// message, then every other field as key=value in key order, so nothing
+// recorded is hidden (an action's outcome, a failure's kind):
+//
+//	Working → Suspect: 12 min silent · failure=rate_limit
+//
+// A detail that is not a JSON object is shown as it is.
+func TimelineDetail(detail json.RawMessage) string {
+	var m map[string]any
+	if len(detail) == 0 || json.Unmarshal(detail, &m) != nil {
+		return strings.TrimSpace(string(detail))
+	}
+	msg, _ := m["message"].(string)
+	from, _ := m["from"].(string)
+	to, _ := m["to"].(string)
+	lead := msg
+	if from != "" && to != "" {
+		delete(m, "from")
+		delete(m, "to")
+		lead = stateLabel(from) + " → " + stateLabel(to)
+		if msg != "" {
+			lead += ": " + msg
+		}
+	}
+	if _, ok := m["message"].(string); ok {
+		delete(m, "message")
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys)+1)
+	if lead != "" {
+		parts = append(parts, lead)
+	}
+	for _, k := range keys {
+		parts = append(parts, k+"="+formatValue(m[k]))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// stateLabel is a stored state name's label; an unknown name (a newer
+// build's) is shown as stored.
+func stateLabel(name string) string {
+	if st, err := sessions.ParseState(name); err == nil {
+		return st.Label()
+	}
+	return name
+}
+
+// formatValue writes a JSON value compactly: numbers without exponents,
+// strings bare, the rest as JSON.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,212 @@
+// Package view holds the rules every view of a session shares: the CLI, the
+// tray and the window. How urgent a session is and in which order sessions
+// are listed, the words for its state, its failure and its timeline rows,
+// and which of the user's actions its state allows. Each rule is written
+// once here so the three views cannot drift apart. It imports only the
+// standard library and sessions, so a desktop fed by the local API renders
+// with exactly the same rules as one running in the supervisor's process.
+package view
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Urgency is how much a session needs the user now. Lower is more urgent;
+// the tray's icon is the most urgent session's, and every list puts the
+// most urgent first.
+type Urgency int
+
+// The urgencies, most urgent first.
+const (
+	// NeedsAttention: the supervisor escalated; nothing automatic is left.
+	NeedsAttention Urgency = iota
+	// Waiting: the agent waits on the user (a question, a plan, a
+	// permission, a finished turn to review).
+	Waiting
+	// Recovering: something went wrong and the supervisor is still on it
+	// (recovering, suspect, and errored or interrupted not yet escalated).
+	Recovering
+	// Working: a turn is making progress (working, compacting).
+	Working
+	// Quiet: nothing in flight and nothing to do.
+	Quiet
+)
+
+var urgencyNames = []string{"needs_attention", "waiting", "recovering", "working", "idle"}
+
+func (u Urgency) String() string {
+	if u >= 0 && int(u) < len(urgencyNames) {
+		return urgencyNames[u]
+	}
+	return fmt.Sprintf("urgency(%d)", int(u))
+}
+
+// Marker is a text sign per urgency, so a label never relies on colour
+// alone (the tray menu shows it before each session).
+func (u Urgency) Marker() string {
+	switch u {
+	case NeedsAttention:
+		return "⚠"
+	case Waiting:
+		return "●"
+	case Recovering:
+		return "◐"
+	case Working:
+		return "▶"
+	}
+	return "○"
+}
+
+// UrgencyOf is a session's urgency: needs attention > waiting on user >
+// recovering / suspect (and errored / interrupted not yet escalated) >
+// working / compacting > idle.
+func UrgencyOf(s sessions.Session) Urgency {
+	switch {
+	case s.NeedsAttention:
+		return NeedsAttention
+	case s.State == sessions.WaitingOnUser:
+		return Waiting
+	case s.State == sessions.Recovering, s.State == sessions.Suspect,
+		s.State == sessions.Errored, s.State == sessions.Interrupted:
+		return Recovering
+	case s.State == sessions.Working, s.State == sessions.Compacting:
+		return Working
+	}
+	return Quiet
+}
+
+// Most is the most urgent of the sessions (Quiet for none): the tray icon.
+func Most(list []sessions.Session) Urgency {
+	best := Quiet
+	for _, s := range list {
+		best = min(best, UrgencyOf(s))
+	}
+	return best
+}
+
+// Less is the one list order: most urgent first, then the most recent
+// state change, then the id so the order is total and stable.
+func Less(a, b sessions.Session) bool {
+	if ua, ub := UrgencyOf(a), UrgencyOf(b); ua != ub {
+		return ua < ub
+	}
+	if !a.StateChangedAt.Equal(b.StateChangedAt) {
+		return a.StateChangedAt.After(b.StateChangedAt)
+	}
+	return a.ID < b.ID
+}
+
+// Sort orders list in place by Less.
+func Sort(list []sessions.Session) {
+	sort.SliceStable(list, func(i, j int) bool { return Less(list[i], list[j]) })
+}
+
+// Badge is the short state word: the state's label, or "Needs attention"
+// when the supervisor escalated (the state stays honest underneath and
+// StateText shows both).
+func Badge(s sessions.Session) string {
+	if s.NeedsAttention {
+		return "Needs attention"
+	}
+	return s.State.Label()
+}
+
+// StateText is the state in full, for one-line listings (the tray, `ls`):
+// "Needs attention (Interrupted)", "Waiting on user (permission)",
+// "Working".
+func StateText(s sessions.Session) string {
+	label := s.State.Label()
+	switch {
+	case s.NeedsAttention:
+		return "Needs attention (" + label + ")"
+	case s.State == sessions.WaitingOnUser && s.WaitReason != sessions.NoWait:
+		return label + " (" + s.WaitReason.String() + ")"
+	}
+	return label
+}
+
+// FailureText is a failure in words: "rate limited — 429: rate limit
+// reached"; "" when there is none. When the agent or the supervisor
+// retries is said apart (RetryText, or a countdown), since the views show
+// it differently.
+func FailureText(f sessions.Failure) string {
+	if f.Kind == sessions.NoFailure && f.Message == "" {
+		return ""
+	}
+	text := f.Kind.Label()
+	if f.Kind == sessions.NoFailure {
+		text = "error"
+	}
+	if f.Message != "" {
+		text += " — " + f.Message
+	}
+	return text
+}
+
+// RetryText is when a failed turn is retried, in loc: "retry at 2026-11-29
+// 15:04:05"; "" when unknown.
+func RetryText(f sessions.Failure, loc *time.Location) string {
+	if f.RetryAt.IsZero() {
+		return ""
+	}
+	return "retry at " + f.RetryAt.In(loc).Format(time.DateTime)
+}
+
+// Action is a command the user can give a session.
+type Action int
+
+// The actions.
+const (
+	Acknowledge Action = iota
+	Interrupt
+	Nudge
+	Approve
+	Deny
+)
+
+var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny"}
+
+func (a Action) String() string {
+	if a >= 0 && int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
+// Allows reports whether s's state allows the action, by the same rules the
+// supervisor applies, so a view never offers a command that can only fail
+// or do nothing:
+//   - Acknowledge changes something: it always clears needs-attention, and
+//     with no turn in flight it settles a reviewed turn, an error or an
+//     interruption to Idle (sessions.Apply, EvAcknowledged).
+//   - Interrupt needs a turn in flight; a nudge needs none.
+//   - Approve and Deny answer a pending permission request.
+func Allows(s sessions.Session, a Action) bool {
+	switch a {
+	case Acknowledge:
+		return s.NeedsAttention || (!s.InTurn && settlesOnAck(s))
+	case Interrupt:
+		return s.InTurn
+	case Nudge:
+		return !s.InTurn
+	case Approve, Deny:
+		return s.Permission != nil && s.State == sessions.WaitingOnUser
+	}
+	return false
+}
+
+// settlesOnAck mirrors the states sessions.Apply moves to Idle on
+// acknowledgement.
+func settlesOnAck(s sessions.Session) bool {
+	switch s.State {
+	case sessions.Errored, sessions.Interrupted:
+		return true
+	case sessions.WaitingOnUser:
+		return s.WaitReason == sessions.WaitReview
+	}
+	return false
+}

@@ -1,0 +1,367 @@
+// Package model is the desktop's memory of the supervisor: the sessions as
+// the last messages left them, the open session's recent timeline, and the
+// few settings the desktop obeys. It is fed by supervisor messages — from
+// the in-process bus or, the same messages, from the local API's event
+// stream — so the window and the tray render from memory and never query
+// the database (or the supervisor's lock) to redraw.
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// TimelineLimit is how many rows of the followed session's timeline are
+// kept: hours of a busy session, and what the window shows.
+const TimelineLimit = 500
+
+// ErrNotFound is returned for an id that matches no session.
+var ErrNotFound = errors.New("no such session")
+
+// Prefs are the settings the desktop itself shows or obeys.
+type Prefs struct {
+	// Paused is true when supervisor.enabled is off (the tray's check).
+	Paused bool
+	// NotifyWaitingOnUser is notify.waiting_on_user.
+	NotifyWaitingOnUser bool
+}
+
+// Model holds what the desktop shows. It is safe for concurrent use: one
+// goroutine feeds it (Run or Apply) while Fyne's goroutine reads it.
+type Model struct {
+	mu    sync.Mutex
+	byID  map[string]sessions.Session
+	list  []sessions.Session // view order; nil when it must be rebuilt
+	prefs Prefs
+
+	// last is the cursor of the last message applied, to see a gap (missed
+	// messages) or a new generation (the supervisor restarted).
+	last supervisor.Cursor
+
+	// The followed session's timeline (the window's open detail). Only one
+	// is kept: a desktop reads one timeline at a time, and keeping every
+	// session's would grow with the whole history.
+	follow  string
+	version uint64                   // bumped whenever rows change
+	rows    []supervisor.TimelineRow // newest first, at most TimelineLimit
+	loaded  bool                     // rows hold the stored history
+	loading bool                     // a load was handed out and not yet set
+	early   []supervisor.TimelineRow // live rows that arrived while loading
+
+	watchers map[chan struct{}]struct{}
+}
+
+// New returns an empty model; notifications of Prefs default to on, like
+// the setting.
+func New() *Model {
+	return &Model{byID: map[string]sessions.Session{}, prefs: Prefs{NotifyWaitingOnUser: true}, watchers: map[chan struct{}]struct{}{}}
+}
+
+// Watch returns a channel that receives a signal after every change (one
+// pending signal at most: a watcher re-reads everything it shows), until
+// ctx is done.
+func (m *Model) Watch(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.watchers[ch] = struct{}{}
+	m.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		m.mu.Lock()
+		delete(m.watchers, ch)
+		m.mu.Unlock()
+	})
+	return ch
+}
+
+// changedLocked signals every watcher without blocking.
+func (m *Model) changedLocked() {
+	for ch := range m.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Apply takes one message. A snapshot replaces every session (it is the
+// authority: a session absent from it is gone); a session or escalation
+// message replaces one; a timeline row is kept when it belongs to the
+// followed session. A gap in the cursor or a new generation means rows may
+// have been missed: the followed timeline is marked for a reload.
+func (m *Model) Apply(msg supervisor.Message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.noteCursorLocked(msg.Cursor)
+	switch msg.Type {
+	case supervisor.MsgSnapshot:
+		byID := make(map[string]sessions.Session, len(msg.Sessions))
+		for _, s := range msg.Sessions {
+			byID[s.ID] = s.Clone()
+		}
+		m.byID, m.list = byID, nil
+	case supervisor.MsgSession, supervisor.MsgEscalation:
+		if msg.Session == nil {
+			return
+		}
+		m.byID[msg.Session.ID] = msg.Session.Clone()
+		m.list = nil
+	case supervisor.MsgTimeline:
+		if msg.Event == nil || msg.Event.SessionID != m.follow || m.follow == "" {
+			return
+		}
+		switch {
+		case m.loaded:
+			m.rows = capRows(mergeRows(m.rows, []supervisor.TimelineRow{*msg.Event}))
+			m.version++
+		case m.loading:
+			m.early = append(m.early, *msg.Event)
+			return // nothing to show until the history is set
+		default:
+			return
+		}
+	case supervisor.MsgResync:
+		m.staleLocked()
+	default:
+		return
+	}
+	m.changedLocked()
+}
+
+// noteCursorLocked marks the timeline stale when messages were missed: a
+// new generation, or a sequence number that skips (a lagging subscriber
+// drops messages until the next snapshot). Messages delivered to one
+// subscriber only repeat the current number, which is not a gap.
+func (m *Model) noteCursorLocked(c supervisor.Cursor) {
+	if c.Generation == "" {
+		return
+	}
+	if m.last.Generation != "" && (c.Generation != m.last.Generation || c.Seq > m.last.Seq+1) {
+		m.staleLocked()
+	}
+	if c.Generation != m.last.Generation || c.Seq > m.last.Seq {
+		m.last = c
+	}
+}
+
+func (m *Model) staleLocked() {
+	if m.loaded {
+		m.loaded = false
+		m.changedLocked()
+	}
+}
+
+// Sessions is every session in the one view order (sessions/view). The
+// slice is the caller's.
+func (m *Model) Sessions() []sessions.Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.list == nil {
+		m.list = make([]sessions.Session, 0, len(m.byID))
+		for _, s := range m.byID {
+			m.list = append(m.list, s)
+		}
+		view.Sort(m.list)
+	}
+	return slices.Clone(m.list)
+}
+
+// Session is one session by id or unique id prefix.
+func (m *Model) Session(id string) (sessions.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.byID[id]; ok {
+		return s.Clone(), nil
+	}
+	var found []sessions.Session
+	for k, s := range m.byID {
+		if id != "" && strings.HasPrefix(k, id) {
+			found = append(found, s)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return sessions.Session{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	case 1:
+		return found[0].Clone(), nil
+	}
+	return sessions.Session{}, fmt.Errorf("session id prefix %q is ambiguous (%d sessions)", id, len(found))
+}
+
+// Prefs are the settings the desktop obeys.
+func (m *Model) Prefs() Prefs {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.prefs
+}
+
+// SetPrefs replaces them (read at start, after each snapshot and after the
+// desktop changes one).
+func (m *Model) SetPrefs(p Prefs) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p != m.prefs {
+		m.prefs = p
+		m.changedLocked()
+	}
+}
+
+// Follow makes id the session whose timeline is kept, and reports whether
+// its history must be loaded now (once per follow, and again after missed
+// messages). Whoever gets true loads the rows (one query through the
+// supervisor, off the UI goroutine) and hands them to SetTimeline.
+func (m *Model) Follow(id string) (load bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id != m.follow {
+		m.follow, m.rows, m.loaded, m.loading, m.early = id, nil, false, false, nil
+		m.version++
+	}
+	if id == "" || m.loaded || m.loading {
+		return false
+	}
+	m.loading = true
+	return true
+}
+
+// SetTimeline hands over the loaded history of id (newest first). Rows that
+// arrived live while it loaded are merged in, once each.
+func (m *Model) SetTimeline(id string, rows []supervisor.TimelineRow) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id != m.follow {
+		return // the user moved on meanwhile
+	}
+	m.rows = capRows(mergeRows(slices.Clone(rows), m.early))
+	m.early, m.loaded, m.loading = nil, true, false
+	m.version++
+	m.changedLocked()
+}
+
+// LoadFailed gives the load back, so the next Follow tries again.
+func (m *Model) LoadFailed(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id == m.follow {
+		m.loading = false
+	}
+}
+
+// Timeline is the followed session's rows, newest first, and their
+// version, which changes whenever the rows do (a view redraws only then).
+func (m *Model) Timeline(id string) (rows []supervisor.TimelineRow, version uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id != m.follow {
+		return nil, 0
+	}
+	return slices.Clone(m.rows), m.version
+}
+
+// Put takes a session a command returned, so the view shows its result at
+// once rather than when its message arrives. An older copy than the one
+// held is ignored: the message may have been applied first.
+func (m *Model) Put(s sessions.Session) {
+	if s.ID == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.byID[s.ID]; ok && old.UpdatedAt.After(s.UpdatedAt) {
+		return
+	}
+	m.byID[s.ID] = s.Clone()
+	m.list = nil
+	m.changedLocked()
+}
+
+// Run applies every message from in until ctx is done or in is closed.
+// afterSnapshot, when set, runs after each snapshot is applied (main
+// re-reads the desktop's settings there: a snapshot follows every settings
+// change the desktop makes, and comes at least once a minute).
+func (m *Model) Run(ctx context.Context, in <-chan supervisor.Message, afterSnapshot func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-in:
+			if !ok {
+				return
+			}
+			m.Apply(msg)
+			if msg.Type == supervisor.MsgSnapshot && afterSnapshot != nil {
+				afterSnapshot()
+			}
+		}
+	}
+}
+
+// RowKey identifies a timeline row: its stored id, or for a live row
+// published before it had one, its content.
+func RowKey(r supervisor.TimelineRow) string {
+	if r.ID != 0 {
+		return fmt.Sprintf("id:%d", r.ID)
+	}
+	return fmt.Sprintf("t:%s/%d/%s/%d/%s", r.SessionID, r.Time.UnixNano(), r.Kind, r.TurnGeneration, r.Detail)
+}
+
+// contentKey matches a live row without an id to its stored copy.
+func contentKey(r supervisor.TimelineRow) string {
+	return fmt.Sprintf("%s/%d/%s/%d/%s", r.SessionID, r.Time.UnixNano(), r.Kind, r.TurnGeneration, r.Detail)
+}
+
+// mergeRows adds the rows of more absent from base (by id, or by content
+// for rows without one) and orders the whole newest first. A live row that
+// carries an id replaces its older copy (an action's outcome is filled in
+// after its intent was stored).
+func mergeRows(base, more []supervisor.TimelineRow) []supervisor.TimelineRow {
+	byID := map[int64]int{}
+	byContent := map[string]bool{}
+	for i, r := range base {
+		if r.ID != 0 {
+			byID[r.ID] = i
+		}
+		byContent[contentKey(r)] = true
+	}
+	for _, r := range more {
+		if i, ok := byID[r.ID]; ok && r.ID != 0 {
+			base[i] = r
+			continue
+		}
+		if byContent[contentKey(r)] {
+			continue
+		}
+		byContent[contentKey(r)] = true
+		base = append(base, r)
+		if r.ID != 0 {
+			byID[r.ID] = len(base) - 1
+		}
+	}
+	slices.SortStableFunc(base, func(a, b supervisor.TimelineRow) int {
+		if c := b.Time.Compare(a.Time); c != 0 {
+			return c
+		}
+		switch {
+		case a.ID > b.ID:
+			return -1
+		case a.ID < b.ID:
+			return 1
+		}
+		return 0
+	})
+	return base
+}
+
+func capRows(rows []supervisor.TimelineRow) []supervisor.TimelineRow {
+	if len(rows) > TimelineLimit {
+		return rows[:TimelineLimit]
+	}
+	return rows
+}
