@@ -37,7 +37,12 @@ type SettingsBackend interface {
 	SetSetting(ctx context.Context, key, raw string) (supervisor.SetResult, error)
 }
 
-var _ Backend = (*supervisor.Runtime)(nil)
+var (
+	_ Backend = (*supervisor.Runtime)(nil)
+	// An attached desktop drives a supervisor in another process the same way.
+	_ Backend         = (*supervisor.Remote)(nil)
+	_ SettingsBackend = (*supervisor.Remote)(nil)
+)
 
 // recording is the window's Backend: every command's returned session goes
 // into the model at once, so what the user just did shows before its
