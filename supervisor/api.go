@@ -61,6 +61,10 @@ type API struct {
 	closingOnce sync.Once
 	// showWindow is the GUI's "bring the window forward"; nil when headless.
 	showWindow atomic.Pointer[func()]
+	// desktops counts the desktops attached over the event stream
+	// (GET /v1/events?client=desktop): while one is, it shows the window
+	// and the notifications, not this process.
+	desktops atomic.Int64
 }
 
 // ShowResult is what POST /v1/show answers: whether a window was shown
@@ -192,11 +196,16 @@ func (a *API) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("POST /v1/show", func(w http.ResponseWriter, r *http.Request) {
-		fn := a.showWindow.Load()
-		if fn != nil {
+		shown := false
+		if fn := a.showWindow.Load(); fn != nil {
 			(*fn)()
+			shown = true
+		} else if a.DesktopAttached() {
+			// The attached desktop owns the window: ask it through its stream.
+			a.rt.Bus().Publish(Message{Type: MsgShow})
+			shown = true
 		}
-		writeJSON(w, http.StatusOK, ShowResult{Shown: fn != nil})
+		writeJSON(w, http.StatusOK, ShowResult{Shown: shown})
 	})
 	return mux
 }
@@ -239,6 +248,10 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) {
 	respond(w, rows, err)
 }
 
+// DesktopAttached reports whether a desktop is attached over the event
+// stream, so this process leaves the window and notifications to it.
+func (a *API) DesktopAttached() bool { return a.desktops.Load() > 0 }
+
 // events streams the bus as server-sent events. A new connection always
 // starts with a full snapshot; one whose cursor is from an older generation
 // is first told to resync, so it never silently misses events.
@@ -258,6 +271,10 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	// can reach this client before it.
 	sub := a.rt.Subscribe(subscriberBuffer, resync)
 	defer bus.Unsubscribe(sub)
+	if r.URL.Query().Get("client") == "desktop" {
+		a.desktops.Add(1)
+		defer a.desktops.Add(-1)
+	}
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

@@ -693,3 +693,49 @@ func TestClientNotRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIAttachedDesktop: while a desktop streams events as a desktop, the
+// supervisor knows it (and leaves notifications to it), and POST /v1/show
+// reaches that desktop as a show message; once it detaches, show answers
+// that no window was shown.
+func TestAPIAttachedDesktop(t *testing.T) {
+	g := newAPIRig(t, rigConfig{noAgent: true})
+	ctx := context.Background()
+	if g.api.DesktopAttached() {
+		t.Fatal("a desktop is attached before any connected")
+	}
+	wctx, stop := context.WithCancel(ctx)
+	got := make(chan MessageType, 16)
+	watching := make(chan error, 1)
+	go func() {
+		watching <- g.client.WatchAsDesktop(wctx, "", func(m Message) error {
+			got <- m.Type
+			return nil
+		})
+	}()
+	if typ := <-got; typ != MsgSnapshot {
+		t.Fatalf("first message %s, want snapshot", typ)
+	}
+	if !g.api.DesktopAttached() {
+		t.Fatal("the streaming desktop is not counted as attached")
+	}
+	res, err := g.client.Show(ctx)
+	if err != nil || !res.Shown {
+		t.Fatalf("show with a desktop attached: %+v, %v; want shown", res, err)
+	}
+	if typ := <-got; typ != MsgShow {
+		t.Fatalf("the desktop got %s, want show", typ)
+	}
+	stop()
+	<-watching
+	deadline := time.Now().Add(waitLimit)
+	for g.api.DesktopAttached() {
+		if time.Now().After(deadline) {
+			t.Fatal("the desktop still counts as attached after it disconnected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res, err := g.client.Show(ctx); err != nil || res.Shown {
+		t.Errorf("show with nothing attached: %+v, %v; want not shown", res, err)
+	}
+}

@@ -52,6 +52,9 @@ const (
 	MsgTimeline MessageType = "timeline"
 	// MsgEscalation is a session that needs attention (for the notifier).
 	MsgEscalation MessageType = "escalation"
+	// MsgShow asks an attached desktop to bring its window forward (a
+	// second `run` while the supervisor runs headless).
+	MsgShow MessageType = "show"
 )
 
 // Message is one item on the live event stream.

@@ -194,9 +194,26 @@ func (c *Client) SetSetting(ctx context.Context, key, value string) (storage.Set
 // Watch streams live messages to fn until ctx is done or the stream ends.
 // cursor may be empty; from a previous run it makes the app send a resync.
 func (c *Client) Watch(ctx context.Context, cursor string, fn func(Message) error) error {
-	path := "/v1/events"
+	return c.watch(ctx, cursor, "", fn)
+}
+
+// WatchAsDesktop is Watch for an attached desktop: while it streams, the
+// supervisor leaves the window and the notifications to it.
+func (c *Client) WatchAsDesktop(ctx context.Context, cursor string, fn func(Message) error) error {
+	return c.watch(ctx, cursor, "desktop", fn)
+}
+
+func (c *Client) watch(ctx context.Context, cursor, client string, fn func(Message) error) error {
+	q := url.Values{}
 	if cursor != "" {
-		path += "?cursor=" + url.QueryEscape(cursor)
+		q.Set("cursor", cursor)
+	}
+	if client != "" {
+		q.Set("client", client)
+	}
+	path := "/v1/events"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://supervisor"+path, nil)
 	if err != nil {

@@ -76,7 +76,7 @@ func (l LinkStatus) Sentence(now time.Time) string {
 
 // eventSource is what a Remote needs from the API: Client implements it.
 type eventSource interface {
-	Watch(ctx context.Context, cursor string, fn func(Message) error) error
+	WatchAsDesktop(ctx context.Context, cursor string, fn func(Message) error) error
 	Health(ctx context.Context) (Health, error)
 }
 
@@ -164,7 +164,7 @@ func (r *Remote) stream(ctx context.Context, h Health) error {
 	cursor := r.cursor
 	r.mu.Unlock()
 	got := false
-	err := r.src.Watch(ctx, cursor, func(m Message) error {
+	err := r.src.WatchAsDesktop(ctx, cursor, func(m Message) error {
 		if !got {
 			got = true
 			hc := h
@@ -207,6 +207,26 @@ func (r *Remote) setLink(l LinkStatus) {
 	r.link = l
 	ls := l
 	r.bus.Publish(Message{Type: MsgLink, Link: &ls})
+}
+
+// Subscribe registers a subscriber on the local bus whose queue starts with
+// the mirror as a snapshot (after a resync notice when resync is set),
+// queued under the mirror's lock like Runtime.Subscribe, so no change can
+// come before it.
+func (r *Remote) Subscribe(buf int, resync bool) *Subscription {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := make([]sessions.Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		list = append(list, s.Clone())
+	}
+	SortSessions(list)
+	sub := r.bus.Subscribe(buf)
+	if resync {
+		r.bus.SendTo(sub, Message{Type: MsgResync})
+	}
+	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: list})
+	return sub
 }
 
 // Link is the current state of the link.

@@ -51,7 +51,7 @@ func (f *fakeSource) Health(ctx context.Context) (Health, error) {
 	return Health{Status: "ok"}, nil
 }
 
-func (f *fakeSource) Watch(ctx context.Context, cursor string, fn func(Message) error) error {
+func (f *fakeSource) WatchAsDesktop(ctx context.Context, cursor string, fn func(Message) error) error {
 	f.mu.Lock()
 	f.cursors = append(f.cursors, cursor)
 	var c fakeConn
