@@ -286,7 +286,7 @@ func TestFailureKindLabel(t *testing.T) {
 	want := map[FailureKind]string{
 		NoFailure: "no failure", RateLimit: "rate limited", Overloaded: "API overloaded",
 		ContextOverflow: "context overflow", Auth: "authentication failed", Billing: "billing error",
-		Launch: "launch failed",
+		Launch:       "launch failed",
 		OtherFailure: "error",
 	}
 	for k, w := range want {

@@ -121,14 +121,15 @@ func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []stora
 	if !s.InTurn {
 		return n, []storage.TimelineEvent{}
 	}
-	n.InTurn = false
-	n.OpenTools, n.OpenTasks = nil, nil
-	n.CompactionStarted = time.Time{}
-	n.Permission = nil
-	n.WaitReason = sessions.NoWait
+	endTurn(&n)
 	n.State = sessions.Interrupted
-	n.StateChangedAt = now
 	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
+	if s.StoppedByUser() {
+		// The user had asked to stop it: a review, never a nudge.
+		n.State, n.WaitReason = sessions.WaitingOnUser, sessions.WaitReview
+		n.Evidence = fmt.Sprintf("turn %d stopped at your request (the app stopped before the agent confirmed); waiting for review", s.TurnGeneration)
+	}
+	n.StateChangedAt = now
 	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
 		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
 	})}
@@ -368,7 +369,7 @@ func (r *Runtime) promptLocked(ctx context.Context, e *entry, text string, by se
 		if kind != "" {
 			rows = append(rows, newRow(e.s, now, kind, map[string]any{"message": "prompt added to the running turn", "by": by.String()}))
 		}
-		r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvActivity, Detail: "prompt added to the running turn"}, rows...)
+		r.applyLocked(ctx, e, sessions.Event{Kind: sessions.EvPromptAdded, Detail: "prompt added to the running turn"}, rows...)
 		return nil
 	}
 	if kind != "" {
