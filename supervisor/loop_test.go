@@ -1627,3 +1627,71 @@ func TestLoopOwnMidTurnPromptKeepsTheStallClock(t *testing.T) {
 		h.wantState(id, sessions.Suspect, sessions.NoWait)
 	})
 }
+
+// TestLoopSeveralPermissionRequests: two requests are open at once and other
+// work of the turn goes on. The session keeps waiting while either is open,
+// and each approve answers one (issue 10, item 7).
+func TestLoopSeveralPermissionRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, p := h.launch()
+		h.run()
+		id := s.ID
+		ask := func(req, tool string) sessions.Event {
+			return sessions.Event{Kind: sessions.EvWaitingOnUser, Reason: sessions.WaitPermission, Permission: &sessions.Permission{RequestID: req, Tool: tool}}
+		}
+		h.until(time.Minute)
+		h.emit(p, ask("req_a", "Bash"), ask("req_b", "Write"),
+			sessions.Event{Kind: sessions.EvToolFinished, CallID: "toolu_9", Name: "Grep"},
+			sessions.Event{Kind: sessions.EvActivity, Detail: "subagent writing a reply"})
+		h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
+
+		if _, err := h.rt.Answer(context.Background(), id, true, ""); err != nil {
+			t.Fatalf("first approve: %v", err)
+		}
+		h.emit(p, sessions.Event{Kind: sessions.EvActivity})
+		w := h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
+		if w.Permission == nil || w.Permission.RequestID != "req_b" {
+			t.Fatalf("still open: %+v", w.Permission)
+		}
+		if _, err := h.rt.Answer(context.Background(), id, false, "no"); err != nil {
+			t.Fatalf("second answer: %v", err)
+		}
+		h.wantState(id, sessions.Working, sessions.NoWait)
+		if a := callsOf(p.received(), "answer"); len(a) != 2 || a[0].Text != "Bash allow=true" || a[1].Text != "Write allow=false" {
+			t.Fatalf("answers %+v", a)
+		}
+		// Waiting on the user is never a stall, however long it lasts.
+		h.until(2 * time.Minute)
+	})
+}
+
+// TestLoopRacedPromptStartsASupervisedTurn: the user's prompt reaches the
+// agent just as it prints the turn's result, so the agent starts a turn of
+// its own with it. That turn is supervised like any other: it goes Suspect
+// when it stalls (issue 10, item 8).
+func TestLoopRacedPromptStartsASupervisedTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, p := h.launch()
+		h.run()
+		id := s.ID
+		h.until(time.Minute)
+		if _, err := h.rt.Send(context.Background(), id, "and the tests"); err != nil {
+			t.Fatal(err)
+		}
+		h.emit(p, sessions.Event{Kind: sessions.EvTurnCompleted})
+		h.wantState(id, sessions.WaitingOnUser, sessions.WaitReview)
+		h.emit(p, sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: agentSessionID})
+		w := h.wantState(id, sessions.Working, sessions.NoWait)
+		if w.TurnGeneration != 2 || !w.InTurn {
+			t.Fatalf("turn %d in turn %v", w.TurnGeneration, w.InTurn)
+		}
+		// It works, then falls silent: the stall rules watch it.
+		h.emit(p, sessions.Event{Kind: sessions.EvActivity})
+		h.until(time.Minute + 11*time.Minute)
+		h.wantState(id, sessions.Suspect, sessions.NoWait)
+	})
+}
