@@ -289,6 +289,11 @@ func Apply(s Session, e Event, now time.Time) Session {
 			setState(&n, Interrupted, fmt.Sprintf("%s during turn %d", how, gen), now)
 		case holdsAfterTurn(n):
 			n.Evidence = appendOnce(n.Evidence, how)
+		case e.Kind == EvProcessExited && !s.ProcessSpoke && (e.ExitCode != 0 || e.Signal != ""):
+			// It died before its first prompt even reached it (the prompt
+			// could not be written): the same launch failure.
+			n.Failure = Failure{Kind: Launch, Message: SanitizeMessage(how)}
+			setState(&n, Errored, "the agent failed to start: "+n.Failure.Message, now)
 		default:
 			setState(&n, Idle, how+"; session closed", now)
 		}

@@ -1364,8 +1364,18 @@ func TestApplyLaunchFailure(t *testing.T) {
 			}
 		})
 	}
+	// Dead before the first prompt could be written: no turn, same failure.
+	s := Apply(baseSession("idle"), Event{Kind: EvProcessStarted, PID: 77}, t0)
+	if got := Apply(s, Event{Kind: EvProcessExited, ExitCode: 1, Stderr: "fatal: bad flag"}, t0); got.State != Errored || got.Failure.Kind != Launch ||
+		!strings.Contains(got.Evidence, "fatal: bad flag") {
+		t.Errorf("died before its first prompt -> %v %v %q", got.State, got.Failure.Kind, got.Evidence)
+	}
+	// A quiet clean exit of an unprompted process is just a closed session.
+	if got := Apply(s, Event{Kind: EvProcessExited}, t0); got.State != Idle {
+		t.Errorf("clean exit of an unprompted process -> %v", got.State)
+	}
 	// The next process starts with a clean slate: a new launch can fail too.
-	s := Apply(launched(), Event{Kind: EvActivity}, t0)
+	s = Apply(launched(), Event{Kind: EvActivity}, t0)
 	s = Apply(s, Event{Kind: EvTurnCompleted}, t0)
 	s = Apply(s, Event{Kind: EvProcessExited}, t0)
 	s = Apply(s, Event{Kind: EvProcessStarted, PID: 78}, t0)
