@@ -18,15 +18,20 @@ import (
 //
 //  0. repair: an unknown state → Errored; Working/Suspect with no turn in
 //     flight → Idle (no rule could ever move them otherwise);
-//  1. liveness: a turn in flight whose process is gone → Interrupted;
+//  1. liveness: a turn in flight whose process is gone → Interrupted, or
+//     WaitingOnUser(review) when the user had asked to stop it;
 //  2. bookkeeping hygiene: forget a stall chain or a recovery the session
 //     has moved past (a new turn, a clean completion);
-//  3. the compaction timeout: Compacting too long → Errored (overflow);
+//  3. the compaction timeout: Compacting too long → Errored (overflow),
+//     escalated at once with nothing re-driven (the agent may still be
+//     compacting);
 //  4. stalls: Working silent → Suspect; Suspect silent past the hard limit →
 //     interrupt, then SIGTERM, SIGKILL and escalation, one step per grace;
 //  5. recovery (only with AutoRecover): overflow compact-and-retry,
 //     rate-limit drain, auth resume, the continuation nudge, and escalation
 //     when nothing automatic is left. Never while the user is being asked.
+//     Every attempt also counts against the incident's one shared budget
+//     (Supervision.IncidentAttempts), so alternating failure kinds escalate.
 //
 // A state change made in steps 1–4 is acted on in step 5 of the same call,
 // so a dead process is nudged at once rather than one tick later. Every
@@ -362,8 +367,9 @@ func (r *reconciler) recoverErrored() {
 //     (forgetStaleBookkeeping). If it overflows again the next round starts
 //     at step 1 with the budget carried over; a spent budget escalates.
 //
-// A step that never starts (Recovering with no turn for CompactTimeout), or
-// a compaction that times out, counts as a failed round.
+// A step that never starts (Recovering with no turn for CompactTimeout)
+// counts as a failed round. A compaction that times out ends the incident
+// in escalation instead (see timeOutCompaction).
 func (r *reconciler) redriveOverflow() {
 	sv := &r.n.Supervision
 	if sv.Recovery != RecoveryOverflow && sv.Recovery != RecoveryOverflowRetry {
