@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,11 +13,18 @@ import (
 func Apply(s Session, e Event, now time.Time) Session {
 	n := s.Clone()
 	n.UpdatedAt = now
+	if len(n.Permissions) == 0 && n.Permission != nil {
+		// Stored by a build that kept a single request: it is the list.
+		n.Permissions = []Permission{*n.Permission}
+	}
 	if e.AgentSessionID != "" {
 		n.AgentSessionID = e.AgentSessionID
 	}
 	if e.Kind.Genuine() {
 		n.LastEventAt = now
+	}
+	if e.Kind.fromAgent() {
+		n.ProcessSpoke = true
 	}
 
 	switch e.Kind {
@@ -24,12 +32,36 @@ func Apply(s Session, e Event, now time.Time) Session {
 		n.PID = e.PID
 		n.ProcessAlive = true
 		n.LastExitCode = nil
+		n.ProcessSpoke = false
+		n.PromptQueued = false // a prompt written to the old process died with it
 		if n.State == Idle {
 			setState(&n, Idle, fmt.Sprintf("agent process %d started; no turn yet", e.PID), now)
 		}
 
-	case EvSessionInit, EvActivity:
+	case EvSessionInit:
+		if !n.InTurn && n.PromptQueued {
+			// A prompt sent as the last turn ended was not injected into it:
+			// the agent started a turn of its own with it (Claude prints
+			// init at the start of every turn). Supervise that turn.
+			startTurn(&n, now)
+			n.TurnAcked = true
+			setState(&n, Working, fmt.Sprintf("turn %d started by a prompt sent as the previous turn ended", n.TurnGeneration), now)
+			break
+		}
+		if n.InTurn {
+			n.TurnAcked = true
+		}
 		resumeWorking(&n, orDefault(e.Detail, "stream active"), now)
+
+	case EvActivity:
+		resumeWorking(&n, orDefault(e.Detail, "stream active"), now)
+
+	case EvPromptAdded:
+		// The app's own prompt is not a sign of life: the stall clock and
+		// the state stay as they are.
+		if n.InTurn {
+			n.PromptQueued = true
+		}
 
 	case EvMetrics, EvUnknown:
 		// Usage counters are not activity: the stall clock stays where it was.
@@ -57,16 +89,7 @@ func Apply(s Session, e Event, now time.Time) Session {
 		resumeWorking(&n, fmt.Sprintf("background task %s finished", orDefault(name, e.CallID)), now)
 
 	case EvTurnStarted:
-		n.TurnGeneration++
-		n.InTurn = true
-		n.TurnStarted = now
-		n.Failure = Failure{}
-		n.WaitReason = NoWait
-		n.Permission = nil
-		n.InterruptBy = nil
-		n.OpenTools, n.OpenTasks = nil, nil
-		n.CompactionStarted = time.Time{}
-		n.NeedsAttention = false
+		startTurn(&n, now)
 		setState(&n, Working, fmt.Sprintf("turn %d started by the %s", n.TurnGeneration, e.By), now)
 
 	case EvCompactionStarted:
@@ -95,23 +118,42 @@ func Apply(s Session, e Event, now time.Time) Session {
 		}
 
 	case EvWaitingOnUser:
-		n.WaitReason = e.Reason
-		n.Permission = nil
+		// Every open request is kept: a second one (a parallel tool, a
+		// subagent) adds to the first rather than replacing it.
 		if e.Permission != nil {
-			p := *e.Permission
-			n.Permission = &p
+			n.Permissions = withPermission(n.Permissions, *e.Permission)
 		}
-		setState(&n, WaitingOnUser, waitEvidence(e), now)
+		n.WaitReason = e.Reason
+		ev := waitEvidence(e)
+		if e.Permission != nil && len(n.Permissions) > 1 {
+			ev = permissionEvidence(n.Permissions)
+		}
+		setState(&n, WaitingOnUser, ev, now)
 
 	case EvUserAnswered:
 		if n.State != WaitingOnUser || n.WaitReason == WaitReview {
 			// Nothing was waiting for an answer: treat it as plain activity
 			// so a late answer cannot hide an error or a pending review.
+			// It is no sign that a compaction ended either.
+			n.Permissions = withoutPermission(n.Permissions, e.Permission)
+			if n.State != Compacting {
+				resumeWorking(&n, orDefault(e.Detail, "answered; turn continues"), now)
+			}
+			break
+		}
+		if e.Permission != nil && e.Permission.RequestID != "" && !slices.ContainsFunc(n.Permissions, samePermission(*e.Permission)) {
+			// An answer to, or a withdrawal of, a request nobody is waiting
+			// on: whatever else is open stays open.
 			resumeWorking(&n, orDefault(e.Detail, "answered; turn continues"), now)
 			break
 		}
-		n.Permission = nil
+		n.Permissions = withoutPermission(n.Permissions, e.Permission)
 		n.WaitReason = NoWait
+		if len(n.Permissions) > 0 {
+			n.WaitReason = WaitPermission
+			setState(&n, WaitingOnUser, fmt.Sprintf("%s; %s", orDefault(e.Detail, "answered"), permissionEvidence(n.Permissions)), now)
+			break
+		}
 		if n.InTurn {
 			setState(&n, Working, orDefault(e.Detail, "answered; turn continues"), now)
 		} else {
@@ -154,6 +196,11 @@ func Apply(s Session, e Event, now time.Time) Session {
 		setState(&n, Errored, fmt.Sprintf("turn %d failed: %s", n.TurnGeneration, failureEvidence(f)), now)
 
 	case EvInterruptRequested:
+		if n.StoppedByUser() {
+			// The user's stop wins: a stall interrupt that follows it must
+			// not turn it into a nudgeable interruption.
+			break
+		}
 		by := e.By
 		n.InterruptBy = &by
 
@@ -175,6 +222,16 @@ func Apply(s Session, e Event, now time.Time) Session {
 
 	case EvIdle:
 		switch {
+		case n.InTurn && !n.TurnAcked:
+			// The agent has not announced this turn yet: the idle is the
+			// previous turn's, arriving after the next prompt was sent.
+		case n.InTurn && len(n.OpenTasks) > 0:
+			// Background tasks still run: the turn is not over, whatever
+			// the agent's foreground says. Stall rules keep watching it.
+			if n.State == Working {
+				c, _ := oldestCall(n.OpenTasks)
+				setState(&n, Working, fmt.Sprintf("agent idle; background task %s still running", orDefault(c.Name, "a task")), now)
+			}
 		case n.InTurn:
 			endTurn(&n)
 			n.WaitReason = WaitReview
@@ -187,7 +244,17 @@ func Apply(s Session, e Event, now time.Time) Session {
 		}
 
 	case EvAcknowledged:
+		escalated := n.NeedsAttention
 		n.NeedsAttention = false
+		if n.InTurn && n.State == Suspect && escalated {
+			// The supervisor gave up on this stalled turn and told the user;
+			// acknowledging it gives the turn up too, or nothing would ever
+			// move the session again.
+			gen := n.TurnGeneration
+			endTurn(&n)
+			setState(&n, Idle, fmt.Sprintf("acknowledged (Suspect); stalled turn %d given up", gen), now)
+			break
+		}
 		if !n.InTurn && (n.State == WaitingOnUser && n.WaitReason == WaitReview || n.State == Errored || n.State == Interrupted) {
 			prev := n.State
 			n.WaitReason = NoWait
@@ -204,16 +271,34 @@ func Apply(s Session, e Event, now time.Time) Session {
 		}
 		how := exitPhrase(e)
 		switch {
+		case n.InTurn && n.StoppedByUser():
+			gen := n.TurnGeneration
+			endTurn(&n)
+			n.WaitReason = WaitReview
+			setState(&n, WaitingOnUser, fmt.Sprintf("turn %d stopped at your request (%s); waiting for review", gen, how), now)
+		case n.InTurn && e.Kind == EvProcessExited && !s.ProcessSpoke:
+			// The process printed nothing before it died: the turn never
+			// started, and a nudge would only fail the same way.
+			gen := n.TurnGeneration
+			endTurn(&n)
+			n.Failure = Failure{Kind: Launch, Message: SanitizeMessage(how)}
+			setState(&n, Errored, fmt.Sprintf("the agent failed to start turn %d: %s", gen, n.Failure.Message), now)
 		case n.InTurn:
 			gen := n.TurnGeneration
 			endTurn(&n)
 			setState(&n, Interrupted, fmt.Sprintf("%s during turn %d", how, gen), now)
 		case holdsAfterTurn(n):
 			n.Evidence = appendOnce(n.Evidence, how)
+		case e.Kind == EvProcessExited && !s.ProcessSpoke && (e.ExitCode != 0 || e.Signal != ""):
+			// It died before its first prompt even reached it (the prompt
+			// could not be written): the same launch failure.
+			n.Failure = Failure{Kind: Launch, Message: SanitizeMessage(how)}
+			setState(&n, Errored, "the agent failed to start: "+n.Failure.Message, now)
 		default:
 			setState(&n, Idle, how+"; session closed", now)
 		}
 	}
+	syncPermission(&n)
 	return n
 }
 
@@ -226,25 +311,108 @@ func resumeWorking(n *Session, evidence string, now time.Time) {
 		return
 	}
 	switch n.State {
-	case Working, Suspect, Idle:
+	case Working, Idle:
+	case Suspect:
+		// The stalled turn spoke again: whatever the supervisor escalated
+		// about it is over.
+		n.NeedsAttention = false
+	case Compacting:
+		// Ordinary activity after a compaction started means it finished
+		// (its own end line can be missing).
+		n.CompactionStarted = time.Time{}
 	case Recovering:
 		n.Failure = Failure{}
 	case WaitingOnUser:
 		n.WaitReason = NoWait
-		n.Permission = nil
 	default:
 		return
 	}
 	setState(n, Working, evidence, now)
 }
 
-func endTurn(n *Session) {
-	n.InTurn = false
+// startTurn is the bookkeeping of a new turn: a new generation, and nothing
+// of the previous turn carried over.
+func startTurn(n *Session, now time.Time) {
+	n.TurnGeneration++
+	n.InTurn = true
+	n.TurnStarted = now
+	n.TurnAcked = false
+	n.PromptQueued = false
+	n.Failure = Failure{}
+	n.WaitReason = NoWait
+	n.Permissions = nil
+	n.InterruptBy = nil
 	n.OpenTools, n.OpenTasks = nil, nil
 	n.CompactionStarted = time.Time{}
-	n.Permission = nil
+	n.NeedsAttention = false
+}
+
+func endTurn(n *Session) {
+	n.InTurn = false
+	n.TurnAcked = false
+	n.OpenTools, n.OpenTasks = nil, nil
+	n.CompactionStarted = time.Time{}
+	n.Permissions = nil
 	n.InterruptBy = nil
 	n.WaitReason = NoWait
+}
+
+// syncPermission keeps Permission, the JSON contract's single request, equal
+// to the oldest open one.
+func syncPermission(n *Session) {
+	if len(n.Permissions) == 0 {
+		n.Permissions, n.Permission = nil, nil
+		return
+	}
+	p := n.Permissions[0]
+	n.Permission = &p
+}
+
+func samePermission(p Permission) func(Permission) bool {
+	return func(q Permission) bool { return q.RequestID == p.RequestID }
+}
+
+// withPermission adds p to the open requests, once per request id.
+func withPermission(ps []Permission, p Permission) []Permission {
+	if p.RequestID != "" {
+		if i := slices.IndexFunc(ps, samePermission(p)); i >= 0 {
+			ps[i] = p
+			return ps
+		}
+	}
+	return append(ps, p)
+}
+
+// withoutPermission removes the request answered or withdrawn: the one
+// named, or the oldest when the answer names none (approve/deny answers the
+// oldest).
+func withoutPermission(ps []Permission, p *Permission) []Permission {
+	if len(ps) == 0 {
+		return ps
+	}
+	if p == nil || p.RequestID == "" {
+		return ps[1:]
+	}
+	return slices.DeleteFunc(ps, samePermission(*p))
+}
+
+func permissionEvidence(ps []Permission) string {
+	tool := orDefault(ps[0].Tool, "a tool")
+	if len(ps) == 1 {
+		return fmt.Sprintf("the agent asks permission to use %s", tool)
+	}
+	return fmt.Sprintf("the agent asks permission to use %s (%d requests open)", tool, len(ps))
+}
+
+func oldestCall(m map[string]OpenCall) (OpenCall, bool) {
+	var best OpenCall
+	found := false
+	for _, c := range m {
+		if !found || c.Started.Before(best.Started) {
+			best, found = c, true
+		}
+	}
+	return best, found
 }
 
 // holdsAfterTurn reports whether a session with no turn in flight is in a
@@ -260,10 +428,23 @@ func holdsAfterTurn(n Session) bool {
 }
 
 func setState(n *Session, st State, evidence string, now time.Time) {
+	switch st {
+	case Working, Compacting, Recovering, Suspect:
+		if len(n.Permissions) > 0 {
+			// Other work of the turn (a parallel tool, a subagent, a status
+			// line) does not answer an open permission request: the agent
+			// still waits on it, and so does the session.
+			st, evidence = WaitingOnUser, permissionEvidence(n.Permissions)
+			n.WaitReason = WaitPermission
+		}
+	case Idle, Errored, Interrupted:
+		// Nothing is left to ask permission for.
+		n.Permissions = nil
+	}
 	if st != WaitingOnUser {
-		// Only a waiting session waits for something.
+		// Only a waiting session waits for something. Open permission
+		// requests stay until answered, withdrawn or the turn ends.
 		n.WaitReason = NoWait
-		n.Permission = nil
 	}
 	if n.State != st {
 		n.StateChangedAt = now
@@ -311,10 +492,14 @@ func exitPhrase(e Event) string {
 	if e.Kind == EvSessionEnded {
 		return orDefault(e.Detail, "session ended")
 	}
+	how := fmt.Sprintf("process exited with code %d", e.ExitCode)
 	if e.Signal != "" {
-		return fmt.Sprintf("process exited by signal %s", e.Signal)
+		how = fmt.Sprintf("process exited by signal %s", e.Signal)
 	}
-	return fmt.Sprintf("process exited with code %d", e.ExitCode)
+	if e.Stderr != "" {
+		how += ": " + SanitizeMessage(e.Stderr)
+	}
+	return how
 }
 
 func waitEvidence(e Event) string {

@@ -24,6 +24,9 @@ func baseSession(name string) Session {
 		CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0.Add(-time.Minute),
 	}
 	bash := map[string]OpenCall{"t1": {Name: "Bash", Started: t0.Add(-3 * time.Minute)}}
+	// The process has printed events (it launched), and a turn in flight
+	// was announced by the agent (init): see the launch and late-idle tests.
+	s.ProcessSpoke = true
 	switch name {
 	case "working":
 		s.State, s.InTurn, s.OpenTools = Working, true, bash
@@ -34,6 +37,7 @@ func baseSession(name string) Session {
 		s.Evidence = "compacting the context"
 	case "waiting_permission":
 		s.State, s.InTurn, s.WaitReason = WaitingOnUser, true, WaitPermission
+		s.Permissions = []Permission{{RequestID: "req-7", Tool: "Bash"}}
 		s.Permission = &Permission{RequestID: "req-7", Tool: "Bash"}
 		s.Evidence = "the agent asks permission to use Bash"
 	case "waiting_review":
@@ -65,6 +69,7 @@ func baseSession(name string) Session {
 	default:
 		panic("no base session " + name)
 	}
+	s.TurnAcked = s.InTurn
 	return s
 }
 
@@ -148,17 +153,18 @@ var matrix = []matrixRow{
 	{"working", EvAcknowledged, Working, NoWait, true, NoFailure, "running Bash"},
 	{"working", EvProcessExited, Interrupted, NoWait, false, NoFailure, "code 1 during turn 3"},
 	{"working", EvSessionEnded, Interrupted, NoWait, false, NoFailure, "session ended during turn 3"},
+	{"working", EvPromptAdded, Working, NoWait, true, NoFailure, "running Bash"},
 
 	// Compacting, in a turn.
 	{"compacting", EvProcessStarted, Compacting, NoWait, true, NoFailure, "compacting"},
-	{"compacting", EvSessionInit, Compacting, NoWait, true, NoFailure, "compacting"},
+	{"compacting", EvSessionInit, Working, NoWait, true, NoFailure, "stream active"}, // CHANGED(issue 10/14): activity after a compaction started means it finished
 	{"compacting", EvTurnStarted, Working, NoWait, true, NoFailure, "turn 4 started"},
-	{"compacting", EvActivity, Compacting, NoWait, true, NoFailure, "compacting"},
+	{"compacting", EvActivity, Working, NoWait, true, NoFailure, "writing the patch"}, // CHANGED(issue 10/14): activity after a compaction started means it finished
 	{"compacting", EvMetrics, Compacting, NoWait, true, NoFailure, "compacting"},
-	{"compacting", EvToolStarted, Compacting, NoWait, true, NoFailure, "compacting"},
-	{"compacting", EvToolFinished, Compacting, NoWait, true, NoFailure, "compacting"},
-	{"compacting", EvTaskStarted, Compacting, NoWait, true, NoFailure, "compacting"},
-	{"compacting", EvTaskFinished, Compacting, NoWait, true, NoFailure, "compacting"},
+	{"compacting", EvToolStarted, Working, NoWait, true, NoFailure, "running Grep"},       // CHANGED(issue 10/14): activity after a compaction started means it finished
+	{"compacting", EvToolFinished, Working, NoWait, true, NoFailure, "Bash finished"},     // CHANGED(issue 10/14): activity after a compaction started means it finished
+	{"compacting", EvTaskStarted, Working, NoWait, true, NoFailure, "npm test started"},   // CHANGED(issue 10/14): activity after a compaction started means it finished
+	{"compacting", EvTaskFinished, Working, NoWait, true, NoFailure, "npm test finished"}, // CHANGED(issue 10/14): activity after a compaction started means it finished
 	{"compacting", EvCompactionStarted, Compacting, NoWait, true, NoFailure, "compacting"},
 	{"compacting", EvCompactionFinished, Working, NoWait, true, NoFailure, "compaction finished; turn continues"},
 	{"compacting", EvWaitingOnUser, WaitingOnUser, WaitQuestion, true, NoFailure, "question"},
@@ -173,22 +179,23 @@ var matrix = []matrixRow{
 	{"compacting", EvAcknowledged, Compacting, NoWait, true, NoFailure, "compacting"},
 	{"compacting", EvProcessExited, Interrupted, NoWait, false, NoFailure, "code 1 during turn 3"},
 	{"compacting", EvSessionEnded, Interrupted, NoWait, false, NoFailure, "session ended during turn 3"},
+	{"compacting", EvPromptAdded, Compacting, NoWait, true, NoFailure, "compacting"},
 
 	// WaitingOnUser(permission), in a turn.
 	{"waiting_permission", EvProcessStarted, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},
-	{"waiting_permission", EvSessionInit, Working, NoWait, true, NoFailure, "stream active"},
+	{"waiting_permission", EvSessionInit, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"}, // CHANGED(issue 10/7): the request stays open
 	{"waiting_permission", EvTurnStarted, Working, NoWait, true, NoFailure, "turn 4 started"},
-	{"waiting_permission", EvActivity, Working, NoWait, true, NoFailure, "writing the patch"},
+	{"waiting_permission", EvActivity, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"}, // CHANGED(issue 10/7): the request stays open
 	{"waiting_permission", EvMetrics, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},
-	{"waiting_permission", EvToolStarted, Working, NoWait, true, NoFailure, "running Grep"},
-	{"waiting_permission", EvToolFinished, Working, NoWait, true, NoFailure, "Bash finished"},
-	{"waiting_permission", EvTaskStarted, Working, NoWait, true, NoFailure, "npm test started"},
-	{"waiting_permission", EvTaskFinished, Working, NoWait, true, NoFailure, "npm test finished"},
-	{"waiting_permission", EvCompactionStarted, Compacting, NoWait, true, NoFailure, "compacting"},
-	{"waiting_permission", EvCompactionFinished, Working, NoWait, true, NoFailure, "compaction finished"},
+	{"waiting_permission", EvToolStarted, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},        // CHANGED(issue 10/7): the request stays open
+	{"waiting_permission", EvToolFinished, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},       // CHANGED(issue 10/7): the request stays open
+	{"waiting_permission", EvTaskStarted, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},        // CHANGED(issue 10/7): the request stays open
+	{"waiting_permission", EvTaskFinished, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},       // CHANGED(issue 10/7): the request stays open
+	{"waiting_permission", EvCompactionStarted, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},  // CHANGED(issue 10/7): the request stays open
+	{"waiting_permission", EvCompactionFinished, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"}, // CHANGED(issue 10/7): the request stays open
 	{"waiting_permission", EvWaitingOnUser, WaitingOnUser, WaitQuestion, true, NoFailure, "question"},
 	{"waiting_permission", EvUserAnswered, Working, NoWait, true, NoFailure, "answered; turn continues"},
-	{"waiting_permission", EvRetryScheduled, Recovering, NoWait, true, Overloaded, "agent retry 2/10"},
+	{"waiting_permission", EvRetryScheduled, WaitingOnUser, WaitPermission, true, Overloaded, "permission to use Bash"}, // CHANGED(issue 10/7)
 	{"waiting_permission", EvTurnCompleted, WaitingOnUser, WaitReview, false, NoFailure, "turn 3 completed"},
 	{"waiting_permission", EvTurnFailed, Errored, NoWait, false, Auth, "authentication failed"},
 	{"waiting_permission", EvInterruptRequested, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},
@@ -197,6 +204,7 @@ var matrix = []matrixRow{
 	{"waiting_permission", EvAcknowledged, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},
 	{"waiting_permission", EvProcessExited, Interrupted, NoWait, false, NoFailure, "code 1 during turn 3"},
 	{"waiting_permission", EvSessionEnded, Interrupted, NoWait, false, NoFailure, "session ended during turn 3"},
+	{"waiting_permission", EvPromptAdded, WaitingOnUser, WaitPermission, true, NoFailure, "permission to use Bash"},
 
 	// WaitingOnUser(review), the turn is over.
 	{"waiting_review", EvProcessStarted, WaitingOnUser, WaitReview, false, NoFailure, "waiting for review"},
@@ -223,6 +231,7 @@ var matrix = []matrixRow{
 	{"waiting_review", EvAcknowledged, Idle, NoWait, false, NoFailure, "acknowledged (Waiting on user)"},
 	{"waiting_review", EvProcessExited, WaitingOnUser, WaitReview, false, NoFailure, "waiting for review; process exited with code 1"},
 	{"waiting_review", EvSessionEnded, WaitingOnUser, WaitReview, false, NoFailure, "waiting for review; session ended"},
+	{"waiting_review", EvPromptAdded, WaitingOnUser, WaitReview, false, NoFailure, "waiting for review"},
 
 	// Recovering: the agent's own retry, turn in flight.
 	{"recovering_retry", EvProcessStarted, Recovering, NoWait, true, Overloaded, "agent retry 1/10"},
@@ -249,6 +258,7 @@ var matrix = []matrixRow{
 	{"recovering_retry", EvAcknowledged, Recovering, NoWait, true, Overloaded, "agent retry 1/10"},
 	{"recovering_retry", EvProcessExited, Interrupted, NoWait, false, Overloaded, "code 1 during turn 3"},
 	{"recovering_retry", EvSessionEnded, Interrupted, NoWait, false, Overloaded, "session ended during turn 3"},
+	{"recovering_retry", EvPromptAdded, Recovering, NoWait, true, Overloaded, "agent retry 1/10"},
 
 	// Recovering: the supervisor holding a rate limit, no turn in flight.
 	{"recovering_hold", EvProcessStarted, Recovering, NoWait, false, RateLimit, "holding"},
@@ -276,6 +286,7 @@ var matrix = []matrixRow{
 	{"recovering_hold", EvAcknowledged, Recovering, NoWait, false, RateLimit, "holding"},
 	{"recovering_hold", EvProcessExited, Recovering, NoWait, false, RateLimit, "holding until 13:00:00; process exited with code 1"},
 	{"recovering_hold", EvSessionEnded, Recovering, NoWait, false, RateLimit, "holding until 13:00:00; session ended"},
+	{"recovering_hold", EvPromptAdded, Recovering, NoWait, false, RateLimit, "holding"},
 
 	// Suspect, in a turn, Bash open.
 	{"suspect", EvProcessStarted, Suspect, NoWait, true, NoFailure, "12 min silent"},
@@ -300,6 +311,7 @@ var matrix = []matrixRow{
 	{"suspect", EvAcknowledged, Suspect, NoWait, true, NoFailure, "12 min silent"},
 	{"suspect", EvProcessExited, Interrupted, NoWait, false, NoFailure, "code 1 during turn 3"},
 	{"suspect", EvSessionEnded, Interrupted, NoWait, false, NoFailure, "session ended during turn 3"},
+	{"suspect", EvPromptAdded, Suspect, NoWait, true, NoFailure, "12 min silent"},
 
 	// Interrupted, no turn in flight.
 	{"interrupted", EvProcessStarted, Interrupted, NoWait, false, NoFailure, "interrupted by the supervisor"},
@@ -325,6 +337,7 @@ var matrix = []matrixRow{
 	{"interrupted", EvAcknowledged, Idle, NoWait, false, NoFailure, "acknowledged (Interrupted)"},
 	{"interrupted", EvProcessExited, Interrupted, NoWait, false, NoFailure, "after a stall; process exited with code 1"},
 	{"interrupted", EvSessionEnded, Interrupted, NoWait, false, NoFailure, "after a stall; session ended"},
+	{"interrupted", EvPromptAdded, Interrupted, NoWait, false, NoFailure, "interrupted by the supervisor"},
 
 	// Errored with a rate limit, no turn in flight.
 	{"errored", EvProcessStarted, Errored, NoWait, false, RateLimit, "rate limited"},
@@ -351,6 +364,7 @@ var matrix = []matrixRow{
 	{"errored", EvAcknowledged, Idle, NoWait, false, NoFailure, "acknowledged (Errored)"},
 	{"errored", EvProcessExited, Errored, NoWait, false, RateLimit, "usage limit reached; process exited with code 1"},
 	{"errored", EvSessionEnded, Errored, NoWait, false, RateLimit, "usage limit reached; session ended"},
+	{"errored", EvPromptAdded, Errored, NoWait, false, RateLimit, "rate limited"},
 
 	// Idle.
 	{"idle", EvProcessStarted, Idle, NoWait, false, NoFailure, "agent process 5151 started; no turn yet"},
@@ -375,6 +389,7 @@ var matrix = []matrixRow{
 	{"idle", EvAcknowledged, Idle, NoWait, false, NoFailure, "agent idle"},
 	{"idle", EvProcessExited, Idle, NoWait, false, NoFailure, "process exited with code 1; session closed"},
 	{"idle", EvSessionEnded, Idle, NoWait, false, NoFailure, "session ended; session closed"},
+	{"idle", EvPromptAdded, Idle, NoWait, false, NoFailure, "agent idle"},
 }
 
 func TestApplyMatrixCoversEveryPair(t *testing.T) {
@@ -1267,5 +1282,230 @@ func TestApplyNeverTouchesSupervision(t *testing.T) {
 				t.Errorf("%s + %v changed Supervision: %+v, want %+v", b, k, got, want)
 			}
 		}
+	}
+}
+
+// Issue 10, item 2: a stop the user asked for ends as the user's stop however
+// the turn then ends, and a later stall interrupt does not take it over.
+func TestApplyUserStopSurvivesEveryEnding(t *testing.T) {
+	stopped := Apply(baseSession("working"), Event{Kind: EvInterruptRequested, By: ByUser}, t0.Add(-time.Minute))
+	tests := []struct {
+		name   string
+		events []Event
+	}{
+		{"abort", []Event{{Kind: EvTurnAborted}}},
+		{"exit before the abort", []Event{{Kind: EvProcessExited, ExitCode: 143}}},
+		{"killed", []Event{{Kind: EvProcessExited, Signal: "SIGKILL"}}},
+		{"session ended", []Event{{Kind: EvSessionEnded}}},
+		{"stall interrupt, then abort", []Event{{Kind: EvInterruptRequested, By: BySupervisor}, {Kind: EvTurnAborted}}},
+		{"stall interrupt, then exit", []Event{{Kind: EvInterruptRequested, By: BySupervisor}, {Kind: EvProcessExited, Signal: "SIGKILL"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := stopped
+			for _, e := range tt.events {
+				s = Apply(s, e, t0)
+			}
+			if s.State != WaitingOnUser || s.WaitReason != WaitReview || s.InTurn {
+				t.Fatalf("-> %v (%q, in turn %v) %q; want WaitingOnUser(review)", s.State, s.WaitReason, s.InTurn, s.Evidence)
+			}
+			if !strings.Contains(s.Evidence, "stopped at your request") {
+				t.Errorf("evidence %q does not say who stopped it", s.Evidence)
+			}
+		})
+	}
+}
+
+// Issue 10, item 3: a process that dies having printed nothing never started
+// its turn: Errored(launch) with its exit code and sanitized stderr line, not
+// a nudgeable interruption.
+func TestApplyLaunchFailure(t *testing.T) {
+	launched := func() Session {
+		s := Apply(baseSession("idle"), Event{Kind: EvProcessStarted, PID: 77}, t0.Add(-3*time.Second))
+		return Apply(s, Event{Kind: EvTurnStarted, By: ByUser}, t0.Add(-2*time.Second))
+	}
+	tests := []struct {
+		name    string
+		before  []Event
+		exit    Event
+		state   State
+		failure FailureKind
+		want    []string
+	}{
+		{"nothing printed", nil, Event{Kind: EvProcessExited, ExitCode: 1, Stderr: "fatal: cannot start (bad install)"},
+			Errored, Launch, []string{"code 1", "fatal: cannot start (bad install)", "failed to start turn 4"}},
+		{"secret in stderr", nil, Event{Kind: EvProcessExited, ExitCode: 2, Stderr: "bad key sk-ant-abcdefghijklmnop"},
+			Errored, Launch, []string{"code 2", "[redacted]"}},
+		{"killed before init", nil, Event{Kind: EvProcessExited, Signal: "SIGKILL"}, Errored, Launch, []string{"SIGKILL"}},
+		{"metrics line only", []Event{{Kind: EvMetrics}}, Event{Kind: EvProcessExited, ExitCode: 1}, Interrupted, NoFailure, []string{"during turn 4"}},
+		{"after init", []Event{{Kind: EvSessionInit}}, Event{Kind: EvProcessExited, ExitCode: 1}, Interrupted, NoFailure, []string{"during turn 4"}},
+		{"after activity", []Event{{Kind: EvActivity}}, Event{Kind: EvProcessExited, ExitCode: 1}, Interrupted, NoFailure, []string{"during turn 4"}},
+		// The app's own bookkeeping is no sign the agent got going.
+		{"after the app's interrupt", []Event{{Kind: EvPromptAdded}, {Kind: EvInterruptRequested, By: BySupervisor}},
+			Event{Kind: EvProcessExited, ExitCode: 1}, Errored, Launch, []string{"code 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := launched()
+			for _, e := range tt.before {
+				s = Apply(s, e, t0.Add(-time.Second))
+			}
+			got := Apply(s, tt.exit, t0)
+			if got.State != tt.state || got.Failure.Kind != tt.failure || got.InTurn {
+				t.Fatalf("-> %v %v (in turn %v) %q; want %v %v", got.State, got.Failure.Kind, got.InTurn, got.Evidence, tt.state, tt.failure)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got.Evidence, w) {
+					t.Errorf("evidence %q does not mention %q", got.Evidence, w)
+				}
+			}
+			if strings.Contains(got.Evidence+got.Failure.Message, "sk-ant") {
+				t.Errorf("a secret reached the session: %q / %q", got.Evidence, got.Failure.Message)
+			}
+		})
+	}
+	// Dead before the first prompt could be written: no turn, same failure.
+	s := Apply(baseSession("idle"), Event{Kind: EvProcessStarted, PID: 77}, t0)
+	if got := Apply(s, Event{Kind: EvProcessExited, ExitCode: 1, Stderr: "fatal: bad flag"}, t0); got.State != Errored || got.Failure.Kind != Launch ||
+		!strings.Contains(got.Evidence, "fatal: bad flag") {
+		t.Errorf("died before its first prompt -> %v %v %q", got.State, got.Failure.Kind, got.Evidence)
+	}
+	// A quiet clean exit of an unprompted process is just a closed session.
+	if got := Apply(s, Event{Kind: EvProcessExited}, t0); got.State != Idle {
+		t.Errorf("clean exit of an unprompted process -> %v", got.State)
+	}
+	// The next process starts with a clean slate: a new launch can fail too.
+	s = Apply(launched(), Event{Kind: EvActivity}, t0)
+	s = Apply(s, Event{Kind: EvTurnCompleted}, t0)
+	s = Apply(s, Event{Kind: EvProcessExited}, t0)
+	s = Apply(s, Event{Kind: EvProcessStarted, PID: 78}, t0)
+	s = Apply(s, Event{Kind: EvTurnStarted, By: BySupervisor}, t0)
+	if got := Apply(s, Event{Kind: EvProcessExited, ExitCode: 1}, t0); got.Failure.Kind != Launch {
+		t.Errorf("a resumed process that printed nothing -> %v %v", got.State, got.Failure.Kind)
+	}
+}
+
+func TestStderrLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                   "",
+		"one line":                           "one line",
+		"first\nfatal: cannot start\n\n  \n": "fatal: cannot start",
+		"x\r\nAuthorization: Bearer abcdefghijkl": "Authorization: [redacted]",
+	} {
+		if got := StderrLine(in); got != want {
+			t.Errorf("StderrLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Issue 10, item 7: every open permission request is kept until it is
+// answered or withdrawn, and the session waits on the user while any is open.
+func TestApplyPermissionsStayOpen(t *testing.T) {
+	ask := func(id, tool string) Event {
+		return Event{Kind: EvWaitingOnUser, Reason: WaitPermission, Permission: &Permission{RequestID: id, Tool: tool}}
+	}
+	s := Apply(baseSession("working"), ask("r1", "Bash"), t0)
+	s = Apply(s, ask("r2", "Write"), t0)
+	s = Apply(s, ask("r2", "Write"), t0) // the same request twice is one request
+	steps := []struct {
+		name  string
+		e     Event
+		state State
+		open  []string
+	}{
+		{"a parallel tool finishes", Event{Kind: EvToolFinished, CallID: "t1"}, WaitingOnUser, []string{"r1", "r2"}},
+		{"a subagent speaks", Event{Kind: EvActivity, Detail: "subagent message"}, WaitingOnUser, []string{"r1", "r2"}},
+		{"a status line", Event{Kind: EvCompactionStarted}, WaitingOnUser, []string{"r1", "r2"}},
+		{"the agent withdraws r2", Event{Kind: EvUserAnswered, Permission: &Permission{RequestID: "r2"}}, WaitingOnUser, []string{"r1"}},
+		{"a withdrawal of an unknown request", Event{Kind: EvUserAnswered, Permission: &Permission{RequestID: "zz"}}, WaitingOnUser, []string{"r1"}},
+		{"approve answers the oldest", Event{Kind: EvUserAnswered, Detail: "Bash approved by the user"}, Working, nil},
+	}
+	for _, st := range steps {
+		s = Apply(s, st.e, t0)
+		var open []string
+		for _, p := range s.Permissions {
+			open = append(open, p.RequestID)
+		}
+		if s.State != st.state || !reflect.DeepEqual(open, st.open) {
+			t.Fatalf("%s: -> %v, open %v (%q); want %v, open %v", st.name, s.State, open, s.Evidence, st.state, st.open)
+		}
+		if st.state == WaitingOnUser && (s.WaitReason != WaitPermission || s.Permission == nil || s.Permission.RequestID != st.open[0]) {
+			t.Fatalf("%s: wait %q, permission %+v; want permission %s", st.name, s.WaitReason, s.Permission, st.open[0])
+		}
+		if st.state != WaitingOnUser && s.Permission != nil {
+			t.Fatalf("%s: permission %+v left behind", st.name, s.Permission)
+		}
+	}
+	// A session stored with the single `permission` key keeps its request.
+	old := baseSession("waiting_permission")
+	old.Permissions = nil
+	if got := Apply(old, Event{Kind: EvActivity}, t0); got.State != WaitingOnUser || len(got.Permissions) != 1 {
+		t.Errorf("old single permission lost: %v %+v", got.State, got.Permissions)
+	}
+}
+
+// Issue 10, item 8: stream events are tied to the turn they belong to.
+func TestApplyLateStreamEventsAreTiedToTheirTurn(t *testing.T) {
+	// A turn that completed, then the user sends the next prompt before the
+	// previous turn's idle line arrives.
+	s := Apply(baseSession("working"), Event{Kind: EvTurnCompleted}, t0)
+	s = Apply(s, Event{Kind: EvTurnStarted, By: ByUser}, t0)
+	s = Apply(s, Event{Kind: EvIdle}, t0)
+	if s.State != Working || !s.InTurn {
+		t.Fatalf("late idle ended the next turn: %v %q", s.State, s.Evidence)
+	}
+	s = Apply(s, Event{Kind: EvSessionInit}, t0)
+	if got := Apply(s, Event{Kind: EvIdle}, t0); got.State != WaitingOnUser || got.InTurn {
+		t.Errorf("idle after the turn's own init -> %v, in turn %v", got.State, got.InTurn)
+	}
+
+	// A prompt sent as the agent printed its result: the agent starts a turn
+	// of its own with it (a fresh init), which must be supervised.
+	s = Apply(baseSession("working"), Event{Kind: EvPromptAdded}, t0)
+	if !s.LastEventAt.Equal(baseSession("working").LastEventAt) || s.State != Working {
+		t.Fatalf("the app's prompt moved the stall clock or the state: %v %v", s.LastEventAt, s.State)
+	}
+	s = Apply(s, Event{Kind: EvTurnCompleted}, t0)
+	s = Apply(s, Event{Kind: EvSessionInit}, t0.Add(time.Second))
+	if s.State != Working || !s.InTurn || s.TurnGeneration != 4 {
+		t.Fatalf("the raced prompt's turn is unsupervised: %v, in turn %v, gen %d", s.State, s.InTurn, s.TurnGeneration)
+	}
+	s = Apply(s, Event{Kind: EvTurnCompleted}, t0.Add(2*time.Second))
+	if s.State != WaitingOnUser || s.InTurn {
+		t.Fatalf("raced turn's result -> %v", s.State)
+	}
+	// Without a raced prompt an init outside a turn starts nothing.
+	if got := Apply(s, Event{Kind: EvSessionInit}, t0.Add(3*time.Second)); got.InTurn || got.TurnGeneration != 4 {
+		t.Errorf("a stray init started a turn: gen %d", got.TurnGeneration)
+	}
+}
+
+// Issue 10, item 14.
+func TestApplyIdleWaitsForBackgroundTasks(t *testing.T) {
+	s := Apply(baseSession("working"), Event{Kind: EvTaskStarted, CallID: "bg1", Name: "npm test"}, t0)
+	s = Apply(s, Event{Kind: EvIdle}, t0)
+	if s.State != Working || !s.InTurn || !strings.Contains(s.Evidence, "npm test still running") {
+		t.Fatalf("idle with a background task running -> %v, in turn %v %q", s.State, s.InTurn, s.Evidence)
+	}
+	s = Apply(s, Event{Kind: EvTaskFinished, CallID: "bg1"}, t0)
+	if s = Apply(s, Event{Kind: EvIdle}, t0); s.State != WaitingOnUser || s.InTurn {
+		t.Errorf("idle after the task finished -> %v", s.State)
+	}
+}
+
+func TestApplyEscalatedSuspectHasAWayOut(t *testing.T) {
+	escalated := baseSession("suspect")
+	escalated.NeedsAttention = true
+	got := Apply(escalated, Event{Kind: EvActivity}, t0)
+	if got.State != Working || got.NeedsAttention {
+		t.Errorf("a stalled turn that speaks again -> %v, needs attention %v", got.State, got.NeedsAttention)
+	}
+	got = Apply(escalated, Event{Kind: EvAcknowledged}, t0)
+	if got.State != Idle || got.InTurn || got.NeedsAttention || got.Evidence == "" {
+		t.Errorf("acknowledged escalated Suspect -> %v, in turn %v, needs attention %v", got.State, got.InTurn, got.NeedsAttention)
+	}
+	// Not escalated: ack does not give a live turn up.
+	if got := Apply(baseSession("suspect"), Event{Kind: EvAcknowledged}, t0); got.State != Suspect || !got.InTurn {
+		t.Errorf("ack of a plain Suspect -> %v", got.State)
 	}
 }

@@ -46,6 +46,10 @@ const (
 	EvAcknowledged
 	EvProcessExited
 	EvSessionEnded
+	// EvPromptAdded: the app wrote a prompt into the turn in flight (the
+	// agent injects it into the running turn, or starts a turn with it if
+	// the turn ended first). The app's own doing, so not genuine activity.
+	EvPromptAdded
 )
 
 var eventNames = []string{
@@ -53,7 +57,7 @@ var eventNames = []string{
 	"tool_started", "tool_finished", "task_started", "task_finished",
 	"compaction_started", "compaction_finished", "waiting_on_user", "user_answered",
 	"retry_scheduled", "turn_completed", "turn_failed", "interrupt_requested", "turn_aborted",
-	"idle", "acknowledged", "process_exited", "session_ended",
+	"idle", "acknowledged", "process_exited", "session_ended", "prompt_added",
 }
 
 // AllEventKinds lists every real event kind (not EvUnknown), for tables.
@@ -75,7 +79,20 @@ func (k *EventKind) UnmarshalText(b []byte) error {
 // the stall clock. Metrics-only events and the app's own bookkeeping are not.
 func (k EventKind) Genuine() bool {
 	switch k {
-	case EvMetrics, EvUnknown, EvAcknowledged, EvInterruptRequested, EvProcessExited, EvSessionEnded, EvProcessStarted:
+	case EvMetrics, EvUnknown, EvAcknowledged, EvInterruptRequested, EvProcessExited, EvSessionEnded, EvProcessStarted, EvPromptAdded:
+		return false
+	}
+	return true
+}
+
+// fromAgent reports whether the event is something the agent process itself
+// printed, as opposed to the app's own bookkeeping (a process it started, a
+// prompt or an interrupt it sent, an acknowledgement). A process that exits
+// having printed nothing never got going: a launch failure.
+func (k EventKind) fromAgent() bool {
+	switch k {
+	case EvUnknown, EvProcessStarted, EvTurnStarted, EvPromptAdded, EvInterruptRequested,
+		EvAcknowledged, EvProcessExited, EvSessionEnded:
 		return false
 	}
 	return true
@@ -103,10 +120,10 @@ type Event struct {
 	Failure     Failure       `json:"failure,omitzero"`
 	ExitCode    int           `json:"exit_code,omitempty"`
 	Signal      string        `json:"signal,omitempty"`
-	// StderrLine is the agent's last stderr line, sanitized, on
-	// EvProcessExited: the one line of stderr that may be shown.
-	StderrLine string `json:"stderr_line,omitempty"`
-	By         Actor  `json:"by,omitempty"`
+	// Stderr is the last line of the agent's stderr on EvProcessExited,
+	// already sanitized (see StderrLine): it explains a launch failure.
+	Stderr string `json:"stderr,omitempty"`
+	By     Actor  `json:"by,omitempty"`
 	// Detail is a short sanitized phrase for evidence ("compaction failed: too few messages").
 	Detail string `json:"detail,omitempty"`
 }
@@ -121,10 +138,7 @@ func (e Event) Describe() string {
 	case EvTurnFailed:
 		return fmt.Sprintf("turn failed: %s: %s", e.Failure.Kind.Label(), e.Failure.Message)
 	case EvProcessExited:
-		if e.Signal != "" {
-			return fmt.Sprintf("process exited by signal %s", e.Signal)
-		}
-		return fmt.Sprintf("process exited with code %d", e.ExitCode)
+		return exitPhrase(e)
 	}
 	if e.Detail != "" {
 		return fmt.Sprintf("%s: %s", e.Kind, e.Detail)

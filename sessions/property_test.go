@@ -21,6 +21,7 @@ const (
 	invClockGenuine   = "LastEventAt is refreshed by genuine events"
 	invUpdated        = "UpdatedAt is the time of the last event"
 	invInputUntouched = "Apply does not mutate its input"
+	invPermissions    = "open permission requests only while waiting on the user, mirrored by Permission"
 )
 
 // violation is the first break of one invariant, with the events that led to it.
@@ -80,6 +81,10 @@ func (c *checker) step(s Session, e Event, now time.Time) (next Session) {
 	}
 	if !next.InTurn && len(next.OpenTools) > 0 {
 		c.fail(invOpenTools, "%v: %v, no turn, open tools %v", e.Kind, next.State, next.OpenTools)
+	}
+	if len(next.Permissions) > 0 && (next.State != WaitingOnUser || next.Permission == nil || *next.Permission != next.Permissions[0]) ||
+		len(next.Permissions) == 0 && next.Permission != nil {
+		c.fail(invPermissions, "%v: %v in turn %v, permissions %v, permission %v", e.Kind, next.State, next.InTurn, next.Permissions, next.Permission)
 	}
 	if next.TurnGeneration < s.TurnGeneration {
 		c.fail(invGeneration, "%v: %d -> %d", e.Kind, s.TurnGeneration, next.TurnGeneration)
@@ -179,7 +184,7 @@ func randomEvent(r *rand.Rand) Event {
 		e.Delay = time.Duration(r.IntN(600)-30) * time.Second
 	}
 	e.Status = statuses[r.IntN(len(statuses))]
-	e.Failure = Failure{Kind: FailureKind(r.IntN(7)), Message: messages[r.IntN(len(messages))]}
+	e.Failure = Failure{Kind: FailureKind(r.IntN(8)), Message: messages[r.IntN(len(messages))]}
 	if r.IntN(4) == 0 {
 		e.Failure.RetryAt = t0.Add(time.Duration(r.IntN(7200)) * time.Second)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -79,6 +80,12 @@ type Supervision struct {
 	// EscalatedGeneration is the turn generation last escalated, so one
 	// incident escalates (and notifies) once.
 	EscalatedGeneration int64 `json:"escalated_generation,omitempty"`
+	// IncidentAttempts counts every automatic attempt of the incident —
+	// compactions, continues after a rate limit or an overload, resumes
+	// after an auth failure — whatever kind of failure caused it, so a turn
+	// that alternates failure kinds still runs out of budget. Only a clean
+	// end of the incident (a finished turn, an acknowledgement) refills it.
+	IncidentAttempts int `json:"incident_attempts,omitempty"`
 }
 
 // Permission is a pending permission request the user must approve or deny.
@@ -116,7 +123,26 @@ type Session struct {
 	OpenTools         map[string]OpenCall `json:"open_tools,omitempty"`
 	OpenTasks         map[string]OpenCall `json:"open_tasks,omitempty"`
 	CompactionStarted time.Time           `json:"compaction_started,omitzero"`
-	Permission        *Permission         `json:"permission,omitempty"`
+	// Permissions are the agent's open permission requests, oldest first:
+	// each stays until it is answered or the agent withdraws it, and the
+	// session waits on the user while any is open.
+	Permissions []Permission `json:"permissions,omitempty"`
+	// Permission is the oldest open request (Permissions[0]), the one
+	// approve/deny answers; nil when none is open. It mirrors Permissions
+	// for the `permission` key of the JSON contract and is kept in step by
+	// Apply.
+	Permission *Permission `json:"permission,omitempty"`
+	// TurnAcked: the agent announced the turn in flight (Claude prints
+	// system/init at the start of every turn). Until then an idle signal is
+	// the previous turn's and cannot end this one.
+	TurnAcked bool `json:"turn_acked,omitempty"`
+	// PromptQueued: the app wrote a prompt while the turn was in flight. If
+	// the turn ended before the agent read it, the agent starts a new turn
+	// with it, which the next init outside a turn reveals.
+	PromptQueued bool `json:"prompt_queued,omitempty"`
+	// ProcessSpoke: the current agent process printed at least one event.
+	// A process that exits having printed none failed to launch.
+	ProcessSpoke bool `json:"process_spoke,omitempty"`
 	// InterruptBy records who asked to interrupt the turn in flight, so an
 	// abort that follows can be told apart: a user's stop is never nudged.
 	InterruptBy    *Actor      `json:"interrupt_by,omitempty"`
@@ -136,6 +162,7 @@ func (s Session) Clone() Session {
 	c := s
 	c.OpenTools = maps.Clone(s.OpenTools)
 	c.OpenTasks = maps.Clone(s.OpenTasks)
+	c.Permissions = slices.Clone(s.Permissions)
 	if s.Permission != nil {
 		p := *s.Permission
 		c.Permission = &p
@@ -177,9 +204,27 @@ func (s Session) OldestOpenCall() (OpenCall, bool) {
 	return best, found
 }
 
+// StoppedByUser reports whether the user asked to stop the turn in flight:
+// however that turn then ends (an abort, the process's death, the app's
+// restart), it ends as the user's stop and is never nudged.
+func (s Session) StoppedByUser() bool { return s.InterruptBy != nil && *s.InterruptBy == ByUser }
+
 // HasOpenWork reports whether a tool call or background task is open, which
 // relaxes the stall threshold.
 func (s Session) HasOpenWork() bool { return len(s.OpenTools) > 0 || len(s.OpenTasks) > 0 }
+
+// StderrLine is what the app may keep of an agent's stderr: its last
+// non-empty line, sanitized (secrets redacted, one short line). Raw stderr is
+// never persisted; this line explains a launch failure.
+func StderrLine(tail string) string {
+	lines := strings.Split(tail, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := SanitizeMessage(lines[i]); l != "" {
+			return l
+		}
+	}
+	return ""
+}
 
 // secretPatterns match credentials that must never reach the timeline or a
 // notification: API keys, bearer tokens, key=value secrets.

@@ -172,9 +172,13 @@ const (
 	Auth
 	Billing
 	OtherFailure
+	// Launch: the agent process exited before its turn started (no init,
+	// no stream event): a bad install, a bad flag, a resume that could not
+	// find its session. Nudging cannot fix it.
+	Launch
 )
 
-var failureNames = []string{"", "rate_limit", "overloaded", "context_overflow", "auth", "billing", "other"}
+var failureNames = []string{"", "rate_limit", "overloaded", "context_overflow", "auth", "billing", "other", "launch"}
 
 func (k FailureKind) String() string               { return enumString(failureNames, k) }
 func (k FailureKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
@@ -197,6 +201,8 @@ func (k FailureKind) Label() string {
 		return "billing error"
 	case OtherFailure:
 		return "error"
+	case Launch:
+		return "launch failed"
 	}
 	return "no failure"
 }

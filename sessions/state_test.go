@@ -183,7 +183,7 @@ func TestSmallEnumsRoundTrip(t *testing.T) {
 		{WaitPermission, "permission", wait}, {WaitReview, "review", wait},
 		{NoFailure, "", fail}, {RateLimit, "rate_limit", fail}, {Overloaded, "overloaded", fail},
 		{ContextOverflow, "context_overflow", fail}, {Auth, "auth", fail}, {Billing, "billing", fail},
-		{OtherFailure, "other", fail},
+		{OtherFailure, "other", fail}, {Launch, "launch", fail},
 		{ByUser, "user", act}, {BySupervisor, "supervisor", act},
 		{EvUnknown, "unknown", ev}, {EvProcessStarted, "process_started", ev}, {EvSessionInit, "session_init", ev},
 		{EvTurnStarted, "turn_started", ev}, {EvActivity, "activity", ev}, {EvMetrics, "metrics", ev},
@@ -195,6 +195,7 @@ func TestSmallEnumsRoundTrip(t *testing.T) {
 		{EvTurnFailed, "turn_failed", ev}, {EvInterruptRequested, "interrupt_requested", ev},
 		{EvTurnAborted, "turn_aborted", ev}, {EvIdle, "idle", ev}, {EvAcknowledged, "acknowledged", ev},
 		{EvProcessExited, "process_exited", ev}, {EvSessionEnded, "session_ended", ev},
+		{EvPromptAdded, "prompt_added", ev},
 	}
 	for _, tt := range tests {
 		label := reflect.TypeOf(tt.v).Name() + "/" + tt.name
@@ -213,7 +214,7 @@ func TestSmallEnumsRoundTrip(t *testing.T) {
 		})
 	}
 	// Every event kind is listed above, so a new kind must get a name here too.
-	if n := len(AllEventKinds()) + 1; n != 23 {
+	if n := len(AllEventKinds()) + 1; n != 24 {
 		t.Errorf("there are %d event kinds (with unknown); update this test's names", n)
 	}
 	// Unknown names are rejected, and the value is left as it was.
@@ -252,13 +253,13 @@ func TestAllEventKinds(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	for k := EvProcessStarted; k <= EvSessionEnded; k++ {
+	for k := EvProcessStarted; k <= EvPromptAdded; k++ {
 		if !seen[k] {
 			t.Errorf("AllEventKinds misses %v", k)
 		}
 	}
-	if len(kinds) != int(EvSessionEnded) {
-		t.Errorf("AllEventKinds has %d kinds, want %d", len(kinds), int(EvSessionEnded))
+	if len(kinds) != int(EvPromptAdded) {
+		t.Errorf("AllEventKinds has %d kinds, want %d", len(kinds), int(EvPromptAdded))
 	}
 	// The result is a fresh slice: callers may sort or trim it.
 	kinds[0] = EvUnknown
@@ -271,8 +272,10 @@ func TestEventKindGenuine(t *testing.T) {
 	notGenuine := map[EventKind]bool{
 		EvUnknown: true, EvMetrics: true, EvAcknowledged: true, EvInterruptRequested: true,
 		EvProcessExited: true, EvSessionEnded: true, EvProcessStarted: true,
+		// The app's own prompt into a running turn is not the agent's activity.
+		EvPromptAdded: true,
 	}
-	for k := EvUnknown; k <= EvSessionEnded; k++ {
+	for k := EvUnknown; k <= EvPromptAdded; k++ {
 		if got, want := k.Genuine(), !notGenuine[k]; got != want {
 			t.Errorf("%v.Genuine() = %v, want %v", k, got, want)
 		}
@@ -283,6 +286,7 @@ func TestFailureKindLabel(t *testing.T) {
 	want := map[FailureKind]string{
 		NoFailure: "no failure", RateLimit: "rate limited", Overloaded: "API overloaded",
 		ContextOverflow: "context overflow", Auth: "authentication failed", Billing: "billing error",
+		Launch:       "launch failed",
 		OtherFailure: "error",
 	}
 	for k, w := range want {

@@ -1163,7 +1163,11 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 
 // --- 7. a stuck compaction ---
 
-func TestLoopCompactionTimeoutThenOverflowRecovery(t *testing.T) {
+// Issue 10, item 10: a compaction that runs past its timeout is failed and
+// escalated; nothing is written into the agent (it may still be compacting:
+// a /compact or a retried turn would land in that running turn), and the late
+// end of the compaction books no retry and starts no extra turn.
+func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, func(s *storage.Settings) { s.CompactTimeout = 120 * time.Second })
 		defer h.stop()
@@ -1181,55 +1185,33 @@ func TestLoopCompactionTimeoutThenOverflowRecovery(t *testing.T) {
 		// Not failed before 1:07 + 120 s (tick 3:15 is the first after 3:07).
 		h.until(3*time.Minute + 14*time.Second)
 		h.wantState(id, sessions.Compacting, sessions.NoWait)
-		if c := callsOf(p.received(), "compact"); len(c) != 0 {
-			t.Fatal("compacted before the timeout")
-		}
 		h.until(3*time.Minute + 16*time.Second)
-		compacts := callsOf(p.received(), "compact")
-		if len(compacts) != 1 || !compacts[0].At.Equal(h.at(3*time.Minute+15*time.Second)) {
-			t.Fatalf("compacts %+v, want one at 3m15s", compacts)
+		failed := h.wantState(id, sessions.Errored, sessions.NoWait)
+		if !failed.NeedsAttention || failed.Failure.Kind != sessions.ContextOverflow {
+			t.Fatalf("after the timeout: needs attention %v, failure %+v", failed.NeedsAttention, failed.Failure)
 		}
-		// The compaction runs as a turn of its own (turn 2).
-		h.wantState(id, sessions.Working, sessions.NoWait)
 		ct := h.store.rowsOf(id, TimelineCompactionTimeout)
 		if len(ct) != 1 || !strings.Contains(rowField(ct[0], "message"), "compaction ran past 120 s") {
 			t.Fatalf("compaction_timeout rows %+v", ct)
 		}
 
-		// The agent compacts and finishes; the supervisor then retries the turn.
+		// The agent's compaction ends late, with its turn's result.
 		h.until(3*time.Minute + 37*time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvCompactionStarted},
-			sessions.Event{Kind: sessions.EvCompactionFinished, OK: true},
+		h.emit(p, sessions.Event{Kind: sessions.EvCompactionFinished, OK: true},
 			sessions.Event{Kind: sessions.EvTurnCompleted})
-		h.until(3*time.Minute + 46*time.Second)
-		prompts := callsOf(p.received(), "prompt")
-		if len(prompts) != 2 || prompts[1].Text != RetryTurnText {
-			t.Fatalf("prompts %+v, want the retry after the compaction", prompts)
+		h.until(30 * time.Minute)
+		if c := callsOf(p.received(), "compact"); len(c) != 0 {
+			t.Fatalf("compacts %+v, want none", c)
 		}
-		h.until(4*time.Minute + 7*time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnCompleted})
-		h.until(10 * time.Minute)
-		done := h.wantState(id, sessions.WaitingOnUser, sessions.WaitReview)
-		if done.Supervision != (sessions.Supervision{}) || done.TurnGeneration != 3 {
-			t.Errorf("after the retried turn: turn %d, supervision %+v", done.TurnGeneration, done.Supervision)
+		if pr := callsOf(p.received(), "prompt"); len(pr) != 1 {
+			t.Fatalf("prompts %+v, want only the launch prompt", pr)
 		}
-		h.wantKinds(id, afterLaunch(
-			TimelineStateChanged,      // → Compacting
-			TimelineCompactionTimeout, // → Errored (context overflow)
-			TimelineStateChanged,      // Errored → Recovering
-			TimelineOverflowRedrive,   // compact
-			TimelineStateChanged,      // → Working: the compaction turn
-			TimelineStateChanged,      // → Compacting
-			TimelineStateChanged,      // → Working (compaction finished)
-			TimelineStateChanged,      // → Waiting on user (review)
-			TimelineStateChanged,      // → Recovering: retrying
-			TimelineOverflowRedrive,   // retry_turn
-			TimelineStateChanged,      // → Working
-			TimelineStateChanged,      // → Waiting on user (review)
-		)...)
-		rows := h.store.timeline(id)
-		if r := rows[5]; rowField(r, "from") != "errored" || rowField(r, "to") != "recovering" || !strings.Contains(rowField(r, "message"), "Errored → Recovering") {
-			t.Errorf("row after the timeout: %s", r.Detail)
+		end, _ := h.rt.Session(id)
+		if end.TurnGeneration != 1 || end.InTurn {
+			t.Fatalf("an extra turn started: turn %d, in turn %v, %v %q", end.TurnGeneration, end.InTurn, end.State, end.Evidence)
+		}
+		if n := len(h.store.rowsOf(id, TimelineEscalated)); n != 1 {
+			t.Errorf("escalated %d times, want once", n)
 		}
 		h.wantOutcomes(id)
 	})
@@ -1519,5 +1501,227 @@ func TestLoopSettingsApplyAtTheNextTick(t *testing.T) {
 		if len(ints) != 1 || !ints[0].At.Equal(h.at(6*time.Minute+5*time.Second)) {
 			t.Fatalf("interrupts %+v, want one at 6m5s", ints)
 		}
+	})
+}
+
+// --- issue 10 ---
+
+// TestLoopUserStopIsNeverNudged: the user interrupts a running turn, and the
+// turn then ends every way it can before the agent acknowledges the stop. It
+// always ends as the user's stop, in review, and the supervisor never
+// nudges or relaunches it (issue 10, item 2).
+func TestLoopUserStopIsNeverNudged(t *testing.T) {
+	ends := []struct {
+		name string
+		end  func(h *loopHarness, p *fakeProc)
+	}{
+		{"the process exits", func(h *loopHarness, p *fakeProc) { p.exit(143, "") }},
+		{"the process is killed", func(h *loopHarness, p *fakeProc) { p.exit(-1, "SIGKILL") }},
+		{"the exit is lost (liveness probe)", func(h *loopHarness, p *fakeProc) { p.vanish() }},
+		{"the stop is ignored until the stall interrupt", func(h *loopHarness, p *fakeProc) {
+			// Silent to the hard-stall limit: the supervisor interrupts too,
+			// and then the abort arrives.
+			h.until(150*time.Minute + 5*time.Second)
+			if c := callsOf(p.received(), "interrupt"); len(c) != 2 {
+				h.t.Fatalf("interrupts %+v, want the user's and the stall's", c)
+			}
+			h.emit(p, sessions.Event{Kind: sessions.EvTurnAborted})
+		}},
+		{"the stall chain kills it", func(h *loopHarness, p *fakeProc) {
+			h.until(151*time.Minute + 5*time.Second)
+			if c := callsOf(p.received(), "signal"); len(c) != 2 {
+				h.t.Fatalf("signals %+v, want SIGTERM and SIGKILL", c)
+			}
+			p.exit(-1, "SIGKILL")
+		}},
+	}
+	for _, tt := range ends {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newLoopHarness(t, nil)
+				defer h.stop()
+				s, p := h.launch()
+				h.run()
+				id := s.ID
+
+				h.until(time.Minute + 7*time.Second)
+				if _, err := h.rt.Interrupt(context.Background(), id); err != nil {
+					t.Fatal(err)
+				}
+				tt.end(h, p)
+				h.until(h.elapsed() + 2*time.Hour)
+
+				end := h.wantState(id, sessions.WaitingOnUser, sessions.WaitReview)
+				if !strings.Contains(end.Evidence, "stopped at your request") || end.NeedsAttention {
+					t.Errorf("evidence %q, needs attention %v", end.Evidence, end.NeedsAttention)
+				}
+				if n := len(h.store.rowsOf(id, TimelineNudgeSent)); n != 0 {
+					t.Errorf("%d nudges sent for a stop the user asked for", n)
+				}
+				if starts := h.agent.startOptions(); len(starts) != 1 {
+					t.Errorf("the agent was relaunched: %+v", starts)
+				}
+				if pr := callsOf(h.agent.calls(), "prompt"); len(pr) != 1 {
+					t.Errorf("prompts %+v, want only the user's", pr)
+				}
+			})
+		})
+	}
+}
+
+// TestLoopUserStopSurvivesARestart: the app stopped after the user's
+// interrupt and before the agent acknowledged it. Boot ends the turn as the
+// user's stop, and nothing is nudged.
+func TestLoopUserStopSurvivesARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		before := h.at(-20 * time.Minute)
+		user := sessions.ByUser
+		persisted := sessions.Session{
+			ID: "0b8f6c1e-stop", Agent: "claude", AgentSessionID: agentSessionID, Source: sessions.Managed,
+			Cwd: os.TempDir(), PID: 4242, ProcessAlive: true, InterruptBy: &user,
+			State: sessions.Working, Evidence: "running Bash", TurnGeneration: 4, InTurn: true,
+			TurnStarted: before, LastEventAt: before, StateChangedAt: before, CreatedAt: before, UpdatedAt: before,
+		}
+		h.store.sessions[persisted.ID] = persisted
+		if err := h.rt.Boot(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.wantState(persisted.ID, sessions.WaitingOnUser, sessions.WaitReview)
+		h.run()
+		h.until(time.Hour)
+		b := h.wantState(persisted.ID, sessions.WaitingOnUser, sessions.WaitReview)
+		if b.InTurn || b.InterruptBy != nil || !strings.Contains(b.Evidence, "stopped at your request") {
+			t.Fatalf("boot left %+v", b)
+		}
+		if starts := h.agent.startOptions(); len(starts) != 0 {
+			t.Fatalf("the agent was relaunched: %+v", starts)
+		}
+	})
+}
+
+// TestLoopLaunchFailureEscalatesAtOnce: the agent dies before it printed
+// anything. That is a launch failure: Errored(launch) with the exit code,
+// escalated once at the next tick, never nudged or relaunched (issue 10,
+// item 3).
+func TestLoopLaunchFailureEscalatesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, err := h.rt.Launch(context.Background(), LaunchRequest{Agent: "claude", Cwd: os.TempDir(), Prompt: "refactor the parser"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.run()
+		id := s.ID
+		h.until(2 * time.Second)
+		h.agent.proc(0).exit(1, "")
+		h.until(time.Hour)
+
+		end := h.wantState(id, sessions.Errored, sessions.NoWait)
+		if end.Failure.Kind != sessions.Launch || !strings.Contains(end.Failure.Message, "code 1") || !end.NeedsAttention {
+			t.Fatalf("failure %+v, needs attention %v, evidence %q", end.Failure, end.NeedsAttention, end.Evidence)
+		}
+		if n := len(h.store.rowsOf(id, TimelineEscalated)); n != 1 {
+			t.Errorf("escalated %d times, want once", n)
+		}
+		if n := len(h.store.rowsOf(id, TimelineNudgeSent)); n != 0 {
+			t.Errorf("%d nudges for an agent that never started", n)
+		}
+		if starts := h.agent.startOptions(); len(starts) != 1 {
+			t.Errorf("relaunched: %+v", starts)
+		}
+		h.wantOutcomes(id)
+	})
+}
+
+// TestLoopOwnMidTurnPromptKeepsTheStallClock: a prompt the app writes into
+// the running turn is not the agent's activity: the turn still turns
+// Suspect on time (issue 10, item 14).
+func TestLoopOwnMidTurnPromptKeepsTheStallClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, _ := h.launch()
+		h.run()
+		id := s.ID
+		h.until(8 * time.Minute)
+		if _, err := h.rt.Send(context.Background(), id, "also update the docs"); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.session(id).LastEventAt; !got.Equal(h.at(0)) {
+			t.Fatalf("the app's own prompt moved the stall clock to %v", got.Sub(h.start))
+		}
+		h.until(10*time.Minute + 1*time.Second)
+		h.wantState(id, sessions.Suspect, sessions.NoWait)
+	})
+}
+
+// TestLoopSeveralPermissionRequests: two requests are open at once and other
+// work of the turn goes on. The session keeps waiting while either is open,
+// and each approve answers one (issue 10, item 7).
+func TestLoopSeveralPermissionRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, p := h.launch()
+		h.run()
+		id := s.ID
+		ask := func(req, tool string) sessions.Event {
+			return sessions.Event{Kind: sessions.EvWaitingOnUser, Reason: sessions.WaitPermission, Permission: &sessions.Permission{RequestID: req, Tool: tool}}
+		}
+		h.until(time.Minute)
+		h.emit(p, ask("req_a", "Bash"), ask("req_b", "Write"),
+			sessions.Event{Kind: sessions.EvToolFinished, CallID: "toolu_9", Name: "Grep"},
+			sessions.Event{Kind: sessions.EvActivity, Detail: "subagent writing a reply"})
+		h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
+
+		if _, err := h.rt.Answer(context.Background(), id, true, ""); err != nil {
+			t.Fatalf("first approve: %v", err)
+		}
+		h.emit(p, sessions.Event{Kind: sessions.EvActivity})
+		w := h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
+		if w.Permission == nil || w.Permission.RequestID != "req_b" {
+			t.Fatalf("still open: %+v", w.Permission)
+		}
+		if _, err := h.rt.Answer(context.Background(), id, false, "no"); err != nil {
+			t.Fatalf("second answer: %v", err)
+		}
+		h.wantState(id, sessions.Working, sessions.NoWait)
+		if a := callsOf(p.received(), "answer"); len(a) != 2 || a[0].Text != "Bash allow=true" || a[1].Text != "Write allow=false" {
+			t.Fatalf("answers %+v", a)
+		}
+		// Waiting on the user is never a stall, however long it lasts.
+		h.until(2 * time.Minute)
+	})
+}
+
+// TestLoopRacedPromptStartsASupervisedTurn: the user's prompt reaches the
+// agent just as it prints the turn's result, so the agent starts a turn of
+// its own with it. That turn is supervised like any other: it goes Suspect
+// when it stalls (issue 10, item 8).
+func TestLoopRacedPromptStartsASupervisedTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		s, p := h.launch()
+		h.run()
+		id := s.ID
+		h.until(time.Minute)
+		if _, err := h.rt.Send(context.Background(), id, "and the tests"); err != nil {
+			t.Fatal(err)
+		}
+		h.emit(p, sessions.Event{Kind: sessions.EvTurnCompleted})
+		h.wantState(id, sessions.WaitingOnUser, sessions.WaitReview)
+		h.emit(p, sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: agentSessionID})
+		w := h.wantState(id, sessions.Working, sessions.NoWait)
+		if w.TurnGeneration != 2 || !w.InTurn {
+			t.Fatalf("turn %d in turn %v", w.TurnGeneration, w.InTurn)
+		}
+		// It works, then falls silent: the stall rules watch it.
+		h.emit(p, sessions.Event{Kind: sessions.EvActivity})
+		h.until(time.Minute + 11*time.Minute)
+		h.wantState(id, sessions.Suspect, sessions.NoWait)
 	})
 }

@@ -92,6 +92,15 @@ func (p Policy) suspectAfter(s *sessions.Session) time.Duration {
 	return p.StallSuspect
 }
 
+// incidentMaxAttempts is the one budget of an incident across recovery
+// kinds: as many automatic attempts as the most generous kind allows, so a
+// single-kind incident is bounded by its own limit first, and one that
+// alternates kinds (a rate limit, then an overflow, then a rate limit…)
+// still ends in escalation.
+func (p Policy) incidentMaxAttempts() int {
+	return max(p.OverflowMaxAttempts, p.RateLimitMaxAttempts, p.AuthMaxAttempts)
+}
+
 // rateLimitDelay is the backoff before the continue that follows `attempts`
 // earlier ones: base·2^attempts, capped at RateLimitMaxBackoff (no cap when
 // that is not positive). Bounded loop and overflow guard: attempts comes from

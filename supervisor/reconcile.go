@@ -18,15 +18,20 @@ import (
 //
 //  0. repair: an unknown state → Errored; Working/Suspect with no turn in
 //     flight → Idle (no rule could ever move them otherwise);
-//  1. liveness: a turn in flight whose process is gone → Interrupted;
+//  1. liveness: a turn in flight whose process is gone → Interrupted, or
+//     WaitingOnUser(review) when the user had asked to stop it;
 //  2. bookkeeping hygiene: forget a stall chain or a recovery the session
 //     has moved past (a new turn, a clean completion);
-//  3. the compaction timeout: Compacting too long → Errored (overflow);
+//  3. the compaction timeout: Compacting too long → Errored (overflow),
+//     escalated at once with nothing re-driven (the agent may still be
+//     compacting);
 //  4. stalls: Working silent → Suspect; Suspect silent past the hard limit →
 //     interrupt, then SIGTERM, SIGKILL and escalation, one step per grace;
 //  5. recovery (only with AutoRecover): overflow compact-and-retry,
 //     rate-limit drain, auth resume, the continuation nudge, and escalation
 //     when nothing automatic is left. Never while the user is being asked.
+//     Every attempt also counts against the incident's one shared budget
+//     (Supervision.IncidentAttempts), so alternating failure kinds escalate.
 //
 // A state change made in steps 1–4 is acted on in step 5 of the same call,
 // so a dead process is nudged at once rather than one tick later. Every
@@ -111,11 +116,18 @@ func (r *reconciler) probeLiveness() {
 	if r.probe.Alive || !r.n.InTurn {
 		return
 	}
-	gen := r.n.TurnGeneration
+	gen, byUser := r.n.TurnGeneration, r.n.StoppedByUser()
 	endTurn(&r.n)
 	proc := "agent process"
 	if r.n.PID > 0 {
 		proc = fmt.Sprintf("agent process %d", r.n.PID)
+	}
+	if byUser {
+		// The user asked to stop this turn: its end is theirs to review,
+		// never a nudge.
+		r.n.WaitReason = sessions.WaitReview
+		r.mark(sessions.WaitingOnUser, fmt.Sprintf("turn %d stopped at your request (%s is gone); waiting for review", gen, proc), TimelineStateChanged)
+		return
 	}
 	r.mark(sessions.Interrupted, fmt.Sprintf("%s is gone; turn %d was in flight", proc, gen), TimelineMarkedInterrupted)
 }
@@ -136,7 +148,7 @@ func (r *reconciler) forgetStaleBookkeeping() {
 	// the incident and refills every recovery budget — except the
 	// compaction we sent ourselves, whose completion is the cue to retry.
 	if !compactionDone(&r.n) && atCleanRest(&r.n) {
-		r.clearRecovery()
+		r.endIncident()
 	}
 }
 
@@ -176,6 +188,11 @@ func (r *reconciler) timeOutCompaction() {
 	msg := fmt.Sprintf("compaction ran past %d s and was failed", int64(r.p.CompactTimeout/time.Second))
 	n.Failure = sessions.Failure{Kind: sessions.ContextOverflow, Message: msg}
 	r.mark(sessions.Errored, msg, TimelineCompactionTimeout)
+	// No automatic retry: the agent may still be compacting, and a /compact
+	// or a retried turn written now would land in that running turn and
+	// start a needless extra one. Escalating also ends any overflow round
+	// of ours, so the late end of this compaction books no retry either.
+	r.escalate("a compaction that hangs is not retried automatically")
 }
 
 // watchStall applies the stall thresholds. Silence is measured from the last
@@ -246,6 +263,7 @@ func (r *reconciler) stallChain() {
 			InterruptSentAt:     r.now,
 			NextAttemptAt:       r.now.Add(r.p.InterruptGrace),
 			EscalatedGeneration: sv.EscalatedGeneration,
+			IncidentAttempts:    sv.IncidentAttempts,
 		}
 		r.note("interrupt sent at " + clockPhrase(r.now, r.now))
 		r.act(ActInterrupt, TimelineStallInterrupt, fmt.Sprintf(
@@ -334,6 +352,8 @@ func (r *reconciler) recoverErrored() {
 		r.scheduleAuth()
 	case sessions.Billing:
 		r.escalate("a billing error cannot be fixed automatically")
+	case sessions.Launch:
+		r.escalate("the agent failed to start, and a nudge would fail the same way")
 	default:
 		r.escalate("there is no automatic recovery for this error")
 	}
@@ -351,8 +371,9 @@ func (r *reconciler) recoverErrored() {
 //     (forgetStaleBookkeeping). If it overflows again the next round starts
 //     at step 1 with the budget carried over; a spent budget escalates.
 //
-// A step that never starts (Recovering with no turn for CompactTimeout), or
-// a compaction that times out, counts as a failed round.
+// A step that never starts (Recovering with no turn for CompactTimeout)
+// counts as a failed round. A compaction that times out ends the incident
+// in escalation instead (see timeOutCompaction).
 func (r *reconciler) redriveOverflow() {
 	sv := &r.n.Supervision
 	if sv.Recovery != RecoveryOverflow && sv.Recovery != RecoveryOverflowRetry {
@@ -363,8 +384,12 @@ func (r *reconciler) redriveOverflow() {
 		r.escalate(fmt.Sprintf("%d of %d compact-and-retry attempts spent", sv.RecoveryAttempts, limit))
 		return
 	}
+	if r.incidentSpent() {
+		return
+	}
 	sv.Recovery = RecoveryOverflow
 	sv.RecoveryAttempts++
+	sv.IncidentAttempts++
 	sv.NextAttemptAt = r.now.Add(r.p.CompactTimeout)
 	attempt := fmt.Sprintf("attempt %d/%d", sv.RecoveryAttempts, limit)
 	r.mark(sessions.Recovering, fmt.Sprintf("context overflow; compacting, then retrying the turn (%s)", attempt), TimelineStateChanged)
@@ -394,6 +419,9 @@ func (r *reconciler) scheduleDrain() {
 		r.escalate(fmt.Sprintf("%d of %d attempts to continue spent", sv.RecoveryAttempts, limit))
 		return
 	}
+	if r.incidentSpent() {
+		return
+	}
 	next := r.now.Add(r.p.rateLimitDelay(sv.RecoveryAttempts))
 	if at := r.n.Failure.RetryAt; at.After(r.now) {
 		next = at // the provider's own reset wins over any guess
@@ -416,6 +444,9 @@ func (r *reconciler) scheduleAuth() {
 	limit := r.p.AuthMaxAttempts
 	if sv.RecoveryAttempts >= limit {
 		r.escalate(fmt.Sprintf("%d of %d resumes after refreshed credentials spent", sv.RecoveryAttempts, limit))
+		return
+	}
+	if r.incidentSpent() {
 		return
 	}
 	next := r.now.Add(r.p.AuthRetryInterval)
@@ -464,7 +495,13 @@ func (r *reconciler) holdRecovering() {
 			r.escalate(fmt.Sprintf("%d of %d %s spent", sv.RecoveryAttempts, limit, what))
 			return
 		}
+		if sv.IncidentAttempts >= r.p.incidentMaxAttempts() {
+			r.restoreErrored("the incident's attempts are spent")
+			r.incidentSpent()
+			return
+		}
 		sv.RecoveryAttempts++
+		sv.IncidentAttempts++
 		// If the continue does not take (the resume failed, the process is
 		// gone for good), the hold acts again at NextAttemptAt.
 		sv.NextAttemptAt = r.now.Add(wait)
@@ -639,20 +676,45 @@ func evidenceBase(evidence string) string {
 	return base
 }
 
+// startIncident starts a recovery of a new kind. The incident's shared
+// budget carries over: a turn that alternates failure kinds is still one
+// incident.
 func (r *reconciler) startIncident(recovery string) {
-	r.n.Supervision = sessions.Supervision{Recovery: recovery, EscalatedGeneration: r.n.Supervision.EscalatedGeneration}
+	sv := r.n.Supervision
+	r.n.Supervision = sessions.Supervision{Recovery: recovery, EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts}
 	r.changed = true
 }
 
 // clearRecovery forgets the current recovery (keeping EscalatedGeneration,
-// which is what makes escalation once-only).
+// which is what makes escalation once-only, and the incident's spent
+// attempts, which only a clean end refills).
 func (r *reconciler) clearRecovery() {
 	sv := &r.n.Supervision
 	if sv.Recovery == "" && sv.RecoveryAttempts == 0 && sv.NextAttemptAt.IsZero() && sv.InterruptSentAt.IsZero() {
 		return
 	}
-	*sv = sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration}
+	*sv = sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts}
 	r.changed = true
+}
+
+// endIncident is the clean end of an incident: every budget is refilled.
+func (r *reconciler) endIncident() {
+	r.clearRecovery()
+	if r.n.Supervision.IncidentAttempts != 0 {
+		r.n.Supervision.IncidentAttempts = 0
+		r.changed = true
+	}
+}
+
+// incidentSpent escalates, and reports true, when the incident has used its
+// one budget of automatic attempts, whatever kinds of failure spent it.
+func (r *reconciler) incidentSpent() bool {
+	sv, limit := &r.n.Supervision, r.p.incidentMaxAttempts()
+	if sv.IncidentAttempts < limit {
+		return false
+	}
+	r.escalate(fmt.Sprintf("%d of %d automatic attempts for this incident spent", sv.IncidentAttempts, limit))
+	return true
 }
 
 // suspectEvidence: "12 min silent, Bash open, pid 4242 alive".
@@ -730,9 +792,10 @@ func compactionDone(n *sessions.Session) bool {
 // Reconcile ends (liveness, compaction timeout).
 func endTurn(n *sessions.Session) {
 	n.InTurn = false
+	n.TurnAcked = false
 	n.OpenTools, n.OpenTasks = nil, nil
 	n.CompactionStarted = time.Time{}
-	n.Permission = nil
+	n.Permissions, n.Permission = nil, nil
 	n.InterruptBy = nil
 	n.WaitReason = sessions.NoWait
 }

@@ -538,9 +538,29 @@ func TestReconcileCompactionTimeout(t *testing.T) {
 
 	runCases(t, []rcase{
 		{name: "just under", s: compacting(), now: at(p.CompactTimeout - time.Second), probe: alive, state: sessions.Compacting, same: true},
-		{name: "at the timeout: failed, then re-driven as an overflow", s: compacting(), now: at(p.CompactTimeout), probe: alive,
-			state: sessions.Recovering, obs: []string{TimelineCompactionTimeout, TimelineStateChanged}, acts: []ActionKind{ActCompact},
-			check: failed},
+		// CHANGED(issue 10/10): the agent may still be compacting, so no
+		// /compact and no retry is booked: failed and escalated at once.
+		{name: "at the timeout: failed and escalated, nothing re-driven", s: compacting(), now: at(p.CompactTimeout), probe: alive,
+			state: sessions.Errored, obs: []string{TimelineCompactionTimeout}, acts: []ActionKind{ActEscalate},
+			check: all(failed, func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
+				if !out.NeedsAttention || out.Supervision.Recovery != "" {
+					t.Errorf("needs attention %v, recovery %q", out.NeedsAttention, out.Supervision.Recovery)
+				}
+			})},
+		{name: "our own compaction times out: the round ends, no retry booked", s: func() sessions.Session {
+			s := compacting()
+			s.Supervision = sessions.Supervision{Recovery: RecoveryOverflow, RecoveryAttempts: 1, IncidentAttempts: 1, NextAttemptAt: at(p.CompactTimeout)}
+			return s
+		}(), now: at(p.CompactTimeout), probe: alive, state: sessions.Errored, obs: []string{TimelineCompactionTimeout}, acts: []ActionKind{ActEscalate},
+			check: func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
+				// The late end of the compaction must not look like ours finishing.
+				late := apply(out, at(p.CompactTimeout+time.Minute), sessions.Event{Kind: sessions.EvCompactionFinished, OK: true},
+					sessions.Event{Kind: sessions.EvTurnCompleted})
+				_, _, acts := reconcile(t, late, at(p.CompactTimeout+2*time.Minute), p, alive)
+				if len(acts) != 0 {
+					t.Errorf("after the late compaction end: %v", actKinds(acts))
+				}
+			}},
 		{name: "at the timeout without auto-recovery: errored and escalated", s: compacting(), now: at(p.CompactTimeout + time.Second),
 			policy: noRecover, probe: alive, state: sessions.Errored, obs: []string{TimelineCompactionTimeout}, acts: []ActionKind{ActEscalate},
 			check: all(failed, func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
@@ -558,12 +578,12 @@ func TestReconcileCompactionTimeout(t *testing.T) {
 					t.Errorf("CompactionStarted = %v", out.CompactionStarted)
 				}
 				again, obs, _ := reconcile(t, out, at(time.Hour).Add(p.CompactTimeout), p, alive)
-				if again.State != sessions.Recovering || obsKinds(obs)[0] != TimelineCompactionTimeout {
+				if again.State != sessions.Errored || obsKinds(obs)[0] != TimelineCompactionTimeout {
 					t.Errorf("then %v %v", again.State, obsKinds(obs))
 				}
 			}},
 		{name: "custom timeout just over", s: compacting(), now: at(61 * time.Second), policy: func(p *Policy) { p.CompactTimeout = time.Minute },
-			probe: alive, state: sessions.Recovering, obs: []string{TimelineCompactionTimeout, TimelineStateChanged}, acts: []ActionKind{ActCompact},
+			probe: alive, state: sessions.Errored, obs: []string{TimelineCompactionTimeout}, acts: []ActionKind{ActEscalate},
 			check: func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
 				if out.Failure.Message != "compaction ran past 60 s and was failed" {
 					t.Errorf("message %q", out.Failure.Message)
@@ -1119,7 +1139,8 @@ func TestReconcileSwitches(t *testing.T) {
 	}{
 		{"defaults", func(*Policy) {}, []want{
 			{sessions.Suspect, nil}, {sessions.Suspect, []ActionKind{ActInterrupt}}, {sessions.Interrupted, []ActionKind{ActNudge}},
-			{sessions.Recovering, []ActionKind{ActCompact}}, {sessions.Recovering, nil}, {sessions.Interrupted, []ActionKind{ActNudge}},
+			// CHANGED(issue 10/10): a timed-out compaction is escalated, not re-driven.
+			{sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Recovering, nil}, {sessions.Interrupted, []ActionKind{ActNudge}},
 		}},
 		{"disabled", func(p *Policy) { p.Enabled = false }, []want{
 			{sessions.Working, nil}, {sessions.Suspect, nil}, {sessions.Working, nil},
@@ -1133,7 +1154,7 @@ func TestReconcileSwitches(t *testing.T) {
 		// Only the nudge is off: the other recoveries still run.
 		{"nudge off", func(p *Policy) { p.NudgeEnabled = false }, []want{
 			{sessions.Suspect, nil}, {sessions.Suspect, []ActionKind{ActInterrupt}}, {sessions.Interrupted, []ActionKind{ActEscalate}},
-			{sessions.Recovering, []ActionKind{ActCompact}}, {sessions.Recovering, nil}, {sessions.Interrupted, []ActionKind{ActEscalate}},
+			{sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Recovering, nil}, {sessions.Interrupted, []ActionKind{ActEscalate}},
 		}},
 	}
 	for _, pol := range policies {
@@ -1183,6 +1204,8 @@ func TestReconcileIncoherentInput(t *testing.T) {
 	})
 }
 
+// TestReconcileDoesNotMutateInput: whatever Reconcile decides, the session
+// it was given is unchanged, through every map and pointer.
 func TestReconcileDoesNotMutateInput(t *testing.T) {
 	code := 137
 	by := sessions.BySupervisor
@@ -1201,16 +1224,11 @@ func TestReconcileDoesNotMutateInput(t *testing.T) {
 				s.State = st
 				// Snapshot through JSON too: a shared map or pointer would show up here.
 				before, _ := json.Marshal(s)
-				out, _, _ := reconcile(t, s, at(d), DefaultPolicy(), probe)
-				for k := range out.OpenTools {
-					out.OpenTools[k] = sessions.OpenCall{Name: "changed"}
-				}
-				if out.Permission != nil {
-					out.Permission.Tool = "changed"
-				}
-				if out.LastExitCode != nil {
-					*out.LastExitCode = 0
-				}
+				// The output may share the input's maps and pointers (sessions
+				// are values nobody writes through: Apply clones before it
+				// changes anything); Reconcile itself must never write
+				// through them.
+				reconcile(t, s, at(d), DefaultPolicy(), probe)
 				after, _ := json.Marshal(s)
 				if string(before) != string(after) {
 					t.Fatalf("%v/%v/+%v: input shares memory with the output", st, probe, d)
@@ -1507,4 +1525,164 @@ func benchTick(b *testing.B, list []sessions.Session, probes []Probe, now time.T
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/session")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/session")
 	b.ReportMetric(float64(acted), "actions/tick")
+}
+
+// --- issue 10 ---
+
+// Item 2: the liveness rule ends a turn the user asked to stop as their stop.
+func TestReconcileUserStopOnADeadProcess(t *testing.T) {
+	stopped := func(s sessions.Session) sessions.Session {
+		return apply(s, t0, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.ByUser})
+	}
+	review := func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
+		t.Helper()
+		if out.InTurn || out.InterruptBy != nil || !strings.Contains(out.Evidence, "turn 3 stopped at your request (agent process 4242 is gone)") {
+			t.Errorf("in turn %v, interrupt by %v, evidence %q", out.InTurn, out.InterruptBy, out.Evidence)
+		}
+	}
+	runCases(t, []rcase{
+		{name: "working", s: stopped(working()), now: at(time.Minute), probe: dead, state: sessions.WaitingOnUser,
+			obs: []string{TimelineStateChanged}, check: review},
+		{name: "suspect, mid stall chain", s: func() sessions.Session {
+			s := stopped(suspect())
+			s.Supervision = sessions.Supervision{Recovery: RecoveryStall, RecoveryAttempts: stallTerminated, InterruptSentAt: at(150 * time.Minute)}
+			return s
+		}(), now: at(151 * time.Minute), probe: dead, state: sessions.WaitingOnUser, obs: []string{TimelineStateChanged},
+			check: all(review, func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
+				if out.Supervision.Recovery != "" {
+					t.Errorf("the stall chain outlived the turn: %+v", out.Supervision)
+				}
+			})},
+		// A supervisor's own interrupt is still a nudgeable interruption.
+		{name: "stopped by the supervisor", s: apply(working(), t0, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.BySupervisor}),
+			now: at(time.Minute), probe: dead, state: sessions.Interrupted, obs: []string{TimelineMarkedInterrupted}, acts: []ActionKind{ActNudge}},
+	})
+	// And once in review it stays there, however long the app runs.
+	out, _, _ := reconcile(t, stopped(working()), at(time.Minute), DefaultPolicy(), dead)
+	for _, d := range []time.Duration{time.Hour, 24 * time.Hour} {
+		if again, _, acts := reconcile(t, out, at(d), DefaultPolicy(), dead); again.State != sessions.WaitingOnUser || len(acts) != 0 {
+			t.Errorf("at +%v: %v %v", d, again.State, actKinds(acts))
+		}
+	}
+}
+
+func TestBootReconcileKeepsTheUserStop(t *testing.T) {
+	user, sup := sessions.ByUser, sessions.BySupervisor
+	for _, tt := range []struct {
+		by    *sessions.Actor
+		state sessions.State
+	}{{&user, sessions.WaitingOnUser}, {&sup, sessions.Interrupted}, {nil, sessions.Interrupted}} {
+		s := working()
+		s.InterruptBy = tt.by
+		s.Permissions = []sessions.Permission{{RequestID: "r1", Tool: "Bash"}}
+		s.Permission = &s.Permissions[0]
+		n, rows := BootReconcile(s, at(time.Hour))
+		if n.State != tt.state || n.InTurn || n.InterruptBy != nil || n.Permission != nil || n.Permissions != nil || len(rows) != 1 {
+			t.Errorf("by %v: -> %v in turn %v, %d rows, permissions %v", tt.by, n.State, n.InTurn, len(rows), n.Permissions)
+		}
+		if tt.state == sessions.WaitingOnUser && (n.WaitReason != sessions.WaitReview || !strings.Contains(n.Evidence, "stopped at your request")) {
+			t.Errorf("by the user: wait %q, evidence %q", n.WaitReason, n.Evidence)
+		}
+	}
+}
+
+// Item 3: a launch failure is escalated at once and never nudged.
+func TestReconcileLaunchFailureEscalatesAtOnce(t *testing.T) {
+	launch := errored(sessions.Launch)
+	launch.Failure.Message = "process exited with code 1: fatal: cannot start (bad install)"
+	runCases(t, []rcase{
+		{name: "at the first tick", s: launch, now: t0, probe: dead, state: sessions.Errored, acts: []ActionKind{ActEscalate},
+			check: wantDetail(0, "failed to start")},
+	})
+	out, _, _ := reconcile(t, launch, t0, DefaultPolicy(), dead)
+	if again, _, acts := reconcile(t, out, at(time.Hour), DefaultPolicy(), dead); len(acts) != 0 || again.State != sessions.Errored {
+		t.Errorf("later: %v %v", again.State, actKinds(acts))
+	}
+}
+
+// Item 9: one incident, one budget. A turn that fails alternately with a
+// rate limit and a context overflow — each recovery "works", and the next
+// turn fails the other way — escalates once the incident's attempts are
+// spent, though neither kind's own budget ever is.
+func TestReconcileAlternatingFailuresShareOneBudget(t *testing.T) {
+	p := DefaultPolicy()
+	rateLimit := sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.RateLimit, Message: "429"}}
+	overflow := sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow, Message: "prompt is too long"}}
+	byUs := sessions.Event{Kind: sessions.EvTurnStarted, By: sessions.BySupervisor}
+	now := t0
+	s := apply(working(), now, rateLimit)
+	escalatedAt := 0
+	for step := 1; step <= 20 && escalatedAt == 0; step++ {
+		now = now.Add(time.Hour) // every countdown is over
+		out, _, acts := reconcile(t, s, now, p, alive)
+		if len(acts) == 0 {
+			out, _, acts = reconcile(t, out, now.Add(time.Hour), p, alive)
+			now = now.Add(time.Hour)
+		}
+		if len(acts) != 1 {
+			t.Fatalf("step %d: %v %v %+v", step, out.State, actKinds(acts), out.Supervision)
+		}
+		switch acts[0].Kind {
+		case ActEscalate:
+			escalatedAt = step
+		case ActContinue:
+			// The continue takes; the turn then overflows.
+			s = apply(out, now, byUs, sessions.Event{Kind: sessions.EvActivity}, overflow)
+		case ActCompact:
+			// The compaction runs and finishes; the retried turn is rate limited.
+			s = apply(out, now, byUs, sessions.Event{Kind: sessions.EvCompactionStarted},
+				sessions.Event{Kind: sessions.EvCompactionFinished, OK: true}, sessions.Event{Kind: sessions.EvTurnCompleted})
+			out, _, acts = reconcile(t, s, now.Add(time.Second), p, alive)
+			if len(acts) != 1 || acts[0].Kind != ActRetryTurn {
+				t.Fatalf("step %d: after the compaction %v", step, actKinds(acts))
+			}
+			s = apply(out, now.Add(2*time.Second), byUs, sessions.Event{Kind: sessions.EvActivity}, rateLimit)
+		default:
+			t.Fatalf("step %d: unexpected %v", step, acts[0].Kind)
+		}
+		if escalatedAt != 0 {
+			if !out.NeedsAttention || !strings.Contains(acts[0].Detail, "automatic attempts for this incident spent") {
+				t.Errorf("escalation: needs attention %v, %q", out.NeedsAttention, acts[0].Detail)
+			}
+		}
+	}
+	if want := p.incidentMaxAttempts() + 1; escalatedAt != want {
+		t.Fatalf("escalated at step %d, want %d (after %d attempts)", escalatedAt, want, p.incidentMaxAttempts())
+	}
+
+	// A clean completion ends the incident and refills the shared budget.
+	spent := working()
+	spent.Supervision.IncidentAttempts = p.incidentMaxAttempts()
+	done := apply(spent, t0, sessions.Event{Kind: sessions.EvTurnCompleted})
+	out, _, _ := reconcile(t, done, at(time.Second), p, alive)
+	if out.Supervision != (sessions.Supervision{}) {
+		t.Errorf("after a clean completion: %+v", out.Supervision)
+	}
+}
+
+// Item 14: a session escalated while Suspect has a way out.
+func TestReconcileEscalatedSuspectRecovers(t *testing.T) {
+	p := DefaultPolicy()
+	s := suspect()
+	s.NeedsAttention = true
+	s.Supervision = sessions.Supervision{Recovery: RecoveryStall, RecoveryAttempts: stallEscalated, InterruptSentAt: at(150 * time.Minute), EscalatedGeneration: 3}
+
+	// The turn speaks again: Working, the escalation and the chain are over.
+	back := apply(s, at(160*time.Minute), sessions.Event{Kind: sessions.EvActivity})
+	out, _, _ := reconcile(t, back, at(160*time.Minute+time.Second), p, alive)
+	if out.State != sessions.Working || out.NeedsAttention || out.Supervision.Recovery != "" {
+		t.Errorf("after activity: %v needs attention %v %+v", out.State, out.NeedsAttention, out.Supervision)
+	}
+	// A later stall of the same turn is supervised again from the start.
+	again, _, _ := reconcile(t, out, at(160*time.Minute+p.StallSuspect), p, alive)
+	if again.State != sessions.Suspect {
+		t.Errorf("the healed turn is not supervised: %v", again.State)
+	}
+
+	// Or the user acknowledges it: the stalled turn is given up.
+	acked := apply(s, at(160*time.Minute), sessions.Event{Kind: sessions.EvAcknowledged})
+	out, _, acts := reconcile(t, acked, at(160*time.Minute+time.Second), p, alive)
+	if out.State != sessions.Idle || out.InTurn || out.NeedsAttention || len(acts) != 0 || out.Supervision.Recovery != "" {
+		t.Errorf("after ack: %v in turn %v needs attention %v %v %+v", out.State, out.InTurn, out.NeedsAttention, actKinds(acts), out.Supervision)
+	}
 }

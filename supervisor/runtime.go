@@ -167,6 +167,32 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	return nil
 }
 
+// BootReconcile is the pure boot rule: a turn that was in flight when the app
+// stopped is Interrupted, and no process is assumed alive.
+func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {
+	if !s.InTurn && !s.ProcessAlive {
+		return s, nil
+	}
+	n := s.Clone()
+	n.ProcessAlive = false
+	n.UpdatedAt = now
+	if !s.InTurn {
+		return n, []storage.TimelineEvent{}
+	}
+	endTurn(&n)
+	n.State = sessions.Interrupted
+	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
+	if s.StoppedByUser() {
+		// The user had asked to stop it: a review, never a nudge.
+		n.State, n.WaitReason = sessions.WaitingOnUser, sessions.WaitReview
+		n.Evidence = fmt.Sprintf("turn %d stopped at your request (the app stopped before the agent confirmed); waiting for review", s.TurnGeneration)
+	}
+	n.StateChangedAt = now
+	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
+		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
+	})}
+}
+
 // Sessions returns every session, needing attention first, then newest.
 func (r *Runtime) Sessions() []sessions.Session {
 	r.mu.Lock()
@@ -307,7 +333,7 @@ func (r *Runtime) launchError(e *entry, proc Process, err error) error {
 	if s.ProcessAlive {
 		return err
 	}
-	return conflictf("%s", launchFailurePhrase(s.Agent, s.LastExitCode, stderrLine(proc.StderrTail())))
+	return conflictf("%s", launchFailurePhrase(s.Agent, s.LastExitCode, sessions.StderrLine(proc.StderrTail())))
 }
 
 // launchExitWait bounds how long a failed launch waits for its agent's exit.
@@ -324,18 +350,6 @@ func launchFailurePhrase(agent string, code *int, line string) string {
 		msg += ": " + line
 	}
 	return msg
-}
-
-// stderrLine is the last non-empty line of an agent's stderr, sanitized: the
-// one line of it that may be shown and stored (the rest stays in memory).
-func stderrLine(tail string) string {
-	lines := strings.Split(strings.TrimRight(tail, "\r\n\t "), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return sessions.SanitizeMessage(l)
-		}
-	}
-	return ""
 }
 
 func (r *Runtime) agentNames() []string {
@@ -481,7 +495,7 @@ func (r *Runtime) pump(id string, proc Process, exited chan struct{}) {
 		r.log.Warn("waiting for agent process", "session", id, "err", err)
 	}
 	r.observe(id, proc, sessions.Event{Kind: sessions.EvProcessExited, ExitCode: code, Signal: sig,
-		StderrLine: stderrLine(proc.StderrTail())})
+		Stderr: sessions.StderrLine(proc.StderrTail())})
 	close(exited)
 }
 
@@ -542,7 +556,7 @@ func (r *Runtime) deliverPrompt(e *entry, text string, by sessions.Actor, kind s
 		if kind != "" {
 			rows = append(rows, newRow(e.s, now, kind, map[string]any{"message": "prompt added to the running turn", "by": by.String()}))
 		}
-		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvActivity, By: by, Detail: "prompt added to the running turn"}, rows...)
+		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvPromptAdded, By: by, Detail: "prompt added to the running turn"}, rows...)
 	} else {
 		if kind != "" {
 			row := newRow(e.s, now, kind, map[string]any{"message": "prompt sent by the " + by.String(), "by": by.String()})
@@ -850,29 +864,4 @@ func (r *Runtime) loadSessions(ctx context.Context) ([]sessions.Session, error) 
 		r.log.Warn(q.Message(), "session", q.ID, "reason", q.Reason.String())
 	}
 	return list, err
-}
-
-// BootReconcile is the pure boot rule: a turn that was in flight when the app
-// stopped is Interrupted, and no process is assumed alive.
-func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {
-	if !s.InTurn && !s.ProcessAlive {
-		return s, nil
-	}
-	n := s.Clone()
-	n.ProcessAlive = false
-	n.UpdatedAt = now
-	if !s.InTurn {
-		return n, []storage.TimelineEvent{}
-	}
-	n.InTurn = false
-	n.OpenTools, n.OpenTasks = nil, nil
-	n.CompactionStarted = time.Time{}
-	n.Permission = nil
-	n.WaitReason = sessions.NoWait
-	n.State = sessions.Interrupted
-	n.StateChangedAt = now
-	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
-	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
-		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
-	})}
 }

@@ -522,6 +522,12 @@ func TestRuntimeWriteFailuresLoseNothing(t *testing.T) {
 				}
 				g.rt.Tick(ctx, set)
 				g.rt.Settle() // the tick hands the retry to the writer
+			} else {
+				// A burst may fail as a whole: the next change written
+				// carries everything still unsaved before it.
+				if _, err := g.rt.Ack(ctx, s.ID); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			g.rec.catchUp(t, g.rt.Bus().Cursor())
@@ -537,8 +543,9 @@ func TestRuntimeWriteFailuresLoseNothing(t *testing.T) {
 				}
 			}
 			db, err := g.store.GetSession(ctx, s.ID)
-			if err != nil || !inReview(db) {
-				t.Errorf("stored session: %s %q (%v), want review", db.State, db.WaitReason, err)
+			mem, _ := g.rt.Session(s.ID)
+			if err != nil || db.State != mem.State || db.WaitReason != mem.WaitReason || !db.UpdatedAt.Equal(mem.UpdatedAt) {
+				t.Errorf("stored session: %s %q (%v), want it as in memory: %s %q", db.State, db.WaitReason, err, mem.State, mem.WaitReason)
 			}
 		})
 	}
@@ -773,5 +780,45 @@ func TestBootSkipsUnreadableSessions(t *testing.T) {
 	defer logMu.Unlock()
 	if !strings.Contains(logged.String(), bad.ID) {
 		t.Errorf("the log does not name the unreadable session:\n%s", logged.String())
+	}
+}
+
+// TestLaunchFailureAfterNewReturned: an agent that dies before its first
+// event, after `new` already returned, is a launch failure: Errored with
+// its exit code and sanitized stderr line, escalated at the first tick,
+// never nudged.
+func TestLaunchFailureAfterNewReturned(t *testing.T) {
+	g := newRig(t, rigConfig{})
+	path := filepath.Join(t.TempDir(), "script.json")
+	b, _ := json.Marshal(map[string]any{
+		"startup": []fcStep{fcSleep(300), {"stderr": "fatal: cannot start (bad install)"}, fcExit(1)},
+		"turns":   [][]fcStep{{fcText, fcResult}},
+	})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.agent.setScript(path)
+	s, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: "bad install", Prompt: "hello"})
+	if err != nil {
+		t.Fatalf("Launch returned %v before the agent died", err)
+	}
+	got := g.wait(s.ID, "the launch failure", func(s sessions.Session) bool { return s.State == sessions.Errored })
+	if got.Failure.Kind != sessions.Launch || !strings.Contains(got.Failure.Message, "fatal: cannot start (bad install)") ||
+		!strings.Contains(got.Evidence, "code 1") {
+		t.Fatalf("failure %+v, evidence %q; want a launch failure with the stderr line and the exit code", got.Failure, got.Evidence)
+	}
+	ctx := context.Background()
+	set := storage.DefaultSettings()
+	for range 3 {
+		g.rt.Tick(ctx, set)
+		g.rt.Settle()
+	}
+	after, _ := g.rt.Session(s.ID)
+	if !after.NeedsAttention {
+		t.Errorf("not escalated: %q", after.Evidence)
+	}
+	kinds := rowKinds(dbTimeline(t, g.store, s.ID))
+	if n := strings.Count(strings.Join(kinds, " "), TimelineEscalated); n != 1 || slices.Contains(kinds, TimelineNudgeSent) {
+		t.Errorf("timeline %v: want exactly one escalation and no nudge", kinds)
 	}
 }

@@ -524,7 +524,11 @@ func (s *state) controlCancel(w *wire) []sessions.Event {
 		return one(sessions.EvActivity, "control request cancelled")
 	}
 	delete(s.pending, w.RequestID)
-	return []sessions.Event{{Kind: sessions.EvUserAnswered, Detail: "permission request withdrawn by the agent"}}
+	// The request id says which of several open requests was withdrawn.
+	return []sessions.Event{{
+		Kind: sessions.EvUserAnswered, Detail: "permission request withdrawn by the agent",
+		Permission: &sessions.Permission{RequestID: w.RequestID},
+	}}
 }
 
 func (s *state) result(w *wire) sessions.Event {

@@ -438,3 +438,23 @@ func TestApplyPermissionAndInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10, item 7: two permission requests are open at once (parallel tool
+// calls); the agent withdraws one with control_cancel_request and a tool
+// result arrives meanwhile. The other request stays open, and the session
+// keeps waiting on it.
+func TestCancelWithdrawsOnlyItsRequest(t *testing.T) {
+	lines := []string{
+		`{"type":"system","subtype":"init","session_id":"s"}`,
+		`{"type":"control_request","request_id":"req_a","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make"}}}`,
+		`{"type":"control_request","request_id":"req_b","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"x"}}}`,
+		`{"type":"control_cancel_request","request_id":"req_b"}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"ok"}]},"parent_tool_use_id":null}`,
+	}
+	events, _, _ := decodeAll(t, strings.NewReader(strings.Join(lines, "\n")), 0)
+	s, _ := replay(events, sessions.ByUser)
+	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitPermission || len(s.Permissions) != 1 ||
+		s.Permission == nil || s.Permission.RequestID != "req_a" {
+		t.Fatalf("after cancelling req_b: %s/%s open %+v (%q); want req_a still open", s.State, s.WaitReason, s.Permissions, s.Evidence)
+	}
+}
