@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
@@ -237,6 +238,24 @@ func TestLsOrderAndStateText(t *testing.T) {
 	for _, want := range []string{"Needs attention (Interrupted)", "Waiting on user (permission)", "4m"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ls lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestShowWindowAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		launch packaging.Launch
+		tray   bool
+		want   bool
+	}{
+		{packaging.LaunchTerminal, false, true},
+		{packaging.LaunchTerminal, true, false},
+		{packaging.LaunchSystemd, false, false},
+		{packaging.LaunchLaunchd, false, false},
+		{packaging.LaunchWindowsService, false, false},
+	} {
+		if got := showWindowAtStart(tc.launch, tc.tray); got != tc.want {
+			t.Errorf("launch %s, --tray %t: show %t, want %t", tc.launch, tc.tray, got, tc.want)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 func cmdRun(c *cli, args []string) error {
 	fs := c.newFlags("run")
 	headless := fs.Bool("headless", false, "run without the GUI")
+	trayOnly := fs.Bool("tray", false, "start in the tray, without showing the window (for starts at login)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -104,7 +105,8 @@ func cmdRun(c *cli, args []string) error {
 
 	if !*headless && haveDisplay() {
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{rt: d.rt, settings: d.st, api: d.api, log: log, quit: q.quit, requestQuit: q.request})
+		runGUI(guiDeps{rt: d.rt, settings: d.st, api: d.api, log: log, quit: q.quit, requestQuit: q.request,
+			showAtStart: showWindowAtStart(launch, *trayOnly)})
 	} else {
 		if !*headless {
 			fmt.Fprintln(c.stderr, "No display found; running headless (the CLI and the local API work as usual).")
@@ -146,4 +148,11 @@ func cmdRun(c *cli, args []string) error {
 		log.Warn("stopped waiting for agent turns", "err", err)
 	}
 	return nil
+}
+
+// showWindowAtStart: a start for the user at login (a service manager, the
+// Windows logon entry or an autostart entry, which pass --tray) shows only
+// the tray; `run` typed in a terminal or the launcher icon shows the window.
+func showWindowAtStart(launch packaging.Launch, trayOnly bool) bool {
+	return launch.Interactive() && !trayOnly
 }

@@ -35,6 +35,9 @@ type guiDeps struct {
 	log         *slog.Logger
 	quit        <-chan struct{}
 	requestQuit func()
+	// showAtStart shows the window once the app started; otherwise only
+	// the tray shows until the user opens the window.
+	showAtStart bool
 }
 
 // haveDisplay reports whether a GUI can open here.
@@ -111,7 +114,9 @@ func runGUI(d guiDeps) {
 		case <-ctx.Done():
 		}
 	})
-	a.Lifecycle().SetOnStarted(func() { win.Show() })
+	if d.showAtStart {
+		a.Lifecycle().SetOnStarted(func() { win.Show() })
+	}
 	a.Run()
 	d.requestQuit()
 }

@@ -60,7 +60,9 @@ func windowsServiceConfig(spec Spec, account, password string) *service.Config {
 // same data directory as the service.
 func TrayLogonCommand(spec Spec) string {
 	spec.Headless = false
-	return windowsCommandLine(append([]string{spec.Executable}, spec.Args()...))
+	// Started for the user at logon: the tray only, no window popping up.
+	args := append([]string{spec.Executable, "run", "--tray"}, spec.Args()[1:]...)
+	return windowsCommandLine(args)
 }
 
 // windowsCommandLine joins args the way CommandLineToArgvW splits them

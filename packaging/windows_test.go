@@ -39,9 +39,9 @@ func TestWindowsServiceConfig(t *testing.T) {
 			t.Errorf("option %s = %v, want %v", k, cfg.Option[k], want)
 		}
 	}
-	// The tray's logon entry runs the same binary and data directory with
-	// the window.
-	want := `"C:\Users\Ada\AppData\Local\Programs\Session Supervisor\session-supervisor.exe" run --data-dir "C:\Users\Ada\AppData\Local\Session Supervisor"`
+	// The tray's logon entry runs the same binary and data directory, in
+	// the tray only (no window popping up at logon).
+	want := `"C:\Users\Ada\AppData\Local\Programs\Session Supervisor\session-supervisor.exe" run --tray --data-dir "C:\Users\Ada\AppData\Local\Session Supervisor"`
 	if got := TrayLogonCommand(spec); got != want {
 		t.Errorf("logon command %s, want %s", got, want)
 	}
