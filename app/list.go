@@ -39,6 +39,10 @@ type sessionsView struct {
 	newBtn  *widget.Button
 	list    *sessionList
 	content *fyne.Container
+	// lastAges is the ages the rows show, as drawn; agesKey is scratch.
+	lastAges, agesKey []byte
+	// redraws counts the tick's redraws (for the test of the idle cost).
+	redraws int
 }
 
 func newSessionsView(w *Window) *sessionsView {
@@ -129,8 +133,25 @@ func (v *sessionsView) focus() {
 	}
 }
 
-// tick redraws the visible rows so their ages move.
-func (v *sessionsView) tick() { v.list.Refresh() }
+// tick redraws the rows when an age they show has moved. Ages are shown
+// in whole seconds, minutes, hours or days, so a list of sessions that
+// have been in their state for an hour redraws once a minute at most, not
+// every second (an idle window must cost next to nothing).
+func (v *sessionsView) tick() {
+	now := v.w.now()
+	key := v.agesKey[:0]
+	for _, s := range v.shown {
+		key = append(key, sessions.Age(now, s.StateChangedAt)...)
+		key = append(key, 0)
+	}
+	if string(key) == string(v.lastAges) {
+		v.agesKey = key
+		return
+	}
+	v.agesKey, v.lastAges = v.lastAges[:0], append(v.lastAges[:0], key...)
+	v.redraws++
+	v.list.Refresh()
+}
 
 // matches is the filter: a state choice (or needs-attention) and a
 // case-insensitive text matched against name, folder and evidence.

@@ -3,6 +3,7 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -213,5 +214,32 @@ func TestMatches(t *testing.T) {
 		if got := matches(s, c.state, c.text); got != c.want {
 			t.Errorf("matches(%q, %q) = %v", c.state, c.text, got)
 		}
+	}
+}
+
+// TestListTickRedrawsOnlyWhenAnAgeMoves: an idle window does not redraw its
+// list every second; it redraws when a shown age changes (here: the
+// seconds-old sessions move every second, and once none is shown, only the
+// minute boundary redraws).
+func TestListTickRedrawsOnlyWhenAnAgeMoves(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	v := e.w.list
+	v.tick() // the first tick draws what it measured
+	base := v.redraws
+	e.now = e.now.Add(time.Second)
+	v.tick()
+	if v.redraws != base+1 {
+		t.Fatalf("seconds-old sessions shown: %d redraws after a second, want 1", v.redraws-base)
+	}
+	// Only the hour- and day-old sessions: filter to Idle (2d old).
+	v.state.SetSelected("Idle")
+	v.tick()
+	base = v.redraws
+	for range 59 {
+		e.now = e.now.Add(time.Second)
+		v.tick()
+	}
+	if v.redraws != base {
+		t.Errorf("a list of day-old sessions redrew %d times in a minute, want 0", v.redraws-base)
 	}
 }
