@@ -182,6 +182,7 @@ func TestSmallEnumsRoundTrip(t *testing.T) {
 		{NoWait, "", wait}, {WaitQuestion, "question", wait}, {WaitPlan, "plan", wait},
 		{WaitPermission, "permission", wait}, {WaitReview, "review", wait},
 		{NoFailure, "", fail}, {RateLimit, "rate_limit", fail}, {Overloaded, "overloaded", fail},
+		{Network, "network", fail},
 		{ContextOverflow, "context_overflow", fail}, {Auth, "auth", fail}, {Billing, "billing", fail},
 		{OtherFailure, "other", fail},
 		{ByUser, "user", act}, {BySupervisor, "supervisor", act},
@@ -281,7 +282,7 @@ func TestEventKindGenuine(t *testing.T) {
 
 func TestFailureKindLabel(t *testing.T) {
 	want := map[FailureKind]string{
-		NoFailure: "no failure", RateLimit: "rate limited", Overloaded: "API overloaded",
+		NoFailure: "no failure", RateLimit: "rate limited", Overloaded: "API overloaded", Network: "network or server error",
 		ContextOverflow: "context overflow", Auth: "authentication failed", Billing: "billing error",
 		OtherFailure: "error",
 	}
