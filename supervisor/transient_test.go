@@ -248,12 +248,12 @@ func TestReconcileTransientOutage(t *testing.T) {
 			// The failure at 0 is scheduled at the 0 tick; each retry fails
 			// 5 s after it is sent, and is rescheduled at the next tick.
 			wantRetries: []time.Duration{
-				30 * time.Second,                        // +30 s
-				1*time.Minute + 45*time.Second,          // +1 min after the 0:45 tick
-				4 * time.Minute,                         // +2 min after 2:00
-				9*time.Minute + 15*time.Second,          // +5 min after 4:15
-				19*time.Minute + 30*time.Second,         // +10 min after 9:30
-				34*time.Minute + 45*time.Second,         // +15 min after 19:45
+				30 * time.Second,                // +30 s
+				1*time.Minute + 45*time.Second,  // +1 min after the 0:45 tick
+				4 * time.Minute,                 // +2 min after 2:00
+				9*time.Minute + 15*time.Second,  // +5 min after 4:15
+				19*time.Minute + 30*time.Second, // +10 min after 9:30
+				34*time.Minute + 45*time.Second, // +15 min after 19:45
 				50 * time.Minute, 65*time.Minute + 15*time.Second, 80*time.Minute + 30*time.Second,
 				90 * time.Minute, // the last one, at the window's end (+9:15 capped)
 			},
