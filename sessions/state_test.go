@@ -308,6 +308,10 @@ func TestSessionJSONContract(t *testing.T) {
 		Permission: &Permission{RequestID: "r1", Tool: "Bash"}, InterruptBy: &by,
 		Nudge: NudgeBudget{Attempts: 2, LastNudge: t0}, ProcessAlive: true, LastExitCode: &code,
 		PermissionMode: "default", SkippedLines: 3, StateChangedAt: t0, CreatedAt: t0, UpdatedAt: t0,
+		// The supervisor's bookkeeping is persisted through this JSON: a
+		// transient incident must survive an app restart whole.
+		Supervision: Supervision{Recovery: "transient", RecoveryAttempts: 4, NextAttemptAt: t0.Add(time.Minute),
+			EscalatedGeneration: 8, IncidentStarted: t0.Add(-time.Hour), OfflineSince: t0.Add(-time.Minute), OfflineFor: 90 * time.Second},
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
