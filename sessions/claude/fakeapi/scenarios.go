@@ -92,9 +92,13 @@ const (
 	PromptTooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
 )
 
-// CutThenOKCuts is the number of requests the cut4then_ok scenario resets
-// before it answers.
-const CutThenOKCuts = 4
+// CutThenOKCuts is the number of requests the cut6then_ok scenario resets
+// before it answers. Measured with CLI 2.1.197 and CLAUDE_CODE_MAX_RETRIES=2,
+// one turn makes 3 to 6 requests when every one is cut: up to 3 streaming
+// attempts, and once a stream broke mid-way up to 3 non-streaming ones (the
+// fallback has its own retry count). Six cuts fail at least the first turn
+// whichever way it goes.
+const CutThenOKCuts = 6
 
 // UnifiedRateLimitWindow is how long the 429unified scenario rejects a
 // conversation, counted from its first request.
@@ -183,11 +187,11 @@ func builtinScenarios() map[string]ScenarioFunc {
 		// cut resets every request of the conversation, streaming or not:
 		// an outage that does not end.
 		"cut": func(*Call) Reply { return Reply{Cut: true} },
-		// cut4then_ok resets the first CutThenOKCuts requests (streams and
+		// cut6then_ok resets the first CutThenOKCuts requests (streams and
 		// the CLI's non-streaming fallbacks alike), then answers: an outage
 		// longer than the CLI's own retries under HermeticEnv, shorter than
 		// the supervisor's.
-		"cut4then_ok": failFirst(CutThenOKCuts, func() Reply { return Reply{Cut: true} }),
+		"cut6then_ok": failFirst(CutThenOKCuts, func() Reply { return Reply{Cut: true} }),
 		// 429unified rejects a conversation for UnifiedRateLimitWindow with
 		// the unified rate-limit headers the real API sends when a plan's
 		// limit is hit, then answers normally.
