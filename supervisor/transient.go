@@ -109,6 +109,9 @@ func (r *reconciler) recoverTransient() {
 	// The last retry falls at the end of the window at the latest, so the
 	// window is used to its end before escalating.
 	next := r.now.Add(min(r.p.transientDelay(sv.RecoveryAttempts), left))
+	if at := r.n.Failure.RetryAt; at.After(next) && !at.After(r.now.Add(left)) {
+		next = at // the provider's own retry time, within the window, is a floor
+	}
 	sv.NextAttemptAt = next
 	ev := fmt.Sprintf("%s; retrying at %s (retry %d, %s of the %s window left)",
 		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, humanSpan(left), humanSpan(window))

@@ -117,6 +117,16 @@ func TestReconcileTransient(t *testing.T) {
 		{name: "the last retry falls at the window's end", s: transientErrored(sessions.Network, at(-89*time.Minute), 8), now: t0, probe: alive,
 			state: sessions.Recovering, obs: sched, check: all(nextAt(at(time.Minute)),
 				wantEvidence("network or server error; retrying at 09:01:00 (retry 9, 1 min of the 90 min window left)"))},
+		{name: "the provider's retry time is a floor", s: func() sessions.Session {
+			s := errored(sessions.Overloaded)
+			s.Failure.RetryAt = at(3 * time.Minute)
+			return s
+		}(), now: t0, probe: alive, state: sessions.Recovering, obs: sched, check: nextAt(at(3 * time.Minute))},
+		{name: "but not past the window's end", s: func() sessions.Session {
+			s := transientErrored(sessions.Overloaded, at(-89*time.Minute), 8)
+			s.Failure.RetryAt = at(3 * time.Minute)
+			return s
+		}(), now: t0, probe: alive, state: sessions.Recovering, obs: sched, check: nextAt(at(time.Minute))},
 		{name: "time offline does not spend the window", s: func() sessions.Session {
 			s := transientErrored(sessions.Network, at(-100*time.Minute), 6)
 			s.Supervision.OfflineFor = 30 * time.Minute
