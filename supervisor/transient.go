@@ -173,6 +173,9 @@ func (r *reconciler) holdOffline() {
 	first := sv.OfflineSince.IsZero()
 	if first {
 		sv.OfflineSince = r.now
+		// No countdown while offline: the next retry waits for the network,
+		// not for a time (a stale one would read "due now" in the UI).
+		sv.NextAttemptAt = time.Time{}
 		r.changed = true
 	}
 	if !first && n.State == sessions.Recovering {

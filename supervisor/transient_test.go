@@ -197,7 +197,7 @@ func TestReconcileTransient(t *testing.T) {
 		{name: "hold: offline, the retry is not spent", s: transientHold(sessions.Network, at(-10*time.Minute), 2, t0), now: t0, probe: offline,
 			state: sessions.Recovering, obs: sched, check: all(
 				wantEvidence("network or server error; the machine is offline (no network route) since 09:00:00: holding without spending retries, retrying when the network is back (80 min of the 90 min window left)"),
-				wantSupervision(sessions.Supervision{Recovery: RecoveryTransient, RecoveryAttempts: 2, NextAttemptAt: t0,
+				wantSupervision(sessions.Supervision{Recovery: RecoveryTransient, RecoveryAttempts: 2,
 					IncidentStarted: at(-10 * time.Minute), OfflineSince: t0}))},
 		{name: "hold: still offline, long past the window: nothing", s: func() sessions.Session {
 			s := transientHold(sessions.Network, at(-10*time.Minute), 2, at(-9*time.Minute))
