@@ -379,7 +379,7 @@ func (h *ce2eHarness) timeline(id string) []ce2eRow {
 var ce2eSupervisorKinds = []string{
 	"marked_suspect", "marked_interrupted", "stall_interrupt", "compaction_timeout",
 	"overflow_redrive", "rate_limit_drain", "auth_resume", "nudge_sent", "escalated",
-	"boot_reconciled", "uncertain_action",
+	"boot_reconciled", "uncertain_action", "transient_retry",
 }
 
 // labels returns the labels of id's timeline rows whose kind is a
@@ -1304,5 +1304,154 @@ func TestClaudeE2EAuthEscalatedAfterResumes(t *testing.T) {
 		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
 		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
 		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
+	h.stopApp()
+}
+
+// --- issue 15: a network outage longer than the CLI's own retries ---
+
+// ce2eTransientRows returns the transient_retry rows of a timeline.
+func ce2eTransientRows(rows []ce2eRow) []ce2eRow {
+	var out []ce2eRow
+	for _, r := range rows {
+		if r.Kind == supervisor.TimelineTransientRetry {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestClaudeE2ENetworkOutageWaitedOut: the fake API resets the first six
+// requests of the conversation, streams and non-streaming fallbacks alike,
+// which outlasts the CLI's own retries (CLAUDE_CODE_MAX_RETRIES=2): its turn
+// fails with "Unable to connect to API (ECONNRESET)". The supervisor holds
+// the session in Recovering with a countdown and retries (a 1-minute
+// window: every wait 10 s) until a turn completes, without escalating.
+func TestClaudeE2ENetworkOutageWaitedOut(t *testing.T) {
+	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{"supervisor.transient_window_minutes", "1"}, ce2eFast...)})
+	id := h.newSession("[[scenario:cut6then_ok]] hi")
+	held := h.waitFor(id, "the transient hold", func(s sessions.Session) bool {
+		return s.State == sessions.Recovering && !s.InTurn
+	})
+	if held.Failure.Kind != sessions.Network || held.NeedsAttention || !strings.Contains(held.Evidence, "retrying at") ||
+		!strings.Contains(held.Failure.Message, "ECONNRESET") || held.Supervision.NextAttemptAt.IsZero() {
+		t.Errorf("hold: failure %+v needs_attention %v evidence %q next %v; want network, a countdown, no escalation",
+			held.Failure, held.NeedsAttention, held.Evidence, held.Supervision.NextAttemptAt)
+	}
+	s := h.waitForWithin(id, "a completed turn", 2*time.Minute, func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview || s.NeedsAttention
+	})
+	if s.NeedsAttention || !s.Failure.IsZero() {
+		t.Fatalf("ended %s with failure %+v, needs_attention %v; want a completed turn", s.State, s.Failure, s.NeedsAttention)
+	}
+	// The next tick closes the incident and refills its budget.
+	h.waitFor(id, "the incident to close", func(s sessions.Session) bool { return s.Supervision == (sessions.Supervision{}) })
+	reqs := h.messagesRequests("cut6then_ok")
+	for i, e := range reqs {
+		if cut := i < fakeapi.CutThenOKCuts; e.Cut != cut {
+			t.Errorf("request %d: cut %v, want %v", i+1, e.Cut, cut)
+		}
+	}
+	if len(reqs) != fakeapi.CutThenOKCuts+1 || !h.nudged("cut6then_ok") {
+		t.Errorf("%d requests (nudged %v), want %d cut then one answered, after a retry", len(reqs), h.nudged("cut6then_ok"), fakeapi.CutThenOKCuts)
+	}
+	rows := h.timeline(id)
+	labels := h.labels(id, []string{})
+	if slices.Contains(labels, "escalated") {
+		t.Errorf("escalated: %s", strings.Join(labels, ", "))
+	}
+	if want := []string{"state_changed:working", "state_changed:recovering", "state_changed:errored", "transient_retry", "transient_retry"}; len(labels) < len(want) || !slices.Equal(labels[:len(want)], want) {
+		t.Errorf("timeline starts %s, want %s", strings.Join(labels, ", "), strings.Join(want, ", "))
+	}
+	tr := ce2eTransientRows(rows)
+	for _, r := range tr {
+		t.Logf("%s %s", r.Time.Format("15:04:05.000"), r.message())
+	}
+	var retries int
+	for _, r := range tr {
+		if r.detail()["action"] == "continue" {
+			retries++
+			if r.detail()["outcome"] != "ok" {
+				t.Errorf("a retry's outcome: %s", r.Detail)
+			}
+		}
+	}
+	last := tr[len(tr)-1].message()
+	count := fmt.Sprintf("retried %d times", retries)
+	if retries == 1 {
+		count = "retried once"
+	}
+	if retries == 0 || !strings.HasPrefix(last, "recovered: API unreachable or failing for ") ||
+		!strings.Contains(last, count) || !strings.Contains(last, "; continued at ") {
+		t.Errorf("%d retries; the incident's account %q", retries, last)
+	}
+	h.stopApp()
+}
+
+// TestClaudeE2ENetworkOutageLongerThanWindowEscalates: every request is
+// reset, for good. With a 15-second window (waits of 2.5 s, a retry per
+// 5-second tick) the supervisor retries until the window is spent, then
+// escalates once, with the agent's error in the evidence, and sends
+// nothing more.
+func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
+	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{"supervisor.transient_window_minutes", "0.25"}, ce2eFast...)})
+	w := h.watch()
+	id := h.newSession("[[scenario:cut]] hi")
+	s := h.waitForWithin(id, "the escalation", 2*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.Network || !strings.Contains(s.Failure.Message, "ECONNRESET") {
+		t.Errorf("escalated as %s with %+v, want errored network with the agent's error", s.State, s.Failure)
+	}
+	w.waitMessage(t, "the escalation", func(m supervisor.Message) bool {
+		return m.Type == supervisor.MsgEscalation && m.Session != nil && m.Session.ID == id
+	})
+	// Three more ticks: nothing is retried or escalated again.
+	sent := len(h.messagesRequests("cut"))
+	deadline := time.Now().Add(16 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := h.show(id); !s.NeedsAttention || s.State != sessions.Errored {
+			t.Fatalf("after the escalation the session became %s (needs_attention %v)", s.State, s.NeedsAttention)
+		}
+		time.Sleep(time.Second)
+	}
+	if n := len(h.messagesRequests("cut")); n != sent {
+		t.Errorf("%d requests after the escalation", n-sent)
+	}
+	var escalations int
+	for _, m := range w.messages() {
+		if m.Type == supervisor.MsgEscalation && m.Session != nil && m.Session.ID == id {
+			escalations++
+		}
+	}
+	if escalations != 1 {
+		t.Errorf("%d escalations published, want 1", escalations)
+	}
+	rows := h.timeline(id)
+	var esc []ce2eRow
+	for _, r := range rows {
+		if r.Kind == supervisor.TimelineEscalated {
+			esc = append(esc, r)
+		}
+	}
+	if len(esc) != 1 {
+		t.Fatalf("%d escalated rows, want 1: %s", len(esc), strings.Join(h.labels(id, nil), ", "))
+	}
+	msg := esc[0].message()
+	t.Logf("timeline: %s\nescalation: %s", strings.Join(h.labels(id, []string{}), ", "), msg)
+	for _, part := range []string{"ECONNRESET", "API unreachable or failing for", "retried", "the 15 s window for transient failures is spent"} {
+		if !strings.Contains(msg, part) {
+			t.Errorf("escalation %q lacks %q", msg, part)
+		}
+	}
+	var retries int
+	for _, r := range ce2eTransientRows(rows) {
+		if r.detail()["action"] == "continue" {
+			retries++
+			if r.Time.After(esc[0].Time) {
+				t.Errorf("a retry after the escalation: %s", r.Detail)
+			}
+		}
+	}
+	if retries == 0 {
+		t.Error("escalated without a single retry")
+	}
 	h.stopApp()
 }

@@ -542,6 +542,8 @@ func KindFromStatus(status int) FailureKind {
 		return Billing
 	case status == 413:
 		return ContextOverflow
+	case status >= 500 && status <= 599:
+		return Network
 	}
 	return OtherFailure
 }

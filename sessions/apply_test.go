@@ -660,7 +660,8 @@ func TestApplyRetryScheduled(t *testing.T) {
 		{403, NoFailure, Auth, "(authentication failed)"},
 		{402, NoFailure, Billing, "(billing error)"},
 		{413, NoFailure, ContextOverflow, "(context overflow)"},
-		{500, NoFailure, OtherFailure, "(error)"},
+		{500, NoFailure, Network, "(network or server error)"},
+		{502, NoFailure, Network, "(network or server error)"},
 		{0, NoFailure, OtherFailure, "(error)"},
 		// The adapter's own classification wins over the status.
 		{500, RateLimit, RateLimit, "(rate limited)"},
@@ -711,7 +712,8 @@ func TestApplyRetryScheduled(t *testing.T) {
 func TestKindFromStatus(t *testing.T) {
 	for status, want := range map[int]FailureKind{
 		429: RateLimit, 529: Overloaded, 503: Overloaded, 401: Auth, 403: Auth, 402: Billing,
-		413: ContextOverflow, 400: OtherFailure, 500: OtherFailure, 0: OtherFailure, 200: OtherFailure,
+		413: ContextOverflow, 400: OtherFailure, 500: Network, 502: Network, 504: Network, 599: Network, 600: OtherFailure,
+		0: OtherFailure, 200: OtherFailure,
 	} {
 		if got := KindFromStatus(status); got != want {
 			t.Errorf("KindFromStatus(%d) = %v, want %v", status, got, want)

@@ -86,6 +86,14 @@ type Supervision struct {
 	// that alternates failure kinds still runs out of budget. Only a clean
 	// end of the incident (a finished turn, an acknowledgement) refills it.
 	IncidentAttempts int `json:"incident_attempts,omitempty"`
+	// IncidentStarted is when a transient incident (network, 5xx, overload)
+	// began: its retry window runs from here.
+	IncidentStarted time.Time `json:"incident_started,omitzero"`
+	// OfflineSince is when the machine was seen offline during the
+	// incident; zero while it is not. Offline time does not spend the window.
+	OfflineSince time.Time `json:"offline_since,omitzero"`
+	// OfflineFor is the offline time of the incident already over.
+	OfflineFor time.Duration `json:"offline_for_ns,omitempty"`
 }
 
 // Permission is a pending permission request the user must approve or deny.

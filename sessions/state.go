@@ -168,6 +168,9 @@ const (
 	NoFailure FailureKind = iota
 	RateLimit
 	Overloaded
+	// Network: the API could not be reached, the connection dropped, or it
+	// answered with a server error (5xx other than an overload). Transient.
+	Network
 	ContextOverflow
 	Auth
 	Billing
@@ -178,7 +181,7 @@ const (
 	Launch
 )
 
-var failureNames = []string{"", "rate_limit", "overloaded", "context_overflow", "auth", "billing", "other", "launch"}
+var failureNames = []string{"", "rate_limit", "overloaded", "network", "context_overflow", "auth", "billing", "other", "launch"}
 
 func (k FailureKind) String() string               { return enumString(failureNames, k) }
 func (k FailureKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
@@ -193,6 +196,8 @@ func (k FailureKind) Label() string {
 		return "rate limited"
 	case Overloaded:
 		return "API overloaded"
+	case Network:
+		return "network or server error"
 	case ContextOverflow:
 		return "context overflow"
 	case Auth:

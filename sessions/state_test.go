@@ -182,6 +182,7 @@ func TestSmallEnumsRoundTrip(t *testing.T) {
 		{NoWait, "", wait}, {WaitQuestion, "question", wait}, {WaitPlan, "plan", wait},
 		{WaitPermission, "permission", wait}, {WaitReview, "review", wait},
 		{NoFailure, "", fail}, {RateLimit, "rate_limit", fail}, {Overloaded, "overloaded", fail},
+		{Network, "network", fail},
 		{ContextOverflow, "context_overflow", fail}, {Auth, "auth", fail}, {Billing, "billing", fail},
 		{OtherFailure, "other", fail}, {Launch, "launch", fail},
 		{ByUser, "user", act}, {BySupervisor, "supervisor", act},
@@ -284,7 +285,7 @@ func TestEventKindGenuine(t *testing.T) {
 
 func TestFailureKindLabel(t *testing.T) {
 	want := map[FailureKind]string{
-		NoFailure: "no failure", RateLimit: "rate limited", Overloaded: "API overloaded",
+		NoFailure: "no failure", RateLimit: "rate limited", Overloaded: "API overloaded", Network: "network or server error",
 		ContextOverflow: "context overflow", Auth: "authentication failed", Billing: "billing error",
 		Launch:       "launch failed",
 		OtherFailure: "error",
@@ -311,6 +312,10 @@ func TestSessionJSONContract(t *testing.T) {
 		Permission: &Permission{RequestID: "r1", Tool: "Bash"}, InterruptBy: &by,
 		Nudge: NudgeBudget{Attempts: 2, LastNudge: t0}, ProcessAlive: true, LastExitCode: &code,
 		PermissionMode: "default", SkippedLines: 3, StateChangedAt: t0, CreatedAt: t0, UpdatedAt: t0,
+		// The supervisor's bookkeeping is persisted through this JSON: a
+		// transient incident must survive an app restart whole.
+		Supervision: Supervision{Recovery: "transient", RecoveryAttempts: 4, NextAttemptAt: t0.Add(time.Minute),
+			EscalatedGeneration: 8, IncidentStarted: t0.Add(-time.Hour), OfflineSince: t0.Add(-time.Minute), OfflineFor: 90 * time.Second},
 	}
 	b, err := json.Marshal(s)
 	if err != nil {

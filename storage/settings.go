@@ -124,6 +124,9 @@ type Settings struct {
 	NudgeMaxAttempts int
 	NudgeCooldown    time.Duration
 	AuthRetry        time.Duration
+	// TransientWindow is how long one transient incident (a network
+	// failure, a 5xx, an overload) is retried before it is escalated.
+	TransientWindow  time.Duration
 	SnapshotInterval time.Duration
 	// CompactTimeout bounds a compaction; the stuck-compaction and
 	// stale-overflow checks both use it so they cannot disagree.
@@ -197,6 +200,13 @@ var registry = []setting{
 	{SettingDef{Key: "supervisor.auth_retry_minutes", Kind: KindMinutes, Default: "5", Min: minMinutes, Max: 24 * 60,
 		Description: "After an authentication failure, minutes between attempts to resume with refreshed credentials."},
 		func(s *Settings, v value) { s.AuthRetry = v.minutes() }},
+	// An outage of a long lunch is survived by default; up to a day for a
+	// machine that is routinely offline for hours. Retries grow from 30 s to
+	// every 15 min (no wait longer than a sixth of the window, so a short
+	// window still gets several tries); time known offline does not count.
+	{SettingDef{Key: "supervisor.transient_window_minutes", Kind: KindMinutes, Default: "90", Min: minMinutes, Max: 24 * 60,
+		Description: "After a network failure, server error or overload that outlasted the agent's own retries, minutes the supervisor keeps retrying before escalating (a success refills it; time offline does not count)."},
+		func(s *Settings, v value) { s.TransientWindow = v.minutes() }},
 	// Not below the fastest tick: a snapshot more often than the watchdog
 	// can change anything is wasted work for every subscriber.
 	{SettingDef{Key: "supervisor.snapshot_interval_seconds", Kind: KindInt, Unit: "seconds", Default: "60", Min: 5, Max: 3600,

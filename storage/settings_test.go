@@ -24,6 +24,7 @@ var specDefaults = Settings{
 	NudgeMaxAttempts:    2,
 	NudgeCooldown:       10 * time.Minute,
 	AuthRetry:           5 * time.Minute,
+	TransientWindow:     90 * time.Minute,
 	SnapshotInterval:    60 * time.Second,
 	CompactTimeout:      600 * time.Second,
 	RetentionDays:       30,
@@ -43,6 +44,7 @@ func TestSettingRegistry(t *testing.T) {
 		"supervisor.nudge_max_attempts",
 		"supervisor.nudge_cooldown_minutes",
 		"supervisor.auth_retry_minutes",
+		"supervisor.transient_window_minutes",
 		"supervisor.snapshot_interval_seconds",
 		"context_overflow.compact_timeout_seconds",
 		"timeline.retention_days",
@@ -138,6 +140,7 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"supervisor.nudge_max_attempts", "0", "0", func(s *Settings) { s.NudgeMaxAttempts = 0 }},
 		{"supervisor.nudge_cooldown_minutes", "0.50", "0.5", func(s *Settings) { s.NudgeCooldown = 30 * time.Second }},
 		{"supervisor.auth_retry_minutes", "0.1", "0.1", func(s *Settings) { s.AuthRetry = 6 * time.Second }},
+		{"supervisor.transient_window_minutes", "0.2", "0.2", func(s *Settings) { s.TransientWindow = 12 * time.Second }},
 		{"supervisor.snapshot_interval_seconds", "120", "120", func(s *Settings) { s.SnapshotInterval = 2 * time.Minute }},
 		{"context_overflow.compact_timeout_seconds", "900", "900", func(s *Settings) { s.CompactTimeout = 15 * time.Minute }},
 		{"timeline.retention_days", " 90 ", "90", func(s *Settings) { s.RetentionDays = 90 }},
@@ -189,6 +192,8 @@ func TestSetSettingClamps(t *testing.T) {
 		{"supervisor.nudge_max_attempts", "50", "10"},
 		{"timeline.retention_days", "7", "30"},
 		{"context_overflow.compact_timeout_seconds", "5", "60"},
+		{"supervisor.transient_window_minutes", "0.001", "0.01"},
+		{"supervisor.transient_window_minutes", "5000", "1440"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.raw, func(t *testing.T) {

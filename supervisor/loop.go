@@ -110,6 +110,9 @@ func PolicyFromSettings(set storage.Settings) Policy {
 	if set.AuthRetry > 0 {
 		p.AuthRetryInterval = set.AuthRetry
 	}
+	if set.TransientWindow > 0 {
+		p.TransientWindow = set.TransientWindow
+	}
 	return p
 }
 

@@ -45,8 +45,8 @@ type Policy struct {
 
 	// OverflowMaxAttempts is the number of compact-and-retry rounds per incident.
 	OverflowMaxAttempts int
-	// RateLimitMaxAttempts is the number of continues after a rate limit or
-	// an overload per incident.
+	// RateLimitMaxAttempts is the number of continues after a rate limit per
+	// incident.
 	RateLimitMaxAttempts int
 	// AuthMaxAttempts is the number of resumes after an auth failure per incident.
 	AuthMaxAttempts int
@@ -57,6 +57,10 @@ type Policy struct {
 	// AuthRetryInterval is how long to wait for refreshed credentials
 	// between resumes.
 	AuthRetryInterval time.Duration
+	// TransientWindow bounds one transient incident (network, 5xx,
+	// overload): retries with a growing backoff until it is spent, then
+	// escalation (see transient.go).
+	TransientWindow time.Duration
 }
 
 // DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
@@ -79,6 +83,7 @@ func DefaultPolicy() Policy {
 		RateLimitBaseBackoff: time.Minute,
 		RateLimitMaxBackoff:  30 * time.Minute,
 		AuthRetryInterval:    5 * time.Minute,
+		TransientWindow:      90 * time.Minute,
 	}
 }
 
@@ -130,6 +135,10 @@ type Probe struct {
 	// does not act on liveness at all.
 	Known bool
 	Alive bool
+	// Offline is true only when the machine can tell it has no network
+	// (ProbeConnectivity said ConnOffline): a transient incident is then
+	// held without spending retries or its window. Unknown counts as online.
+	Offline bool
 }
 
 // The values of sessions.Supervision.Recovery: what the supervisor is doing

@@ -15,16 +15,21 @@ func TestPolicyFromSettings(t *testing.T) {
 	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Minute, 2*time.Minute, 3*time.Minute
 	set.NudgeMaxAttempts, set.NudgeCooldown = 7, 4*time.Minute
 	set.CompactTimeout, set.AuthRetry = 90*time.Second, 6*time.Second
+	set.TransientWindow = 12 * time.Second
 	p := PolicyFromSettings(set)
 	want := DefaultPolicy()
 	want.Enabled, want.AutoRecover, want.NudgeEnabled = false, false, false
 	want.StallSuspect, want.StallToolSuspect, want.StallHard = time.Minute, 2*time.Minute, 3*time.Minute
 	want.NudgeMaxAttempts, want.NudgeCooldown = 7, 4*time.Minute
 	want.CompactTimeout, want.AuthRetryInterval = 90*time.Second, 6*time.Second
+	want.TransientWindow = 12 * time.Second
 	if p != want {
 		t.Fatalf("PolicyFromSettings =\n%+v\nwant\n%+v", p, want)
 	}
 	if got := PolicyFromSettings(storage.DefaultSettings()).AuthRetryInterval; got != DefaultPolicy().AuthRetryInterval {
 		t.Errorf("default auth retry %s, want the policy default %s", got, DefaultPolicy().AuthRetryInterval)
+	}
+	if got := PolicyFromSettings(storage.DefaultSettings()).TransientWindow; got != DefaultPolicy().TransientWindow {
+		t.Errorf("default transient window %s, want the policy default %s", got, DefaultPolicy().TransientWindow)
 	}
 }

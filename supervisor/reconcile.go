@@ -28,10 +28,11 @@ import (
 //  4. stalls: Working silent → Suspect; Suspect silent past the hard limit →
 //     interrupt, then SIGTERM, SIGKILL and escalation, one step per grace;
 //  5. recovery (only with AutoRecover): overflow compact-and-retry,
-//     rate-limit drain, auth resume, the continuation nudge, and escalation
-//     when nothing automatic is left. Never while the user is being asked.
-//     Every attempt also counts against the incident's one shared budget
-//     (Supervision.IncidentAttempts), so alternating failure kinds escalate.
+//     rate-limit drain, auth resume, transient retries (transient.go), the
+//     continuation nudge, and escalation when nothing automatic is left.
+//     Never while the user is being asked. Every attempt also counts
+//     against the incident's one shared budget (Supervision.IncidentAttempts),
+//     so alternating failure kinds escalate.
 //
 // A state change made in steps 1–4 is acted on in step 5 of the same call,
 // so a dead process is nudged at once rather than one tick later. Every
@@ -148,6 +149,7 @@ func (r *reconciler) forgetStaleBookkeeping() {
 	// the incident and refills every recovery budget — except the
 	// compaction we sent ourselves, whose completion is the cue to retry.
 	if !compactionDone(&r.n) && atCleanRest(&r.n) {
+		r.closeTransient()
 		r.endIncident()
 	}
 }
@@ -346,8 +348,10 @@ func (r *reconciler) recoverErrored() {
 	switch r.n.Failure.Kind {
 	case sessions.ContextOverflow:
 		r.redriveOverflow()
-	case sessions.RateLimit, sessions.Overloaded:
+	case sessions.RateLimit:
 		r.scheduleDrain()
+	case sessions.Network, sessions.Overloaded:
+		r.recoverTransient()
 	case sessions.Auth:
 		r.scheduleAuth()
 	case sessions.Billing:
@@ -406,9 +410,10 @@ func (r *reconciler) retryAfterCompaction() {
 	r.act(ActRetryTurn, TimelineOverflowRedrive, fmt.Sprintf("the compaction finished; retrying the overflowed turn (%s)", attempt))
 }
 
-// scheduleDrain holds a rate-limited (or overloaded) session in Recovering
-// until the provider's reset time, or an exponential backoff when there is
-// none; holdRecovering continues it when the countdown ends.
+// scheduleDrain holds a rate-limited session in Recovering until the
+// provider's reset time, or an exponential backoff when there is none;
+// holdRecovering continues it when the countdown ends. (An overload is a
+// transient incident: see transient.go.)
 func (r *reconciler) scheduleDrain() {
 	sv := &r.n.Supervision
 	if sv.Recovery != RecoveryRateLimit {
@@ -463,6 +468,9 @@ func (r *reconciler) scheduleAuth() {
 func (r *reconciler) holdRecovering() {
 	n, sv := &r.n, &r.n.Supervision
 	switch sv.Recovery {
+	case RecoveryTransient:
+		r.holdTransient()
+
 	case RecoveryOverflow, RecoveryOverflowRetry:
 		if !r.p.AutoRecover {
 			r.abandonHold()

@@ -137,7 +137,7 @@ func invalid(in, out sessions.Session, now time.Time, p Policy, obs []Observatio
 	case (out.State == sessions.Working || out.State == sessions.Suspect) && !out.InTurn:
 		return "working/suspect with no turn in flight"
 	case out.State == sessions.Recovering && !out.InTurn && !slices.Contains(
-		[]string{RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth}, out.Supervision.Recovery):
+		[]string{RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryTransient}, out.Supervision.Recovery):
 		return "a Recovering hold with no recovery behind it would latch"
 	case in.State == sessions.WaitingOnUser && out.State == sessions.WaitingOnUser && len(acts) > 0:
 		return "acted while waiting on the user"
@@ -765,8 +765,6 @@ func TestReconcileRateLimitDrain(t *testing.T) {
 			check: nextAt(at(16 * time.Minute))},
 		{name: "capped", s: midIncident(5), now: t0, policy: bigBudget, probe: alive, state: sessions.Recovering, obs: drain,
 			check: nextAt(at(30 * time.Minute))},
-		{name: "overloaded drains the same way", s: errored(sessions.Overloaded), now: t0, probe: alive, state: sessions.Recovering, obs: drain,
-			check: wantEvidence("API overloaded; continuing at 09:01:00 (attempt 1/5)")},
 		{name: "last attempt left", s: midIncident(4), now: t0, probe: alive, state: sessions.Recovering, obs: drain},
 		{name: "budget spent: escalated", s: midIncident(5), now: t0, probe: alive, state: sessions.Errored, acts: []ActionKind{ActEscalate},
 			check: wantDetail(0, "5 of 5 attempts to continue spent")},
@@ -1304,9 +1302,9 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 		return t0.Add(time.Duration(r.Int64N(int64(12*time.Hour))) - 6*time.Hour)
 	}
 	states := append(slices.Clone(sessions.AllStates), sessions.State(42))
-	kinds := []sessions.FailureKind{sessions.NoFailure, sessions.RateLimit, sessions.Overloaded, sessions.ContextOverflow,
+	kinds := []sessions.FailureKind{sessions.NoFailure, sessions.RateLimit, sessions.Overloaded, sessions.Network, sessions.ContextOverflow,
 		sessions.Auth, sessions.Billing, sessions.OtherFailure}
-	recoveries := []string{"", RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryStall, "bogus"}
+	recoveries := []string{"", RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryStall, RecoveryTransient, "bogus"}
 	evidence := []string{"", "stream active", "x — old note"}
 
 	s := sessions.Session{
@@ -1320,6 +1318,7 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 		Supervision: sessions.Supervision{
 			Recovery: recoveries[r.IntN(len(recoveries))], RecoveryAttempts: r.IntN(7),
 			NextAttemptAt: when(), InterruptSentAt: when(), EscalatedGeneration: r.Int64N(5),
+			IncidentStarted: when(), OfflineSince: when(), OfflineFor: time.Duration(r.Int64N(int64(time.Hour))),
 		},
 	}
 	if r.IntN(3) == 0 {
@@ -1334,9 +1333,9 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 		NudgeCooldown: span(time.Hour), CompactTimeout: span(time.Hour), NudgeMaxAttempts: r.IntN(4),
 		InterruptGrace: span(time.Minute), OverflowMaxAttempts: r.IntN(4), RateLimitMaxAttempts: r.IntN(7),
 		AuthMaxAttempts: r.IntN(4), RateLimitBaseBackoff: span(time.Minute), RateLimitMaxBackoff: span(time.Hour),
-		AuthRetryInterval: span(10 * time.Minute),
+		AuthRetryInterval: span(10 * time.Minute), TransientWindow: span(3 * time.Hour),
 	}
-	probe := Probe{Known: r.IntN(3) != 0, Alive: r.IntN(2) == 0}
+	probe := Probe{Known: r.IntN(3) != 0, Alive: r.IntN(2) == 0, Offline: r.IntN(4) == 0}
 	return s, t0.Add(time.Duration(r.Int64N(int64(8 * time.Hour)))), p, probe
 }
 
@@ -1394,6 +1393,7 @@ func TestPolicyDefaults(t *testing.T) {
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
 		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
 		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
+		TransientWindow: 90 * time.Minute,
 	}
 	if p != want {
 		t.Fatalf("DefaultPolicy() = %+v", p)

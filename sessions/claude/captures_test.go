@@ -91,16 +91,16 @@ func TestCapturesDecode(t *testing.T) {
 			kinds: "session_init retry_scheduled retry_scheduled turn_failed",
 			lines: []string{
 				"session_init 3b9cf56a-9cd7-4248-9b19-67534681a9c7",
-				"retry_scheduled 1/2 571.185126ms status=0 other",
-				"retry_scheduled 2/2 1.145694804s status=0 other",
+				"retry_scheduled 1/2 571.185126ms status=0 network",
+				"retry_scheduled 2/2 1.145694804s status=0 network",
 				"none",
-				"turn_failed other",
+				"turn_failed network",
 			},
 		},
 		{
 			file:  "cut_nofallback_r2.jsonl",
 			kinds: "session_init turn_failed",
-			lines: []string{"session_init eae0d015-9b04-4c51-8a18-4bcd1953a264", "none", "turn_failed other"},
+			lines: []string{"session_init eae0d015-9b04-4c51-8a18-4bcd1953a264", "none", "turn_failed network"},
 		},
 		{file: "cut_r2.jsonl", kinds: "session_init activity turn_completed"},
 		{file: "stall_40s.jsonl", kinds: "session_init activity turn_completed"},
@@ -236,8 +236,10 @@ func TestCapturesApply(t *testing.T) {
 		{file: "529_r2.jsonl", state: sessions.Errored, failure: sessions.Overloaded, wantRecovering: true},
 		{file: "400_too_long.jsonl", state: sessions.Errored, failure: sessions.ContextOverflow},
 		{file: "401.jsonl", state: sessions.Errored, failure: sessions.Auth, wantRecovering: true},
-		{file: "cut_all_r2.jsonl", state: sessions.Errored, failure: sessions.OtherFailure, wantRecovering: true},
-		{file: "cut_nofallback_r2.jsonl", state: sessions.Errored, failure: sessions.OtherFailure},
+		// Streams (and the non-streaming fallback) cut: the connection
+		// failed, which the supervisor waits out (issue 15).
+		{file: "cut_all_r2.jsonl", state: sessions.Errored, failure: sessions.Network, wantRecovering: true},
+		{file: "cut_nofallback_r2.jsonl", state: sessions.Errored, failure: sessions.Network},
 		{file: "cut_r2.jsonl", state: sessions.WaitingOnUser, wait: review},
 		{file: "stall_40s.jsonl", state: sessions.WaitingOnUser, wait: review},
 		{file: "stall_8s_partial.jsonl", state: sessions.WaitingOnUser, wait: review},

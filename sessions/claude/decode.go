@@ -373,7 +373,9 @@ func retry(w *wire) sessions.Event {
 }
 
 // retryKind classifies an api_retry from its error word, falling back to the
-// HTTP status.
+// HTTP status. A retry with no status got no HTTP answer at all: the
+// connection failed or dropped (error "unknown", measured with streams cut
+// by the fake API), which is a network failure.
 func retryKind(errWord string, status int) sessions.FailureKind {
 	switch errWord {
 	case "rate_limit":
@@ -384,6 +386,9 @@ func retryKind(errWord string, status int) sessions.FailureKind {
 		return sessions.Auth
 	case "billing_error":
 		return sessions.Billing
+	}
+	if status == 0 {
+		return sessions.Network
 	}
 	return sessions.KindFromStatus(status)
 }
@@ -568,7 +573,9 @@ func (s *state) classify(w *wire) sessions.Failure {
 		kind = s.turn.synthetic
 	case s.turn.rejected:
 		kind = sessions.RateLimit
-	case textKind(text) != sessions.NoFailure:
+	case textKind(text) != sessions.NoFailure && !(textKind(text) == sessions.Network && w.APIErrorStatus != 0):
+		// A connection phrase in the text of an answer the API did give
+		// (a 400 about a timed-out tool, say) is not a connection failure.
 		kind = textKind(text)
 	}
 	f := sessions.Failure{Kind: kind, Message: sessions.SanitizeMessage(text)}
@@ -587,7 +594,7 @@ func (s *state) endTurn() {
 }
 
 // statusKind classifies a result's api_error_status when the status alone is
-// conclusive; 400 and 5xx other than 503/529 are not.
+// conclusive; a 400 is not (it may be an overflow or any bad request).
 func statusKind(status int) sessions.FailureKind {
 	if status == 0 {
 		return sessions.NoFailure
@@ -618,6 +625,11 @@ func syntheticKind(errWord, text string) sessions.FailureKind {
 			return sessions.Overloaded
 		}
 	}
+	// "API Error: Unable to connect to API (ECONNRESET)" and "Connection to
+	// the API was lost" come as server_error: the network, not the server.
+	if sessions.ConnectionErrorText(lower) {
+		return sessions.Network
+	}
 	return sessions.OtherFailure
 }
 
@@ -641,6 +653,8 @@ func textKind(text string) sessions.FailureKind {
 		return sessions.RateLimit
 	case strings.Contains(lower, "overloaded"):
 		return sessions.Overloaded
+	case sessions.ConnectionErrorText(lower):
+		return sessions.Network
 	}
 	return sessions.NoFailure
 }

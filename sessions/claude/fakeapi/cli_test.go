@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +100,35 @@ func TestRealClaudeCLI(t *testing.T) {
 		res := r.result()
 		if res == nil || res["is_error"] != true || res["api_error_status"] != 401.0 || r.exitCode != 1 {
 			t.Errorf("result %v, exit %d", res, r.exitCode)
+		}
+	})
+
+	// Every request cut, the non-streaming fallback too: the CLI's own
+	// retries (2 under HermeticEnv) run out and it reports a connection
+	// error with no HTTP status, the line the supervisor classifies as a
+	// network failure (issue 15).
+	t.Run("cut", func(t *testing.T) {
+		r := h.run(t, "[[scenario:cut]] hi", nil, nil)
+		// 2 retries of the streaming request; once a stream broke mid-way
+		// the non-streaming fallback gets 2 of its own.
+		if n := r.count("system/api_retry(<nil> unknown)"); n < 2 || n > 4 {
+			t.Errorf("%d api_retry lines with no status, want 2 to 4: %v", n, r.seq)
+		}
+		res := r.result()
+		text := res.str("result")
+		if res == nil || res["is_error"] != true || res["api_error_status"] != nil || r.exitCode != 1 ||
+			!strings.Contains(text, "ECONNRESET") ||
+			!strings.Contains(text, "Unable to connect to API") && !strings.Contains(text, "Connection to the API was lost") {
+			t.Errorf("result %v, exit %d", res, r.exitCode)
+		}
+		// A turn takes 3 to 6 requests: cut6then_ok outlasts one turn.
+		if n := len(r.requests); n < 3 || n > CutThenOKCuts {
+			t.Errorf("%d requests in one failed turn, want 3 to %d", n, CutThenOKCuts)
+		}
+		for _, e := range r.requests {
+			if !e.Cut {
+				t.Errorf("request %+v was not cut", e)
+			}
 		}
 	})
 

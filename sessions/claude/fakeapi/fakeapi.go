@@ -43,8 +43,12 @@ type Entry struct {
 	// Stream is the request's "stream" flag.
 	Stream bool
 	// Status is the HTTP status sent. A stalled request is logged with 200
-	// as soon as its stream starts, so tests can wait for the stall.
+	// as soon as its stream starts, so tests can wait for the stall. A cut
+	// non-streaming request sent none and is logged with 0.
 	Status int
+	// Cut reports that the connection was reset instead of answered in full
+	// (Reply.Cut).
+	Cut bool
 	// Request is the decoded messages body (nil for other endpoints).
 	Request *MessagesRequest
 	// At is when the response status was decided.
@@ -232,8 +236,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	logged := status
+	if reply.Cut && !req.Stream {
+		logged = 0 // reset before any response
+	}
 	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: name, Attempt: call.Attempt,
-		Stream: req.Stream, Status: status, Request: &req})
+		Stream: req.Stream, Status: logged, Cut: reply.Cut, Request: &req})
 
 	w.Header().Set("request-id", "req_fake_"+randomID())
 	for k, v := range reply.Headers {
@@ -253,6 +261,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	inTokens := estimateTokens(len(body))
 	if req.Stream {
 		s.stream(r.Context(), w, reply, model, inTokens)
+		return
+	}
+	if reply.Cut {
+		resetConn(w)
 		return
 	}
 	if reply.Stall || reply.Pause > 0 {
@@ -321,6 +333,18 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, reply Reply,
 		s.sleep(ctx, -1)
 		return
 	}
+	if reply.Cut {
+		// The start of a text block, then the connection drops: what a
+		// client sees when Wi-Fi goes or a proxy resets the stream.
+		empty := ""
+		if send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": wireBlock{Type: "text", Text: &empty}}) {
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]string{"type": "text_delta", "text": "This reply is cut off mid"}})
+		}
+		resetConn(w)
+		return
+	}
 	if !send("ping", map[string]string{"type": "ping"}) {
 		return
 	}
@@ -383,6 +407,21 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, reply Reply,
 		return
 	}
 	send("message_stop", map[string]string{"type": "message_stop"})
+}
+
+// resetConn drops the request's connection with a TCP reset (SO_LINGER 0),
+// so the client sees ECONNRESET rather than a clean end of stream: the
+// signature of a network that went away under a request.
+func resetConn(w http.ResponseWriter) {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return // not hijackable (HTTP/2): the handler's return ends it
+	}
+	_ = buf.Flush()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
 }
 
 // finalMessage is the non-streaming response body.

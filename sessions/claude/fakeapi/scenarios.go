@@ -52,6 +52,10 @@ type Reply struct {
 	// Stall sends message_start and then nothing until the client goes away
 	// or the server closes; a non-streaming stall sends no response at all.
 	Stall bool
+	// Cut resets the connection (TCP RST): a stream after message_start and
+	// the first words of a text block, a non-streaming request before any
+	// response. The CLI reports it as ECONNRESET.
+	Cut bool
 }
 
 // ErrorReply is an Anthropic-style error response.
@@ -87,6 +91,14 @@ const (
 	// scenarios.
 	PromptTooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
 )
+
+// CutThenOKCuts is the number of requests the cut6then_ok scenario resets
+// before it answers. Measured with CLI 2.1.197 and CLAUDE_CODE_MAX_RETRIES=2,
+// one turn makes 3 to 6 requests when every one is cut: up to 3 streaming
+// attempts, and once a stream broke mid-way up to 3 non-streaming ones (the
+// fallback has its own retry count). Six cuts fail at least the first turn
+// whichever way it goes.
+const CutThenOKCuts = 6
 
 // UnifiedRateLimitWindow is how long the 429unified scenario rejects a
 // conversation, counted from its first request.
@@ -172,6 +184,14 @@ func builtinScenarios() map[string]ScenarioFunc {
 		// 429x3then_ok outlasts the CLI's own retries under HermeticEnv
 		// (CLAUDE_CODE_MAX_RETRIES=2: three attempts), then answers.
 		"429x3then_ok": failFirst(3, rateLimited),
+		// cut resets every request of the conversation, streaming or not:
+		// an outage that does not end.
+		"cut": func(*Call) Reply { return Reply{Cut: true} },
+		// cut6then_ok resets the first CutThenOKCuts requests (streams and
+		// the CLI's non-streaming fallbacks alike), then answers: an outage
+		// longer than the CLI's own retries under HermeticEnv, shorter than
+		// the supervisor's.
+		"cut6then_ok": failFirst(CutThenOKCuts, func() Reply { return Reply{Cut: true} }),
 		// 429unified rejects a conversation for UnifiedRateLimitWindow with
 		// the unified rate-limit headers the real API sends when a plan's
 		// limit is hit, then answers normally.

@@ -1,9 +1,16 @@
 package fakeapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -141,5 +148,62 @@ func TestReplyHeadersOnSuccess(t *testing.T) {
 	resp := postMessages(t, s, cliRequest(false, "[[scenario:hdr]] hi"))
 	if resp.StatusCode != 200 || resp.Header.Get("anthropic-ratelimit-unified-status") != "allowed_warning" {
 		t.Errorf("status %d headers %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// cutRequest sends one messages request of scenario and reports how it
+// ended: the error reading the response (nil if it was whole) and the SSE
+// bytes received before it.
+func cutRequest(t *testing.T, s *Server, scenario string, stream bool) (body string, err error) {
+	t.Helper()
+	b, _ := json.Marshal(cliRequest(stream, "[[scenario:"+scenario+"]] hi"))
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages?beta=true", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	// A fresh connection per request, so a reset one is never reused.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	return string(got), err
+}
+
+// A cut is a TCP reset in the middle of a stream, or before any answer to a
+// non-streaming request: what the CLI reports as ECONNRESET.
+func TestCutScenarios(t *testing.T) {
+	s := startServer(t)
+	body, err := cutRequest(t, s, "cut", true)
+	if !errors.Is(err, syscall.ECONNRESET) || !strings.Contains(body, "message_start") || !strings.Contains(body, "cut off mid") ||
+		strings.Contains(body, "message_stop") {
+		t.Errorf("cut stream: err %v, body %q; want a reset after the first words", err, body)
+	}
+	if _, err := cutRequest(t, s, "cut", false); !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("cut non-streaming request: err %v, want a reset", err)
+	}
+
+	// cut6then_ok: streams and fallbacks alike count, then an answer.
+	for i, stream := range []bool{true, false, true, false, true, false} {
+		if _, err := cutRequest(t, s, "cut6then_ok", stream); err == nil {
+			t.Errorf("request %d (stream %v) was answered, want cut", i+1, stream)
+		}
+	}
+	if body, err := cutRequest(t, s, "cut6then_ok", true); err != nil || !strings.Contains(body, "message_stop") || !strings.Contains(body, DoneText) {
+		t.Errorf("request %d: err %v, body %q; want the whole answer", CutThenOKCuts+1, err, body)
+	}
+	var log []string
+	for _, e := range s.Log() {
+		log = append(log, fmt.Sprintf("%s/%d stream=%v status=%d cut=%v", e.Scenario, e.Attempt, e.Stream, e.Status, e.Cut))
+	}
+	want := []string{
+		"cut/1 stream=true status=200 cut=true", "cut/2 stream=false status=0 cut=true",
+		"cut6then_ok/1 stream=true status=200 cut=true", "cut6then_ok/2 stream=false status=0 cut=true",
+		"cut6then_ok/3 stream=true status=200 cut=true", "cut6then_ok/4 stream=false status=0 cut=true",
+		"cut6then_ok/5 stream=true status=200 cut=true", "cut6then_ok/6 stream=false status=0 cut=true",
+		"cut6then_ok/7 stream=true status=200 cut=false",
+	}
+	if !slices.Equal(log, want) {
+		t.Errorf("log\n %s\nwant\n %s", strings.Join(log, "\n "), strings.Join(want, "\n "))
 	}
 }
