@@ -15,9 +15,19 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
+
+// The settings registry learns the agents from the composition root; these
+// tests register Claude Code the same way, so agents.claude.command exists.
+func init() {
+	a := claude.Agent{}
+	if err := storage.RegisterAgents(storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()}); err != nil {
+		panic(err)
+	}
+}
 
 // t0 is the fixed "now" of every test: ages, countdowns and timeline times
 // (shown in t0's location, UTC) are the same on every machine.

@@ -24,6 +24,15 @@ import (
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
+// The settings registry learns the agents from the composition root; these
+// tests register Claude Code the same way, so agents.claude.command exists.
+func init() {
+	a := claude.Agent{}
+	if err := storage.RegisterAgents(storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()}); err != nil {
+		panic(err)
+	}
+}
+
 // waitLimit bounds every wait for a condition; reaching it fails the test.
 const waitLimit = 30 * time.Second
 

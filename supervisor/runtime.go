@@ -282,9 +282,11 @@ func (r *Runtime) startLocked(ctx context.Context, e *entry, resumeID string) er
 	return nil
 }
 
+// agentCommand is the agent's agents.NAME.command setting (registered from
+// the agent registry), or the agent's name for one without a setting.
 func agentCommand(s storage.Settings, agent string) string {
-	if agent == "claude" {
-		return s.ClaudeCommand
+	if c := s.AgentCommand(agent); c != "" {
+		return c
 	}
 	return agent
 }
