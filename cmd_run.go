@@ -71,12 +71,18 @@ func cmdRun(c *cli, args []string) error {
 		return err
 	}
 	defer logFile.Close()
+	ctx := context.Background()
+	// Settings are read once and served from memory; every change (API,
+	// window, tray) goes through this one service.
+	settings, err := storage.NewSettingsService(ctx, st)
+	if err != nil {
+		return err
+	}
 	rt := supervisor.New(supervisor.Options{
-		Store:  st,
+		Store:  memorySettings{st, settings},
 		Agents: agents(),
 		Logger: log,
 	})
-	ctx := context.Background()
 	if err := rt.Boot(ctx); err != nil {
 		return err
 	}
@@ -85,7 +91,7 @@ func cmdRun(c *cli, args []string) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	api, err := supervisor.Listen(rt, st, dir, version)
+	api, err := supervisor.Listen(rt, settings, dir, version)
 	if err != nil {
 		return err
 	}
@@ -121,7 +127,7 @@ func cmdRun(c *cli, args []string) error {
 	}()
 	if !*headless && haveDisplay() {
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{rt: rt, settings: st, api: api, log: log, quit: quit, requestQuit: requestQuit})
+		runGUI(guiDeps{rt: rt, settings: settings, api: api, log: log, quit: quit, requestQuit: requestQuit})
 	} else {
 		if !*headless {
 			fmt.Fprintln(c.stderr, "No display found; running headless (the CLI and the local API work as usual).")
@@ -164,4 +170,17 @@ func cmdRun(c *cli, args []string) error {
 		log.Warn("stopped waiting for agent turns", "err", err)
 	}
 	return nil
+}
+
+// memorySettings is the store the runtime uses, with its settings reads
+// served from the settings service's memory instead of SQLite (the loop
+// reads them every round). A bridge until the runtime takes the service
+// itself.
+type memorySettings struct {
+	*storage.Store
+	settings *storage.SettingsService
+}
+
+func (m memorySettings) LoadSettings(context.Context) (storage.Settings, error) {
+	return m.settings.Get(), nil
 }

@@ -29,7 +29,7 @@ const appID = "io.github.sessionsupervisor"
 // guiDeps is what the GUI is wired from.
 type guiDeps struct {
 	rt          *supervisor.Runtime
-	settings    *storage.Store
+	settings    *storage.SettingsService
 	api         *supervisor.API
 	log         *slog.Logger
 	quit        <-chan struct{}

@@ -53,9 +53,11 @@ type env struct {
 	t     *testing.T
 	ctx   context.Context
 	store *storage.Store
-	rt    *supervisor.Runtime
-	w     *Window
-	now   time.Time
+	// settings is the settings service over store, as cmd run builds it.
+	settings *storage.SettingsService
+	rt       *supervisor.Runtime
+	w        *Window
+	now      time.Time
 	// opened records OpenDir calls.
 	opened []string
 }
@@ -143,7 +145,10 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	if err := e.rt.Boot(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.w = NewWindow(a, e.rt, st, Options{
+	if e.settings, err = storage.NewSettingsService(e.ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	e.w = NewWindow(a, e.rt, e.settings, Options{
 		Now: func() time.Time { return e.now },
 		OpenDir: func(p string) error {
 			e.opened = append(e.opened, p)

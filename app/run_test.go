@@ -26,7 +26,7 @@ func (c *countingBackend) Sessions() []sessions.Session {
 func TestRunRefreshesOncePerBurst(t *testing.T) {
 	e := newEnv(t, seed(), nil)
 	cb := &countingBackend{Backend: e.rt}
-	w := NewWindow(fyne.CurrentApp(), cb, e.store, Options{Now: func() time.Time { return t0 }})
+	w := NewWindow(fyne.CurrentApp(), cb, e.settings, Options{Now: func() time.Time { return t0 }})
 	t.Cleanup(w.win.Close)
 	w.async = func(f func()) { f() }
 	w.ShowSession("b2")

@@ -11,10 +11,11 @@ import (
 // The settings types the UI needs, re-exported so app and tray read
 // settings through the supervisor rather than importing storage.
 type (
-	SettingValue = storage.SettingValue
-	SetResult    = storage.SetResult
-	SettingDef   = storage.SettingDef
-	Settings     = storage.Settings
+	SettingValue  = storage.SettingValue
+	SetResult     = storage.SetResult
+	SettingDef    = storage.SettingDef
+	Settings      = storage.Settings
+	SettingChange = storage.SettingChange
 )
 
 // SettingKeys is the settings registry: every key with its description,

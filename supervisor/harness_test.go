@@ -429,3 +429,18 @@ func (f *failingStore) failures() int {
 	defer f.mu.Unlock()
 	return f.failed
 }
+
+// settings is the app's settings service over the rig's store, as cmd run
+// builds it.
+func (g *rig) settings(t testing.TB) *storage.SettingsService {
+	return mustSettings(t, g.store)
+}
+
+func mustSettings(t testing.TB, st *storage.Store) *storage.SettingsService {
+	t.Helper()
+	svc, err := storage.NewSettingsService(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
