@@ -13,6 +13,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	// First: keeps Fyne's locale lookup quiet under LANG=C.UTF-8 (see
+	// the package's comment for why its init runs before Fyne's).
+	_ "github.com/session-supervisor/session-supervisor/localeenv"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
