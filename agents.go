@@ -39,3 +39,12 @@ func agents() map[string]supervisor.Agent {
 	}
 	return out
 }
+
+// agentInfos are the registry's agents as the window lists them.
+func agentInfos() []sessions.AgentInfo {
+	var out []sessions.AgentInfo
+	for _, a := range agentRegistry.All() {
+		out = append(out, a)
+	}
+	return out
+}

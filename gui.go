@@ -56,7 +56,7 @@ func runGUI(d guiDeps) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	win := app.NewWindow(a, d.rt, d.settings, app.Options{OpenDir: openDir, Logger: d.log})
+	win := app.NewWindow(a, d.rt, d.settings, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos()})
 	go win.Run(ctx)
 	// A second `run` asks this one to show its window.
 	d.api.SetShowWindow(func() { fyne.Do(win.Show) })

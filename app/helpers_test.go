@@ -149,7 +149,8 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 		t.Fatal(err)
 	}
 	e.w = NewWindow(a, e.rt, e.settings, Options{
-		Now: func() time.Time { return e.now },
+		Agents: []sessions.AgentInfo{claude.Agent{}},
+		Now:    func() time.Time { return e.now },
 		OpenDir: func(p string) error {
 			e.opened = append(e.opened, p)
 			return nil

@@ -52,7 +52,7 @@ var settingTitles = map[string]string{
 	"context_overflow.compact_timeout_seconds": "Compaction timeout",
 	"timeline.retention_days":                  "Keep the timeline for",
 	"notify.waiting_on_user":                   "Notify when a session waits on you",
-	"agents.claude.command":                    "Claude Code command",
+	// agents.NAME.command: "DISPLAY NAME command", from the registry.
 }
 
 // settingsView is Settings: General and Advanced tabs of fields, one Save.
@@ -100,8 +100,12 @@ func newSettingsView(w *Window) *settingsView {
 		return len(generalKeys)
 	}
 	sort.SliceStable(defs, func(i, j int) bool { return rank(defs[i].Key) < rank(defs[j].Key) })
+	titles := map[string]string{}
+	for _, a := range w.agents {
+		titles[supervisor.AgentCommandKey(a.Name())] = a.DisplayName() + " command"
+	}
 	for _, def := range defs {
-		f := newSettingField(def)
+		f := newSettingField(def, titles[def.Key])
 		v.fields = append(v.fields, f)
 		v.byKey[def.Key] = f
 		if general[def.Key] {
@@ -140,13 +144,17 @@ func newSettingsView(w *Window) *settingsView {
 	return v
 }
 
-func newSettingField(def supervisor.SettingDef) *settingField {
+// newSettingField builds def's row; title overrides settingTitles (the
+// agents' command settings are titled from the registry).
+func newSettingField(def supervisor.SettingDef, title string) *settingField {
 	f := &settingField{def: def, errMsg: errorLabel(), note: widget.NewLabel(""), relayout: func() {}}
 	f.note.Importance = widget.WarningImportance
 	f.note.Wrapping = fyne.TextWrapWord
 	f.note.Hide()
 
-	title := settingTitles[def.Key]
+	if title == "" {
+		title = settingTitles[def.Key]
+	}
 	if title == "" {
 		title = def.Key
 	}

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -245,5 +247,27 @@ func TestCheckSettingAgreesWithTheStore(t *testing.T) {
 				t.Errorf("%s = %q: window accepts=%v, store err=%v", def.Key, in, quick, err)
 			}
 		}
+	}
+}
+
+// The agents' command settings are titled from the registry, not from a
+// list in the window.
+func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	f := e.w.settings.byKey[supervisor.AgentCommandKey("claude")]
+	if f == nil {
+		t.Fatal("no field for the registered agent's command")
+	}
+	if _, ok := settingTitles[f.def.Key]; ok {
+		t.Errorf("%s is titled by the window's own list", f.def.Key)
+	}
+	found := false
+	walk(f.row, func(o fyne.CanvasObject) {
+		if rt, ok := o.(*widget.RichText); ok && strings.Contains(rt.String(), "Claude Code command") {
+			found = true
+		}
+	})
+	if !found {
+		t.Error("the field is not titled \"Claude Code command\"")
 	}
 }

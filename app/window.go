@@ -9,6 +9,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
 // Options configures a Window.
@@ -21,6 +23,10 @@ type Options struct {
 	// Now is the clock for ages and countdowns; tests fix it so goldens are
 	// stable. Nil means time.Now. Timeline times are shown in its location.
 	Now func() time.Time
+	// Agents are the registry's agents, in display order: the New session
+	// dialog offers them (the first preselected) and Settings titles their
+	// command settings. The window names no agent itself.
+	Agents []sessions.AgentInfo
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -35,6 +41,8 @@ type Window struct {
 	log *slog.Logger
 	now func() time.Time
 	dir func(string) error
+	// agents are Options.Agents.
+	agents []sessions.AgentInfo
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -66,7 +74,7 @@ const (
 func NewWindow(a fyne.App, b Backend, s SettingsBackend, opts Options) *Window {
 	w := &Window{
 		win: a.NewWindow("Session Supervisor"),
-		b:   b, s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir,
+		b:   b, s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}

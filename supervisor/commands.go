@@ -18,6 +18,9 @@ type (
 	SettingChange = storage.SettingChange
 )
 
+// AgentCommandKey is the setting holding the command that starts agent name.
+func AgentCommandKey(name string) string { return storage.AgentCommandKey(name) }
+
 // SettingKeys is the settings registry: every key with its description,
 // default and allowed range.
 func SettingKeys() []SettingDef { return storage.SettingKeys() }
