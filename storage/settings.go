@@ -259,9 +259,9 @@ var (
 
 // RegisterAgents replaces the agents whose agents.NAME.command settings
 // exist, in display order. The composition root calls it once at start-up
-// with the agent registry, before any settings are read: storage cannot
-// import the adapters (they import it indirectly through sessions), so the
-// registry is handed in instead.
+// with the agent registry, before any settings are read. Storage does not
+// import the adapters or the registry: which agents exist is the
+// composition root's choice, handed in here.
 func RegisterAgents(agents ...AgentSetting) error {
 	out := make([]setting, 0, len(agents))
 	seen := map[string]bool{}
@@ -345,13 +345,22 @@ func (d SettingDef) Allowed() string {
 		if d.Unit != "" {
 			unit = " of " + d.Unit
 		}
-		return fmt.Sprintf("a whole number%s from %s to %s (numbers outside are clamped)", unit, formatNumber(d.Min), formatNumber(d.Max))
+		return fmt.Sprintf("a whole number%s from %s to %s%s", unit, formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
 	case KindMinutes:
-		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds; numbers outside are clamped)", formatNumber(d.Min), formatNumber(d.Max))
+		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)%s", formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
 	case KindString:
 		return "a non-empty single line of text"
 	}
 	return d.Kind.String()
+}
+
+// clampHint tells, in Allowed, that numbers outside the range are not an
+// error for a clamping setting.
+func (d SettingDef) clampHint() string {
+	if d.Policy == Clamp {
+		return "; numbers outside are clamped"
+	}
+	return ""
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

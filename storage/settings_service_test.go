@@ -111,6 +111,15 @@ func TestCrossKeyFloors(t *testing.T) {
 		{"suspect first, then hard", [][2]string{{suspect, "0.25"}, {hard, "0.5"}}, 30 * time.Second, 30 * time.Minute, nil},
 		{"equal is fine", [][2]string{{hard, "10"}, {tool, "10"}}, 10 * time.Minute, 10 * time.Minute, nil},
 	}
+	// resolve compares the rules' values as minutes: both sides must be
+	// registered minutes settings.
+	for _, r := range floorRules {
+		for _, k := range []string{r.key, r.floor} {
+			if d, err := lookup(k); err != nil || d.Kind != KindMinutes {
+				t.Errorf("floor rule %+v: %s is %v (%v), want a minutes setting", r, k, d.Kind, err)
+			}
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openTemp(t)
