@@ -29,10 +29,8 @@ test-deps:
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
 
-# Fyne logs a locale error under the C locale (LANG=C.UTF-8, common on
-# fresh machines); any real locale name silences it.
 run: build
-	@case "$${LANG:-C}" in C|C.*|POSIX) export LANG=en_US.UTF-8;; esac; ./$(BIN) run
+	./$(BIN) run
 
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -1,31 +1,50 @@
 package main
 
 import (
-	"context"
-
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
+	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
-// claudeAgent adapts the Claude Code adapter to supervisor.Agent. It lives in
-// the composition root because the adapter must not import supervisor.
-type claudeAgent struct{}
+// agentRegistry is every agent CLI the app can launch, in display order (the
+// first is the default). Adding an agent is its package under sessions/ and
+// one line here; its settings key, New session entry and launch all follow.
+var agentRegistry = sessions.MustRegistry(
+	claude.Agent{},
+)
 
-func (claudeAgent) Start(_ context.Context, o supervisor.StartOptions) (supervisor.Process, error) {
-	p, err := claude.Start(claude.ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		Launch: claude.LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
-	})
-	if err != nil {
-		return nil, err
+// The settings registry learns the agents' command settings before any
+// command reads a setting.
+func init() {
+	if err := storage.RegisterAgents(agentSettings(agentRegistry)...); err != nil {
+		panic(err)
 	}
-	return p, nil
 }
 
-// ReapOrphan stops a Claude Code process an earlier run of the app lost.
-func (claudeAgent) ReapOrphan(pid int) (bool, error) { return claude.ReapOrphan(pid) }
+// agentSettings is what the settings registry needs about each agent.
+func agentSettings(r *sessions.Registry) []storage.AgentSetting {
+	var out []storage.AgentSetting
+	for _, a := range r.All() {
+		out = append(out, storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()})
+	}
+	return out
+}
 
-// agents are the agent CLIs the app can launch.
+// agents are the registry's launchers, by name, for the runtime.
 func agents() map[string]supervisor.Agent {
-	return map[string]supervisor.Agent{"claude": claudeAgent{}}
+	out := map[string]supervisor.Agent{}
+	for _, a := range agentRegistry.All() {
+		out[a.Name()] = a
+	}
+	return out
+}
+
+// agentInfos are the registry's agents as the window lists them.
+func agentInfos() []sessions.AgentInfo {
+	var out []sessions.AgentInfo
+	for _, a := range agentRegistry.All() {
+		out = append(out, a)
+	}
+	return out
 }

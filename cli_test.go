@@ -189,10 +189,14 @@ func TestTimelineFromDatabase(t *testing.T) {
 	if len(got) != 1 || got[0]["kind"] != "marked_suspect" || got[0]["turn_generation"] != float64(1) {
 		t.Fatalf("timeline --json --limit 1 = %v", got)
 	}
-	for _, key := range []string{"time", "kind", "turn_generation", "detail"} {
+	// Every key the README's JSON contract promises.
+	for _, key := range []string{"id", "session_id", "time", "kind", "turn_generation", "detail"} {
 		if _, ok := got[0][key]; !ok {
 			t.Errorf("timeline row lacks %q", key)
 		}
+	}
+	if id, _ := got[0]["id"].(float64); id <= 0 || got[0]["session_id"] != s.ID {
+		t.Errorf("timeline row id %v session_id %v; want the stored row's id and %s", got[0]["id"], got[0]["session_id"], s.ID)
 	}
 
 	code, _, errOut = runCLI(t, "--data-dir", dir, "timeline", "nope")

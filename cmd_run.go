@@ -105,7 +105,7 @@ func cmdRun(c *cli, args []string) error {
 
 	if !*headless && haveDisplay() {
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{rt: d.rt, settings: d.st, api: d.api, log: log, quit: q.quit, requestQuit: q.request,
+		runGUI(guiDeps{rt: d.rt, settings: d.settings, api: d.api, log: log, quit: q.quit, requestQuit: q.request,
 			showAtStart: showWindowAtStart(launch, *trayOnly)})
 	} else {
 		if !*headless {

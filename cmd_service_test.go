@@ -285,7 +285,7 @@ func serveFakeApp(t *testing.T, dir string) (*supervisor.API, *supervisor.Lock) 
 	if err := rt.Boot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := supervisor.Listen(rt, st, dir, version)
+	api, err := supervisor.Listen(rt, mustSettingsService(t, st), dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}

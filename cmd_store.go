@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // resolveDataDir returns --data-dir when given, else the default data directory.
@@ -64,13 +67,16 @@ func cmdSettings(c *cli, args []string) error {
 	}
 	defer st.Close()
 	ctx := context.Background()
+	// Reads come from the database: the app persists every change before
+	// it applies it, and reads it through the same rules.
+	svc, err := storage.NewSettingsService(ctx, st)
+	if err != nil {
+		return err
+	}
 
 	switch sub {
 	case "list":
-		vals, err := st.ListSettings(ctx)
-		if err != nil {
-			return err
-		}
+		vals := svc.List()
 		if *asJSON {
 			return writeJSON(c, vals)
 		}
@@ -83,34 +89,73 @@ func cmdSettings(c *cli, args []string) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\n", v.Key, v.Value, mark, v.Default, v.Description)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, v := range vals {
+			if v.Note != "" {
+				fmt.Fprintf(c.stdout, "note: %s: %s\n", v.Key, v.Note)
+			}
+		}
+		return nil
 	case "get":
-		v, err := st.GetSetting(ctx, pos[0])
+		v, err := svc.Value(pos[0])
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(c.stdout, v)
+		fmt.Fprintln(c.stdout, v.Value)
 	case "set":
-		res, err := st.SetSetting(ctx, pos[0], pos[1])
+		res, err := c.changeSetting(svc, pos[0], &pos[1])
 		if err != nil {
 			return err
 		}
+		line := fmt.Sprintf("%s = %s", res.Key, res.Value)
 		if res.Clamped {
-			fmt.Fprintf(c.stdout, "%s = %s (clamped from %s to the allowed range)\n", res.Key, res.Value, res.Requested)
-		} else {
-			fmt.Fprintf(c.stdout, "%s = %s\n", res.Key, res.Value)
+			line += fmt.Sprintf(" (clamped from %s to the allowed range)", strings.TrimSpace(res.Requested))
 		}
+		printSetResult(c, line, res)
 	case "reset":
-		if err := st.ResetSetting(ctx, pos[0]); err != nil {
-			return err
-		}
-		v, err := st.GetSetting(ctx, pos[0])
+		res, err := c.changeSetting(svc, pos[0], nil)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "%s = %s (default)\n", pos[0], v)
+		printSetResult(c, fmt.Sprintf("%s = %s (default)", res.Key, res.Value), res)
 	}
 	return nil
+}
+
+// changeSetting sets key to *raw (reset when raw is nil) through the
+// running app's settings service, so the app applies it at once; when no
+// app runs, through a service over the database directly.
+func (c *cli) changeSetting(local *storage.SettingsService, key string, raw *string) (storage.SetResult, error) {
+	cl, err := c.client()
+	if err != nil {
+		return storage.SetResult{}, err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	var res storage.SetResult
+	if raw != nil {
+		res, err = cl.SetSetting(ctx, key, *raw)
+	} else {
+		res, err = cl.ResetSetting(ctx, key)
+	}
+	if !errors.Is(err, supervisor.ErrNotRunning) {
+		return res, err
+	}
+	if raw != nil {
+		return local.Update(ctx, key, *raw)
+	}
+	return local.Reset(ctx, key)
+}
+
+// printSetResult prints a change's first line, then, when a cross-key rule
+// keeps another value in force, what is in force and why.
+func printSetResult(c *cli, line string, res storage.SetResult) {
+	fmt.Fprintln(c.stdout, line)
+	if res.InForce != "" {
+		fmt.Fprintf(c.stdout, "in force: %s (%s)\n", res.InForce, res.Note)
+	}
 }
 
 func cmdTimeline(c *cli, args []string) error {
@@ -152,8 +197,11 @@ func cmdTimeline(c *cli, args []string) error {
 	return nil
 }
 
-// timelineRow is the documented JSON contract of a timeline row.
+// timelineRow is the documented JSON contract of a timeline row (the
+// README's "JSON output" section): the same keys as the local API's rows.
 type timelineRow struct {
+	ID             int64           `json:"id"`
+	SessionID      string          `json:"session_id"`
 	Time           time.Time       `json:"time"`
 	Kind           string          `json:"kind"`
 	TurnGeneration int64           `json:"turn_generation"`
@@ -165,7 +213,7 @@ func toTimelineRow(e storage.TimelineEvent) timelineRow {
 	if len(d) == 0 {
 		d = json.RawMessage("{}")
 	}
-	return timelineRow{Time: e.Time, Kind: e.Kind, TurnGeneration: e.TurnGeneration, Detail: d}
+	return timelineRow{ID: e.ID, SessionID: e.SessionID, Time: e.Time, Kind: e.Kind, TurnGeneration: e.TurnGeneration, Detail: d}
 }
 
 // printTimeline prints events oldest first (they arrive newest first), one

@@ -30,7 +30,7 @@ const appID = "io.github.sessionsupervisor"
 // guiDeps is what the GUI is wired from.
 type guiDeps struct {
 	rt          *supervisor.Runtime
-	settings    *storage.Store
+	settings    *storage.SettingsService
 	api         *supervisor.API
 	log         *slog.Logger
 	quit        <-chan struct{}
@@ -84,7 +84,7 @@ func runGUI(d guiDeps) {
 		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
 	})
 
-	win := app.NewWindow(a, d.rt, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log})
+	win := app.NewWindow(a, d.rt, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos()})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	d.api.SetShowWindow(func() { fyne.Do(win.Show) })

@@ -16,10 +16,13 @@ import (
 // it down in the reverse order, gracefully, and returns only when every
 // goroutine it started has ended. It knows nothing of the GUI or of signals.
 type daemon struct {
-	st  *storage.Store
-	rt  *supervisor.Runtime
-	api *supervisor.API
-	log *slog.Logger
+	st *storage.Store
+	// settings is the one way settings are read and changed while the app
+	// runs: from memory, published to the bus on every change.
+	settings *storage.SettingsService
+	rt       *supervisor.Runtime
+	api      *supervisor.API
+	log      *slog.Logger
 
 	// failed receives a fatal error from the API server (at most one).
 	failed   chan error
@@ -40,18 +43,38 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 			st.Close()
 		}
 	}()
-	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), Logger: log})
-	if err := rt.Boot(context.Background()); err != nil {
-		return nil, err
-	}
-	api, err := supervisor.Listen(rt, st, dir, version)
+	settings, err := storage.NewSettingsService(context.Background(), st)
 	if err != nil {
 		return nil, err
 	}
-	d = &daemon{st: st, rt: rt, api: api, log: log, failed: make(chan error, 1)}
+	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), Logger: log,
+		Settings: settings.Get, SettingValues: settings.List})
+	if err := rt.Boot(context.Background()); err != nil {
+		return nil, err
+	}
+	api, err := supervisor.Listen(rt, settings, dir, version)
+	if err != nil {
+		return nil, err
+	}
+	d = &daemon{st: st, settings: settings, rt: rt, api: api, log: log, failed: make(chan error, 1)}
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	d.stopLoop = stopLoop
-	d.wg.Add(2)
+	changes, cancelChanges := settings.Subscribe()
+	d.wg.Add(3)
+	go func() {
+		// Every settings change reaches the bus (the desktop, attached or
+		// not, and `watch`) at once.
+		defer d.wg.Done()
+		defer cancelChanges()
+		for {
+			select {
+			case <-loopCtx.Done():
+				return
+			case <-changes:
+				rt.PublishSettings(settings.List())
+			}
+		}
+	}()
 	go func() {
 		defer d.wg.Done()
 		if err := api.Serve(); err != nil {

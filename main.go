@@ -11,7 +11,12 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+
+	// First: keeps Fyne's locale lookup quiet under LANG=C.UTF-8 (see
+	// the package's comment for why its init runs before Fyne's).
+	_ "github.com/session-supervisor/session-supervisor/localeenv"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -170,6 +175,14 @@ func (c *cli) newFlags(name string) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
+		// A negative number is a value (`settings set KEY -1`, clamped
+		// like any out-of-range number), never a flag: no flag here is
+		// named by a number.
+		if len(args) > 0 && isNegativeNumber(args[0]) {
+			positional = append(positional, args[0])
+			args = args[1:]
+			continue
+		}
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, usagef("help requested")
@@ -186,6 +199,14 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+func isNegativeNumber(s string) bool {
+	if !strings.HasPrefix(s, "-") {
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 func cmdHelp(c *cli, args []string) error {

@@ -30,11 +30,13 @@ type Backend interface {
 	PublishSnapshot()
 }
 
-// SettingsBackend reads and changes settings (the store, through the
-// supervisor's re-exported types).
+// SettingsBackend reads and changes settings: the app's settings service
+// (*storage.SettingsService, through the supervisor's re-exported types).
+// List reads memory, so rendering Settings never queries SQLite; UpdateMany
+// validates, clamps, persists and publishes a whole Save at once.
 type SettingsBackend interface {
-	ListSettings(ctx context.Context) ([]supervisor.SettingValue, error)
-	SetSetting(ctx context.Context, key, raw string) (supervisor.SetResult, error)
+	List() []supervisor.SettingValue
+	UpdateMany(ctx context.Context, changes []supervisor.SettingChange) ([]supervisor.SetResult, error)
 }
 
 var (

@@ -15,10 +15,20 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
+
+// The settings registry learns the agents from the composition root; these
+// tests register Claude Code the same way, so agents.claude.command exists.
+func init() {
+	a := claude.Agent{}
+	if err := storage.RegisterAgents(storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()}); err != nil {
+		panic(err)
+	}
+}
 
 // t0 is the fixed "now" of every test: ages, countdowns and timeline times
 // (shown in t0's location, UTC) are the same on every machine.
@@ -44,11 +54,13 @@ type env struct {
 	t     *testing.T
 	ctx   context.Context
 	store *storage.Store
-	rt    *supervisor.Runtime
-	m     *model.Model
-	sub   *supervisor.Subscription
-	w     *Window
-	now   time.Time
+	// settings is the settings service over store, as cmd run builds it.
+	settings *storage.SettingsService
+	rt       *supervisor.Runtime
+	m        *model.Model
+	sub      *supervisor.Subscription
+	w        *Window
+	now      time.Time
 	// opened records OpenDir calls.
 	opened []string
 }
@@ -136,6 +148,9 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	if err := e.rt.Boot(e.ctx); err != nil {
 		t.Fatal(err)
 	}
+	if e.settings, err = storage.NewSettingsService(e.ctx, st); err != nil {
+		t.Fatal(err)
+	}
 	// The model is fed synchronously from a real subscription: pump
 	// applies what the runtime published so far, so each step is ordered
 	// without a feeding goroutine.
@@ -143,8 +158,9 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	e.sub = e.rt.Subscribe(4096, false)
 	t.Cleanup(func() { e.rt.Bus().Unsubscribe(e.sub) })
 	e.pump()
-	e.w = NewWindow(a, e.rt, st, e.m, Options{
-		Now: func() time.Time { return e.now },
+	e.w = NewWindow(a, e.rt, e.settings, e.m, Options{
+		Agents: []sessions.AgentInfo{claude.Agent{}},
+		Now:    func() time.Time { return e.now },
 		OpenDir: func(p string) error {
 			e.opened = append(e.opened, p)
 			return nil

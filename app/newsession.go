@@ -18,12 +18,10 @@ import (
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
-// The agents the app can launch, and Claude Code's permission modes (the
-// values of its --permission-mode flag).
-var (
-	launchAgents    = []string{"claude"}
-	permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
-)
+// permissionModes are Claude Code's permission modes (the values of its
+// --permission-mode flag). The agents come from the registry
+// (Options.Agents).
+var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
 // newSessionForm is the New session dialog: it validates inline and stays
 // open until the launch succeeds or the user cancels.
@@ -66,8 +64,16 @@ func (f *newSessionForm) showErrors(errs ...fieldError) {
 
 func showNewSession(w *Window) *newSessionForm {
 	f := &newSessionForm{w: w}
-	f.agent = widget.NewSelect(launchAgents, nil)
-	f.agent.SetSelected(launchAgents[0])
+	// The choice shows each agent's display name; the request carries its
+	// registry name.
+	var labels []string
+	for _, a := range w.agents {
+		labels = append(labels, a.DisplayName())
+	}
+	f.agent = widget.NewSelect(labels, nil)
+	if len(labels) > 0 {
+		f.agent.SetSelected(labels[0])
+	}
 	f.cwd = widget.NewEntry()
 	f.cwd.SetPlaceHolder("/path/to/project")
 	// People mostly start the next session where they started the last one.
@@ -105,10 +111,20 @@ func showNewSession(w *Window) *newSessionForm {
 	return f
 }
 
+// agentName is the registry name of the agent chosen ("" when none).
+func (f *newSessionForm) agentName() string {
+	for _, a := range f.w.agents {
+		if a.DisplayName() == f.agent.Selected {
+			return a.Name()
+		}
+	}
+	return ""
+}
+
 // request is what the form asks for.
 func (f *newSessionForm) request() supervisor.LaunchRequest {
 	return supervisor.LaunchRequest{
-		Agent:          f.agent.Selected,
+		Agent:          f.agentName(),
 		Cwd:            strings.TrimSpace(f.cwd.Text),
 		Name:           strings.TrimSpace(f.name.Text),
 		PermissionMode: f.mode.Selected,

@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
@@ -87,5 +88,31 @@ func TestNewSessionRequest(t *testing.T) {
 	}
 	if _, p := validateLaunch(supervisor.LaunchRequest{Cwd: "/", Prompt: " \n "}); p == "" {
 		t.Error("a blank prompt passed")
+	}
+}
+
+// stubAgent is a registry entry for the dialog's choice; it launches nothing.
+type stubAgent struct{ name, display string }
+
+func (a stubAgent) Name() string           { return a.name }
+func (a stubAgent) DisplayName() string    { return a.display }
+func (a stubAgent) DefaultCommand() string { return a.name }
+
+// The New session dialog offers the registry's agents, by display name and
+// in registry order, and launches the chosen one by its registry name.
+func TestNewSessionAgentsComeFromTheRegistry(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.agents = []sessions.AgentInfo{stubAgent{"claude", "Claude Code"}, stubAgent{"codex", "Codex CLI"}}
+	e.w.ShowNewSession()
+	f := e.w.newSession
+	if got := strings.Join(f.agent.Options, ","); got != "Claude Code,Codex CLI" {
+		t.Fatalf("agent choices %q", got)
+	}
+	if f.agent.Selected != "Claude Code" {
+		t.Errorf("preselected %q, want the first agent", f.agent.Selected)
+	}
+	f.agent.SetSelected("Codex CLI")
+	if got := f.request().Agent; got != "codex" {
+		t.Errorf("request agent %q, want the registry name codex", got)
 	}
 }

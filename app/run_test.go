@@ -36,7 +36,7 @@ func TestRunRefreshesOncePerBurst(t *testing.T) {
 	go func() { m.Run(ctx, sub.C, nil); close(fed) }()
 	t.Cleanup(func() { cancel(); <-fed; e.rt.Bus().Unsubscribe(sub) })
 
-	w := NewWindow(fyne.CurrentApp(), cb, e.store, m, Options{Now: func() time.Time { return t0 }})
+	w := NewWindow(fyne.CurrentApp(), cb, e.settings, m, Options{Now: func() time.Time { return t0 }})
 	t.Cleanup(w.win.Close)
 	w.async = func(f func()) { f() }
 	w.do = func(f func()) { f() }

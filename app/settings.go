@@ -52,7 +52,7 @@ var settingTitles = map[string]string{
 	"context_overflow.compact_timeout_seconds": "Compaction timeout",
 	"timeline.retention_days":                  "Keep the timeline for",
 	"notify.waiting_on_user":                   "Notify when a session waits on you",
-	"agents.claude.command":                    "Claude Code command",
+	// agents.NAME.command: "DISPLAY NAME command", from the registry.
 }
 
 // settingsView is Settings: General and Advanced tabs of fields, one Save.
@@ -100,8 +100,12 @@ func newSettingsView(w *Window) *settingsView {
 		return len(generalKeys)
 	}
 	sort.SliceStable(defs, func(i, j int) bool { return rank(defs[i].Key) < rank(defs[j].Key) })
+	titles := map[string]string{}
+	for _, a := range w.agents {
+		titles[supervisor.AgentCommandKey(a.Name())] = a.DisplayName() + " command"
+	}
 	for _, def := range defs {
-		f := newSettingField(def)
+		f := newSettingField(def, titles[def.Key])
 		v.fields = append(v.fields, f)
 		v.byKey[def.Key] = f
 		if general[def.Key] {
@@ -140,13 +144,17 @@ func newSettingsView(w *Window) *settingsView {
 	return v
 }
 
-func newSettingField(def supervisor.SettingDef) *settingField {
+// newSettingField builds def's row; title overrides settingTitles (the
+// agents' command settings are titled from the registry).
+func newSettingField(def supervisor.SettingDef, title string) *settingField {
 	f := &settingField{def: def, errMsg: errorLabel(), note: widget.NewLabel(""), relayout: func() {}}
 	f.note.Importance = widget.WarningImportance
 	f.note.Wrapping = fyne.TextWrapWord
 	f.note.Hide()
 
-	title := settingTitles[def.Key]
+	if title == "" {
+		title = settingTitles[def.Key]
+	}
 	if title == "" {
 		title = def.Key
 	}
@@ -263,9 +271,6 @@ func checkSetting(def supervisor.SettingDef, raw string) string {
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return "Not a number."
 		}
-		if v <= 0 {
-			return "Must be more than 0: a threshold cannot be switched off."
-		}
 		if reject && (v < def.Min || v > def.Max) {
 			return "Out of range."
 		}
@@ -283,11 +288,7 @@ func checkSetting(def supervisor.SettingDef, raw string) string {
 // load reads the values in force. Fields the user has changed and not
 // saved keep what was typed: a background refresh must not eat an edit.
 func (v *settingsView) load() {
-	list, err := v.w.s.ListSettings(context.Background())
-	if err != nil {
-		v.setStatus("Could not read the settings: "+err.Error(), widget.DangerImportance)
-		return
-	}
+	list := v.w.s.List()
 	for _, sv := range list {
 		f := v.byKey[sv.Key]
 		if f == nil {
@@ -327,8 +328,7 @@ func (v *settingsView) revertAll() {
 // an edit applied live (a new suspect threshold without its matching hard
 // threshold) is worse than none.
 func (v *settingsView) saveAll() {
-	type change struct{ key, raw string }
-	var changes []change
+	var changes []supervisor.SettingChange
 	invalid := 0
 	for _, f := range v.fields {
 		if !f.changed() {
@@ -338,7 +338,7 @@ func (v *settingsView) saveAll() {
 			invalid++
 			continue
 		}
-		changes = append(changes, change{f.def.Key, f.value()})
+		changes = append(changes, supervisor.SettingChange{Key: f.def.Key, Raw: f.value()})
 	}
 	if invalid > 0 {
 		v.showTabOf(func(f *settingField) bool { return f.errMsg.Visible() })
@@ -349,43 +349,44 @@ func (v *settingsView) saveAll() {
 		v.setStatus("Nothing to save.", widget.MediumImportance)
 		return
 	}
-	results := make([]supervisor.SetResult, len(changes))
-	errs := make([]error, len(changes))
+	var results []supervisor.SetResult
 	v.save.Disable()
 	v.w.act(func(ctx context.Context) error {
-		for i, c := range changes {
-			results[i], errs[i] = v.w.s.SetSetting(ctx, c.key, c.raw)
-		}
-		return nil
-	}, func(error) {
+		// One update for the whole Save: all of it is stored, or none
+		// (half an edit applied live — a new suspect threshold without
+		// its matching hard threshold — is worse than none).
+		var err error
+		results, err = v.w.s.UpdateMany(ctx, changes)
+		return err
+	}, func(err error) {
 		v.save.Enable()
-		saved, failed := 0, 0
-		for i, c := range changes {
-			f := v.byKey[c.key]
-			if errs[i] != nil {
-				failed++
-				setError(f.errMsg, errs[i].Error())
-				f.relayout()
-				continue
+		if err != nil {
+			for _, c := range changes {
+				if strings.Contains(err.Error(), c.Key) {
+					f := v.byKey[c.Key]
+					setError(f.errMsg, err.Error())
+					f.relayout()
+				}
 			}
-			saved++
-			f.set(results[i].Value)
-			if results[i].Clamped {
-				f.setNote(fmt.Sprintf("%s is out of range: saved as %s, the nearest allowed value.", results[i].Requested, results[i].Value))
-			} else {
-				f.setNote("")
-			}
-		}
-		if saved > 0 {
-			// The loop reads settings at every tick; a snapshot now lets
-			// the tray (Pause) and every other view catch up at once.
-			v.w.b.PublishSnapshot()
-		}
-		if failed > 0 {
-			v.setStatus(fmt.Sprintf("Saved %d; %s refused (in red).", saved, plural(failed, "value", "values")), widget.DangerImportance)
+			v.setStatus("Not saved: "+err.Error(), widget.DangerImportance)
 			return
 		}
-		v.setStatus(fmt.Sprintf("Saved %s; the supervisor applies changes at its next tick.", plural(saved, "setting", "settings")), widget.SuccessImportance)
+		for _, res := range results {
+			f := v.byKey[res.Key]
+			// Show what is in force; the note says when that differs from
+			// what was typed (clamped, or raised by a cross-key rule).
+			inForce := res.Value
+			if res.InForce != "" {
+				inForce = res.InForce
+			}
+			f.set(inForce)
+			f.setNote(res.Note)
+		}
+		// The settings service publishes the change to its subscribers; a
+		// snapshot now also lets the tray (Pause) and every other view
+		// catch up at once.
+		v.w.b.PublishSnapshot()
+		v.setStatus(fmt.Sprintf("Saved %s; the supervisor applies changes at its next tick.", plural(len(results), "setting", "settings")), widget.SuccessImportance)
 	})
 }
 

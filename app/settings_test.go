@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -70,8 +72,8 @@ func TestSettingsInvalidInputIsShownInlineAndNotSaved(t *testing.T) {
 		!strings.Contains(tick.errMsg.Text, "from 5 to 60") {
 		t.Fatalf("tick error: visible=%v %q", tick.errMsg.Visible(), tick.errMsg.Text)
 	}
-	typeInto(suspect, "0")
-	if !suspect.errMsg.Visible() || !strings.Contains(suspect.errMsg.Text, "more than 0") ||
+	typeInto(suspect, "ten")
+	if !suspect.errMsg.Visible() || !strings.Contains(suspect.errMsg.Text, "Not a number") ||
 		!strings.Contains(suspect.errMsg.Text, "from 0.01 to 1440") {
 		t.Fatalf("suspect error: %q", suspect.errMsg.Text)
 	}
@@ -157,8 +159,54 @@ func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
 	if tick.entry.Text != "5" {
 		t.Errorf("entry shows %q, want the clamped 5", tick.entry.Text)
 	}
-	if !tick.note.Visible() || !strings.Contains(tick.note.Text, "saved as 5") {
+	if !tick.note.Visible() || !strings.Contains(tick.note.Text, "5 (the nearest allowed value) was saved") {
 		t.Errorf("clamp note: %q", tick.note.Text)
+	}
+	// What the loop reads is the settings service's memory.
+	if got := e.settings.Get().Tick; got.Seconds() != 5 {
+		t.Errorf("in force: tick %v", got)
+	}
+}
+
+// Out of range is clamped, never refused, for every number, and 0 too
+// (issue 10 item 4): the window lets it through and notes the clamp.
+func TestSettingsZeroIsClampedNotRefused(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	suspect := v.byKey["supervisor.stall_suspect_minutes"]
+	cooldown := v.byKey["supervisor.nudge_cooldown_minutes"]
+	typeInto(suspect, "0")
+	typeInto(cooldown, "0")
+	if suspect.errMsg.Visible() || cooldown.errMsg.Visible() {
+		t.Fatalf("0 refused: %q / %q", suspect.errMsg.Text, cooldown.errMsg.Text)
+	}
+	test.Tap(v.save)
+	if got := e.stored("supervisor.stall_suspect_minutes"); got != "0.01" {
+		t.Errorf("suspect stored %q, want the smallest threshold 0.01", got)
+	}
+	if got := e.stored("supervisor.nudge_cooldown_minutes"); got != "0" {
+		t.Errorf("cooldown stored %q, want 0 (no cooldown)", got)
+	}
+	if !suspect.note.Visible() || cooldown.note.Visible() {
+		t.Errorf("notes: suspect %q (want the clamp), cooldown %q (want none)", suspect.note.Text, cooldown.note.Text)
+	}
+}
+
+// A hard threshold below the suspect threshold is saved as typed but the
+// field shows the value in force and says why.
+func TestSettingsCrossKeyFloorIsExplained(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	hard := v.byKey["supervisor.stall_hard_minutes"]
+	typeInto(hard, "5")
+	test.Tap(v.save)
+	if got := e.stored("supervisor.stall_hard_minutes"); got != "10" { // GetSetting reports the value in force
+		t.Errorf("hard in force %q, want 10", got)
+	}
+	if hard.entry.Text != "10" || !hard.note.Visible() || !strings.Contains(hard.note.Text, "below supervisor.stall_suspect_minutes") {
+		t.Errorf("hard shows %q, note %q", hard.entry.Text, hard.note.Text)
 	}
 }
 
@@ -168,7 +216,7 @@ func TestSettingsRefreshKeepsUnsavedEdits(t *testing.T) {
 	v := e.w.settings
 	typeInto(v.byKey["supervisor.stall_hard_minutes"], "300")
 	// The tray pauses the supervisor meanwhile.
-	if _, err := e.store.SetSetting(e.ctx, "supervisor.enabled", "false"); err != nil {
+	if _, err := e.settings.Update(e.ctx, "supervisor.enabled", "false"); err != nil {
 		t.Fatal(err)
 	}
 	e.w.Refresh()
@@ -199,5 +247,27 @@ func TestCheckSettingAgreesWithTheStore(t *testing.T) {
 				t.Errorf("%s = %q: window accepts=%v, store err=%v", def.Key, in, quick, err)
 			}
 		}
+	}
+}
+
+// The agents' command settings are titled from the registry, not from a
+// list in the window.
+func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	f := e.w.settings.byKey[supervisor.AgentCommandKey("claude")]
+	if f == nil {
+		t.Fatal("no field for the registered agent's command")
+	}
+	if _, ok := settingTitles[f.def.Key]; ok {
+		t.Errorf("%s is titled by the window's own list", f.def.Key)
+	}
+	found := false
+	walk(f.row, func(o fyne.CanvasObject) {
+		if rt, ok := o.(*widget.RichText); ok && strings.Contains(rt.String(), "Claude Code command") {
+			found = true
+		}
+	})
+	if !found {
+		t.Error("the field is not titled \"Claude Code command\"")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
@@ -23,6 +24,10 @@ type Options struct {
 	// Now is the clock for ages and countdowns; tests fix it so goldens are
 	// stable. Nil means time.Now. Timeline times are shown in its location.
 	Now func() time.Time
+	// Agents are the registry's agents, in display order: the New session
+	// dialog offers them (the first preselected) and Settings titles their
+	// command settings. The window names no agent itself.
+	Agents []sessions.AgentInfo
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -38,6 +43,8 @@ type Window struct {
 	log *slog.Logger
 	now func() time.Time
 	dir func(string) error
+	// agents are Options.Agents.
+	agents []sessions.AgentInfo
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -72,7 +79,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 	w := &Window{
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
-		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir,
+		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}

@@ -12,6 +12,15 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
+// The settings registry learns the agents from the composition root; these
+// tests register one named like the real one so agents.claude.command
+// exists.
+func init() {
+	if err := RegisterAgents(AgentSetting{Name: "claude", DisplayName: "Claude Code", DefaultCommand: "claude"}); err != nil {
+		panic(err)
+	}
+}
+
 // openTemp opens a store in a fresh temporary directory and closes it when
 // the test ends.
 func openTemp(t testing.TB) (*Store, string) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
@@ -133,8 +135,16 @@ type Settings struct {
 	CompactTimeout      time.Duration
 	RetentionDays       int
 	NotifyWaitingOnUser bool
-	ClaudeCommand       string
+	// AgentCommands maps an agent's name to its agents.NAME.command, for
+	// every agent registered with RegisterAgents. Read it through
+	// AgentCommand; a snapshot's map is never modified once built, so
+	// snapshots can be shared between goroutines.
+	AgentCommands map[string]string
 }
+
+// AgentCommand is the command that starts the named agent: the setting
+// agents.NAME.command, or "" for an agent nobody registered.
+func (s Settings) AgentCommand(name string) string { return s.AgentCommands[name] }
 
 // value is a parsed setting value; the field matching the kind is set.
 type value struct {
@@ -161,8 +171,10 @@ type setting struct {
 // meaning "off") from becoming a threshold that fires on every tick.
 const minMinutes = 0.01
 
-// registry is every setting, in the order the spec's table lists them.
-var registry = []setting{
+// coreSettings is every setting but the agents', in the order the spec's
+// table lists them; allSettings appends one command setting per registered
+// agent.
+var coreSettings = []setting{
 	{SettingDef{Key: "supervisor.enabled", Kind: KindBool, Default: "true",
 		Description: "Master switch for the supervisor loop."},
 		func(s *Settings, v value) { s.Enabled = v.b }},
@@ -191,8 +203,12 @@ var registry = []setting{
 	{SettingDef{Key: "supervisor.nudge_max_attempts", Kind: KindInt, Unit: "attempts", Default: "2", Min: 0, Max: 10,
 		Description: "Nudges per incident before escalating."},
 		func(s *Settings, v value) { s.NudgeMaxAttempts = int(v.i) }},
-	{SettingDef{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
-		Description: "Minimum minutes between nudges."},
+	// 0 is legitimate: "no cooldown" nudges again at the next tick after an
+	// interrupted resume. Nudges stay bounded by nudge_max_attempts and by
+	// the tick, and a nudge puts the session back to Working, so 0 cannot
+	// send two nudges for one interruption.
+	{SettingDef{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: 0, Max: 24 * 60,
+		Description: "Minimum minutes between nudges (0: nudge again at the next tick)."},
 		func(s *Settings, v value) { s.NudgeCooldown = v.minutes() }},
 	// Five minutes leaves time to log in again (the user runs /login or
 	// refreshes a key) without hammering the provider; each attempt resumes
@@ -229,32 +245,103 @@ var registry = []setting{
 	{SettingDef{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
 		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
 		func(s *Settings, v value) { s.NotifyWaitingOnUser = v.b }},
-	{SettingDef{Key: "agents.claude.command", Kind: KindString, Default: "claude",
-		Description: "Command that starts Claude Code: a name on PATH or an absolute path."},
-		func(s *Settings, v value) { s.ClaudeCommand = v.s }},
+}
+
+// AgentSetting is what the settings registry needs to know about one agent
+// CLI: its name (the NAME of agents.NAME.command), how people call it, and
+// the command that starts it when nothing is configured. sessions.Registry
+// provides it; storage never imports an adapter.
+type AgentSetting struct {
+	Name           string
+	DisplayName    string
+	DefaultCommand string
+}
+
+// AgentCommandKey is the setting that holds the command starting agent name.
+func AgentCommandKey(name string) string { return "agents." + name + ".command" }
+
+// agentSettings are the command settings of the registered agents; see
+// RegisterAgents.
+var (
+	agentsMu      sync.RWMutex
+	agentSettings []setting
+)
+
+// RegisterAgents replaces the agents whose agents.NAME.command settings
+// exist, in display order. The composition root calls it once at start-up
+// with the agent registry, before any settings are read. Storage does not
+// import the adapters or the registry: which agents exist is the
+// composition root's choice, handed in here.
+func RegisterAgents(agents ...AgentSetting) error {
+	out := make([]setting, 0, len(agents))
+	seen := map[string]bool{}
+	for _, a := range agents {
+		if a.Name == "" || strings.ContainsAny(a.Name, ". \t\n") || seen[a.Name] {
+			return fmt.Errorf("registering agent settings: invalid or duplicate agent name %q", a.Name)
+		}
+		seen[a.Name] = true
+		name := a.Name
+		s := setting{SettingDef{Key: AgentCommandKey(name), Kind: KindString, Default: a.DefaultCommand,
+			Description: fmt.Sprintf("Command that starts %s: a name on PATH or an absolute path.", a.DisplayName)},
+			func(s *Settings, v value) { s.AgentCommands[name] = v.s }}
+		if _, _, _, err := s.parse(s.Default); err != nil {
+			return fmt.Errorf("registering agent %s: bad default command: %w", name, err)
+		}
+		out = append(out, s)
+	}
+	agentsMu.Lock()
+	agentSettings = out
+	agentsMu.Unlock()
+	return nil
+}
+
+// allSettings is the registry: the core settings, then one command setting
+// per registered agent. The slice is fresh; the settings are values.
+func allSettings() []setting {
+	agentsMu.RLock()
+	defer agentsMu.RUnlock()
+	return append(slices.Clip(coreSettings), agentSettings...)
 }
 
 // SettingKeys returns every setting's definition, in display order. The
 // slice is a copy.
 func SettingKeys() []SettingDef {
-	out := make([]SettingDef, len(registry))
-	for i, s := range registry {
+	all := allSettings()
+	out := make([]SettingDef, len(all))
+	for i, s := range all {
 		out[i] = s.SettingDef
 	}
 	return out
 }
 
 func lookup(key string) (setting, error) {
-	for _, s := range registry {
+	all := allSettings()
+	for _, s := range all {
 		if s.Key == key {
 			return s, nil
 		}
 	}
-	keys := make([]string, len(registry))
-	for i, s := range registry {
+	keys := make([]string, len(all))
+	for i, s := range all {
 		keys[i] = s.Key
 	}
 	return setting{}, fmt.Errorf("%w %q; known settings: %s", ErrUnknownSetting, key, strings.Join(keys, ", "))
+}
+
+// floorRule says a setting's value in force is never below another's: the
+// cross-key checks. The value stored is what the user asked for (so the
+// order in which two keys are set does not matter); the value in force is
+// raised to the floor and a note on the setting says why.
+type floorRule struct{ key, floor string }
+
+// floorRules: a hard stall is counted from the same silence as the suspect
+// one, so a hard threshold below the suspect threshold would interrupt the
+// turn the moment it became Suspect, skipping the warning; and the tool
+// threshold only ever relaxes the plain one (the spec: "relaxed while a tool
+// call is open"). Both sides of a rule are minutes.
+var floorRules = []floorRule{
+	{"supervisor.stall_tool_suspect_minutes", "supervisor.stall_suspect_minutes"},
+	{"supervisor.stall_hard_minutes", "supervisor.stall_suspect_minutes"},
 }
 
 // Allowed describes the values the setting accepts, for help text and
@@ -268,13 +355,22 @@ func (d SettingDef) Allowed() string {
 		if d.Unit != "" {
 			unit = " of " + d.Unit
 		}
-		return fmt.Sprintf("a whole number%s from %s to %s", unit, formatNumber(d.Min), formatNumber(d.Max))
+		return fmt.Sprintf("a whole number%s from %s to %s%s", unit, formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
 	case KindMinutes:
-		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)", formatNumber(d.Min), formatNumber(d.Max))
+		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)%s", formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
 	case KindString:
 		return "a non-empty single line of text"
 	}
 	return d.Kind.String()
+}
+
+// clampHint tells, in Allowed, that numbers outside the range are not an
+// error for a clamping setting.
+func (d SettingDef) clampHint() string {
+	if d.Policy == Clamp {
+		return "; numbers outside are clamped"
+	}
+	return ""
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
@@ -326,11 +422,10 @@ func (d SettingDef) parse(raw string) (string, value, bool, error) {
 			// "1e999"; none of them is a duration.
 			return invalid("not a finite number")
 		}
-		if f <= 0 {
-			// Not clamped: 0 or less is not "a small threshold", it reads
-			// as "off", and no threshold here can be switched off.
-			return invalid("must be greater than 0")
-		}
+		// Out of range, 0 and negatives included, is clamped like every
+		// other number (the README's promise): a threshold cannot be
+		// switched off, so "0" becomes the smallest threshold, and the
+		// result says so.
 		clamped := false
 		if f < d.Min || f > d.Max {
 			if d.Policy == Reject {
@@ -362,10 +457,11 @@ func (s setting) mustDefault() value {
 	return v
 }
 
-// effective returns the value in force for a setting given what is stored.
-// A stored value that no longer parses (edited by hand, or written by a
-// build with other rules) falls back to the default instead of failing, so
-// a bad row can never stop the supervisor from starting; note says so.
+// effective returns the value in force for a setting given what is stored,
+// before the cross-key rules. A stored value that no longer parses (edited
+// by hand, or written by a build with other rules) falls back to the default
+// instead of failing, so a bad row can never stop the supervisor from
+// starting; note says so.
 func (s setting) effective(stored string, present bool) (text string, v value, note string) {
 	if !present {
 		return s.Default, s.mustDefault(), ""
@@ -380,14 +476,54 @@ func (s setting) effective(stored string, present bool) (text string, v value, n
 	return text, v, ""
 }
 
-// DefaultSettings is the snapshot of an unconfigured install.
-func DefaultSettings() Settings {
-	var out Settings
-	for _, s := range registry {
-		s.apply(&out, s.mustDefault())
+// resolved is the settings in force for one set of stored rows: the typed
+// snapshot and every setting's row, notes included.
+type resolved struct {
+	settings Settings
+	values   []SettingValue
+}
+
+// resolve computes the settings in force from the stored rows: each value
+// parsed (or defaulted), then the cross-key floors applied. It is the one
+// place that turns rows into values, so LoadSettings, ListSettings and the
+// SettingsService cannot disagree.
+func resolve(stored map[string]string) resolved {
+	all := allSettings()
+	vals := make([]value, len(all))
+	out := resolved{
+		settings: Settings{AgentCommands: map[string]string{}},
+		values:   make([]SettingValue, len(all)),
+	}
+	index := make(map[string]int, len(all))
+	for i, def := range all {
+		index[def.Key] = i
+		raw, ok := stored[def.Key]
+		text, v, note := def.effective(raw, ok)
+		vals[i] = v
+		out.values[i] = SettingValue{Key: def.Key, Value: text, Default: def.Default, Description: def.Description, Note: note}
+	}
+	for _, r := range floorRules {
+		k, f := index[r.key], index[r.floor]
+		if vals[k].f >= vals[f].f {
+			continue
+		}
+		asked := out.values[k].Value
+		vals[k] = vals[f]
+		out.values[k].Value = out.values[f].Value
+		out.values[k].Note = fmt.Sprintf("%s is below %s (%s), so %s is in force until one of them changes",
+			asked, r.floor, out.values[f].Value, out.values[f].Value)
+	}
+	for i, def := range all {
+		def.apply(&out.settings, vals[i])
+		out.values[i].IsDefault = out.values[i].Value == def.Default
 	}
 	return out
 }
+
+// DefaultSettings is the snapshot of an unconfigured install. Every default
+// in the app lives in the registry above; supervisor.DefaultPolicy derives
+// from this.
+func DefaultSettings() Settings { return resolve(nil).settings }
 
 // SetResult reports what SetSetting stored.
 type SetResult struct {
@@ -399,13 +535,34 @@ type SetResult struct {
 	// nearest bound.
 	Clamped   bool   `json:"clamped"`
 	Requested string `json:"requested"`
+	// InForce is the value the supervisor uses, which differs from Value
+	// only when a cross-key rule raised it (a hard stall threshold below
+	// the suspect one); Note then says why. Empty from the plain Store
+	// methods, which do not resolve.
+	InForce string `json:"in_force,omitempty"`
+	// Note explains, in a sentence for people, a clamp or a cross-key
+	// adjustment; empty when the value was taken as given.
+	Note string `json:"note,omitempty"`
 }
 
 // SetSetting validates raw for key and stores it. Out-of-range numbers are
 // clamped (Clamped says so); unparseable values and unknown keys are errors
 // wrapping ErrInvalidSetting or ErrUnknownSetting that name the key, the
-// value and what is allowed.
+// value and what is allowed. The running app changes settings through its
+// SettingsService, which calls this and keeps its memory in step.
 func (s *Store) SetSetting(ctx context.Context, key, raw string) (SetResult, error) {
+	res, err := prepareSet(key, raw)
+	if err != nil {
+		return SetResult{}, err
+	}
+	if err := s.writeSettings(ctx, map[string]*string{key: &res.Value}); err != nil {
+		return SetResult{}, err
+	}
+	return res, nil
+}
+
+// prepareSet validates and canonicalises one change without storing it.
+func prepareSet(key, raw string) (SetResult, error) {
 	def, err := lookup(key)
 	if err != nil {
 		return SetResult{}, err
@@ -414,30 +571,70 @@ func (s *Store) SetSetting(ctx context.Context, key, raw string) (SetResult, err
 	if err != nil {
 		return SetResult{}, err
 	}
-	_, err = s.db.ExecContext(ctx, `
-		INSERT INTO settings(key, value, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		key, text, formatTime(time.Now()))
-	if err != nil {
-		return SetResult{}, fmt.Errorf("set %s: %w", key, err)
+	res := SetResult{Key: key, Value: text, Clamped: clamped, Requested: raw}
+	if clamped {
+		res.Note = clampNote(def.SettingDef, raw, text)
 	}
-	return SetResult{Key: key, Value: text, Clamped: clamped, Requested: raw}, nil
+	return res, nil
+}
+
+// clampNote words a clamp for people.
+func clampNote(def SettingDef, requested, stored string) string {
+	return fmt.Sprintf("%s is outside %s–%s, so %s (the nearest allowed value) was saved",
+		strings.TrimSpace(requested), formatNumber(def.Min), formatNumber(def.Max), stored)
+}
+
+// writeSettings stores (non-nil) or deletes (nil) values in one transaction,
+// so a change of several keys is applied whole or not at all.
+func (s *Store) writeSettings(ctx context.Context, changes map[string]*string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("saving settings: %w", err)
+	}
+	defer tx.Rollback()
+	now := formatTime(time.Now())
+	keys := make([]string, 0, len(changes))
+	for k := range changes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		v := changes[key]
+		if v == nil {
+			_, err = tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, key)
+		} else {
+			_, err = tx.ExecContext(ctx, `
+				INSERT INTO settings(key, value, updated_at) VALUES (?, ?, ?)
+				ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+				key, *v, now)
+		}
+		if err != nil {
+			return fmt.Errorf("saving %s: %w", key, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("saving settings: %w", err)
+	}
+	return nil
 }
 
 // GetSetting returns the value in force for key: the stored value, or the
-// default when it is unset or the stored value is invalid.
+// default when it is unset or the stored value is invalid, raised by the
+// cross-key rules when they apply.
 func (s *Store) GetSetting(ctx context.Context, key string) (string, error) {
-	def, err := lookup(key)
+	if _, err := lookup(key); err != nil {
+		return "", err
+	}
+	list, err := s.ListSettings(ctx)
 	if err != nil {
 		return "", err
 	}
-	stored, err := s.storedSettings(ctx)
-	if err != nil {
-		return "", err
+	for _, v := range list {
+		if v.Key == key {
+			return v.Value, nil
+		}
 	}
-	v, ok := stored[key]
-	text, _, _ := def.effective(v, ok)
-	return text, nil
+	return "", fmt.Errorf("%w %q", ErrUnknownSetting, key)
 }
 
 // ResetSetting removes any stored value for key, so the default applies.
@@ -445,10 +642,7 @@ func (s *Store) ResetSetting(ctx context.Context, key string) error {
 	if _, err := lookup(key); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, key); err != nil {
-		return fmt.Errorf("reset %s: %w", key, err)
-	}
-	return nil
+	return s.writeSettings(ctx, map[string]*string{key: nil})
 }
 
 // SettingValue is one row of ListSettings.
@@ -460,8 +654,8 @@ type SettingValue struct {
 	// IsDefault is true when Value equals the default, whether or not a
 	// value is stored.
 	IsDefault bool `json:"is_default"`
-	// Note explains a stored value that was ignored or clamped; empty
-	// normally.
+	// Note explains a stored value that was ignored, clamped or raised by
+	// a cross-key rule; empty normally.
 	Note string `json:"note,omitempty"`
 }
 
@@ -471,20 +665,7 @@ func (s *Store) ListSettings(ctx context.Context) ([]SettingValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SettingValue, 0, len(registry))
-	for _, def := range registry {
-		v, ok := stored[def.Key]
-		text, _, note := def.effective(v, ok)
-		out = append(out, SettingValue{
-			Key:         def.Key,
-			Value:       text,
-			Default:     def.Default,
-			Description: def.Description,
-			IsDefault:   text == def.Default,
-			Note:        note,
-		})
-	}
-	return out, nil
+	return resolve(stored).values, nil
 }
 
 // LoadSettings returns the typed snapshot of the settings in force. Stored
@@ -494,13 +675,7 @@ func (s *Store) LoadSettings(ctx context.Context) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	var out Settings
-	for _, def := range registry {
-		v, ok := stored[def.Key]
-		_, val, _ := def.effective(v, ok)
-		def.apply(&out, val)
-	}
-	return out, nil
+	return resolve(stored).settings, nil
 }
 
 // storedSettings reads every stored row. Rows for keys this build does not

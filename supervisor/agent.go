@@ -1,57 +1,16 @@
 package supervisor
 
-import (
-	"context"
-	"os"
-	"time"
+import "github.com/session-supervisor/session-supervisor/sessions"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
+// The adapter contract lives in sessions (agent.go there); these aliases
+// keep the supervisor's names, so code written against supervisor.Agent,
+// supervisor.Process and supervisor.StartOptions compiles unchanged.
+type (
+	// StartOptions is what an agent needs to start one process.
+	StartOptions = sessions.StartOptions
+	// Agent launches processes of one agent CLI (sessions.Launcher: the
+	// runtime needs only Start; a registry entry is a sessions.ManagedAgent).
+	Agent = sessions.Launcher
+	// Process is one running agent process the app owns.
+	Process = sessions.Process
 )
-
-// StartOptions is what an agent needs to start one process.
-type StartOptions struct {
-	// Command is the executable (a setting such as agents.claude.command).
-	Command        string
-	Cwd            string
-	PermissionMode string
-	// ResumeID, when set, continues the agent's own session of that id.
-	ResumeID string
-	// Env is added to the inherited environment.
-	Env []string
-	// WriteTimeout bounds one write to the agent's stdin: an agent that
-	// leaves input unread that long fails the write with an error wrapping
-	// os.ErrDeadlineExceeded instead of blocking its caller.
-	WriteTimeout time.Duration
-}
-
-// Agent launches processes of one agent CLI. Implementations live in the
-// adapters (sessions/claude, …); they satisfy this interface structurally so
-// that sessions never imports supervisor.
-type Agent interface {
-	Start(ctx context.Context, opts StartOptions) (Process, error)
-}
-
-// Process is one running agent process the app owns.
-type Process interface {
-	PID() int
-	// Events yields the decoded stream; it is closed when stdout ends.
-	Events() <-chan sessions.Event
-	SendPrompt(text string) error
-	// Interrupt asks the agent to abort the turn in flight.
-	Interrupt() error
-	AnswerPermission(p sessions.Permission, allow bool, message string) error
-	// Compact asks the agent to compact its context.
-	Compact() error
-	// CloseInput closes stdin: the turn in flight finishes, then the agent exits.
-	CloseInput() error
-	// Signal signals the whole process group.
-	Signal(sig os.Signal) error
-	// Wait waits for the process after Events is closed: exit code, or the
-	// signal's name when it was killed.
-	Wait() (code int, signal string, err error)
-	// SkippedLines counts stream lines skipped (malformed, unknown, oversize).
-	SkippedLines() int
-	// StderrTail is the last few KB of stderr, for diagnostics only: it is
-	// never persisted or shown in notifications.
-	StderrTail() string
-}

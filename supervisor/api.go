@@ -21,11 +21,14 @@ import (
 // SocketName is the local API's unix socket in the data directory.
 const SocketName = "supervisor.sock"
 
-// SettingsStore is what the API needs to read and change settings.
-type SettingsStore interface {
-	ListSettings(ctx context.Context) ([]storage.SettingValue, error)
-	SetSetting(ctx context.Context, key, raw string) (storage.SetResult, error)
-	LoadSettings(ctx context.Context) (storage.Settings, error)
+// SettingsService is what the API needs to read and change settings: the
+// app's *storage.SettingsService, which reads memory and validates, clamps,
+// persists and publishes every change in one place.
+type SettingsService interface {
+	List() []storage.SettingValue
+	Update(ctx context.Context, key, raw string) (storage.SetResult, error)
+	UpdateMany(ctx context.Context, changes []SettingChange) ([]storage.SetResult, error)
+	Reset(ctx context.Context, key string) (storage.SetResult, error)
 }
 
 // subscriberBuffer bounds each streaming client's queue: a client that falls
@@ -51,7 +54,7 @@ type Health struct {
 // API serves the local API on an owner-only unix socket.
 type API struct {
 	rt       *Runtime
-	settings SettingsStore
+	settings SettingsService
 	health   Health
 	srv      *http.Server
 	ln       net.Listener
@@ -89,7 +92,7 @@ func (a *API) SetShowWindow(fn func()) {
 // directory; never a TCP port) and returns the API ready to Serve. The caller
 // must hold the data directory's instance lock, so a leftover socket file is
 // stale and safe to replace.
-func Listen(rt *Runtime, settings SettingsStore, dataDir, version string) (*API, error) {
+func Listen(rt *Runtime, settings SettingsService, dataDir, version string) (*API, error) {
 	// The directory is what keeps other users off the socket (also during
 	// the moment before the chmod below): make sure it is private.
 	if err := storage.EnsureDir(dataDir); err != nil {
@@ -177,8 +180,7 @@ func (a *API) routes() http.Handler {
 		respond(w, s, err)
 	})
 	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, r *http.Request) {
-		v, err := a.settings.ListSettings(r.Context())
-		respond(w, v, err)
+		writeJSON(w, http.StatusOK, a.settings.List())
 	})
 	mux.HandleFunc("PUT /v1/settings/{key}", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -187,12 +189,32 @@ func (a *API) routes() http.Handler {
 		if !readJSON(w, r, &body) {
 			return
 		}
-		res, err := a.settings.SetSetting(r.Context(), r.PathValue("key"), body.Value)
+		res, err := a.settings.Update(r.Context(), r.PathValue("key"), body.Value)
+		respondSetting(w, res, err)
+	})
+	mux.HandleFunc("PATCH /v1/settings", func(w http.ResponseWriter, r *http.Request) {
+		// Several keys in one all-or-nothing change (the Settings window's Save).
+		var body []struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		changes := make([]SettingChange, len(body))
+		for i, c := range body {
+			changes[i] = SettingChange{Key: c.Key, Raw: c.Value}
+		}
+		res, err := a.settings.UpdateMany(r.Context(), changes)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, err)
+			respondSetting(w, storage.SetResult{}, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("DELETE /v1/settings/{key}", func(w http.ResponseWriter, r *http.Request) {
+		res, err := a.settings.Reset(r.Context(), r.PathValue("key"))
+		respondSetting(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("POST /v1/show", func(w http.ResponseWriter, r *http.Request) {
@@ -223,6 +245,20 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, h)
+}
+
+// respondSetting answers a settings change: 400 for an unknown key or a
+// value that does not parse (the client shows the message, which names the
+// key, the value and what is allowed), 500 when storing it failed.
+func respondSetting(w http.ResponseWriter, res storage.SetResult, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, res)
+	case errors.Is(err, storage.ErrUnknownSetting) || errors.Is(err, storage.ErrInvalidSetting):
+		writeError(w, http.StatusBadRequest, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
 }
 
 func (a *API) launch(w http.ResponseWriter, r *http.Request) {

@@ -35,7 +35,7 @@ type apiRig struct {
 func newAPIRig(t *testing.T, cfg rigConfig) *apiRig {
 	t.Helper()
 	g := newRig(t, cfg)
-	api, err := Listen(g.rt, g.store, g.dir, "test-version")
+	api, err := Listen(g.rt, g.settings(t), g.dir, "test-version")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAPISocketIsOwnerOnly(t *testing.T) {
 			if err := os.Chmod(g.dir, mode); err != nil {
 				t.Fatal(err)
 			}
-			api, err := Listen(g.rt, g.store, g.dir, "v")
+			api, err := Listen(g.rt, g.settings(t), g.dir, "v")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,8 +359,12 @@ func TestAPISettings(t *testing.T) {
 		want       storage.SetResult
 		errText    []string
 	}{
-		{key: "supervisor.tick_seconds", value: "1", want: storage.SetResult{Key: "supervisor.tick_seconds", Value: "5", Clamped: true, Requested: "1"}},
+		{key: "supervisor.tick_seconds", value: "1", want: storage.SetResult{Key: "supervisor.tick_seconds", Value: "5", Clamped: true, Requested: "1",
+			Note: "1 is outside 5–60, so 5 (the nearest allowed value) was saved"}},
 		{key: "supervisor.stall_suspect_minutes", value: "0.5", want: storage.SetResult{Key: "supervisor.stall_suspect_minutes", Value: "0.5", Requested: "0.5"}},
+		// Stored as asked, in force at the suspect threshold (cross-key floor).
+		{key: "supervisor.stall_hard_minutes", value: "0.25", want: storage.SetResult{Key: "supervisor.stall_hard_minutes", Value: "0.25", Requested: "0.25",
+			InForce: "0.5", Note: "0.25 is below supervisor.stall_suspect_minutes (0.5), so 0.5 is in force until one of them changes"}},
 		{key: "supervisor.enabled", value: "maybe", errText: []string{"supervisor.enabled", "maybe"}},
 		{key: "no.such.key", value: "1", errText: []string{"unknown setting", "no.such.key"}},
 	}
@@ -391,6 +395,17 @@ func TestAPISettings(t *testing.T) {
 		if v.Key == "supervisor.tick_seconds" && (v.Value != "5" || v.IsDefault) {
 			t.Errorf("listed tick = %+v", v)
 		}
+	}
+	// DELETE resets to the default, through the same service.
+	res, err := g.client.ResetSetting(ctx, "supervisor.tick_seconds")
+	if err != nil || res.Value != "15" {
+		t.Errorf("reset = %+v, %v; want the default 15", res, err)
+	}
+	if set, _ := g.store.LoadSettings(ctx); set.Tick != 15*time.Second {
+		t.Errorf("tick after reset = %v", set.Tick)
+	}
+	if _, err := g.client.ResetSetting(ctx, "no.such.key"); err == nil || !strings.Contains(err.Error(), "unknown setting") {
+		t.Errorf("reset of an unknown key: %v", err)
 	}
 }
 

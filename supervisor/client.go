@@ -191,6 +191,23 @@ func (c *Client) SetSetting(ctx context.Context, key, value string) (storage.Set
 	return out, c.do(ctx, http.MethodPut, "/v1/settings/"+url.PathEscape(key), map[string]string{"value": value}, &out)
 }
 
+// UpdateSettings changes several settings in one all-or-nothing change.
+func (c *Client) UpdateSettings(ctx context.Context, changes []SettingChange) ([]storage.SetResult, error) {
+	body := make([]map[string]string, len(changes))
+	for i, ch := range changes {
+		body[i] = map[string]string{"key": ch.Key, "value": ch.Raw}
+	}
+	var out []storage.SetResult
+	return out, c.do(ctx, http.MethodPatch, "/v1/settings", body, &out)
+}
+
+// ResetSetting removes a setting's stored value through the app, so its
+// default applies.
+func (c *Client) ResetSetting(ctx context.Context, key string) (storage.SetResult, error) {
+	var out storage.SetResult
+	return out, c.do(ctx, http.MethodDelete, "/v1/settings/"+url.PathEscape(key), nil, &out)
+}
+
 // Watch streams live messages to fn until ctx is done or the stream ends.
 // cursor may be empty; from a previous run it makes the app send a resync.
 func (c *Client) Watch(ctx context.Context, cursor string, fn func(Message) error) error {

@@ -10,11 +10,15 @@ import (
 // The settings types the UI needs, re-exported so app and tray read
 // settings through the supervisor rather than importing storage.
 type (
-	SettingValue = storage.SettingValue
-	SetResult    = storage.SetResult
-	SettingDef   = storage.SettingDef
-	Settings     = storage.Settings
+	SettingValue  = storage.SettingValue
+	SetResult     = storage.SetResult
+	SettingDef    = storage.SettingDef
+	Settings      = storage.Settings
+	SettingChange = storage.SettingChange
 )
+
+// AgentCommandKey is the setting holding the command that starts agent name.
+func AgentCommandKey(name string) string { return storage.AgentCommandKey(name) }
 
 // SettingKeys is the settings registry: every key with its description,
 // default and allowed range.

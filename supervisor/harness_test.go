@@ -25,6 +25,15 @@ import (
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
+// The settings registry learns the agents from the composition root; these
+// tests register Claude Code the same way, so agents.claude.command exists.
+func init() {
+	a := claude.Agent{}
+	if err := storage.RegisterAgents(storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()}); err != nil {
+		panic(err)
+	}
+}
+
 // waitLimit bounds every wait for a condition; reaching it fails the test.
 const waitLimit = 30 * time.Second
 
@@ -446,4 +455,19 @@ func (f *failingStore) failures() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.failed
+}
+
+// settings is the app's settings service over the rig's store, as cmd run
+// builds it.
+func (g *rig) settings(t testing.TB) *storage.SettingsService {
+	return mustSettings(t, g.store)
+}
+
+func mustSettings(t testing.TB, st *storage.Store) *storage.SettingsService {
+	t.Helper()
+	svc, err := storage.NewSettingsService(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

@@ -78,7 +78,7 @@ func BenchmarkLineToSubscriber(b *testing.B) {
 	if err := rt.Boot(ctx); err != nil {
 		b.Fatal(err)
 	}
-	api, err := Listen(rt, st, dir, "bench")
+	api, err := Listen(rt, mustSettings(b, st), dir, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

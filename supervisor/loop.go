@@ -97,7 +97,7 @@ func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time
 
 // PolicyFromSettings turns settings into the reconciliation policy.
 func PolicyFromSettings(set storage.Settings) Policy {
-	p := DefaultPolicy()
+	p := basePolicy()
 	p.Enabled = set.Enabled
 	p.AutoRecover = set.AutoRecover
 	p.NudgeEnabled = set.NudgeEnabled

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // Policy is everything Reconcile needs to know from the settings, already
@@ -64,26 +65,21 @@ type Policy struct {
 }
 
 // DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
-// install behaves safely with multi-hour turns.
-func DefaultPolicy() Policy {
+// install behaves safely with multi-hour turns. The values that are settings
+// come from storage.DefaultSettings, where every setting's default lives;
+// only the knobs that are not settings are set here (basePolicy).
+func DefaultPolicy() Policy { return PolicyFromSettings(storage.DefaultSettings()) }
+
+// basePolicy holds the policy knobs that are not settings; PolicyFromSettings
+// fills in the rest.
+func basePolicy() Policy {
 	return Policy{
-		Enabled:              true,
-		AutoRecover:          true,
-		NudgeEnabled:         true,
-		StallSuspect:         10 * time.Minute,
-		StallToolSuspect:     30 * time.Minute,
-		StallHard:            150 * time.Minute,
-		NudgeCooldown:        10 * time.Minute,
-		CompactTimeout:       600 * time.Second,
-		NudgeMaxAttempts:     2,
 		InterruptGrace:       30 * time.Second,
 		OverflowMaxAttempts:  2,
 		RateLimitMaxAttempts: 5,
 		AuthMaxAttempts:      3,
 		RateLimitBaseBackoff: time.Minute,
 		RateLimitMaxBackoff:  30 * time.Minute,
-		AuthRetryInterval:    5 * time.Minute,
-		TransientWindow:      90 * time.Minute,
 	}
 }
 

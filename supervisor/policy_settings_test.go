@@ -33,3 +33,22 @@ func TestPolicyFromSettings(t *testing.T) {
 		t.Errorf("default transient window %s, want the policy default %s", got, DefaultPolicy().TransientWindow)
 	}
 }
+
+// The defaults live once, in the settings registry: DefaultPolicy is those
+// settings plus the knobs that are not settings, and still the spec's
+// numbers.
+func TestDefaultPolicyDerivesFromSettingDefaults(t *testing.T) {
+	want := Policy{
+		Enabled: true, AutoRecover: true, NudgeEnabled: true,
+		StallSuspect: 10 * time.Minute, StallToolSuspect: 30 * time.Minute, StallHard: 150 * time.Minute,
+		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
+		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
+		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
+	}
+	if got := DefaultPolicy(); got != want {
+		t.Fatalf("DefaultPolicy =\n%+v\nwant\n%+v", got, want)
+	}
+	if got := PolicyFromSettings(storage.DefaultSettings()); got != DefaultPolicy() {
+		t.Errorf("PolicyFromSettings(defaults) = %+v, want DefaultPolicy", got)
+	}
+}

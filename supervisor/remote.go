@@ -105,6 +105,7 @@ type Remote struct {
 
 	mu       sync.Mutex
 	sessions map[string]sessions.Session
+	settings []storage.SettingValue
 	cursor   string
 	link     LinkStatus
 }
@@ -197,6 +198,8 @@ func (r *Remote) apply(m Message) {
 		if m.Session != nil {
 			r.sessions[m.Session.ID] = *m.Session
 		}
+	case MsgSettings:
+		r.settings = m.Settings
 	}
 	r.bus.Publish(m)
 }
@@ -226,6 +229,9 @@ func (r *Remote) Subscribe(buf int, resync bool) *Subscription {
 		r.bus.SendTo(sub, Message{Type: MsgResync})
 	}
 	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: list})
+	if r.settings != nil {
+		r.bus.SendTo(sub, Message{Type: MsgSettings, Settings: r.settings})
+	}
 	return sub
 }
 
@@ -312,11 +318,21 @@ func (r *Remote) NudgeNow(ctx context.Context, id string) (sessions.Session, err
 	return r.c.NudgeNow(ctx, id)
 }
 
-// ListSettings and SetSetting read and change settings through the API.
-func (r *Remote) ListSettings(ctx context.Context) ([]storage.SettingValue, error) {
-	return r.c.Settings(ctx)
+// List is the settings in force as the supervisor last published them
+// (from memory: the window reads it to draw).
+func (r *Remote) List() []storage.SettingValue {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]storage.SettingValue(nil), r.settings...)
 }
 
+// UpdateMany changes settings through the API; the supervisor publishes
+// the result, which updates List.
+func (r *Remote) UpdateMany(ctx context.Context, changes []SettingChange) ([]storage.SetResult, error) {
+	return r.c.UpdateSettings(ctx, changes)
+}
+
+// SetSetting changes one setting through the API (the tray's Pause).
 func (r *Remote) SetSetting(ctx context.Context, key, raw string) (storage.SetResult, error) {
 	return r.c.SetSetting(ctx, key, raw)
 }

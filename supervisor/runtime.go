@@ -55,6 +55,7 @@ type Runtime struct {
 	settings func(context.Context) storage.Settings
 	w        *writer
 	health   healthStats
+	values   func() []storage.SettingValue
 	// writeTimeout bounds one write to an agent's stdin.
 	writeTimeout time.Duration
 
@@ -88,6 +89,10 @@ type Options struct {
 	// Settings returns the current settings (in memory). Nil reads them
 	// from Store at every use.
 	Settings func() storage.Settings
+	// SettingValues, when set, lists every setting's value in force: a new
+	// subscriber gets it after its snapshot, so a desktop knows the
+	// settings it obeys without asking.
+	SettingValues func() []storage.SettingValue
 	// WriteTimeout bounds one write to an agent's stdin (0: DefaultWriteTimeout).
 	WriteTimeout time.Duration
 }
@@ -109,6 +114,7 @@ func New(opts Options) *Runtime {
 		r.writeTimeout = DefaultWriteTimeout
 	}
 	r.w = newWriter(opts.Store, log)
+	r.values = opts.SettingValues
 	if opts.Settings != nil {
 		get := opts.Settings
 		r.settings = func(context.Context) storage.Settings { return get() }
@@ -476,9 +482,11 @@ func (r *Runtime) ensureProcess(e *entry) (Process, error) {
 	return proc, nil
 }
 
+// agentCommand is the agent's agents.NAME.command setting (registered from
+// the agent registry), or the agent's name for one without a setting.
 func agentCommand(s storage.Settings, agent string) string {
-	if agent == "claude" {
-		return s.ClaudeCommand
+	if c := s.AgentCommand(agent); c != "" {
+		return c
 	}
 	return agent
 }
@@ -771,7 +779,15 @@ func (r *Runtime) Subscribe(buf int, resync bool) *Subscription {
 		r.bus.SendTo(sub, Message{Type: MsgResync})
 	}
 	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()})
+	if r.values != nil {
+		r.bus.SendTo(sub, Message{Type: MsgSettings, Settings: r.values()})
+	}
 	return sub
+}
+
+// PublishSettings tells every subscriber the settings in force after a change.
+func (r *Runtime) PublishSettings(values []storage.SettingValue) {
+	r.bus.Publish(Message{Type: MsgSettings, Settings: values})
 }
 
 // Settle waits until every queued side effect ran and every queued change

@@ -34,6 +34,21 @@ type Prefs struct {
 	NotifyWaitingOnUser bool
 }
 
+// PrefsFrom reads the desktop's prefs from the settings in force; a key
+// missing from values keeps its value in prev.
+func PrefsFrom(values []supervisor.SettingValue, prev Prefs) Prefs {
+	p := prev
+	for _, v := range values {
+		switch v.Key {
+		case "supervisor.enabled":
+			p.Paused = v.Value == "false"
+		case "notify.waiting_on_user":
+			p.NotifyWaitingOnUser = v.Value == "true"
+		}
+	}
+	return p
+}
+
 // Model holds what the desktop shows. It is safe for concurrent use: one
 // goroutine feeds it (Run or Apply) while Fyne's goroutine reads it.
 type Model struct {
@@ -129,6 +144,8 @@ func (m *Model) Apply(msg supervisor.Message) {
 		}
 	case supervisor.MsgResync:
 		m.staleLocked()
+	case supervisor.MsgSettings:
+		m.prefs = PrefsFrom(msg.Settings, m.prefs)
 	default:
 		return
 	}

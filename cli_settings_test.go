@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor"
+)
+
+// mustSettingsService is the app's settings service over st, as run builds it.
+func mustSettingsService(t testing.TB, st *storage.Store) *storage.SettingsService {
+	t.Helper()
+	svc, err := storage.NewSettingsService(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// Issue 10 item 4: out-of-range numbers, 0 included, are clamped and the
+// command says so, for every numeric key; nothing numeric is refused.
+func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		key, raw, want string
+		clamped        bool
+	}{
+		{"supervisor.tick_seconds", "0", "5", true},
+		{"supervisor.stall_suspect_minutes", "0", "0.01", true},
+		{"supervisor.stall_tool_suspect_minutes", "-1", "0.01", true},
+		{"supervisor.stall_hard_minutes", "99999", "10080", true},
+		{"supervisor.nudge_max_attempts", "-1", "0", true},
+		{"supervisor.nudge_cooldown_minutes", "0", "0", false}, // no cooldown: legitimate
+		{"supervisor.auth_retry_minutes", "0", "0.01", true},
+		{"supervisor.snapshot_interval_seconds", "0", "5", true},
+		{"context_overflow.compact_timeout_seconds", "0", "60", true},
+		{"timeline.retention_days", "0", "30", true},
+	}
+	numeric := 0
+	for _, d := range storage.SettingKeys() {
+		if d.Kind == storage.KindInt || d.Kind == storage.KindMinutes {
+			numeric++
+		}
+	}
+	if numeric != len(tests) {
+		t.Fatalf("table covers %d numeric keys, the registry has %d", len(tests), numeric)
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "--data-dir", dir, "settings", "set", tt.key, tt.raw)
+			if code != 0 {
+				t.Fatalf("set %s %s: exit %d, stderr %q; want it clamped, not refused", tt.key, tt.raw, code, errOut)
+			}
+			if !strings.HasPrefix(out, tt.key+" = "+tt.want) {
+				t.Errorf("output %q, want %s = %s", out, tt.key, tt.want)
+			}
+			if said := strings.Contains(out, "clamped from "+tt.raw); said != tt.clamped {
+				t.Errorf("output %q: says clamped=%v, want %v", out, said, tt.clamped)
+			}
+			if code, out, _ := runCLI(t, "--data-dir", dir, "settings", "reset", tt.key); code != 0 || !strings.Contains(out, "(default)") {
+				t.Errorf("reset: %d %q", code, out)
+			}
+		})
+	}
+}
+
+// A hard threshold below the suspect one is stored as asked, and the
+// command says which value is in force and why.
+func TestSettingsSetReportsTheValueInForce(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := runCLI(t, "--data-dir", dir, "settings", "set", "supervisor.stall_hard_minutes", "5")
+	if code != 0 || !strings.Contains(out, "supervisor.stall_hard_minutes = 5\n") ||
+		!strings.Contains(out, "in force: 10") || !strings.Contains(out, "below supervisor.stall_suspect_minutes") {
+		t.Errorf("set: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "list")
+	if code != 0 || !strings.Contains(out, "note: supervisor.stall_hard_minutes: 5 is below") {
+		t.Errorf("list does not explain the value in force: %q", out)
+	}
+}
+
+// While the app runs, set and reset go through its settings service, so the
+// change is in force in the app at once (a write to the database alone
+// would not reach the app's memory).
+func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
+	dir := shortDir(t)
+	lock, err := supervisor.AcquireLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := mustSettingsService(t, st)
+	rt := supervisor.New(supervisor.Options{Store: st})
+	if err := rt.Boot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	api, err := supervisor.Listen(rt, svc, dir, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve()
+	t.Cleanup(func() { api.Close(); lock.Release() })
+
+	updates, cancel := svc.Subscribe()
+	defer cancel()
+	code, out, errOut := runCLI(t, "--data-dir", dir, "settings", "set", "supervisor.tick_seconds", "1")
+	if code != 0 || !strings.Contains(out, "= 5 (clamped from 1") {
+		t.Fatalf("set: %d %q %q", code, out, errOut)
+	}
+	if got := svc.Get().Tick; got != 5*time.Second {
+		t.Errorf("the app's memory has tick %v, want 5s", got)
+	}
+	select {
+	case s := <-updates:
+		if s.Tick != 5*time.Second {
+			t.Errorf("published tick %v", s.Tick)
+		}
+	default:
+		t.Error("the app's subscribers were not told")
+	}
+	if code, _, errOut := runCLI(t, "--data-dir", dir, "settings", "reset", "supervisor.tick_seconds"); code != 0 {
+		t.Fatalf("reset: %d %q", code, errOut)
+	}
+	if got := svc.Get().Tick; got != 15*time.Second {
+		t.Errorf("after reset the app's memory has tick %v", got)
+	}
+	if code, _, errOut := runCLI(t, "--data-dir", dir, "settings", "set", "supervisor.enabled", "maybe"); code != exitFail ||
+		!strings.Contains(errOut, "supervisor.enabled") || !strings.Contains(errOut, "maybe") {
+		t.Errorf("invalid value through the app: %d %q", code, errOut)
+	}
+}
