@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"bytes"
 	"context"
 	"errors"
@@ -26,7 +27,11 @@ var (
 func testBinaries(t *testing.T) (app, fake string) {
 	t.Helper()
 	testBuildOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("ss-test-bin-%d", os.Getuid()))
+		// One directory per user and checkout: two checkouts testing at
+		// once must not replace each other's binaries mid-run.
+		wd, _ := os.Getwd()
+		sum := sha256.Sum256([]byte(wd))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("ss-test-bin-%d-%x", os.Getuid(), sum[:4]))
 		if testBuildErr = os.MkdirAll(dir, 0o700); testBuildErr != nil {
 			return
 		}
