@@ -49,8 +49,14 @@ func cmdRun(c *cli, args []string) error {
 	var locked *supervisor.LockedError
 	if errors.As(err, &locked) {
 		// Another instance holds the data directory: hand over to it
-		// (cmd_service.go), exiting 0 when it answers.
-		if lock, err = c.handOver(dir, locked, launch); err == nil && lock == nil {
+		// (cmd_service.go), exiting 0 when it answers; a desktop start that
+		// finds it without a window attaches to it instead.
+		canAttach := !*headless && haveDisplay() && launch != packaging.LaunchWindowsService
+		var attach bool
+		if lock, attach, err = c.handOver(dir, locked, launch, canAttach, *trayOnly); err == nil && lock == nil {
+			if attach {
+				return c.runAttached(dir, launch, *trayOnly)
+			}
 			return nil
 		}
 	}
@@ -105,12 +111,13 @@ func cmdRun(c *cli, args []string) error {
 
 	if !*headless && haveDisplay() {
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{rt: d.rt, settings: d.settings, api: d.api, log: log, quit: q.quit, requestQuit: q.request,
+		runGUI(guiDeps{src: d.rt, settings: d.settings, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request,
 			showAtStart: showWindowAtStart(launch, *trayOnly)})
 	} else {
 		if !*headless {
 			fmt.Fprintln(c.stderr, "No display found; running headless (the CLI and the local API work as usual).")
 		}
+		d.notifyWhileNoDesktop()
 		<-q.quit
 	}
 
@@ -155,4 +162,43 @@ func cmdRun(c *cli, args []string) error {
 // the tray; `run` typed in a terminal or the launcher icon shows the window.
 func showWindowAtStart(launch packaging.Launch, trayOnly bool) bool {
 	return launch.Interactive() && !trayOnly
+}
+
+// runAttached runs the desktop (tray, window, notifications) for a
+// supervisor that runs without a window in another process, through its
+// local API only. It reconnects by itself when the supervisor restarts and
+// says so meanwhile; quitting it leaves the supervisor running.
+func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) error {
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	remote := supervisor.NewRemote(supervisor.NewClient(dir), log)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	q := newQuitter()
+	var loops sync.WaitGroup
+	defer loops.Wait()
+	defer cancel()
+	loops.Add(2)
+	go func() {
+		defer loops.Done()
+		remote.Run(ctx)
+	}()
+	go func() {
+		defer loops.Done()
+		select {
+		case <-sigs:
+			q.request()
+		case <-c.interrupt:
+			q.request()
+		case <-ctx.Done():
+		}
+	}()
+	if launch.Interactive() {
+		fmt.Fprintf(c.stderr, "Session Supervisor is running without a window (data directory %s); this desktop attaches to it. Quitting the desktop leaves it running.\n", dir)
+	}
+	runGUI(guiDeps{src: remote, settings: remote, log: log, quit: q.quit, requestQuit: q.request,
+		showAtStart: showWindowAtStart(launch, trayOnly)})
+	return nil
 }

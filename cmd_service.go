@@ -223,28 +223,32 @@ var standByPoll = 5 * time.Second
 // login). When nothing answers on the socket, the holder is stuck (or not
 // this app): exit 1 naming its pid. The Windows service stands by instead
 // (see standBy). It returns a lock only when it ends up holding one.
-func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packaging.Launch) (*supervisor.Lock, error) {
+func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packaging.Launch, canAttach, trayOnly bool) (*supervisor.Lock, bool, error) {
 	if launch == packaging.LaunchWindowsService {
-		return c.standBy(dir)
+		lock, err := c.standBy(dir)
+		return lock, false, err
 	}
 	cl := supervisor.NewClient(dir)
 	who := "pid unknown"
 	if locked.PID > 0 {
 		who = fmt.Sprintf("pid %d", locked.PID)
 	}
+	// Ask it to show its window only for a start that wants one: not a
+	// service manager's, and not a start in the tray.
+	askShow := launch.Interactive() && !trayOnly
 	deadline := time.Now().Add(handOverWait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var res supervisor.ShowResult
 		var err error
-		if launch.Interactive() {
+		if askShow {
 			res, err = cl.Show(ctx)
 		}
-		if err != nil || !launch.Interactive() {
-			// Not asked to show (a service manager), or it answered but
-			// not to /v1/show (an older version): it runs all the same.
+		if err != nil || !askShow {
+			// Not asked to show, or it answered but not to /v1/show (an
+			// older version): it runs all the same.
 			if !errors.Is(err, supervisor.ErrNotRunning) {
-				if _, herr := cl.Health(ctx); herr == nil {
+				if _, herr := cl.Health(ctx); herr == nil || errors.Is(herr, supervisor.ErrUnavailable) {
 					err = nil
 				} else if err == nil {
 					err = herr
@@ -254,17 +258,21 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 		cancel()
 		if err == nil {
 			switch {
-			case !launch.Interactive():
-				fmt.Fprintf(c.stderr, "Session Supervisor is already running on %s (%s); this instance exits.\n", dir, who)
 			case res.Shown:
 				fmt.Fprintf(c.stderr, "Session Supervisor is already running (%s); brought its window forward.\n", who)
+			case canAttach:
+				// It runs without a window (headless, a service): this
+				// process becomes its desktop.
+				return nil, true, nil
+			case !launch.Interactive():
+				fmt.Fprintf(c.stderr, "Session Supervisor is already running on %s (%s); this instance exits.\n", dir, who)
 			default:
 				fmt.Fprintf(c.stderr, "Session Supervisor is already running (%s) without a window (headless or as a service); 'session-supervisor ls' and 'watch' talk to it.\n", who)
 			}
-			return nil, nil
+			return nil, false, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w, but it does not answer on %s (stuck, or not this app); stop it and start again", locked, filepath.Join(dir, supervisor.SocketName))
+			return nil, false, fmt.Errorf("%w, but it does not answer on %s (stuck, or not this app); stop it and start again", locked, filepath.Join(dir, supervisor.SocketName))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

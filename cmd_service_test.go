@@ -452,7 +452,7 @@ func TestServiceWindowsStandBy(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		lock, err := c.handOver(dir, &supervisor.LockedError{PID: 1}, packaging.LaunchWindowsService)
+		lock, _, err := c.handOver(dir, &supervisor.LockedError{PID: 1}, packaging.LaunchWindowsService, false, false)
 		got <- result{lock, err}
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -478,7 +478,7 @@ func TestServiceWindowsStandBy(t *testing.T) {
 	}
 	defer holder.Release()
 	go func() {
-		lock, err := c.handOver(dir, &supervisor.LockedError{PID: 1}, packaging.LaunchWindowsService)
+		lock, _, err := c.handOver(dir, &supervisor.LockedError{PID: 1}, packaging.LaunchWindowsService, false, false)
 		got <- result{lock, err}
 	}()
 	close(stop)

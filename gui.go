@@ -27,12 +27,38 @@ import (
 // appID is the desktop application id (also in FyneApp.toml).
 const appID = "io.github.sessionsupervisor"
 
+// desktopSource is the supervisor as the desktop uses it: in process (the
+// Runtime) or in another process over the local API (the Remote). The
+// desktop code is the same for both.
+type desktopSource interface {
+	app.Backend
+	Subscribe(buf int, resync bool) *supervisor.Subscription
+	Bus() *supervisor.Bus
+}
+
+// desktopSettings is how the desktop reads and changes settings: the
+// in-memory service in process, the Remote's mirror and requests attached.
+type desktopSettings interface {
+	app.SettingsBackend
+	SetSetting(ctx context.Context, key, raw string) (storage.SetResult, error)
+}
+
+var (
+	_ desktopSource   = (*supervisor.Runtime)(nil)
+	_ desktopSource   = (*supervisor.Remote)(nil)
+	_ desktopSettings = (*storage.SettingsService)(nil)
+	_ desktopSettings = (*supervisor.Remote)(nil)
+)
+
 // guiDeps is what the GUI is wired from.
 type guiDeps struct {
-	rt          *supervisor.Runtime
-	settings    *storage.SettingsService
-	api         *supervisor.API
-	log         *slog.Logger
+	src      desktopSource
+	settings desktopSettings
+	// setShowWindow, in process, lets a second `run` bring the window
+	// forward (POST /v1/show); nil when attached, where the supervisor
+	// sends a show message on the stream instead.
+	setShowWindow func(func())
+	log *slog.Logger
 	quit        <-chan struct{}
 	requestQuit func()
 	// showAtStart shows the window once the app started; otherwise only
@@ -72,23 +98,44 @@ func runGUI(d guiDeps) {
 
 	mdl := model.New()
 	loadPrefs(ctx, d, mdl)
-	feed := d.rt.Subscribe(modelBuffer, false)
+	feed := d.src.Subscribe(modelBuffer, false)
 	// The subscription starts with a snapshot: applied here, the first
 	// tray menu and window already show every session.
 	mdl.Apply(<-feed.C)
 	loops.Go(func() {
-		defer d.rt.Bus().Unsubscribe(feed)
+		defer d.src.Bus().Unsubscribe(feed)
 		// A snapshot follows every settings change the desktop makes and
 		// comes at least once a minute: the desktop's settings are re-read
 		// there, not at each redraw.
 		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
 	})
 
-	win := app.NewWindow(a, d.rt, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos()})
+	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos()})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
-	d.api.SetShowWindow(func() { fyne.Do(win.Show) })
-	defer d.api.SetShowWindow(nil)
+	if d.setShowWindow != nil {
+		d.setShowWindow(func() { fyne.Do(win.Show) })
+		defer d.setShowWindow(nil)
+	} else {
+		// Attached: a second `run` asks the supervisor, which asks us.
+		shows := d.src.Bus().Subscribe(16)
+		loops.Go(func() {
+			defer d.src.Bus().Unsubscribe(shows)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case m, ok := <-shows.C:
+					if !ok {
+						return
+					}
+					if m.Type == supervisor.MsgShow {
+						fyne.Do(win.Show)
+					}
+				}
+			}
+		})
+	}
 
 	if desk, ok := a.(desktop.App); ok {
 		tr := tray.New(desk, func(it tray.Item) { trayAction(ctx, d, mdl, win, &loops, it) })
@@ -101,9 +148,9 @@ func runGUI(d guiDeps) {
 
 	icon, _ := assets.AppIcon(64)
 	notifier := notify.New(notify.Desktop, icon, nil, d.log)
-	notes := d.rt.Subscribe(notifyBuffer, false)
+	notes := d.src.Subscribe(notifyBuffer, false)
 	loops.Go(func() {
-		defer d.rt.Bus().Unsubscribe(notes)
+		defer d.src.Bus().Unsubscribe(notes)
 		notifier.Run(ctx, notes.C, func() bool { return mdl.Prefs().NotifyWaitingOnUser })
 	})
 
@@ -145,13 +192,10 @@ func awaitLoops(loops *sync.WaitGroup, log *slog.Logger) {
 }
 
 // loadPrefs reads the settings the desktop obeys into the model.
-func loadPrefs(ctx context.Context, d guiDeps, mdl *model.Model) {
-	set, err := d.settings.LoadSettings(ctx)
-	if err != nil {
-		d.log.Warn("reading the desktop's settings; keeping the last ones", "err", err)
-		return
+func loadPrefs(_ context.Context, d guiDeps, mdl *model.Model) {
+	if list := d.settings.List(); len(list) > 0 {
+		mdl.SetPrefs(model.PrefsFrom(list, mdl.Prefs()))
 	}
-	mdl.SetPrefs(model.Prefs{Paused: !set.Enabled, NotifyWaitingOnUser: set.NotifyWaitingOnUser})
 }
 
 // trayAction runs a tray click. Commands run off Fyne's goroutine (in
@@ -176,11 +220,11 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 		var err error
 		switch it.Action {
 		case tray.ActNudge:
-			_, err = d.rt.NudgeNow(ctx, it.SessionID)
+			_, err = d.src.NudgeNow(ctx, it.SessionID)
 		case tray.ActInterrupt:
-			_, err = d.rt.Interrupt(ctx, it.SessionID)
+			_, err = d.src.Interrupt(ctx, it.SessionID)
 		case tray.ActAcknowledge:
-			_, err = d.rt.Ack(ctx, it.SessionID)
+			_, err = d.src.Ack(ctx, it.SessionID)
 		case tray.ActTogglePause:
 			// The menu's check shows the model's value; toggle that.
 			paused := mdl.Prefs().Paused
@@ -189,7 +233,7 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 				// desktop shows it now, and a snapshot lets every other
 				// view catch up.
 				loadPrefs(ctx, d, mdl)
-				d.rt.PublishSnapshot()
+				d.src.PublishSnapshot()
 			}
 		}
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -26,6 +28,7 @@ type daemon struct {
 
 	// failed receives a fatal error from the API server (at most one).
 	failed   chan error
+	loopCtx  context.Context
 	stopLoop context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -58,7 +61,7 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	}
 	d = &daemon{st: st, settings: settings, rt: rt, api: api, log: log, failed: make(chan error, 1)}
 	loopCtx, stopLoop := context.WithCancel(context.Background())
-	d.stopLoop = stopLoop
+	d.loopCtx, d.stopLoop = loopCtx, stopLoop
 	changes, cancelChanges := settings.Subscribe()
 	d.wg.Add(3)
 	go func() {
@@ -86,6 +89,24 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 		rt.Run(loopCtx)
 	}()
 	return d, nil
+}
+
+// notifyWhileNoDesktop runs the supervisor's own notifier (headless): it
+// notifies escalations and waits on the user through the machine's
+// notification service, except while a desktop is attached over the API,
+// which then notifies instead. Never twice for one incident: what the
+// desktop was there for counts as done.
+func (d *daemon) notifyWhileNoDesktop() {
+	icon, _ := assets.AppIcon(64)
+	n := notify.New(notify.Desktop, icon, nil, d.log)
+	n.SetGate(func() bool { return !d.api.DesktopAttached() })
+	sub := d.rt.Subscribe(notifyBuffer, false)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer d.rt.Bus().Unsubscribe(sub)
+		n.Run(d.loopCtx, sub.C, func() bool { return d.settings.Get().NotifyWaitingOnUser })
+	}()
 }
 
 // stop is the graceful quit: stop deciding, stop serving, then let every

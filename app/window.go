@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/ui/model"
@@ -60,6 +61,8 @@ type Window struct {
 	settings    *settingsView
 	newSession  *newSessionForm
 
+	banner *widget.Label
+
 	shown bool
 	ticks int
 	// refreshes counts Refresh calls (tests check the coalescing).
@@ -108,7 +111,13 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 			w.Refresh()
 		}
 	}
-	w.win.SetContent(w.tabs)
+	// The banner says when the supervisor cannot be reached (a desktop
+	// attached to a supervisor in another process); hidden otherwise.
+	w.banner = widget.NewLabel("")
+	w.banner.Importance = widget.DangerImportance
+	w.banner.Wrapping = fyne.TextWrapWord
+	w.banner.Hide()
+	w.win.SetContent(container.NewBorder(w.banner, nil, nil, nil, w.tabs))
 	w.win.Resize(fyne.NewSize(windowWidth, windowHeight))
 	// Closing hides: the supervisor keeps running and the tray brings the
 	// window back. Quit is the tray's.
@@ -122,6 +131,21 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 	})
 	w.Refresh()
 	return w
+}
+
+// showLink shows or hides the banner from the model's link state. The
+// window keeps its place (tab, open session) while the supervisor is away.
+func (w *Window) showLink() {
+	text := w.m.LinkSentence(w.now())
+	if text == w.banner.Text && w.banner.Visible() == (text != "") {
+		return
+	}
+	w.banner.SetText(text)
+	if text == "" {
+		w.banner.Hide()
+	} else {
+		w.banner.Show()
+	}
 }
 
 // Window is the underlying Fyne window (for tests and for main's
@@ -219,6 +243,7 @@ func (w *Window) showList() {
 // goroutine); Run calls it coalesced after the model changes.
 func (w *Window) Refresh() {
 	w.refreshes++
+	w.showLink()
 	w.list.set(w.m.Sessions())
 	if w.detail.content.Visible() {
 		w.detail.refresh()
@@ -235,6 +260,7 @@ func (w *Window) tick() {
 		return
 	}
 	w.ticks++
+	w.showLink() // the reconnect countdown moves
 	if w.detail.content.Visible() {
 		w.detail.tick()
 	}

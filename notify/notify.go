@@ -155,8 +155,22 @@ type Notifier struct {
 	decider     *Decider
 	limiter     Limiter
 	unavailable bool // logged once: no notification service
-	// Sent counts delivered notifications, Dropped the rate-limited ones.
-	Sent, Dropped, Failed int
+	// gate, when set, is asked before sending: false means someone else
+	// shows this notification (a desktop attached to this supervisor).
+	gate func() bool
+	// Sent counts delivered notifications, Dropped the rate-limited ones,
+	// Deferred those left to an attached desktop.
+	Sent, Dropped, Failed, Deferred int
+}
+
+// SetGate makes the notifier ask gate before each notification; when it
+// answers false the notification is left to someone else and counted as
+// handled, so the same incident never notifies twice. The headless
+// supervisor leaves notifications to an attached desktop this way.
+func (n *Notifier) SetGate(gate func() bool) {
+	n.mu.Lock()
+	n.gate = gate
+	n.mu.Unlock()
 }
 
 // New returns a notifier primed with the sessions as they are at start.
@@ -177,6 +191,10 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 	defer n.mu.Unlock()
 	note, ok := n.decider.Observe(s, waitingOnUser)
 	if !ok {
+		return
+	}
+	if n.gate != nil && !n.gate() {
+		n.Deferred++
 		return
 	}
 	if !n.limiter.Allow(now) {

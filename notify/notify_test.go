@@ -224,3 +224,29 @@ func TestRunPrimesThenNotifies(t *testing.T) {
 		<-done
 	})
 }
+
+// TestGateLeavesNotificationsToTheDesktop: while the gate says a desktop
+// shows notifications, the supervisor's own notifier sends nothing, and an
+// incident it left to the desktop is not sent later either (never twice);
+// a new incident after the desktop left is sent.
+func TestGateLeavesNotificationsToTheDesktop(t *testing.T) {
+	var out []sent
+	n := New(recorder(&out, nil), nil, nil, nil)
+	attached := true
+	n.SetGate(func() bool { return !attached })
+	n.Observe(s("a", sessions.Working, nil), true, t0)
+	n.Observe(s("a", sessions.Interrupted, escalated), true, t0)
+	if len(out) != 0 || n.Deferred != 1 {
+		t.Fatalf("with a desktop attached: sent %+v, deferred %d; want nothing sent, 1 deferred", out, n.Deferred)
+	}
+	attached = false
+	n.Observe(s("a", sessions.Interrupted, escalated), true, t0.Add(time.Minute)) // a snapshot repeats it
+	if len(out) != 0 {
+		t.Fatalf("the incident the desktop showed was sent again: %+v", out)
+	}
+	n.Observe(s("a", sessions.Idle, nil), true, t0.Add(2*time.Minute)) // acknowledged
+	n.Observe(s("a", sessions.Errored, func(x *sessions.Session) { x.NeedsAttention = true; x.TurnGeneration = 2 }), true, t0.Add(3*time.Minute))
+	if len(out) != 1 || out[0].title != "name-a needs attention" {
+		t.Fatalf("a new incident with no desktop attached: sent %+v, want one", out)
+	}
+}

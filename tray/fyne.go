@@ -80,7 +80,7 @@ func (t *Tray) Run(ctx context.Context, m *model.Model) {
 
 // SnapshotOf is what the tray shows now, read from the model's memory.
 func SnapshotOf(m *model.Model, now time.Time) Snapshot {
-	return Snapshot{Sessions: m.Sessions(), Paused: m.Prefs().Paused, Now: now}
+	return Snapshot{Sessions: m.Sessions(), Paused: m.Prefs().Paused, Now: now, Link: m.LinkSentence(now)}
 }
 
 // Follow builds a menu from the model at the start, after each burst of

@@ -68,6 +68,9 @@ type Snapshot struct {
 	// Paused is true when supervisor.enabled is off.
 	Paused bool
 	Now    time.Time
+	// Link, when set, says the supervisor cannot be reached (an attached
+	// desktop): it heads the menu and the tooltip.
+	Link string
 }
 
 // icons maps the shared urgency to the tray's icon.
@@ -132,6 +135,10 @@ func Build(snap Snapshot) Menu {
 		header += " (supervisor paused)"
 	}
 	m := Menu{Icon: Aggregate(list), Tooltip: "Session Supervisor — " + header}
+	if snap.Link != "" {
+		m.Tooltip = "Session Supervisor — " + snap.Link
+		m.Items = append(m.Items, Item{Label: snap.Link, Disabled: true})
+	}
 	m.Items = append(m.Items, Item{Label: header, Disabled: true}, Item{Separator: true})
 
 	top, rest := list, []sessions.Session(nil)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
@@ -32,6 +33,19 @@ type Prefs struct {
 	Paused bool
 	// NotifyWaitingOnUser is notify.waiting_on_user.
 	NotifyWaitingOnUser bool
+}
+
+// LinkSentence says how the desktop is connected to the supervisor when
+// that needs saying ("Supervisor not running — reconnecting in 4s …"), and
+// "" when all is well (in process, or attached and healthy).
+func (m *Model) LinkSentence(now time.Time) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.link
+	if l.Since.IsZero() || l.State == supervisor.LinkConnected && (l.Health == nil || l.Health.Status == "" || l.Health.Status == "ok") {
+		return ""
+	}
+	return l.Sentence(now)
 }
 
 // PrefsFrom reads the desktop's prefs from the settings in force; a key
@@ -56,6 +70,9 @@ type Model struct {
 	byID  map[string]sessions.Session
 	list  []sessions.Session // view order; nil when it must be rebuilt
 	prefs Prefs
+	// link is how an attached desktop is connected to the supervisor
+	// (zero in process: always connected).
+	link supervisor.LinkStatus
 
 	// last is the cursor of the last message applied, to see a gap (missed
 	// messages) or a new generation (the supervisor restarted).
@@ -146,6 +163,11 @@ func (m *Model) Apply(msg supervisor.Message) {
 		m.staleLocked()
 	case supervisor.MsgSettings:
 		m.prefs = PrefsFrom(msg.Settings, m.prefs)
+	case supervisor.MsgLink:
+		if msg.Link == nil {
+			return
+		}
+		m.link = *msg.Link
 	default:
 		return
 	}
