@@ -58,9 +58,9 @@ type guiDeps struct {
 	// forward (POST /v1/show); nil when attached, where the supervisor
 	// sends a show message on the stream instead.
 	setShowWindow func(func())
-	log *slog.Logger
-	quit        <-chan struct{}
-	requestQuit func()
+	log           *slog.Logger
+	quit          <-chan struct{}
+	requestQuit   func()
 	// showAtStart shows the window once the app started; otherwise only
 	// the tray shows until the user opens the window.
 	showAtStart bool
