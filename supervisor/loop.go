@@ -141,8 +141,10 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source})
 	}
 	r.mu.Unlock()
+	offline := r.connectivity() == ConnOffline
 	for i := range list {
 		list[i].probe = probeProcess(list[i].src, list[i].proc)
+		list[i].probe.Offline = offline
 	}
 
 	type decided struct {

@@ -173,7 +173,7 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 	ctx := context.Background()
 	cs := &countingStore{Store: st}
 	agent := &fakeAgent{quiet: true}
-	rt := New(Options{Store: cs, Agents: map[string]Agent{"claude": agent}})
+	rt := New(Options{Store: cs, Agents: map[string]Agent{"claude": agent}, Connectivity: unknownConnectivity})
 	now := time.Now()
 	type reset struct {
 		e    *entry

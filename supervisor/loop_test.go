@@ -484,7 +484,9 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 	}
 	ag := &fakeAgent{j: j}
 	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now(), reader: make(chan struct{})}
-	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}})
+	// The machine's own connectivity must not leak into fake time: unknown
+	// unless a test says otherwise.
+	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}, Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	go func() {
 		defer close(h.reader)
@@ -1725,3 +1727,5 @@ func TestLoopRacedPromptStartsASupervisedTurn(t *testing.T) {
 		h.wantState(id, sessions.Suspect, sessions.NoWait)
 	})
 }
+
+func unknownConnectivity() Connectivity { return ConnUnknown }

@@ -3,6 +3,9 @@ package supervisor
 import (
 	"bufio"
 	"bytes"
+	"net"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -96,3 +99,32 @@ func hasDefaultRouteV6(table []byte) bool {
 }
 
 func usableRoute(flags uint64) bool { return flags&rtfUp != 0 && flags&rtfReject == 0 }
+
+// defaultConnectivity is ProbeConnectivity, unless the agents' API is on
+// this machine or the local network (ANTHROPIC_BASE_URL on a loopback or
+// private address: a local proxy, a gateway): then the lack of a default
+// route says nothing about reaching it, and the probe answers unknown.
+func defaultConnectivity() func() Connectivity {
+	if apiIsLocal(os.Getenv("ANTHROPIC_BASE_URL")) {
+		return func() Connectivity { return ConnUnknown }
+	}
+	return ProbeConnectivity
+}
+
+// apiIsLocal reports whether base is a URL whose host is a loopback or
+// private address (or localhost).
+func apiIsLocal(base string) bool {
+	if base == "" {
+		return false
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast())
+}

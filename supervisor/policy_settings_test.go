@@ -44,6 +44,7 @@ func TestDefaultPolicyDerivesFromSettingDefaults(t *testing.T) {
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
 		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
 		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
+		TransientWindow: 90 * time.Minute,
 	}
 	if got := DefaultPolicy(); got != want {
 		t.Fatalf("DefaultPolicy =\n%+v\nwant\n%+v", got, want)

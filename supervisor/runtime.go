@@ -56,6 +56,8 @@ type Runtime struct {
 	w        *writer
 	health   healthStats
 	values   func() []storage.SettingValue
+	// connectivity is asked once per tick, outside the lock.
+	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
 	writeTimeout time.Duration
 
@@ -95,6 +97,10 @@ type Options struct {
 	SettingValues func() []storage.SettingValue
 	// WriteTimeout bounds one write to an agent's stdin (0: DefaultWriteTimeout).
 	WriteTimeout time.Duration
+	// Connectivity tells, once per tick, whether the machine is offline
+	// (nil: ProbeConnectivity). A session with a transient failure is held
+	// without spending its window while offline.
+	Connectivity func() Connectivity
 }
 
 // DefaultWriteTimeout is how long an agent may leave a prompt unread before
@@ -115,6 +121,10 @@ func New(opts Options) *Runtime {
 	}
 	r.w = newWriter(opts.Store, log)
 	r.values = opts.SettingValues
+	r.connectivity = opts.Connectivity
+	if r.connectivity == nil {
+		r.connectivity = defaultConnectivity()
+	}
 	if opts.Settings != nil {
 		get := opts.Settings
 		r.settings = func(context.Context) storage.Settings { return get() }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -84,7 +85,7 @@ func (h *loopHarness) restart() {
 	<-h.reader
 
 	h.agent = &fakeAgent{j: h.j}
-	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}})
+	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	h.reader = make(chan struct{})
 	go func() {
@@ -280,4 +281,47 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 			t.Fatalf("%d escalations published, want 1", n)
 		}
 	})
+}
+
+// TestLoopOfflineHoldsTheIncident: the tick asks the machine's
+// connectivity once; while it says offline a network failure is held with
+// no retry sent and no countdown, and the first tick back online retries.
+func TestLoopOfflineHoldsTheIncident(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newLoopHarness(t, nil)
+		defer h.stop()
+		var mu sync.Mutex
+		conn := ConnOffline
+		h.rt.connectivity = func() Connectivity { mu.Lock(); defer mu.Unlock(); return conn }
+		s, p := h.launch()
+		h.run()
+		h.until(7 * time.Second)
+		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.until(30*time.Minute + 7*time.Second)
+		if n := len(callsOf(h.agent.calls(), "prompt")); n != 1 {
+			t.Fatalf("%d prompts while offline, want only the first one", n)
+		}
+		got := h.wantState(s.ID, sessions.Recovering, sessions.NoWait)
+		if !strings.Contains(got.Evidence, "offline") {
+			t.Errorf("evidence while offline %q does not say so", got.Evidence)
+		}
+		mu.Lock()
+		conn = ConnOnline
+		mu.Unlock()
+		h.until(30*time.Minute + 16*time.Second) // the next tick
+		if n := len(callsOf(h.agent.calls(), "prompt")); n != 2 {
+			t.Fatalf("%d prompts after the network came back, want the retry", n)
+		}
+	})
+}
+
+func TestAPIIsLocal(t *testing.T) {
+	for base, want := range map[string]bool{
+		"": false, "https://api.anthropic.com": false, "http://127.0.0.1:8080": true,
+		"http://localhost:1234/v1": true, "http://10.0.0.2": true, "http://[::1]:9": true, "::bad::": false,
+	} {
+		if got := apiIsLocal(base); got != want {
+			t.Errorf("apiIsLocal(%q) = %v, want %v", base, got, want)
+		}
+	}
 }
