@@ -14,11 +14,28 @@ import (
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
-// doctorAgents is the agent CLIs doctor looks for, and how to install each.
-// Claude Code is the one the app launches today; the agent registry will
-// provide this list.
-var doctorAgents = []doctor.Agent{
-	{Name: "claude", Command: "claude", Setting: "agents.claude.command", Display: "Claude Code", Managed: true, Install: "npm install -g @anthropic-ai/claude-code"},
+// doctorAgents is the agent CLIs doctor looks for: every agent in the
+// registry (the app launches them; each has its agents.NAME.command), then
+// the CLIs the app does not launch yet, as information.
+func doctorAgents() []doctor.Agent {
+	var out []doctor.Agent
+	known := map[string]bool{}
+	for _, a := range agentRegistry.All() {
+		known[a.Name()] = true
+		out = append(out, doctor.Agent{Name: a.Name(), Command: a.DefaultCommand(), Setting: storage.AgentCommandKey(a.Name()),
+			Display: a.DisplayName(), Managed: true, Install: a.InstallHint()})
+	}
+	for _, a := range otherAgentCLIs {
+		if !known[a.Name] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// otherAgentCLIs are agent CLIs doctor reports on though the app does not
+// launch them yet.
+var otherAgentCLIs = []doctor.Agent{
 	{Name: "codex", Command: "codex", Install: "npm install -g @openai/codex"},
 	{Name: "gemini", Command: "gemini", Install: "npm install -g @google/gemini-cli"},
 	{Name: "opencode", Command: "opencode", Install: "npm install -g opencode-ai"},
@@ -47,7 +64,7 @@ func cmdDoctor(c *cli, args []string) error {
 		DataDir: dir,
 		Socket:  filepath.Join(dir, supervisor.SocketName),
 		GOOS:    runtime.GOOS,
-		Agents:  doctorAgents,
+		Agents:  doctorAgents(),
 	})
 	if *asJSON {
 		if err := writeJSON(c, rep); err != nil {

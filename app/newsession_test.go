@@ -97,6 +97,7 @@ type stubAgent struct{ name, display string }
 func (a stubAgent) Name() string           { return a.name }
 func (a stubAgent) DisplayName() string    { return a.display }
 func (a stubAgent) DefaultCommand() string { return a.name }
+func (a stubAgent) InstallHint() string    { return "" }
 
 // The New session dialog offers the registry's agents, by display name and
 // in registry order, and launches the chosen one by its registry name.

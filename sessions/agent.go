@@ -23,6 +23,8 @@ type AgentInfo interface {
 	DisplayName() string
 	// DefaultCommand is the agents.NAME.command default: a name on PATH.
 	DefaultCommand() string
+	// InstallHint is the command that installs the CLI, for doctor.
+	InstallHint() string
 }
 
 // StartOptions is what an agent needs to start one process.

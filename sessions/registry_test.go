@@ -13,6 +13,7 @@ type stubAgent struct{ name, display, command string }
 func (a stubAgent) Name() string           { return a.name }
 func (a stubAgent) DisplayName() string    { return a.display }
 func (a stubAgent) DefaultCommand() string { return a.command }
+func (a stubAgent) InstallHint() string    { return "" }
 func (a stubAgent) Start(context.Context, StartOptions) (Process, error) {
 	return nil, errors.New("stub agents launch nothing")
 }

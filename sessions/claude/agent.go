@@ -24,6 +24,9 @@ func (Agent) DisplayName() string { return "Claude Code" }
 // DefaultCommand is the executable on PATH that npm installs.
 func (Agent) DefaultCommand() string { return "claude" }
 
+// InstallHint is how Claude Code is installed.
+func (Agent) InstallHint() string { return "npm install -g @anthropic-ai/claude-code" }
+
 // Start launches Claude Code in stream-json mode.
 func (Agent) Start(_ context.Context, o sessions.StartOptions) (sessions.Process, error) {
 	p, err := Start(ProcessOptions{
