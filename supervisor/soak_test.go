@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -30,7 +31,7 @@ import (
 // checks the invariants the spec promises; see the soakCheck* names.
 //
 // Determinism: one seed drives every choice; the test acts at instants off
-// every tick (steps at 15k+7 s, ticks at 15k s, or 15k+10 s after a
+// every tick (steps at 30k+7 s, ticks at 15k s, or 15k+10 s after a
 // restart), sessions are visited in a fixed order, and invariants are
 // checked per session, so the writer's interleaving of different sessions'
 // rows (which does vary) cannot change a verdict.
@@ -67,8 +68,12 @@ const (
 const (
 	soakSessions = 100
 	soakDuration = 24 * time.Hour
-	soakStep     = 15 * time.Second
-	soakOffset   = 7 * time.Second // steps at 15k+7 s: never on a tick
+	// soakStep is the test's step: the agent answers what it received in
+	// the step after, within 22 s of the tick that sent it (less than the
+	// 30 s interrupt grace, as a live agent would).
+	soakStep   = 30 * time.Second
+	soakOffset = 7 * time.Second // steps at 30k+7 s: never on a tick (15k s)
+	soakTick   = 15 * time.Second
 	// soakRestartGap is how long the app is down on a restart; the new
 	// runtime's ticks then fall at 15k+10 s, still off the steps.
 	soakRestartGap = 3 * time.Second
@@ -247,7 +252,7 @@ func TestSoak(t *testing.T) {
 func newSoak(t *testing.T, seed uint64) *soak {
 	j := &journal{}
 	st := newMemStore(j)
-	st.setSettings(func(s *storage.Settings) { s.Tick = soakStep })
+	st.setSettings(func(s *storage.Settings) { s.Tick = soakTick })
 	set, _ := st.LoadSettings(context.Background())
 	k := &soak{
 		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now(), set: set,
@@ -340,7 +345,7 @@ func (k *soak) run() {
 		time.Sleep(time.Until(k.start.Add(at)))
 		synctest.Wait()
 		if k.step < soakSessions {
-			k.launch(k.sess[k.step]) // staggered launches over the first 25 min
+			k.launch(k.sess[k.step]) // staggered launches over the first 50 min
 		}
 		for _, s := range k.sess {
 			k.agentStep(s)
@@ -354,7 +359,7 @@ func (k *soak) run() {
 		if k.t.Failed() && len(k.violations) > 30 {
 			k.t.Fatalf("stopping after %d violations", len(k.violations))
 		}
-		if k.step > soakSessions && k.rng.IntN(5760) < 8 {
+		if k.step > soakSessions && k.rng.IntN(2880) < 5 { // about 5 a day
 			k.counts["fault app_restart"]++
 			k.crash()
 			time.Sleep(soakRestartGap)
@@ -414,14 +419,14 @@ func (k *soak) agentStep(s *soakSess) {
 		return
 	}
 	now := time.Now()
-	calls := s.proc.received()
-	for _, c := range calls[s.seen:] {
+	calls := s.proc.callsSince(s.seen)
+	s.seen += len(calls)
+	for _, c := range calls {
 		k.answer(s, c, now)
 		if !s.deadAt.IsZero() {
 			break
 		}
 	}
-	s.seen = len(calls)
 	if !s.busy || !s.deadAt.IsZero() {
 		return
 	}
@@ -512,6 +517,17 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 	}
 }
 
+// callsSince returns the calls after the first n (nil, without copying,
+// when there are none: most steps of most sessions).
+func (p *fakeProc) callsSince(n int) []agentCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.calls) <= n {
+		return nil
+	}
+	return slices.Clone(p.calls[n:])
+}
+
 func shortText(s string) string {
 	if len(s) > 30 {
 		return s[:30] + "…"
@@ -531,15 +547,15 @@ func (k *soak) newTurn(s *soakSess, now time.Time, bySup bool) {
 	default:
 		r := k.rng.IntN(100)
 		switch {
-		case r < 60:
+		case r < 58:
 			s.plan = planComplete
-		case r < 68:
+		case r < 66:
 			s.plan = planDie
-		case r < 72:
+		case r < 70:
 			s.plan = planVanish
-		case r < 80:
+		case r < 82:
 			s.plan = planStall
-		case r < 87:
+		case r < 88:
 			s.plan = planRateLimit
 		case r < 93:
 			s.plan = planOverflow
@@ -641,7 +657,7 @@ func (k *soak) userStep(s *soakSess) {
 		k.t.Fatalf("session %s: %v", s.name, err)
 	}
 	ctx := context.Background()
-	r := k.rng.IntN(2400)
+	r := k.rng.IntN(1200) // per 30 s step
 	switch {
 	case cur.InTurn && s.busy && s.plan != planCompaction && r < 2:
 		how := "abort"
@@ -772,7 +788,10 @@ func (k *soak) check() {
 
 // checkRow runs the per-row invariants (1, 2, 3, 5) on one new row.
 func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
-	action := rowField(r, "action")
+	var detail map[string]any
+	_ = json.Unmarshal(r.Detail, &detail) // a malformed row is the memStore's failure
+	field := func(key string) string { v, _ := detail[key].(string); return v }
+	action := field("action")
 	// 2. An action's intent row carries the generation it acts on; rows are
 	// written in the order the runtime decided them, so a row for an older
 	// turn after a newer turn started means the action hit the newer turn.
@@ -782,7 +801,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 		}
 		s.maxGen = max(s.maxGen, r.TurnGeneration)
 	}
-	msg := rowField(r, "message")
+	msg := field("message")
 	switch r.Kind {
 	case TimelineNudgeSent:
 		k.counts["nudges"]++
@@ -799,7 +818,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 	case TimelineStateChanged:
 		// The incident ends (the budget refills) at a completed turn and at
 		// an acknowledgement that takes.
-		if strings.Contains(msg, "completed; waiting for review") || rowField(r, "to") == "idle" && strings.HasPrefix(msg, "acknowledged (") {
+		if strings.Contains(msg, "completed; waiting for review") || field("to") == "idle" && strings.HasPrefix(msg, "acknowledged (") {
 			s.nudges = 0
 		}
 	case "acknowledged":
