@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -683,6 +685,16 @@ func (k *soak) userStep(s *soakSess) {
 		}
 		k.counts["user send mid-turn"]++
 		s.log(k.now(), "user sent a prompt into the running turn")
+	case !cur.InTurn && !s.busy && r < 60 && (cur.State == sessions.Interrupted || cur.State == sessions.Errored):
+		// A user watching the session types "continue" themselves, racing
+		// the supervisor's own recovery.
+		if _, err := k.rt.Send(ctx, s.id, "continue"); err != nil {
+			k.counts["user send refused"]++
+			s.log(k.now(), "user continue refused: %v", err)
+			return
+		}
+		k.counts["user continue after a failure"]++
+		s.log(k.now(), "user sent continue (was %v)", cur.State)
 	case !cur.InTurn && !s.busy && r < 16:
 		if cur.NeedsAttention || cur.State != sessions.Idle && k.rng.IntN(2) == 0 {
 			if _, err := k.rt.Ack(ctx, s.id); err != nil {
@@ -742,6 +754,10 @@ func (k *soak) newMessages() []Message {
 	return msgs
 }
 
+// turnInDetail finds the turn an action's sentence is about ("turn 5 was
+// interrupted …", "rate limited on turn 5; continuing …").
+var turnInDetail = regexp.MustCompile(`\bturn (\d+)\b`)
+
 func rowKey(r storage.TimelineEvent) string {
 	return fmt.Sprintf("%s|%s|%d|%d|%s", r.SessionID, r.Kind, r.Time.UnixNano(), r.TurnGeneration, r.Detail)
 }
@@ -800,6 +816,16 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 			k.violate(soakCheckNewerTurn, s, "%s (%s) recorded for turn %d after turn %d started", r.Kind, action, r.TurnGeneration, s.maxGen)
 		}
 		s.maxGen = max(s.maxGen, r.TurnGeneration)
+	}
+	// The action's sentence names the turn it was decided for; the intent
+	// row carries the generation it was executed against. They differ when
+	// an action decided for one turn is applied to the next.
+	if action != "" && r.Kind != TimelineEscalated {
+		if m := turnInDetail.FindStringSubmatch(field("message")); m != nil {
+			if decided, _ := strconv.ParseInt(m[1], 10, 64); decided != r.TurnGeneration {
+				k.violate(soakCheckNewerTurn, s, "%s (%s) decided for turn %d was executed against turn %d", r.Kind, action, decided, r.TurnGeneration)
+			}
+		}
 	}
 	msg := field("message")
 	switch r.Kind {
