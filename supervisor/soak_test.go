@@ -48,8 +48,9 @@ const soakSeed uint64 = 20261130
 // entry: the check then fails again if the fault comes back. A listed check
 // that no longer fires is reported in the log so the entry can be removed.
 var soakKnownFailing = map[string]string{
-	// The agent dies after the user's interrupt, before acknowledging it
-	// (or the app restarts meanwhile): the turn is Interrupted and nudged.
+	// The user's stop does not survive the agent dying before it answers,
+	// an app restart meanwhile, or the stall chain taking over a turn whose
+	// agent ignored it: the turn is Interrupted and nudged.
 	soakCheckUserStopNudged: "issue 10 item 2",
 	// A compaction past its timeout fails only the state: the agent is
 	// still compacting when the redrive writes /compact again.
@@ -363,6 +364,13 @@ func (k *soak) run() {
 		}
 		if k.step > soakSessions && k.rng.IntN(2880) < 5 { // about 5 a day
 			k.counts["fault app_restart"]++
+			// Sometimes the user stops a turn and the app dies before the
+			// agent answered.
+			for _, s := range k.sess {
+				if s.busy && s.plan != planCompaction && k.rng.IntN(20) == 0 && k.userInterrupt(s, "") {
+					k.counts["fault user_interrupt_then_restart"]++
+				}
+			}
 			k.crash()
 			time.Sleep(soakRestartGap)
 			k.boot()
@@ -461,6 +469,13 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 		k.newTurn(s, now, sup)
 		k.emit(s, sessions.Event{Kind: sessions.EvActivity, Detail: "assistant text"})
 	case "interrupt":
+		if s.userStop != "" && s.busy && s.plan == planStall && s.ignoreInt {
+			// A wedged agent ignores the user's stop too: the stall chain
+			// takes over the turn the user asked to stop.
+			s.userStop = ""
+			s.log(k.now(), "agent ignored the user's interrupt")
+			return
+		}
 		switch s.userStop {
 		case "abort":
 			s.userStop = ""
@@ -514,7 +529,7 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 		k.counts["signal "+c.Text]++
 		s.deadAt = now
 		s.busy = false
-		s.log(k.now(), "agent killed by %s", c.Text)
+		s.log(k.now(), "agent killed by signal %q", c.Text)
 		s.proc.exit(0, c.Text)
 	}
 }
@@ -666,24 +681,16 @@ func (k *soak) userStep(s *soakSess) {
 		if k.rng.IntN(100) < 35 {
 			how = "die"
 		}
-		got, err := k.rt.Interrupt(ctx, s.id)
-		if err != nil {
-			s.log(k.now(), "user interrupt refused: %v", err)
-			return
-		}
-		s.userStop = how
-		s.stopped[got.TurnGeneration] = true
-		k.counts["fault user_interrupt"]++
-		if how == "die" {
-			k.counts["fault user_interrupt_then_death"]++
-		}
-		s.log(k.now(), "user interrupted turn %d (agent will %s)", got.TurnGeneration, how)
+		k.userInterrupt(s, how)
 	case cur.InTurn && s.busy && r < 4:
 		if _, err := k.rt.Send(ctx, s.id, "also check the tests"); err != nil {
 			s.log(k.now(), "user send mid-turn refused: %v", err)
 			return
 		}
 		k.counts["user send mid-turn"]++
+		// A prompt after a stop asks the agent to go on: a nudge of that
+		// turn would no longer be against the user's wish.
+		clear(s.stopped)
 		s.log(k.now(), "user sent a prompt into the running turn")
 	case !cur.InTurn && !s.busy && r < 60 && (cur.State == sessions.Interrupted || cur.State == sessions.Errored):
 		// A user watching the session types "continue" themselves, racing
@@ -714,6 +721,24 @@ func (k *soak) userStep(s *soakSess) {
 		k.counts["user send"]++
 		s.log(k.now(), "user sent a new prompt (was %v)", cur.State)
 	}
+}
+
+// userInterrupt stops s's turn as the user; how is how the agent will
+// answer ("abort", "die", or "" when the app is about to crash).
+func (k *soak) userInterrupt(s *soakSess, how string) bool {
+	got, err := k.rt.Interrupt(context.Background(), s.id)
+	if err != nil {
+		s.log(k.now(), "user interrupt refused: %v", err)
+		return false
+	}
+	s.userStop = how
+	s.stopped[got.TurnGeneration] = true
+	k.counts["fault user_interrupt"]++
+	if how == "die" {
+		k.counts["fault user_interrupt_then_death"]++
+	}
+	s.log(k.now(), "user interrupted turn %d (agent will %s)", got.TurnGeneration, orText(how, "not answer before the crash"))
+	return true
 }
 
 // --- the invariants ---
