@@ -177,6 +177,7 @@ type soakSess struct {
 	endAt      time.Time
 	nextAct    time.Time
 	deadAt     time.Time // when proc died (zero: alive)
+	recvBusy   bool      // the agent was in a turn when the call being answered arrived
 	ignoreInt  bool      // this stall ignores the agent interrupt
 	ignoreTerm bool      // … and SIGTERM (a wedged tool holding the group)
 	userStop   string    // "abort" or "die": how the agent answers the user's interrupt
@@ -210,6 +211,7 @@ type soakViolation struct {
 // soak is the whole run.
 type soak struct {
 	t     *testing.T
+	seed  uint64
 	rng   *rand.Rand
 	start time.Time
 	set   storage.Settings
@@ -245,8 +247,17 @@ type soak struct {
 
 func TestSoak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t.Logf("soak seed %d", soakSeed)
-		k := newSoak(t, soakSeed)
+		seed := soakSeed
+		if v := os.Getenv("SOAK_SEED"); v != "" {
+			// Exploring other seeds: SOAK_SEED=n go test -run TestSoak ./supervisor/
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("SOAK_SEED=%q: %v", v, err)
+			}
+			seed = n
+		}
+		t.Logf("soak seed %d", seed)
+		k := newSoak(t, seed)
 		k.run()
 		k.report()
 	})
@@ -258,7 +269,7 @@ func newSoak(t *testing.T, seed uint64) *soak {
 	st.setSettings(func(s *storage.Settings) { s.Tick = soakTick })
 	set, _ := st.LoadSettings(context.Background())
 	k := &soak{
-		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now(), set: set,
+		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now(), set: set,
 		j: j, store: st, agent: &soakAgent{fakeAgent: &fakeAgent{j: j}, byCwd: map[string][]*fakeProc{}},
 		byID: map[string]*soakSess{}, counts: map[string]int{},
 		storedKeys: map[string]int{}, storedIDs: map[int64]bool{}, known: map[string]int{},
@@ -431,6 +442,10 @@ func (k *soak) agentStep(s *soakSess) {
 	now := time.Now()
 	calls := s.proc.callsSince(s.seen)
 	s.seen += len(calls)
+	// Every call was received before now, and the agent's answers happen
+	// now: whether the agent was in a turn when a call arrived is what it
+	// was at the start of the step, unless an earlier call started one.
+	s.recvBusy = s.busy
 	for _, c := range calls {
 		k.answer(s, c, now)
 		if !s.deadAt.IsZero() {
@@ -458,10 +473,11 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 			s.inited = true
 			k.emit(s, sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: s.asid})
 		}
+		if sup && s.recvBusy {
+			k.violate(soakCheckNewerTurn, s, "a supervisor prompt (%q) reached the agent in the middle of a running turn (plan %v)", shortText(c.Text), s.plan)
+		}
+		s.recvBusy = true
 		if s.busy {
-			if sup {
-				k.violate(soakCheckNewerTurn, s, "a supervisor prompt (%q) reached the agent in the middle of a running turn (plan %v)", shortText(c.Text), s.plan)
-			}
 			s.log(k.now(), "prompt joined the running turn")
 			k.emit(s, sessions.Event{Kind: sessions.EvActivity, Detail: "prompt received"})
 			return
@@ -488,9 +504,12 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 			s.userStop = ""
 			k.die(s, "died before acknowledging the user's interrupt")
 		default:
-			if !s.busy {
+			if !s.recvBusy {
 				k.violate(soakCheckNewerTurn, s, "a supervisor interrupt reached an agent with no turn in flight")
 				return
+			}
+			if !s.busy {
+				return // the turn already ended at an earlier call (the user's interrupt)
 			}
 			if s.ignoreInt {
 				s.log(k.now(), "agent ignored the stall interrupt")
@@ -501,7 +520,7 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 			k.emit(s, sessions.Event{Kind: sessions.EvTurnAborted, Detail: "aborted_streaming"})
 		}
 	case "compact":
-		if s.busy {
+		if s.recvBusy {
 			k.violate(soakCheckCompactInTurn, s, "/compact was written into the agent's running turn (plan %v)", s.plan)
 			return
 		}
@@ -523,7 +542,7 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 			s.log(k.now(), "agent ignored SIGTERM")
 			return
 		}
-		if !s.busy {
+		if !s.recvBusy {
 			k.violate(soakCheckNewerTurn, s, "%s reached an agent with no turn in flight", c.Text)
 		}
 		k.counts["signal "+c.Text]++
@@ -748,7 +767,7 @@ func (k *soak) violate(check string, s *soakSess, format string, args ...any) {
 	if s != nil {
 		name = s.name + " " + s.id
 	}
-	msg := fmt.Sprintf("[%s] seed %d, step %d, fake time %v, session %s: %s", check, soakSeed, k.step, k.now().Round(time.Second), name, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf("[%s] seed %d, step %d, fake time %v, session %s: %s", check, k.seed, k.step, k.now().Round(time.Second), name, fmt.Sprintf(format, args...))
 	if s != nil {
 		msg += "\n    trace:\n      " + strings.Join(s.trace, "\n      ")
 	}
@@ -942,7 +961,7 @@ func (k *soak) report() {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "soak: %d sessions, %v simulated, seed %d, %d steps\n", soakSessions, soakDuration, soakSeed, k.step)
+	fmt.Fprintf(&b, "soak: %d sessions, %v simulated, seed %d, %d steps\n", soakSessions, soakDuration, k.seed, k.step)
 	for _, key := range keys {
 		fmt.Fprintf(&b, "  %-50s %d\n", key, k.counts[key])
 	}
