@@ -176,25 +176,22 @@ type soakSess struct {
 	bySup      bool // the turn was started by a supervisor prompt
 	endAt      time.Time
 	nextAct    time.Time
-	deadAt     time.Time // when proc died (zero: alive)
-	recvBusy   bool      // the agent was in a turn when the call being answered arrived
-	ignoreInt  bool      // this stall ignores the agent interrupt
-	ignoreTerm bool      // … and SIGTERM (a wedged tool holding the group)
-	userStop   string    // "abort" or "die": how the agent answers the user's interrupt
-	rlUntil    time.Time // the provider's rate-limit reset
-	authUntil  time.Time // when the credentials are good again
-	// completedAt: the agent completed a turn this step (the checker then
-	// expects the nudge budget to be refilled).
-	stopped map[int64]bool // generations the user stopped
+	deadAt     time.Time      // when proc died (zero: alive)
+	recvBusy   bool           // the agent was in a turn when the call being answered arrived
+	ignoreInt  bool           // this stall ignores the agent interrupt
+	ignoreTerm bool           // … and SIGTERM (a wedged tool holding the group)
+	userStop   string         // "abort" or "die": how the agent answers the user's interrupt
+	rlUntil    time.Time      // the provider's rate-limit reset
+	authUntil  time.Time      // when the credentials are good again
+	stopped    map[int64]bool // generations the user stopped (and did not resume)
 
 	// The checker's memory.
-	nudges     int   // nudge_sent rows since the last clean completion or ack
-	maxGen     int64 // highest turn generation on a row so far
-	escGen     int64 // generation of the last escalation since the last ack (-1: none)
-	escRows    map[int64]int
-	escMsgs    map[int64]int
-	trace      []string
-	workingBad time.Time // first step seen InTurn on a dead process
+	nudges  int   // nudge_sent rows since the last clean completion or ack
+	maxGen  int64 // highest turn generation on a row so far
+	escGen  int64 // generation of the last escalation since the last ack (-1: none)
+	escRows map[int64]int
+	escMsgs map[int64]int
+	trace   []string // the last steps, for a violation's reproduction
 }
 
 func (s *soakSess) log(at time.Duration, format string, args ...any) {
