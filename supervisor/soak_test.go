@@ -47,15 +47,7 @@ const soakSeed uint64 = 20261130
 // soak still guards everything else. When the cause is fixed, delete the
 // entry: the check then fails again if the fault comes back. A listed check
 // that no longer fires is reported in the log so the entry can be removed.
-var soakKnownFailing = map[string]string{
-	// The user's stop does not survive the agent dying before it answers,
-	// an app restart meanwhile, or the stall chain taking over a turn whose
-	// agent ignored it: the turn is Interrupted and nudged.
-	soakCheckUserStopNudged: "issue 10 item 2",
-	// A compaction past its timeout fails only the state: the agent is
-	// still compacting when the redrive writes /compact again.
-	soakCheckCompactInTurn: "issue 10 item 10",
-}
+var soakKnownFailing = map[string]string{}
 
 // The invariants, by the name a violation and soakKnownFailing use.
 const (
