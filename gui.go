@@ -148,6 +148,19 @@ func runGUI(d guiDeps) {
 
 	icon, _ := assets.AppIcon(64)
 	notifier := notify.New(notify.Desktop, icon, nil, d.log)
+	if runtime.GOOS == "linux" || runtime.GOOS == "freebsd" {
+		// Where the notification service reports clicks, a click opens
+		// the window on the notification's session.
+		if c, err := notify.NewClickable("Session Supervisor", "session-supervisor"); err == nil {
+			notifier.SetRichSender(c.Send)
+			defer c.Close()
+			loops.Go(func() {
+				for id := range c.Clicks() {
+					fyne.Do(func() { win.ShowSession(id) })
+				}
+			})
+		}
+	}
 	notes := d.src.Subscribe(notifyBuffer, false)
 	loops.Go(func() {
 		defer d.src.Bus().Unsubscribe(notes)

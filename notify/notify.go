@@ -24,6 +24,8 @@ type Notification struct {
 	Key   string // the incident it belongs to, for dedup
 	Title string
 	Body  string
+	// SessionID is the session it is about: clicking it opens that session.
+	SessionID string
 }
 
 // maxBody bounds the body: a notification is a glance, not a report.
@@ -91,12 +93,12 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 		k := escalationKey(s)
 		if !d.sent[k] {
 			d.sent[k] = true
-			return Notification{Key: k, Title: s.DisplayName() + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence))}, true
+			return Notification{Key: k, Title: s.DisplayName() + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
 		}
 	}
 	if k, ok := waitKey(s); ok && waitingOnUser && !d.sent[k] {
 		d.sent[k] = true
-		return Notification{Key: k, Title: s.DisplayName() + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence))}, true
+		return Notification{Key: k, Title: s.DisplayName() + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
 	}
 	return Notification{}, false
 }
@@ -155,12 +157,23 @@ type Notifier struct {
 	decider     *Decider
 	limiter     Limiter
 	unavailable bool // logged once: no notification service
+	// rich, when set, sends instead of send, with the whole notification
+	// (its session, for a click to open).
+	rich func(Notification, []byte) error
 	// gate, when set, is asked before sending: false means someone else
 	// shows this notification (a desktop attached to this supervisor).
 	gate func() bool
 	// Sent counts delivered notifications, Dropped the rate-limited ones,
 	// Deferred those left to an attached desktop.
 	Sent, Dropped, Failed, Deferred int
+}
+
+// SetRichSender makes the notifier send through fn, which gets the whole
+// notification (a sender that reports clicks needs its session).
+func (n *Notifier) SetRichSender(fn func(Notification, []byte) error) {
+	n.mu.Lock()
+	n.rich = fn
+	n.mu.Unlock()
 }
 
 // SetGate makes the notifier ask gate before each notification; when it
@@ -202,7 +215,11 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 		n.log.Info("notification rate-limited", "title", note.Title)
 		return
 	}
-	if err := n.send(note.Title, note.Body, n.icon); err != nil {
+	send := func() error { return n.send(note.Title, note.Body, n.icon) }
+	if n.rich != nil {
+		send = func() error { return n.rich(note, n.icon) }
+	}
+	if err := send(); err != nil {
 		n.Failed++
 		if !n.unavailable {
 			n.unavailable = true

@@ -1,0 +1,126 @@
+package notify
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// fakeService plays org.freedesktop.Notifications on a private bus.
+type fakeService struct {
+	mu      sync.Mutex
+	calls   []string
+	actions [][]string
+}
+
+func (f *fakeService) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, summary)
+	f.actions = append(f.actions, actions)
+	return uint32(100 + len(f.calls)), nil
+}
+
+func privateBus(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		if os.Getenv("E2E_REQUIRED") != "" {
+			t.Fatalf("dbus-daemon is required (make test-deps installs it): %v", err)
+		}
+		t.Skip("dbus-daemon not installed")
+	}
+	dir, err := os.MkdirTemp("", "ssn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
+		"--address=unix:path="+filepath.Join(dir, "bus"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+// TestClickOpensItsSession: a notification goes out with a default
+// action; the service reporting that action for its id yields the session
+// the notification was about; a closed one, or another action, yields
+// nothing.
+func TestClickOpensItsSession(t *testing.T) {
+	addr := privateBus(t)
+	server, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	svc := &fakeService{}
+	if err := server.Export(svc, fdoPath, fdoIface); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := server.RequestName(fdoName, dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("owning %s: %v %v", fdoName, reply, err)
+	}
+	client, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newClickable(client, "Session Supervisor", "session-supervisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	for _, n := range []Notification{
+		{Title: "alpha needs attention", SessionID: "sess-a"},
+		{Title: "beta asks permission", SessionID: "sess-b"},
+		{Title: "gamma needs attention", SessionID: "sess-c"},
+	} {
+		if err := c.Send(n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc.mu.Lock()
+	if len(svc.actions) != 3 || strings.Join(svc.actions[0], ",") != "default,Open" {
+		t.Fatalf("actions sent %v, want a default action on each", svc.actions)
+	}
+	svc.mu.Unlock()
+	emit := func(member string, args ...any) {
+		if err := server.Emit(fdoPath, fdoIface+"."+member, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit("NotificationClosed", uint32(101), uint32(2)) // alpha dismissed
+	emit("ActionInvoked", uint32(101), "default")      // too late: forgotten
+	emit("ActionInvoked", uint32(103), "snooze")       // not the default action
+	emit("ActionInvoked", uint32(102), "default")      // beta clicked
+	select {
+	case got := <-c.Clicks():
+		if got != "sess-b" {
+			t.Fatalf("click opened %q, want sess-b", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no click reported")
+	}
+	// Signals are handled in order: the ones before beta's are done.
+	select {
+	case got := <-c.Clicks():
+		t.Fatalf("a second click %q was reported", got)
+	default:
+	}
+}
