@@ -164,12 +164,25 @@ func (r *Remote) stream(ctx context.Context, h Health) error {
 	r.mu.Lock()
 	cursor := r.cursor
 	r.mu.Unlock()
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var polls sync.WaitGroup
+	defer polls.Wait()
+	defer stop()
 	got := false
-	err := r.src.WatchAsDesktop(ctx, cursor, func(m Message) error {
+	err := r.src.WatchAsDesktop(sctx, cursor, func(m Message) error {
 		if !got {
 			got = true
 			hc := h
-			r.setLink(LinkStatus{State: LinkConnected, Since: time.Now(), Health: &hc})
+			since := time.Now()
+			r.setLink(LinkStatus{State: LinkConnected, Since: since, Health: &hc})
+			// A supervisor whose loop stalls still streams: its health
+			// is re-read while connected, so the desktop can say so.
+			polls.Add(1)
+			go func() {
+				defer polls.Done()
+				r.pollHealth(sctx, since, hc.Status)
+			}()
 		}
 		r.apply(m)
 		return nil
@@ -181,6 +194,32 @@ func (r *Remote) stream(ctx context.Context, h Health) error {
 		err = errors.New("the event stream ended before its snapshot")
 	}
 	return err
+}
+
+// healthEvery is how often a connected desktop re-reads the supervisor's health.
+const healthEvery = 15 * time.Second
+
+// pollHealth re-reads the health until ctx ends and publishes a change of
+// its status (ok → stalled and back).
+func (r *Remote) pollHealth(ctx context.Context, since time.Time, status string) {
+	t := time.NewTicker(healthEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h, err := r.src.Health(ctx)
+		if err != nil && !errors.Is(err, ErrUnavailable) {
+			continue // the stream ending will say it
+		}
+		if h.Status != status {
+			status = h.Status
+			hc := h
+			r.setLink(LinkStatus{State: LinkConnected, Since: since, Health: &hc})
+		}
+	}
 }
 
 // apply updates the mirror from one message and republishes it.

@@ -15,7 +15,9 @@ import (
 // fakeSource plays a supervisor's API for a Remote: each connection is a
 // script of messages, or an error when the supervisor is down.
 type fakeSource struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// status is the health status while up ("" means ok).
+	status  string
 	conns   []fakeConn
 	cursors []string // the cursor each Watch was called with
 	healths []time.Time
@@ -47,6 +49,11 @@ func (f *fakeSource) Health(ctx context.Context) (Health, error) {
 		f.conns = f.conns[1:]
 		f.mu.Unlock()
 		return Health{}, fmt.Errorf("%w (no answer)", ErrNotRunning)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status != "" {
+		return Health{Status: f.status}, fmt.Errorf("%w: stalled", ErrUnavailable)
 	}
 	return Health{Status: "ok"}, nil
 }
@@ -191,4 +198,40 @@ func TestLinkSentence(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tc.l, got, tc.want)
 		}
 	}
+}
+
+// TestRemoteFollowsHealthWhileConnected: a supervisor whose loop stalls
+// still streams; the connected desktop re-reads its health and says so,
+// and says it is fine again when it recovers.
+func TestRemoteFollowsHealthWhileConnected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{conns: []fakeConn{{msgs: []Message{snapshotMsg("g", 1, sess("aaaa", sessions.Working))}, hold: true}}}
+		r := newRemote(nil, src, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		synctest.Wait()
+		now := func() string { return r.Link().Sentence(time.Now()) }
+		if got := now(); got != "Connected to the supervisor" {
+			t.Fatalf("after connecting: %q", got)
+		}
+		src.mu.Lock()
+		src.status = "stalled"
+		src.mu.Unlock()
+		time.Sleep(healthEvery)
+		synctest.Wait()
+		if got := now(); got != "Supervisor stalled" {
+			t.Fatalf("after the loop stalled: %q", got)
+		}
+		src.mu.Lock()
+		src.status = ""
+		src.mu.Unlock()
+		time.Sleep(healthEvery)
+		synctest.Wait()
+		if got := now(); got != "Connected to the supervisor" {
+			t.Fatalf("after the loop recovered: %q", got)
+		}
+		cancel()
+		<-done
+	})
 }
