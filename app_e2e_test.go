@@ -377,7 +377,8 @@ func TestE2EAppCommands(t *testing.T) {
 
 	// timeline reads the database: it works with the app stopped.
 	text := h.mustCLI("timeline", id[:8])
-	for _, kind := range []string{"process_started", "prompt_sent", "permission_answered", "acknowledged"} {
+	// The table shows each kind's label (sessions/view.KindLabel).
+	for _, kind := range []string{"process started", "prompt sent", "permission answered", "acknowledged"} {
 		if !strings.Contains(text, kind) {
 			t.Errorf("timeline lacks %s:\n%s", kind, text)
 		}

@@ -35,6 +35,7 @@ func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
 		{"supervisor.nudge_max_attempts", "-1", "0", true},
 		{"supervisor.nudge_cooldown_minutes", "0", "0", false}, // no cooldown: legitimate
 		{"supervisor.auth_retry_minutes", "0", "0.01", true},
+		{"supervisor.transient_window_minutes", "0", "0.01", true},
 		{"supervisor.snapshot_interval_seconds", "0", "5", true},
 		{"context_overflow.compact_timeout_seconds", "0", "60", true},
 		{"timeline.retention_days", "0", "30", true},

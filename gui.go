@@ -148,7 +148,7 @@ func runGUI(d guiDeps) {
 
 	icon, _ := assets.AppIcon(64)
 	notifier := notify.New(notify.Desktop, icon, nil, d.log)
-	if runtime.GOOS == "linux" || runtime.GOOS == "freebsd" {
+	if notificationServiceReachable() && runtime.GOOS != "darwin" && runtime.GOOS != "windows" {
 		// Where the notification service reports clicks, a click opens
 		// the window on the notification's session.
 		if c, err := notify.NewClickable("Session Supervisor", "session-supervisor"); err == nil {

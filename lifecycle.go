@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"sync"
 
 	"github.com/session-supervisor/session-supervisor/assets"
@@ -97,6 +99,9 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 // which then notifies instead. Never twice for one incident: what the
 // desktop was there for counts as done.
 func (d *daemon) notifyWhileNoDesktop() {
+	if !notificationServiceReachable() {
+		return
+	}
 	icon, _ := assets.AppIcon(64)
 	n := notify.New(notify.Desktop, icon, nil, d.log)
 	n.SetGate(func() bool { return !d.api.DesktopAttached() })
@@ -162,3 +167,16 @@ func (q *quitter) err() error {
 
 // isInterrupted reports whether err is only the end of a wait the user cut short.
 func isInterrupted(err error) bool { return errors.Is(err, context.Canceled) }
+
+// notificationServiceReachable: on Linux and the BSDs notifications go over
+// the session bus, and without DBUS_SESSION_BUS_ADDRESS the D-Bus library
+// would launch a bus of its own (a stray dbus-daemon that outlives the app)
+// just to find no notification service on it. Elsewhere the platform's own
+// mechanism is used.
+func notificationServiceReachable() bool {
+	switch runtime.GOOS {
+	case "linux", "freebsd", "openbsd", "netbsd":
+		return os.Getenv("DBUS_SESSION_BUS_ADDRESS") != ""
+	}
+	return true
+}

@@ -30,6 +30,7 @@ func TestEveryNumericKeyClampsNeverRefuses(t *testing.T) {
 		// 0 is a legitimate cooldown (no wait beyond the next tick).
 		{"supervisor.nudge_cooldown_minutes", "-0.5", "0", "1441", "1440", "0", false, "-3", "0"},
 		{"supervisor.auth_retry_minutes", "0.001", "0.01", "1441", "1440", "0.01", true, "-3", "0.01"},
+		{"supervisor.transient_window_minutes", "0.001", "0.01", "1441", "1440", "0.01", true, "-3", "0.01"},
 		{"supervisor.snapshot_interval_seconds", "4", "5", "3601", "3600", "5", true, "-1", "5"},
 		{"context_overflow.compact_timeout_seconds", "59", "60", "7201", "7200", "60", true, "-1", "60"},
 		{"timeline.retention_days", "29", "30", "3651", "3650", "30", true, "-1", "30"},

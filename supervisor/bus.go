@@ -53,7 +53,7 @@ const (
 	// MsgEscalation is a session that needs attention (for the notifier).
 	MsgEscalation MessageType = "escalation"
 	// MsgSettings carries every setting's value in force after a change
-	// (and after the snapshot a new subscriber starts with).
+	// (a snapshot carries them too).
 	MsgSettings MessageType = "settings"
 	// MsgShow asks an attached desktop to bring its window forward (a
 	// second `run` while the supervisor runs headless).
@@ -67,7 +67,8 @@ type Message struct {
 	Session  *sessions.Session  `json:"session,omitempty"`
 	Sessions []sessions.Session `json:"sessions,omitempty"`
 	Event    *TimelineRow       `json:"event,omitempty"`
-	// Settings is every setting's value in force (MsgSettings).
+	// Settings is every setting's value in force (MsgSettings, and
+	// MsgSnapshot when the runtime has a settings source).
 	Settings []SettingValue `json:"settings,omitempty"`
 	// Link is a Remote's link state (MsgLink, local only).
 	Link *LinkStatus `json:"link,omitempty"`

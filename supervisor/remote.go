@@ -233,6 +233,9 @@ func (r *Remote) apply(m Message) {
 		for _, s := range m.Sessions {
 			r.sessions[s.ID] = s
 		}
+		if m.Settings != nil {
+			r.settings = m.Settings
+		}
 	case MsgSession, MsgEscalation:
 		if m.Session != nil {
 			r.sessions[m.Session.ID] = *m.Session
@@ -267,10 +270,7 @@ func (r *Remote) Subscribe(buf int, resync bool) *Subscription {
 	if resync {
 		r.bus.SendTo(sub, Message{Type: MsgResync})
 	}
-	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: list})
-	if r.settings != nil {
-		r.bus.SendTo(sub, Message{Type: MsgSettings, Settings: r.settings})
-	}
+	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: list, Settings: r.settings})
 	return sub
 }
 

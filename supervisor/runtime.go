@@ -773,7 +773,7 @@ func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []stora
 func (r *Runtime) PublishSnapshot() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bus.Publish(Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()})
+	r.bus.Publish(r.snapshotLocked())
 }
 
 // Subscribe registers a bus subscriber whose queue starts with a full
@@ -788,11 +788,18 @@ func (r *Runtime) Subscribe(buf int, resync bool) *Subscription {
 	if resync {
 		r.bus.SendTo(sub, Message{Type: MsgResync})
 	}
-	r.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()})
-	if r.values != nil {
-		r.bus.SendTo(sub, Message{Type: MsgSettings, Settings: r.values()})
-	}
+	r.bus.SendTo(sub, r.snapshotLocked())
 	return sub
+}
+
+// snapshotLocked is the full state as one message: every session, and the
+// settings in force when a settings source is set.
+func (r *Runtime) snapshotLocked() Message {
+	m := Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()}
+	if r.values != nil {
+		m.Settings = r.values()
+	}
+	return m
 }
 
 // PublishSettings tells every subscriber the settings in force after a change.

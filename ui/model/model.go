@@ -139,6 +139,9 @@ func (m *Model) Apply(msg supervisor.Message) {
 			byID[s.ID] = s.Clone()
 		}
 		m.byID, m.list = byID, nil
+		if msg.Settings != nil {
+			m.prefs = PrefsFrom(msg.Settings, m.prefs)
+		}
 	case supervisor.MsgSession, supervisor.MsgEscalation:
 		if msg.Session == nil {
 			return
