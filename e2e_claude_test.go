@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -337,7 +338,7 @@ func (r ce2eRow) message() string {
 // state_changed row the state it changed to ("state_changed:errored"), with
 // what a waiting session waits for ("state_changed:waiting_on_user(review)").
 func (r ce2eRow) label() string {
-	if r.Kind != supervisor.TimelineStateChanged {
+	if r.Kind != core.TimelineStateChanged {
 		return r.Kind
 	}
 	d := r.detail()
@@ -389,7 +390,7 @@ func (h *ce2eHarness) labels(id string, extra []string) []string {
 	h.t.Helper()
 	var out []string
 	for _, r := range h.timeline(id) {
-		if extra == nil || r.Kind == supervisor.TimelineStateChanged ||
+		if extra == nil || r.Kind == core.TimelineStateChanged ||
 			slices.Contains(ce2eSupervisorKinds, r.Kind) || slices.Contains(extra, r.Kind) {
 			out = append(out, r.label())
 		}
@@ -876,7 +877,7 @@ func ce2eReview(gen int64) func(sessions.Session) bool {
 // nudged reports whether the fake API received the continuation nudge.
 func (h *ce2eHarness) nudged(scenario string) bool {
 	for _, e := range h.messagesRequests(scenario) {
-		if strings.Contains(e.Request.LastUserText(), supervisor.NudgeText) {
+		if strings.Contains(e.Request.LastUserText(), core.NudgeText) {
 			return true
 		}
 	}
@@ -1109,7 +1110,7 @@ func TestClaudeE2EOverflowFirstTurn(t *testing.T) {
 	var compact, retried bool
 	for _, e := range h.messagesRequests("too_long_once") {
 		compact = compact || strings.Contains(e.Request.LastUserText(), "/compact")
-		retried = retried || strings.Contains(e.Request.LastUserText(), supervisor.RetryTurnText)
+		retried = retried || strings.Contains(e.Request.LastUserText(), core.RetryTurnText)
 	}
 	if !compact || !retried {
 		t.Errorf("the fake API saw /compact %v, the retry %v; want both", compact, retried)
@@ -1313,7 +1314,7 @@ func TestClaudeE2EAuthEscalatedAfterResumes(t *testing.T) {
 func ce2eTransientRows(rows []ce2eRow) []ce2eRow {
 	var out []ce2eRow
 	for _, r := range rows {
-		if r.Kind == supervisor.TimelineTransientRetry {
+		if r.Kind == core.TimelineTransientRetry {
 			out = append(out, r)
 		}
 	}
@@ -1427,7 +1428,7 @@ func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
 	rows := h.timeline(id)
 	var esc []ce2eRow
 	for _, r := range rows {
-		if r.Kind == supervisor.TimelineEscalated {
+		if r.Kind == core.TimelineEscalated {
 			esc = append(esc, r)
 		}
 	}

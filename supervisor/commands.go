@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -40,6 +41,6 @@ func (r *Runtime) NudgeNow(ctx context.Context, id string) (sessions.Session, er
 		if inTurn {
 			return nil, conflictf("session %s has a turn in flight; there is nothing to nudge", name)
 		}
-		return r.deliverPrompt(e, NudgeText, sessions.ByUser, TimelineNudgeSent)
+		return r.deliverPrompt(e, core.NudgeText, sessions.ByUser, core.TimelineNudgeSent)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"syscall"
 	"time"
 
@@ -95,9 +96,14 @@ func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time
 	}()
 }
 
+// DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
+// install behaves safely with multi-hour turns: the settings' defaults
+// (storage.DefaultSettings, where every default lives) over core.BasePolicy.
+func DefaultPolicy() core.Policy { return PolicyFromSettings(storage.DefaultSettings()) }
+
 // PolicyFromSettings turns settings into the reconciliation policy.
-func PolicyFromSettings(set storage.Settings) Policy {
-	p := basePolicy()
+func PolicyFromSettings(set storage.Settings) core.Policy {
+	p := core.BasePolicy()
 	p.Enabled = set.Enabled
 	p.AutoRecover = set.AutoRecover
 	p.NudgeEnabled = set.NudgeEnabled
@@ -130,7 +136,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		e     *entry
 		proc  Process
 		src   sessions.Source
-		probe Probe
+		probe core.Probe
 	}
 	r.mu.Lock()
 	list := make([]probed, 0, len(r.sess))
@@ -149,7 +155,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 
 	type decided struct {
 		e    *entry
-		acts []Action
+		acts []core.Action
 	}
 	var todo []decided
 	now := time.Now()
@@ -179,7 +185,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 
 // reconcileLocked decides one session for the tick and commits what
 // Reconcile changed; it returns the actions to run on the session's queue.
-func (r *Runtime) reconcileLocked(e *entry, proc Process, probe Probe, now time.Time, policy Policy) []Action {
+func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now time.Time, policy core.Policy) []core.Action {
 	if e.proc != proc || e.q.busy() {
 		return nil // changed since the probe; the next tick sees it
 	}
@@ -189,7 +195,7 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe Probe, now time.
 		// pump's late output is then ignored as a stale process's.
 		e.proc = nil
 	}
-	next, obs, acts := Reconcile(e.s, now, policy, probe)
+	next, obs, acts := core.Reconcile(e.s, now, policy, probe)
 	var rows []storage.TimelineEvent
 	for _, o := range obs {
 		detail := map[string]any{"message": o.Detail}
@@ -220,22 +226,22 @@ type livenessProber interface {
 // A process that cannot be probed (no probe on this platform, or the probe
 // cannot tell) is not known: Reconcile then neither trusts it alive nor
 // declares it dead, and the evidence says "not probed".
-func probeProcess(src sessions.Source, proc Process) Probe {
+func probeProcess(src sessions.Source, proc Process) core.Probe {
 	if proc == nil {
-		return Probe{Known: src == sessions.Managed}
+		return core.Probe{Known: src == sessions.Managed}
 	}
 	lp, ok := proc.(livenessProber)
 	if !ok {
-		return Probe{}
+		return core.Probe{}
 	}
 	alive, known := lp.Alive()
 	switch {
 	case !known:
-		return Probe{}
+		return core.Probe{}
 	case !alive:
-		return Probe{Known: true}
+		return core.Probe{Known: true}
 	}
-	return Probe{Known: true, Alive: true}
+	return core.Probe{Known: true, Alive: true}
 }
 
 // sameSession reports whether Reconcile left the session unchanged in every
@@ -254,9 +260,9 @@ func sameSession(a, b sessions.Session) bool {
 // Its intent is written first (and waited for: it must be on disk before
 // the side effect), the outcome after, so an intent with no outcome found at
 // boot is known to be uncertain and is never replayed.
-func (r *Runtime) execute(e *entry, a Action) {
+func (r *Runtime) execute(e *entry, a core.Action) {
 	r.mu.Lock()
-	if Stale(a, e.s) {
+	if core.Stale(a, e.s) {
 		r.mu.Unlock()
 		r.log.Info("dropping a stale action", "session", a.SessionID, "action", a.Kind, "for_turn", a.TurnGeneration)
 		return
@@ -279,7 +285,7 @@ func (r *Runtime) execute(e *entry, a Action) {
 	intent.Detail = mergeDetail(intent.Detail, "outcome", outcome)
 	r.mu.Lock()
 	r.bus.Publish(Message{Type: MsgTimeline, Event: &intent})
-	if a.Kind == ActEscalate {
+	if a.Kind == core.ActEscalate {
 		s := e.s.Clone()
 		r.bus.Publish(Message{Type: MsgEscalation, Session: &s})
 	}
@@ -287,9 +293,9 @@ func (r *Runtime) execute(e *entry, a Action) {
 }
 
 // dispatch performs an action's side effect through the agent process.
-func (r *Runtime) dispatch(e *entry, a Action) error {
+func (r *Runtime) dispatch(e *entry, a core.Action) error {
 	switch a.Kind {
-	case ActInterrupt:
+	case core.ActInterrupt:
 		r.mu.Lock()
 		proc := e.proc
 		if proc == nil {
@@ -304,7 +310,7 @@ func (r *Runtime) dispatch(e *entry, a Action) error {
 			return ferr
 		}
 		return nil
-	case ActTerminate, ActKill:
+	case core.ActTerminate, core.ActKill:
 		r.mu.Lock()
 		proc := e.proc
 		r.mu.Unlock()
@@ -312,11 +318,11 @@ func (r *Runtime) dispatch(e *entry, a Action) error {
 			return nil // already gone: the exit event did the job
 		}
 		sig := syscall.SIGTERM
-		if a.Kind == ActKill {
+		if a.Kind == core.ActKill {
 			sig = syscall.SIGKILL
 		}
 		return proc.Signal(sig)
-	case ActCompact:
+	case core.ActCompact:
 		proc, err := r.ensureProcess(e)
 		if err != nil {
 			return err
@@ -329,13 +335,13 @@ func (r *Runtime) dispatch(e *entry, a Action) error {
 			return ferr
 		}
 		return nil
-	case ActNudge, ActContinue:
-		_, err := r.deliverPrompt(e, NudgeText, sessions.BySupervisor, "")
+	case core.ActNudge, core.ActContinue:
+		_, err := r.deliverPrompt(e, core.NudgeText, sessions.BySupervisor, "")
 		return err
-	case ActRetryTurn:
-		_, err := r.deliverPrompt(e, RetryTurnText, sessions.BySupervisor, "")
+	case core.ActRetryTurn:
+		_, err := r.deliverPrompt(e, core.RetryTurnText, sessions.BySupervisor, "")
 		return err
-	case ActEscalate:
+	case core.ActEscalate:
 		return nil // the state change (needs-attention) was committed with the decision
 	}
 	return fmt.Errorf("unknown action %v", a.Kind)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,7 +160,7 @@ func benchSession(i int, now time.Time, transitioning bool) sessions.Session {
 	case 8: // a rate-limit hold counting down
 		s.State, s.InTurn, s.Evidence = sessions.Recovering, false, "rate limited; continuing at 10:00:00 (attempt 1/5)"
 		s.Failure = sessions.Failure{Kind: sessions.RateLimit, RetryAt: now.Add(time.Hour)}
-		s.Supervision = sessions.Supervision{Recovery: RecoveryRateLimit, NextAttemptAt: now.Add(time.Hour)}
+		s.Supervision = sessions.Supervision{Recovery: core.RecoveryRateLimit, NextAttemptAt: now.Add(time.Hour)}
 	case 9: // escalated, waiting for the user's ack
 		s.State, s.InTurn, s.Evidence = sessions.Interrupted, false, "turn 3 aborted — 2 of 2 continuation nudges spent; needs your attention"
 		s.NeedsAttention = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"os"
 	"slices"
 	"sort"
@@ -618,7 +619,7 @@ func callsOf(calls []agentCall, what string) []agentCall {
 
 // launchKinds is the timeline of a launch: the process, the first prompt,
 // and Idle → Working.
-var launchKinds = []string{"process_started", "prompt_sent", TimelineStateChanged}
+var launchKinds = []string{"process_started", "prompt_sent", core.TimelineStateChanged}
 
 // afterLaunch is a launch's timeline followed by more.
 func afterLaunch(more ...string) []string { return append(slices.Clone(launchKinds), more...) }
@@ -628,8 +629,8 @@ func (h *loopHarness) wantOutcomes(id string) {
 	h.t.Helper()
 	for _, r := range h.store.timeline(id) {
 		switch r.Kind {
-		case TimelineStallInterrupt, TimelineNudgeSent, TimelineEscalated, TimelineOverflowRedrive:
-		case TimelineRateLimitDrain, TimelineAuthResume:
+		case core.TimelineStallInterrupt, core.TimelineNudgeSent, core.TimelineEscalated, core.TimelineOverflowRedrive:
+		case core.TimelineRateLimitDrain, core.TimelineAuthResume:
 			if rowField(r, "action") == "" {
 				continue // the observation that scheduled it, not an action
 			}
@@ -708,7 +709,7 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 		if len(ints) != 1 || !ints[0].At.Equal(h.at(164*time.Minute+15*time.Second)) {
 			t.Fatalf("interrupts %+v, want one at 164m15s", ints)
 		}
-		if h.j.index("row:"+TimelineStallInterrupt) > h.j.index("agent:interrupt") {
+		if h.j.index("row:"+core.TimelineStallInterrupt) > h.j.index("agent:interrupt") {
 			t.Fatal("the interrupt reached the agent before its intent was recorded")
 		}
 
@@ -720,7 +721,7 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 		// The next tick nudges on the live process: turn 2.
 		h.until(164*time.Minute + 31*time.Second)
 		prompts := callsOf(p.received(), "prompt")
-		if len(prompts) != 2 || prompts[1].Text != NudgeText || !prompts[1].At.Equal(h.at(164*time.Minute+30*time.Second)) {
+		if len(prompts) != 2 || prompts[1].Text != core.NudgeText || !prompts[1].At.Equal(h.at(164*time.Minute+30*time.Second)) {
 			t.Fatalf("prompts %+v, want the first prompt and the nudge at 164m30s", prompts)
 		}
 		if w := h.wantState(id, sessions.Working, sessions.NoWait); w.TurnGeneration != 2 {
@@ -736,18 +737,18 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 		}
 
 		h.wantKinds(id, afterLaunch(
-			TimelineMarkedSuspect,  // 10:00
-			TimelineStateChanged,   // 14:07 Suspect → Working (a genuine event)
-			TimelineMarkedSuspect,  // 24:15
-			TimelineStallInterrupt, // 164:15
-			TimelineStateChanged,   // 164:20 → Interrupted (the abort)
-			TimelineNudgeSent,      // 164:30
-			TimelineStateChanged,   // → Working, turn 2
-			TimelineStateChanged,   // → Waiting on user (review)
+			core.TimelineMarkedSuspect,  // 10:00
+			core.TimelineStateChanged,   // 14:07 Suspect → Working (a genuine event)
+			core.TimelineMarkedSuspect,  // 24:15
+			core.TimelineStallInterrupt, // 164:15
+			core.TimelineStateChanged,   // 164:20 → Interrupted (the abort)
+			core.TimelineNudgeSent,      // 164:30
+			core.TimelineStateChanged,   // → Working, turn 2
+			core.TimelineStateChanged,   // → Waiting on user (review)
 		)...)
 		h.wantOutcomes(id)
 		// Rows carry the turn they were decided for.
-		if r := h.store.rowsOf(id, TimelineNudgeSent)[0]; r.TurnGeneration != 1 {
+		if r := h.store.rowsOf(id, core.TimelineNudgeSent)[0]; r.TurnGeneration != 1 {
 			t.Errorf("nudge_sent recorded for turn %d, want 1 (the turn that died)", r.TurnGeneration)
 		}
 		if len(callsOf(h.agent.calls(), "prompt")) != 2 || len(h.agent.startOptions()) != 1 {
@@ -792,7 +793,7 @@ func TestLoopStallToolOpenRelaxation(t *testing.T) {
 					t.Fatalf("Suspect at %v with %q, want at %v with %q",
 						got.StateChangedAt.Sub(h.start), got.Evidence, tc.suspectAt, tc.evidence)
 				}
-				h.wantKinds(s.ID, afterLaunch(TimelineMarkedSuspect)...)
+				h.wantKinds(s.ID, afterLaunch(core.TimelineMarkedSuspect)...)
 			})
 		})
 	}
@@ -842,20 +843,20 @@ func TestLoopInterruptIgnoredEscalatesToSignals(t *testing.T) {
 		if len(starts) != 2 || starts[1].ResumeID != agentSessionID {
 			t.Fatalf("starts %+v, want a resume of %s", starts, agentSessionID)
 		}
-		if pr := callsOf(h.agent.proc(1).received(), "prompt"); len(pr) != 1 || pr[0].Text != NudgeText {
+		if pr := callsOf(h.agent.proc(1).received(), "prompt"); len(pr) != 1 || pr[0].Text != core.NudgeText {
 			t.Fatalf("resumed process got %+v, want the nudge", pr)
 		}
 		h.wantKinds(id, afterLaunch(
-			TimelineMarkedSuspect,
-			TimelineStallInterrupt, // interrupt
-			TimelineStallInterrupt, // SIGTERM
-			TimelineStallInterrupt, // SIGKILL
-			TimelineStateChanged,   // the exit: → Interrupted
-			TimelineNudgeSent,
+			core.TimelineMarkedSuspect,
+			core.TimelineStallInterrupt, // interrupt
+			core.TimelineStallInterrupt, // SIGTERM
+			core.TimelineStallInterrupt, // SIGKILL
+			core.TimelineStateChanged,   // the exit: → Interrupted
+			core.TimelineNudgeSent,
 			"process_started", // the resume
-			TimelineStateChanged,
+			core.TimelineStateChanged,
 		)...)
-		steps := h.store.rowsOf(id, TimelineStallInterrupt)
+		steps := h.store.rowsOf(id, core.TimelineStallInterrupt)
 		for i, action := range []string{"interrupt", "terminate", "kill"} {
 			if got := rowField(steps[i], "action"); got != action {
 				t.Errorf("stall_interrupt row %d is %q, want %q", i, got, action)
@@ -904,7 +905,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 			t.Fatalf("%d nudges, want nudge_max_attempts = %d", len(nudges), set.NudgeMaxAttempts)
 		}
 		for i, n := range nudges {
-			if n.Text != NudgeText {
+			if n.Text != core.NudgeText {
 				t.Errorf("nudge %d text %q", i, n.Text)
 			}
 			if i > 0 && n.At.Sub(nudges[i-1].At) < set.NudgeCooldown {
@@ -922,14 +923,14 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 			t.Fatal("nudges spent, but needs-attention is not raised")
 		}
 		h.wantKinds(id, afterLaunch(
-			TimelineStateChanged, // exit → Interrupted
-			TimelineNudgeSent, "process_started", TimelineStateChanged, TimelineStateChanged,
-			TimelineNudgeSent, "process_started", TimelineStateChanged, TimelineStateChanged,
-			TimelineEscalated,
+			core.TimelineStateChanged, // exit → Interrupted
+			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineStateChanged,
+			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineStateChanged,
+			core.TimelineEscalated,
 		)...)
 		// The escalation waits for the last nudge's cooldown.
 		lastNudge := nudges[len(nudges)-1].At
-		escRow := h.store.rowsOf(id, TimelineEscalated)[0]
+		escRow := h.store.rowsOf(id, core.TimelineEscalated)[0]
 		if escRow.Time.Before(lastNudge.Add(set.NudgeCooldown)) || !strings.Contains(rowField(escRow, "message"), "2 of 2 continuation nudges spent") {
 			t.Errorf("escalated at %v (%s), last nudge at %v", escRow.Time.Sub(h.start), rowField(escRow, "message"), lastNudge.Sub(h.start))
 		}
@@ -957,7 +958,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 		}
 		h.until(5 * time.Hour)
 		h.wantState(id, sessions.Idle, sessions.NoWait)
-		if got := h.store.kinds(id); got[len(got)-2] != "acknowledged" || got[len(got)-1] != TimelineStateChanged {
+		if got := h.store.kinds(id); got[len(got)-2] != "acknowledged" || got[len(got)-1] != core.TimelineStateChanged {
 			t.Fatalf("after ack the timeline ends %q", got[len(got)-3:])
 		}
 		if n := len(h.messages(MsgEscalation)); n != 1 {
@@ -988,7 +989,7 @@ func TestLoopRateLimitDrainedAtTheReset(t *testing.T) {
 		// The next tick holds it in Recovering and says until when.
 		h.until(failAt + 10*time.Second)
 		rec := h.wantState(id, sessions.Recovering, sessions.NoWait)
-		if want := clockPhrase(reset, h.at(failAt+8*time.Second)); !strings.Contains(rec.Evidence, want) {
+		if want := core.ClockPhrase(reset, h.at(failAt+8*time.Second)); !strings.Contains(rec.Evidence, want) {
 			t.Fatalf("Recovering evidence %q lacks the reset time %s", rec.Evidence, want)
 		}
 		if !rec.Supervision.NextAttemptAt.Equal(reset) {
@@ -1005,7 +1006,7 @@ func TestLoopRateLimitDrainedAtTheReset(t *testing.T) {
 		// The first tick at or after the reset continues the session.
 		h.until(reset.Sub(h.start) + tick)
 		prompts := callsOf(p.received(), "prompt")
-		if len(prompts) != 2 || prompts[1].Text != NudgeText {
+		if len(prompts) != 2 || prompts[1].Text != core.NudgeText {
 			t.Fatalf("prompts %+v, want the continue after the reset", prompts)
 		}
 		if at := prompts[1].At; at.Before(reset) || !at.Before(reset.Add(tick)) {
@@ -1021,13 +1022,13 @@ func TestLoopRateLimitDrainedAtTheReset(t *testing.T) {
 			t.Errorf("incident not closed after the completed turn: %+v", done.Supervision)
 		}
 		h.wantKinds(id, afterLaunch(
-			TimelineStateChanged,   // → Errored (rate limit)
-			TimelineRateLimitDrain, // scheduled: → Recovering until the reset
-			TimelineRateLimitDrain, // the continue
-			TimelineStateChanged,   // → Working, turn 2
-			TimelineStateChanged,   // → Waiting on user (review)
+			core.TimelineStateChanged,   // → Errored (rate limit)
+			core.TimelineRateLimitDrain, // scheduled: → Recovering until the reset
+			core.TimelineRateLimitDrain, // the continue
+			core.TimelineStateChanged,   // → Working, turn 2
+			core.TimelineStateChanged,   // → Waiting on user (review)
 		)...)
-		drains := h.store.rowsOf(id, TimelineRateLimitDrain)
+		drains := h.store.rowsOf(id, core.TimelineRateLimitDrain)
 		if !strings.HasPrefix(rowField(drains[0], "message"), "scheduled: ") || rowField(drains[1], "action") != "continue" {
 			t.Errorf("rate_limit_drain rows: %s / %s", drains[0].Detail, drains[1].Detail)
 		}
@@ -1056,15 +1057,15 @@ func TestLoopLostExitIsCaughtByTheProbe(t *testing.T) {
 		if len(starts) != 2 || starts[1].ResumeID != agentSessionID {
 			t.Fatalf("starts %+v, want a resume of %s", starts, agentSessionID)
 		}
-		if pr := callsOf(h.agent.proc(1).received(), "prompt"); len(pr) != 1 || pr[0].Text != NudgeText {
+		if pr := callsOf(h.agent.proc(1).received(), "prompt"); len(pr) != 1 || pr[0].Text != core.NudgeText {
 			t.Fatalf("resumed process got %+v, want the nudge", pr)
 		}
 		w := h.wantState(id, sessions.Working, sessions.NoWait)
 		if w.TurnGeneration != 2 || w.PID != 1002 {
 			t.Fatalf("turn %d on pid %d, want turn 2 on the resumed pid 1002", w.TurnGeneration, w.PID)
 		}
-		h.wantKinds(id, afterLaunch(TimelineMarkedInterrupted, TimelineNudgeSent, "process_started", TimelineStateChanged)...)
-		if msg := rowField(h.store.rowsOf(id, TimelineMarkedInterrupted)[0], "message"); msg != "agent process 1001 is gone; turn 1 was in flight" {
+		h.wantKinds(id, afterLaunch(core.TimelineMarkedInterrupted, core.TimelineNudgeSent, "process_started", core.TimelineStateChanged)...)
+		if msg := rowField(h.store.rowsOf(id, core.TimelineMarkedInterrupted)[0], "message"); msg != "agent process 1001 is gone; turn 1 was in flight" {
 			t.Errorf("marked_interrupted says %q", msg)
 		}
 
@@ -1118,7 +1119,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 			OpenTools: map[string]sessions.OpenCall{"t1": {Name: "Bash", Started: before}},
 		}
 		h.store.sessions[persisted.ID] = persisted
-		intent := newRow(persisted, before, TimelineNudgeSent, map[string]any{"message": "…", "action": "nudge", "outcome": storage.OutcomePending})
+		intent := newRow(persisted, before, core.TimelineNudgeSent, map[string]any{"message": "…", "action": "nudge", "outcome": storage.OutcomePending})
 		if _, err := h.store.AppendEvent(context.Background(), intent); err != nil {
 			t.Fatal(err)
 		}
@@ -1140,7 +1141,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 		if len(starts) != 1 || starts[0].ResumeID != agentSessionID {
 			t.Fatalf("starts %+v, want one resume of %s", starts, agentSessionID)
 		}
-		if pr := callsOf(h.agent.calls(), "prompt"); len(pr) != 1 || pr[0].Text != NudgeText || !pr[0].At.Equal(h.at(15*time.Second)) {
+		if pr := callsOf(h.agent.calls(), "prompt"); len(pr) != 1 || pr[0].Text != core.NudgeText || !pr[0].At.Equal(h.at(15*time.Second)) {
 			t.Fatalf("prompts %+v, want the nudge at the first tick", pr)
 		}
 		if w := h.wantState(persisted.ID, sessions.Working, sessions.NoWait); w.TurnGeneration != 5 {
@@ -1151,12 +1152,12 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 		// else is exact.
 		var got []string
 		for i, k := range h.store.kinds(persisted.ID) {
-			if k == TimelineStateChanged && i > 0 && got[len(got)-1] == "boot_reconciled" {
+			if k == core.TimelineStateChanged && i > 0 && got[len(got)-1] == "boot_reconciled" {
 				continue
 			}
 			got = append(got, k)
 		}
-		want := []string{TimelineNudgeSent, "boot_reconciled", "uncertain_action", TimelineNudgeSent, "process_started", TimelineStateChanged}
+		want := []string{core.TimelineNudgeSent, "boot_reconciled", "uncertain_action", core.TimelineNudgeSent, "process_started", core.TimelineStateChanged}
 		if !slices.Equal(got, want) {
 			t.Fatalf("timeline %q, want %q", h.store.kinds(persisted.ID), want)
 		}
@@ -1192,7 +1193,7 @@ func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 		if !failed.NeedsAttention || failed.Failure.Kind != sessions.ContextOverflow {
 			t.Fatalf("after the timeout: needs attention %v, failure %+v", failed.NeedsAttention, failed.Failure)
 		}
-		ct := h.store.rowsOf(id, TimelineCompactionTimeout)
+		ct := h.store.rowsOf(id, core.TimelineCompactionTimeout)
 		if len(ct) != 1 || !strings.Contains(rowField(ct[0], "message"), "compaction ran past 120 s") {
 			t.Fatalf("compaction_timeout rows %+v", ct)
 		}
@@ -1212,7 +1213,7 @@ func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 		if end.TurnGeneration != 1 || end.InTurn {
 			t.Fatalf("an extra turn started: turn %d, in turn %v, %v %q", end.TurnGeneration, end.InTurn, end.State, end.Evidence)
 		}
-		if n := len(h.store.rowsOf(id, TimelineEscalated)); n != 1 {
+		if n := len(h.store.rowsOf(id, core.TimelineEscalated)); n != 1 {
 			t.Errorf("escalated %d times, want once", n)
 		}
 		h.wantOutcomes(id)
@@ -1240,8 +1241,8 @@ func TestLoopCompactionWithNoStartTimeStillTimesOut(t *testing.T) {
 		if st := h.session("c1"); st.State != sessions.Errored || st.Failure.Kind != sessions.ContextOverflow {
 			t.Fatalf("after %v: %v (%q), want Errored (context overflow)", h.elapsed(), st.State, st.Evidence)
 		}
-		h.wantKinds("c1", TimelineCompactionTimeout, TimelineEscalated)
-		if at := h.store.rowsOf("c1", TimelineCompactionTimeout)[0].Time; !at.Equal(h.at(15*time.Second + timeout)) {
+		h.wantKinds("c1", core.TimelineCompactionTimeout, core.TimelineEscalated)
+		if at := h.store.rowsOf("c1", core.TimelineCompactionTimeout)[0].Time; !at.Equal(h.at(15*time.Second + timeout)) {
 			t.Errorf("timed out at %v, want %v after the first tick", at.Sub(h.start), timeout)
 		}
 	})
@@ -1260,9 +1261,9 @@ func TestLoopSwitches(t *testing.T) {
 	}{
 		{"supervisor disabled", func(s *storage.Settings) { short(s); s.Enabled = false }, nil, ""},
 		{"auto recover off", func(s *storage.Settings) { short(s); s.AutoRecover = false },
-			[]string{TimelineMarkedSuspect, TimelineStallInterrupt, TimelineStateChanged, TimelineEscalated}, "automatic recovery is off"},
+			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
 		{"nudge off", func(s *storage.Settings) { short(s); s.NudgeEnabled = false },
-			[]string{TimelineMarkedSuspect, TimelineStallInterrupt, TimelineStateChanged, TimelineEscalated}, "the continuation nudge is off"},
+			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1304,7 +1305,7 @@ func TestLoopSwitches(t *testing.T) {
 					t.Fatalf("nudged with the switch off: %+v", pr[1:])
 				}
 				h.wantKinds(id, afterLaunch(tc.want...)...)
-				if msg := rowField(h.store.rowsOf(id, TimelineEscalated)[0], "message"); !strings.Contains(msg, tc.reason) {
+				if msg := rowField(h.store.rowsOf(id, core.TimelineEscalated)[0], "message"); !strings.Contains(msg, tc.reason) {
 					t.Errorf("escalation %q does not say %q", msg, tc.reason)
 				}
 				h.wantOutcomes(id)
@@ -1340,7 +1341,7 @@ func TestLoopWaitingOnUserIsLeftAlone(t *testing.T) {
 				if calls := p.received(); len(calls) != 1 {
 					t.Fatalf("acted on a session waiting on the user: %+v", calls[1:])
 				}
-				h.wantKinds(s.ID, afterLaunch(TimelineStateChanged)...)
+				h.wantKinds(s.ID, afterLaunch(core.TimelineStateChanged)...)
 			})
 		})
 	}
@@ -1460,7 +1461,7 @@ func TestLoopPrunesTheTimelineInTheBackground(t *testing.T) {
 				t.Errorf("row %s of %v survived the prune", r.Kind, r.Time)
 			}
 		}
-		if got := len(h.store.timeline(s.ID)); got != 2+len(afterLaunch(TimelineMarkedSuspect)) {
+		if got := len(h.store.timeline(s.ID)); got != 2+len(afterLaunch(core.TimelineMarkedSuspect)) {
 			t.Fatalf("%d rows left, want the 2 recent ones and the launch's", got)
 		}
 
@@ -1557,7 +1558,7 @@ func TestLoopUserStopIsNeverNudged(t *testing.T) {
 				if !strings.Contains(end.Evidence, "stopped at your request") || end.NeedsAttention {
 					t.Errorf("evidence %q, needs attention %v", end.Evidence, end.NeedsAttention)
 				}
-				if n := len(h.store.rowsOf(id, TimelineNudgeSent)); n != 0 {
+				if n := len(h.store.rowsOf(id, core.TimelineNudgeSent)); n != 0 {
 					t.Errorf("%d nudges sent for a stop the user asked for", n)
 				}
 				if starts := h.agent.startOptions(); len(starts) != 1 {
@@ -1625,10 +1626,10 @@ func TestLoopLaunchFailureEscalatesAtOnce(t *testing.T) {
 		if end.Failure.Kind != sessions.Launch || !strings.Contains(end.Failure.Message, "code 1") || !end.NeedsAttention {
 			t.Fatalf("failure %+v, needs attention %v, evidence %q", end.Failure, end.NeedsAttention, end.Evidence)
 		}
-		if n := len(h.store.rowsOf(id, TimelineEscalated)); n != 1 {
+		if n := len(h.store.rowsOf(id, core.TimelineEscalated)); n != 1 {
 			t.Errorf("escalated %d times, want once", n)
 		}
-		if n := len(h.store.rowsOf(id, TimelineNudgeSent)); n != 0 {
+		if n := len(h.store.rowsOf(id, core.TimelineNudgeSent)); n != 0 {
 			t.Errorf("%d nudges for an agent that never started", n)
 		}
 		if starts := h.agent.startOptions(); len(starts) != 1 {

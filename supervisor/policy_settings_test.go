@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestPolicyFromSettings(t *testing.T) {
 // settings plus the knobs that are not settings, and still the spec's
 // numbers.
 func TestDefaultPolicyDerivesFromSettingDefaults(t *testing.T) {
-	want := Policy{
+	want := core.Policy{
 		Enabled: true, AutoRecover: true, NudgeEnabled: true,
 		StallSuspect: 10 * time.Minute, StallToolSuspect: 30 * time.Minute, StallHard: 150 * time.Minute,
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"log/slog"
 	"os"
 	"sort"
@@ -195,7 +196,7 @@ func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []stora
 	if !s.InTurn {
 		return n, []storage.TimelineEvent{}
 	}
-	endTurn(&n)
+	core.EndTurn(&n)
 	n.State = sessions.Interrupted
 	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
 	if s.StoppedByUser() {
@@ -604,7 +605,7 @@ func (r *Runtime) deliveryFailed(e *entry, proc Process, what string, size int, 
 	if !blocked {
 		return nil, conflictf("sending %s to %s: %v", what, name, err)
 	}
-	msg := fmt.Sprintf("the agent stopped reading its input: %s (%s) was not delivered within %s", what, byteSize(size), humanSpan(r.writeTimeout))
+	msg := fmt.Sprintf("the agent stopped reading its input: %s (%s) was not delivered within %s", what, byteSize(size), core.HumanSpan(r.writeTimeout))
 	r.log.Warn("agent stopped reading its input", "session", e.s.ID, "bytes", size)
 	_ = proc.CloseInput()
 	if sigErr := proc.Signal(syscall.SIGTERM); sigErr != nil {

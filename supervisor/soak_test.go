@@ -1,10 +1,12 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -457,7 +459,7 @@ func (k *soak) agentStep(s *soakSess) {
 func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 	switch c.What {
 	case "prompt":
-		sup := c.Text == NudgeText || c.Text == RetryTurnText
+		sup := c.Text == core.NudgeText || c.Text == core.RetryTurnText
 		if !s.inited {
 			s.inited = true
 			k.emit(s, sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: s.asid})
@@ -745,7 +747,7 @@ func (k *soak) userInterrupt(s *soakSess, how string) bool {
 	if how == "die" {
 		k.counts["fault user_interrupt_then_death"]++
 	}
-	s.log(k.now(), "user interrupted turn %d (agent will %s)", got.TurnGeneration, orText(how, "not answer before the crash"))
+	s.log(k.now(), "user interrupted turn %d (agent will %s)", got.TurnGeneration, cmp.Or(how, "not answer before the crash"))
 	return true
 }
 
@@ -853,7 +855,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 	// The action's sentence names the turn it was decided for; the intent
 	// row carries the generation it was executed against. They differ when
 	// an action decided for one turn is applied to the next.
-	if action != "" && r.Kind != TimelineEscalated {
+	if action != "" && r.Kind != core.TimelineEscalated {
 		if m := turnInDetail.FindStringSubmatch(field("message")); m != nil {
 			if decided, _ := strconv.ParseInt(m[1], 10, 64); decided != r.TurnGeneration {
 				k.violate(soakCheckNewerTurn, s, "%s (%s) decided for turn %d was executed against turn %d", r.Kind, action, decided, r.TurnGeneration)
@@ -862,7 +864,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 	}
 	msg := field("message")
 	switch r.Kind {
-	case TimelineNudgeSent:
+	case core.TimelineNudgeSent:
 		k.counts["nudges"]++
 		s.nudges++
 		s.log(k.now(), "row nudge_sent turn %d (%d since the last completion)", r.TurnGeneration, s.nudges)
@@ -874,7 +876,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 		if s.stopped[r.TurnGeneration] {
 			k.violate(soakCheckUserStopNudged, s, "turn %d, stopped by the user, was nudged", r.TurnGeneration)
 		}
-	case TimelineStateChanged:
+	case core.TimelineStateChanged:
 		// The incident ends (the budget refills) at a completed turn and at
 		// an acknowledgement that takes.
 		if strings.Contains(msg, "completed; waiting for review") || field("to") == "idle" && strings.HasPrefix(msg, "acknowledged (") {
@@ -882,7 +884,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 		}
 	case "acknowledged":
 		s.escGen = -1
-	case TimelineEscalated:
+	case core.TimelineEscalated:
 		k.counts["escalations"]++
 		s.escRows[r.TurnGeneration]++
 		s.log(k.now(), "row escalated turn %d: %s", r.TurnGeneration, msg)
@@ -893,7 +895,7 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 		}
 		s.escGen = r.TurnGeneration
 	}
-	if action != "" && r.Kind != TimelineNudgeSent && r.Kind != TimelineEscalated {
+	if action != "" && r.Kind != core.TimelineNudgeSent && r.Kind != core.TimelineEscalated {
 		k.counts["action "+action]++
 	}
 }

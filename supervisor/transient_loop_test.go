@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +125,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		// The 1:15 tick holds it, with the countdown in the evidence.
 		h.until(1*time.Minute + 16*time.Second)
 		rec := h.wantState(id, sessions.Recovering, sessions.NoWait)
-		if want := "network or server error; retrying at " + clockPhrase(h.at(105*time.Second), h.at(75*time.Second)) +
+		if want := "network or server error; retrying at " + core.ClockPhrase(h.at(105*time.Second), h.at(75*time.Second)) +
 			" (retry 1, 90 min of the 90 min window left)"; rec.Evidence != want {
 			t.Fatalf("evidence %q, want %q", rec.Evidence, want)
 		}
@@ -134,11 +136,11 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		// Failures seen at the 2:00, 3:15 and 5:30 ticks; the outage ends at 10 min.
 		got := h.outage(12*time.Minute, 10*time.Minute)
 		want := durations(105*time.Second, 3*time.Minute, 5*time.Minute+15*time.Second, 10*time.Minute+30*time.Second)
-		if !equalDurations(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("retries at %v, want %v", got, want)
 		}
 		for _, c := range callsOf(p.received(), "prompt")[1:] {
-			if c.Text != NudgeText {
+			if c.Text != core.NudgeText {
 				t.Errorf("a retry sent %q, want the constant nudge text", c.Text)
 			}
 		}
@@ -149,7 +151,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if n := len(h.messages(MsgEscalation)); n != 0 {
 			t.Fatalf("%d escalations", n)
 		}
-		rows := h.store.rowsOf(id, TimelineTransientRetry)
+		rows := h.store.rowsOf(id, core.TimelineTransientRetry)
 		var msgs []string
 		for _, r := range rows {
 			msgs = append(msgs, rowField(r, "message"))
@@ -159,7 +161,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 			t.Fatalf("transient_retry rows:\n%s", strings.Join(msgs, "\n"))
 		}
 		if want := "recovered: API unreachable or failing for 9 min; retried 4 times; continued at " +
-			clockPhrase(h.at(630*time.Second), h.at(12*time.Minute)); msgs[8] != want {
+			core.ClockPhrase(h.at(630*time.Second), h.at(12*time.Minute)); msgs[8] != want {
 			t.Errorf("the account %q, want %q", msgs[8], want)
 		}
 		h.wantOutcomes(id)
@@ -173,7 +175,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		h.until(40*time.Minute + 7*time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
 		got = h.outage(42*time.Minute, 0)
-		if want := durations(40*time.Minute + 45*time.Second); !equalDurations(got, want) {
+		if want := durations(40*time.Minute + 45*time.Second); !slices.Equal(got, want) {
 			t.Fatalf("the next incident's first retry at %v, want %v", got, want)
 		}
 		if sv := h.session(id).Supervision; !sv.IncidentStarted.Equal(h.at(40*time.Minute+15*time.Second)) || sv.RecoveryAttempts != 1 {
@@ -201,7 +203,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		// the window spent.
 		got := h.outage(2*time.Hour, 0)
 		want := durations(45*time.Second, 90*time.Second, 135*time.Second, 180*time.Second)
-		if !equalDurations(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("retries at %v, want %v", got, want)
 		}
 		esc := h.messages(MsgEscalation)
@@ -212,7 +214,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		if !s.NeedsAttention || s.Failure != netFailure {
 			t.Fatalf("escalated session: needs_attention %v, failure %+v", s.NeedsAttention, s.Failure)
 		}
-		rows := h.store.rowsOf(id, TimelineEscalated)
+		rows := h.store.rowsOf(id, core.TimelineEscalated)
 		if len(rows) != 1 || !rows[0].Time.Equal(h.at(195*time.Second)) {
 			t.Fatalf("escalated rows %v", rows)
 		}
@@ -242,7 +244,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		h.until(7 * time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
 		got := h.outage(3*time.Minute+2*time.Second, 0)
-		if want := durations(45*time.Second, 2*time.Minute); !equalDurations(got, want) {
+		if want := durations(45*time.Second, 2*time.Minute); !slices.Equal(got, want) {
 			t.Fatalf("retries before the restart at %v, want %v", got, want)
 		}
 		before := h.wantState(id, sessions.Recovering, sessions.NoWait)
@@ -263,14 +265,14 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		// seen; the last retry is due at the window's end, 20:15.
 		want := durations(4*time.Minute+19*time.Second, 8*time.Minute+4*time.Second, 11*time.Minute+49*time.Second,
 			15*time.Minute+34*time.Second, 19*time.Minute+19*time.Second, 20*time.Minute+19*time.Second)
-		if !equalDurations(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("retries after the restart at %v, want %v", got, want)
 		}
 		starts := h.agent.startOptions()
 		if len(starts) != 1 || starts[0].ResumeID != agentSessionID {
 			t.Fatalf("starts after the restart %+v, want one resume of %s", starts, agentSessionID)
 		}
-		rows := h.store.rowsOf(id, TimelineEscalated)
+		rows := h.store.rowsOf(id, core.TimelineEscalated)
 		if len(rows) != 1 || !rows[0].Time.Equal(h.at(20*time.Minute+34*time.Second)) {
 			t.Fatalf("escalated %v, want once at 20:34", rows)
 		}

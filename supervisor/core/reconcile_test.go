@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"encoding/json"
@@ -199,7 +199,7 @@ func runCases(t *testing.T, cases []rcase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := DefaultPolicy()
+			p := specPolicy()
 			if tc.policy != nil {
 				tc.policy(&p)
 			}
@@ -341,7 +341,7 @@ func TestReconcileLiveness(t *testing.T) {
 }
 
 func TestReconcileStallSuspectThresholds(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	tool := withTool(working(), "t1", "Bash", t0)
 	task := withTask(working(), "k1", "indexer", t0)
 	noEvent := working()
@@ -387,7 +387,7 @@ func TestReconcileStallSuspectThresholds(t *testing.T) {
 }
 
 func TestReconcileStallHardInterrupt(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	interruptSent := func(t *testing.T, out sessions.Session, _ []Observation, acts []Action) {
 		t.Helper()
 		sv := out.Supervision
@@ -424,7 +424,7 @@ func TestReconcileStallHardInterrupt(t *testing.T) {
 }
 
 func TestReconcileStallBoundedEscalation(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	g := p.InterruptGrace
 	sent := at(p.StallHard)
 	s1, _, acts := reconcile(t, suspect(), sent, p, alive)
@@ -467,7 +467,7 @@ func TestReconcileStallBoundedEscalation(t *testing.T) {
 }
 
 func TestReconcileStallChainEndsWithTheTurn(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	sent := at(p.StallHard)
 	s1, _, _ := reconcile(t, suspect(), sent, p, alive)
 	cleared := func(t *testing.T, out sessions.Session) {
@@ -517,7 +517,7 @@ func TestReconcileStallChainEndsWithTheTurn(t *testing.T) {
 }
 
 func TestReconcileCompactionTimeout(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	failed := func(t *testing.T, out sessions.Session, obs []Observation, _ []Action) {
 		t.Helper()
 		want := "compaction ran past 600 s and was failed"
@@ -593,7 +593,7 @@ func TestReconcileCompactionTimeout(t *testing.T) {
 }
 
 func TestReconcileOverflowCompactAndRetry(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	overflow := sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow, Message: "prompt is too long"}}
 	byUs := sessions.Event{Kind: sessions.EvTurnStarted, By: sessions.BySupervisor}
 	now := t0
@@ -692,7 +692,7 @@ func TestReconcileOverflowCompactAndRetry(t *testing.T) {
 }
 
 func TestReconcileOverflowHoldIsBounded(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	due := at(p.CompactTimeout)
 	runCases(t, []rcase{
 		{name: "compaction not started: just under", s: hold(sessions.ContextOverflow, RecoveryOverflow, 1, due), now: due.Add(-time.Second),
@@ -801,7 +801,7 @@ func TestReconcileRateLimitDrain(t *testing.T) {
 }
 
 func TestReconcileRateLimitResetTwoHoursAway(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	reset := at(2 * time.Hour)
 	s := apply(working(), t0, sessions.Event{Kind: sessions.EvTurnFailed,
 		Failure: sessions.Failure{Kind: sessions.RateLimit, RetryAt: reset, Message: "429 Too Many Requests"}})
@@ -828,7 +828,7 @@ func TestReconcileRateLimitResetTwoHoursAway(t *testing.T) {
 }
 
 func TestReconcileAgentRetryOverdue(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	retry := working()
 	retry.State = sessions.Recovering
 	retry.Failure = sessions.Failure{Kind: sessions.RateLimit, RetryAt: at(30 * time.Minute)}
@@ -847,7 +847,7 @@ func TestReconcileAgentRetryOverdue(t *testing.T) {
 }
 
 func TestReconcileAuthResume(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	spent := errored(sessions.Auth)
 	spent.Supervision = sessions.Supervision{Recovery: RecoveryAuth, RecoveryAttempts: 3}
 	due := at(p.AuthRetryInterval)
@@ -901,7 +901,7 @@ func TestReconcileEscalatesWhenNothingAutomatic(t *testing.T) {
 }
 
 func TestReconcileEscalatesOncePerIncident(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	billing := sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.Billing, Message: "credit balance too low"}}
 	s := apply(working(), t0, billing)
 	s, _, acts := reconcile(t, s, at(time.Minute), p, alive)
@@ -934,7 +934,7 @@ func TestReconcileEscalatesOncePerIncident(t *testing.T) {
 }
 
 func TestReconcileNudge(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	nudged := func(attempts int, last time.Time) sessions.Session {
 		s := interrupted()
 		s.Nudge = sessions.NudgeBudget{Attempts: attempts, LastNudge: last}
@@ -999,7 +999,7 @@ func TestReconcileNudge(t *testing.T) {
 }
 
 func TestReconcileNudgeCapCooldownRefill(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	died := func(s sessions.Session, now time.Time) sessions.Session {
 		return apply(s, now, sessions.Event{Kind: sessions.EvTurnStarted, By: sessions.BySupervisor},
 			sessions.Event{Kind: sessions.EvActivity},
@@ -1069,7 +1069,7 @@ func TestReconcileWaitingOnUserIsNeverActedOn(t *testing.T) {
 }
 
 func TestReconcileGenerationGuard(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	out, _, acts := reconcile(t, interrupted(), t0, p, dead)
 	nudge := acts[0]
 	if Stale(nudge, out) {
@@ -1112,7 +1112,7 @@ func TestReconcileGenerationGuard(t *testing.T) {
 }
 
 func TestReconcileSwitches(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	type want struct {
 		state sessions.State
 		acts  []ActionKind
@@ -1158,7 +1158,7 @@ func TestReconcileSwitches(t *testing.T) {
 	for _, pol := range policies {
 		for i, sc := range scenarios {
 			t.Run(pol.name+"/"+sc.name, func(t *testing.T) {
-				q := DefaultPolicy()
+				q := specPolicy()
 				pol.tweak(&q)
 				out, _, acts := reconcile(t, sc.s, sc.now, q, sc.probe)
 				w := pol.want[i]
@@ -1226,7 +1226,7 @@ func TestReconcileDoesNotMutateInput(t *testing.T) {
 				// are values nobody writes through: Apply clones before it
 				// changes anything); Reconcile itself must never write
 				// through them.
-				reconcile(t, s, at(d), DefaultPolicy(), probe)
+				reconcile(t, s, at(d), specPolicy(), probe)
 				after, _ := json.Marshal(s)
 				if string(before) != string(after) {
 					t.Fatalf("%v/%v/+%v: input shares memory with the output", st, probe, d)
@@ -1252,7 +1252,7 @@ func TestReconcileSteadySessionIsUntouched(t *testing.T) {
 		}(),
 		"compacting in time": compacting(),
 	} {
-		out, obs, acts := reconcile(t, s, at(5*time.Minute), DefaultPolicy(), alive)
+		out, obs, acts := reconcile(t, s, at(5*time.Minute), specPolicy(), alive)
 		if !reflect.DeepEqual(out, s) || obs != nil || acts != nil {
 			t.Errorf("%s: changed: %+v %v %v", name, out, obs, acts)
 		}
@@ -1386,7 +1386,7 @@ func TestReconcileHumanPhrases(t *testing.T) {
 }
 
 func TestPolicyDefaults(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	want := Policy{
 		Enabled: true, AutoRecover: true, NudgeEnabled: true,
 		StallSuspect: 10 * time.Minute, StallToolSuspect: 30 * time.Minute, StallHard: 150 * time.Minute,
@@ -1396,12 +1396,12 @@ func TestPolicyDefaults(t *testing.T) {
 		TransientWindow: 90 * time.Minute,
 	}
 	if p != want {
-		t.Fatalf("DefaultPolicy() = %+v", p)
+		t.Fatalf("specPolicy() = %+v", p)
 	}
 }
 
 func TestPolicyRateLimitBackoff(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	for attempts, want := range map[int]time.Duration{
 		0: time.Minute, 1: 2 * time.Minute, 2: 4 * time.Minute, 4: 16 * time.Minute, 5: 30 * time.Minute, 1 << 40: 30 * time.Minute,
 	} {
@@ -1426,7 +1426,7 @@ func TestPolicyRateLimitBackoff(t *testing.T) {
 // holds counting down, nudges cooling down).
 func BenchmarkReconcile10kSteady(b *testing.B) {
 	const n = 10000
-	p := DefaultPolicy()
+	p := specPolicy()
 	now := at(3 * time.Hour)
 	list := make([]sessions.Session, n)
 	for i := range list {
@@ -1459,7 +1459,7 @@ func BenchmarkReconcile10kSteady(b *testing.B) {
 // of one tick over a large install — and reports the cost per session.
 func BenchmarkReconcile10k(b *testing.B) {
 	const n = 10000
-	p := DefaultPolicy()
+	p := specPolicy()
 	now := at(3 * time.Hour)
 	list := make([]sessions.Session, n)
 	probes := make([]Probe, n)
@@ -1558,30 +1558,10 @@ func TestReconcileUserStopOnADeadProcess(t *testing.T) {
 			now: at(time.Minute), probe: dead, state: sessions.Interrupted, obs: []string{TimelineMarkedInterrupted}, acts: []ActionKind{ActNudge}},
 	})
 	// And once in review it stays there, however long the app runs.
-	out, _, _ := reconcile(t, stopped(working()), at(time.Minute), DefaultPolicy(), dead)
+	out, _, _ := reconcile(t, stopped(working()), at(time.Minute), specPolicy(), dead)
 	for _, d := range []time.Duration{time.Hour, 24 * time.Hour} {
-		if again, _, acts := reconcile(t, out, at(d), DefaultPolicy(), dead); again.State != sessions.WaitingOnUser || len(acts) != 0 {
+		if again, _, acts := reconcile(t, out, at(d), specPolicy(), dead); again.State != sessions.WaitingOnUser || len(acts) != 0 {
 			t.Errorf("at +%v: %v %v", d, again.State, actKinds(acts))
-		}
-	}
-}
-
-func TestBootReconcileKeepsTheUserStop(t *testing.T) {
-	user, sup := sessions.ByUser, sessions.BySupervisor
-	for _, tt := range []struct {
-		by    *sessions.Actor
-		state sessions.State
-	}{{&user, sessions.WaitingOnUser}, {&sup, sessions.Interrupted}, {nil, sessions.Interrupted}} {
-		s := working()
-		s.InterruptBy = tt.by
-		s.Permissions = []sessions.Permission{{RequestID: "r1", Tool: "Bash"}}
-		s.Permission = &s.Permissions[0]
-		n, rows := BootReconcile(s, at(time.Hour))
-		if n.State != tt.state || n.InTurn || n.InterruptBy != nil || n.Permission != nil || n.Permissions != nil || len(rows) != 1 {
-			t.Errorf("by %v: -> %v in turn %v, %d rows, permissions %v", tt.by, n.State, n.InTurn, len(rows), n.Permissions)
-		}
-		if tt.state == sessions.WaitingOnUser && (n.WaitReason != sessions.WaitReview || !strings.Contains(n.Evidence, "stopped at your request")) {
-			t.Errorf("by the user: wait %q, evidence %q", n.WaitReason, n.Evidence)
 		}
 	}
 }
@@ -1594,8 +1574,8 @@ func TestReconcileLaunchFailureEscalatesAtOnce(t *testing.T) {
 		{name: "at the first tick", s: launch, now: t0, probe: dead, state: sessions.Errored, acts: []ActionKind{ActEscalate},
 			check: wantDetail(0, "failed to start")},
 	})
-	out, _, _ := reconcile(t, launch, t0, DefaultPolicy(), dead)
-	if again, _, acts := reconcile(t, out, at(time.Hour), DefaultPolicy(), dead); len(acts) != 0 || again.State != sessions.Errored {
+	out, _, _ := reconcile(t, launch, t0, specPolicy(), dead)
+	if again, _, acts := reconcile(t, out, at(time.Hour), specPolicy(), dead); len(acts) != 0 || again.State != sessions.Errored {
 		t.Errorf("later: %v %v", again.State, actKinds(acts))
 	}
 }
@@ -1605,7 +1585,7 @@ func TestReconcileLaunchFailureEscalatesAtOnce(t *testing.T) {
 // turn fails the other way — escalates once the incident's attempts are
 // spent, though neither kind's own budget ever is.
 func TestReconcileAlternatingFailuresShareOneBudget(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	rateLimit := sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.RateLimit, Message: "429"}}
 	overflow := sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow, Message: "prompt is too long"}}
 	byUs := sessions.Event{Kind: sessions.EvTurnStarted, By: sessions.BySupervisor}
@@ -1662,7 +1642,7 @@ func TestReconcileAlternatingFailuresShareOneBudget(t *testing.T) {
 
 // Item 14: a session escalated while Suspect has a way out.
 func TestReconcileEscalatedSuspectRecovers(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	s := suspect()
 	s.NeedsAttention = true
 	s.Supervision = sessions.Supervision{Recovery: RecoveryStall, RecoveryAttempts: stallEscalated, InterruptSentAt: at(150 * time.Minute), EscalatedGeneration: 3}

@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"strings"
@@ -66,7 +66,7 @@ func TestPolicyTransientDelay(t *testing.T) {
 		{0, []int{0, 9}, []time.Duration{30 * time.Second, 15 * time.Minute}},
 	}
 	for _, tt := range tests {
-		p := DefaultPolicy()
+		p := specPolicy()
 		p.TransientWindow = tt.window
 		for i, r := range tt.retries {
 			if got := p.transientDelay(r); got != tt.want[i] {
@@ -278,7 +278,7 @@ func TestReconcileTransientOutage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := DefaultPolicy()
+			p := specPolicy()
 			s := apply(working(), t0, sessions.Event{Kind: sessions.EvTurnFailed, Failure: failure})
 			var retries []time.Duration
 			var escalations []time.Duration
@@ -350,7 +350,7 @@ func equalDurations(a, b []time.Duration) bool {
 // One incident, one budget: after a success the next incident starts from
 // the first step with a whole window.
 func TestReconcileTransientRefilledBySuccess(t *testing.T) {
-	p := DefaultPolicy()
+	p := specPolicy()
 	s := transientErrored(sessions.Network, at(-80*time.Minute), 8)
 	s, _, _ = reconcile(t, s, t0, p, alive)
 	if !s.Supervision.NextAttemptAt.Equal(at(10 * time.Minute)) {

@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"fmt"
@@ -854,3 +854,15 @@ func orText(s, def string) string {
 	}
 	return s
 }
+
+// EndTurn is the end-of-turn bookkeeping Reconcile applies, for the
+// runtime's boot rule.
+func EndTurn(n *sessions.Session) { endTurn(n) }
+
+// HumanSpan is how every sentence of the supervisor says a duration: "45 s",
+// "12 min", "3 h 5 min".
+func HumanSpan(d time.Duration) string { return humanSpan(d) }
+
+// ClockPhrase is how the supervisor's sentences give a time: the time of
+// day when it falls on now's day, the full date and time otherwise.
+func ClockPhrase(t, now time.Time) string { return clockPhrase(t, now) }

@@ -1,11 +1,10 @@
-package supervisor
+package core
 
 import (
 	"math"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // Policy is everything Reconcile needs to know from the settings, already
@@ -64,15 +63,10 @@ type Policy struct {
 	TransientWindow time.Duration
 }
 
-// DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
-// install behaves safely with multi-hour turns. The values that are settings
-// come from storage.DefaultSettings, where every setting's default lives;
-// only the knobs that are not settings are set here (basePolicy).
-func DefaultPolicy() Policy { return PolicyFromSettings(storage.DefaultSettings()) }
-
-// basePolicy holds the policy knobs that are not settings; PolicyFromSettings
-// fills in the rest.
-func basePolicy() Policy {
+// BasePolicy holds the policy knobs that are not settings; the runtime's
+// PolicyFromSettings fills in the rest from the settings, where every
+// setting's default lives (supervisor.DefaultPolicy is the two together).
+func BasePolicy() Policy {
 	return Policy{
 		InterruptGrace:       30 * time.Second,
 		OverflowMaxAttempts:  2,
