@@ -851,4 +851,3 @@ func TestBootReconcileKeepsTheUserStop(t *testing.T) {
 		}
 	}
 }
-
