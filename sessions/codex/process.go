@@ -78,7 +78,9 @@ var (
 // are translated; anything else keeps the user's config.
 func ApprovalPolicy(mode string) string {
 	switch mode {
-	case "never", "on-request", "on-failure", "untrusted":
+	case "never", "on-request":
+		// "untrusted" is in the protocol's type but 0.171.0 refuses it
+		// ("no longer supported"): it is left to the user's config.
 		return mode
 	case "bypassPermissions", "dontAsk":
 		return "never"
