@@ -40,7 +40,7 @@ func newRealWorld(t *testing.T, approvalPolicy string) *realWorld {
 	t.Cleanup(stop)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, "codex")
-	if err := fakeapi.WriteConfig(codexHome, api.URL(), approvalPolicy); err != nil {
+	if err := fakeapi.WriteConfig(codexHome, api.URL(), fakeapi.Config{ApprovalPolicy: approvalPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	return &realWorld{bin: bin, api: api, env: fakeapi.HermeticEnv(home, codexHome, proxy), cwd: t.TempDir()}

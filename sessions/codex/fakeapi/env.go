@@ -18,13 +18,28 @@ const CodexVersion = "0.171.0"
 // APIKeyEnv is the variable the fake provider's key is read from.
 const APIKeyEnv = "FAKE_OPENAI_API_KEY"
 
+// Config are the choices a test makes about Codex's config.toml.
+type Config struct {
+	// ApprovalPolicy is Codex's approval_policy ("" is "never").
+	ApprovalPolicy string
+	// StreamIdleTimeout is how long Codex waits on a silent stream before
+	// it retries (0: 8 s, so a failing scenario gives up in seconds; a
+	// stall test sets minutes, so the supervisor sees the silence).
+	StreamIdleTimeout time.Duration
+}
+
 // WriteConfig writes $codexHome/config.toml pointing Codex at the fake at
 // baseURL as the only model provider. The CLI's own HTTP retries are kept
 // short (stream_max_retries 2, measured: "Reconnecting... 1/2, 2/2") so a
 // failing scenario gives up in seconds; approvalPolicy is Codex's
 // approval_policy ("never" runs commands without asking; "on-request" with
 // a read-only sandbox asks before a command that writes).
-func WriteConfig(codexHome, baseURL, approvalPolicy string) error {
+func WriteConfig(codexHome, baseURL string, c Config) error {
+	approvalPolicy := c.ApprovalPolicy
+	idle := c.StreamIdleTimeout
+	if idle <= 0 {
+		idle = 8 * time.Second
+	}
 	sandbox := "danger-full-access"
 	if approvalPolicy == "" {
 		approvalPolicy = "never"
@@ -50,8 +65,8 @@ env_key = %q
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 2
-stream_idle_timeout_ms = 8000
-`, approvalPolicy, sandbox, baseURL, APIKeyEnv)
+stream_idle_timeout_ms = %d
+`, approvalPolicy, sandbox, baseURL, APIKeyEnv, idle.Milliseconds())
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		return fmt.Errorf("codex fakeapi: %w", err)
 	}

@@ -31,7 +31,9 @@ type Entry struct {
 	// ToolOutput reports that the request carried a function call's output
 	// as its last input item (the CLI sending back what a command printed).
 	ToolOutput string
-	At         time.Time
+	// UserText is the text of the request's last user message.
+	UserText string
+	At       time.Time
 }
 
 // Reply is what one request gets.
@@ -151,9 +153,29 @@ var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 // request is the part of a Responses request the fake reads.
 type request struct {
 	Input []struct {
-		Type   string          `json:"type"`
-		Output json.RawMessage `json:"output"`
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Output  json.RawMessage `json:"output"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
 	} `json:"input"`
+}
+
+// lastUserText is the text of the last user message.
+func (r *request) lastUserText() string {
+	for i := len(r.Input) - 1; i >= 0; i-- {
+		in := r.Input[i]
+		if in.Type == "message" && in.Role == "user" {
+			var text string
+			for _, c := range in.Content {
+				text += c.Text
+			}
+			return text
+		}
+	}
+	return ""
 }
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
@@ -193,7 +215,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut})
+	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: req.lastUserText()})
 	if status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -293,8 +315,10 @@ func Builtin() map[string]ScenarioFunc {
 			}
 			return Reply{Command: "sleep 1; echo hi"}
 		},
-		"slowtool": func(_ int, out string) Reply {
-			if out != "" {
+		// slowtool runs a minute-long command once; any later request
+		// (its output, or a nudge after the agent was killed) is answered.
+		"slowtool": func(n int, _ string) Reply {
+			if n > 1 {
 				return Reply{Text: "The slow command finished."}
 			}
 			return Reply{Command: "sleep 60; echo done"}
@@ -306,6 +330,7 @@ func Builtin() map[string]ScenarioFunc {
 			return Reply{Command: "mkdir -p build && touch build/out.txt", Escalate: true}
 		},
 		"429":           always(Reply{Status: 429, ErrorBody: body429}),
+		"429then_ok":    failThen(1, Reply{Status: 429, ErrorBody: body429}),
 		"429x3then_ok":  failThen(3, Reply{Status: 429, ErrorBody: body429}),
 		"401":           always(Reply{Status: 401, ErrorBody: body401}),
 		"500":           always(Reply{Status: 500, ErrorBody: body500}),

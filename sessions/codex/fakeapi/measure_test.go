@@ -27,7 +27,7 @@ func TestMeasureAppServer(t *testing.T) {
 	defer stop()
 	home := t.TempDir()
 	ch := home + "/codex"
-	if err := WriteConfig(ch, api.URL(), os.Getenv("POLICY")); err != nil {
+	if err := WriteConfig(ch, api.URL(), Config{ApprovalPolicy: os.Getenv("POLICY")}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "app-server")
