@@ -245,6 +245,42 @@ func TestCodexE2ERateLimitDrain(t *testing.T) {
 	h.stopApp()
 }
 
+// TestCodexE2EUsageLimitAtReset: a usage limit (codexErrorInfo
+// usageLimitExceeded, the window's reset from Codex's rate-limit snapshot)
+// is held in Recovering until exactly that reset, then continued.
+func TestCodexE2EUsageLimitAtReset(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
+	id := h.newCodex("[[scenario:usage_limit]] hi")
+	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
+		return s.State == sessions.Recovering && !s.InTurn
+	})
+	reqs := h.api.Requests("usage_limit")
+	if len(reqs) == 0 {
+		t.Fatal("no request reached the fake API")
+	}
+	reset := time.Unix(reqs[0].At.Add(fakeapi.UsageLimitResetSeconds*time.Second).Unix(), 0)
+	if held.Failure.Kind != sessions.RateLimit || !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {
+		t.Errorf("hold: failure %+v next attempt %v, want rate_limit until the reset %v", held.Failure, held.Supervision.NextAttemptAt, reset)
+	}
+	s := h.waitForWithin(id, "the continued turn to complete", 3*time.Minute, ce2eReview(2))
+	if !s.Failure.IsZero() || s.NeedsAttention {
+		t.Errorf("failure %+v needs_attention %v after the continue", s.Failure, s.NeedsAttention)
+	}
+	rows := h.expectTimeline(id, []string{},
+		"state_changed:working", "state_changed:errored",
+		"rate_limit_drain", "rate_limit_drain", "state_changed:working", "state_changed:waiting_on_user(review)")
+	var cont ce2eRow
+	for _, r := range rows {
+		if r.Kind == "rate_limit_drain" {
+			cont = r
+		}
+	}
+	if late := cont.Time.Sub(reset); late < 0 || late > 6*time.Second {
+		t.Errorf("continued %s after the reset, want at the reset (within a 5 s tick)", late)
+	}
+	h.stopApp()
+}
+
 // TestCodexE2EAuthEscalated: a 401 (Codex retries it twice, then gives up
 // with codexErrorInfo httpConnectionFailed 401) is held for an auth resume;
 // with automatic recovery switched off it is escalated.

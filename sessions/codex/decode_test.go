@@ -123,7 +123,9 @@ func TestCapturesDecode(t *testing.T) {
 		{"cut.jsonl", []string{"session_init", "retry_scheduled 1/2 status=0 network", "retry_scheduled 2/2 status=0 network", "turn_failed network"},
 			sessions.Errored, sessions.Network},
 		{"too_long.jsonl", []string{"session_init", "turn_failed context_overflow"}, sessions.Errored, sessions.ContextOverflow},
-		{"usage_limit.jsonl", []string{"session_init", "turn_failed rate_limit"}, sessions.Errored, sessions.RateLimit},
+		// A usage limit (429 usage_limit_reached with the x-codex-primary-*
+		// headers): the exhausted window's reset is the retry time.
+		{"usage_limit.jsonl", []string{"session_init", "turn_failed rate_limit until 2026-11-30T20:23:56Z"}, sessions.Errored, sessions.RateLimit},
 		// The CLI's idle timeout retried the stalled stream; the retry
 		// answered.
 		{"stall.jsonl", []string{"session_init", "retry_scheduled 1/2 status=0 network", "turn_completed"},

@@ -223,7 +223,8 @@ func TestRealApprovalAcceptedAndDeclined(t *testing.T) {
 // instead of blocking the caller (the app's stdin writes are bounded).
 func TestWriteTimeoutOnAnAgentThatDoesNotRead(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "codex")
-	body := "#!/bin/sh\nprintf '{\"id\":2,\"result\":{\"thread\":{\"id\":\"T\"}}}\\n'\nexec sleep 600\n"
+	// It answers thread/start once it has read it, then reads no more.
+	body := "#!/bin/sh\nhead -n 3 >/dev/null\nprintf '{\"id\":2,\"result\":{\"thread\":{\"id\":\"T\"}}}\\n'\nexec sleep 600\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}

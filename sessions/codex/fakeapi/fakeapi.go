@@ -41,6 +41,9 @@ type Reply struct {
 	// Status, when not 200, is sent with ErrorBody.
 	Status    int
 	ErrorBody string
+	// Header is added to the response (Codex reads its rate-limit
+	// snapshot from x-codex-* headers).
+	Header map[string]string
 	// Text is an assistant message; Command, when set, is an exec_command
 	// function call instead.
 	Text    string
@@ -216,6 +219,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: req.lastUserText()})
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
 	if status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -336,8 +342,19 @@ func Builtin() map[string]ScenarioFunc {
 		"500":           always(Reply{Status: 500, ErrorBody: body500}),
 		"too_long":      always(Reply{Status: 400, ErrorBody: bodyTooLong}),
 		"too_long_once": failThen(1, Reply{Status: 400, ErrorBody: bodyTooLong}),
-		"usage_limit":   failThen(1, Reply{Status: 429, ErrorBody: fmt.Sprintf(bodyUsageCap, UsageLimitResetSeconds)}),
-		"stall":         failThen(1, Reply{Stall: true}),
-		"cut":           always(Reply{Cut: true}),
+		"usage_limit": func(n int, _ string) Reply {
+			if n > 1 {
+				return Reply{Text: "Hello after the usage limit."}
+			}
+			reset := time.Now().Add(UsageLimitResetSeconds * time.Second).Unix()
+			return Reply{Status: 429, ErrorBody: fmt.Sprintf(bodyUsageCap, UsageLimitResetSeconds),
+				Header: map[string]string{
+					"x-codex-primary-used-percent":   "100",
+					"x-codex-primary-window-minutes": "300",
+					"x-codex-primary-reset-at":       fmt.Sprint(reset),
+				}}
+		},
+		"stall": failThen(1, Reply{Stall: true}),
+		"cut":   always(Reply{Cut: true}),
 	}
 }
