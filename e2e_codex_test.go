@@ -364,3 +364,35 @@ func TestCodexE2EAgentKilledMidCommand(t *testing.T) {
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestCodexE2EOverflowCompactRetry: a context window overflow
+// (contextWindowExceeded) is compacted (thread/compact/start: Codex
+// summarizes the thread through the model) and the turn retried, which
+// completes.
+func TestCodexE2EOverflowCompactRetry(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
+	id := h.newCodex("[[scenario:too_long_once]] hi")
+	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
+	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
+	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 3 {
+		t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
+	}
+	var retried bool
+	for _, e := range h.api.Requests("too_long_once") {
+		retried = retried || strings.Contains(e.UserText, supervisor.RetryTurnText)
+	}
+	if !retried {
+		t.Error("the fake API never saw the retry")
+	}
+	// The overflow, Codex's summarizing request for the compaction, the
+	// retried turn.
+	if got := h.statuses("too_long_once"); !slices.Equal(got, []int{400, 200, 200}) {
+		t.Errorf("the fake API answered %v, want 400, then the compaction's and the retry's 200", got)
+	}
+	h.expectTimeline(id, []string{},
+		"state_changed:working", "state_changed:errored",
+		"state_changed:recovering", "overflow_redrive", "state_changed:working",
+		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
+		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
