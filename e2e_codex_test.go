@@ -396,3 +396,42 @@ func TestCodexE2EOverflowCompactRetry(t *testing.T) {
 		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestCodexE2EDeny: `deny` declines the command; it never runs and the
+// turn goes on to its end.
+func TestCodexE2EDeny(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{ApprovalPolicy: "on-request"})
+	id := h.newCodex("[[scenario:write]] make it", "--permission-mode", "default")
+	h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
+	h.mustCLI("deny", id, "--message", "not now")
+	h.waitFor(id, "the turn to end", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if _, err := os.Stat(filepath.Join(h.work, "build", "out.txt")); err == nil {
+		t.Error("the denied command ran")
+	}
+	if reqs := h.api.Requests("write"); len(reqs) != 2 || reqs[1].ToolOutput == "" {
+		t.Errorf("requests %+v, want the call and then Codex telling the model it was declined", reqs)
+	}
+	h.stopApp()
+}
+
+// TestCodexE2EAuthEscalatedAfterResumes: the whole auth budget — three
+// resumes of the thread, each failing with 401 again — then escalation.
+func TestCodexE2EAuthEscalatedAfterResumes(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{}, append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)...)
+	id := h.newCodex("[[scenario:401]] hi")
+	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
+		t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
+	}
+	// Four turns (the first and three resumes), each tried three times by
+	// Codex (stream_max_retries 2).
+	if n := len(h.api.Requests("401")); n != 12 {
+		t.Errorf("%d requests, want 12", n)
+	}
+	h.expectTimeline(id, []string{},
+		"state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
+	h.stopApp()
+}

@@ -1,3 +1,5 @@
+//go:build unix
+
 package codex
 
 import (
@@ -108,6 +110,10 @@ func TestRealPlainReplyThenSecondTurn(t *testing.T) {
 	p := w.start(t, ProcessOptions{})
 	if p.PID() <= 0 {
 		t.Fatalf("pid %d", p.PID())
+	}
+	// The orphan reaper would know this process for a managed app server.
+	if args, _ := commandArgs(p.PID()); !isManagedCodex(p.PID()) {
+		t.Errorf("the real app server (%q) is not recognized as managed", args)
 	}
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
 		t.Fatal(err)
