@@ -435,3 +435,54 @@ func TestCodexE2EAuthEscalatedAfterResumes(t *testing.T) {
 		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
 	h.stopApp()
 }
+
+// TestCodexE2EUserInterrupt: `interrupt` stops the turn in flight
+// (turn/interrupt, which Codex answers with the turn interrupted); a stop
+// the user asked for is a review. (That it is never nudged afterwards is
+// the pure rule's, tested in supervisor.)
+func TestCodexE2EUserInterrupt(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{StreamIdleTimeout: 5 * time.Minute}, ce2eFast...)
+	h.api.Handle("hang", func(int, string) fakeapi.Reply { return fakeapi.Reply{Stall: true} })
+	id := h.newCodex("[[scenario:hang]] go")
+	h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && len(h.api.Requests("hang")) > 0
+	})
+	h.mustCLI("interrupt", id)
+	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if s.InTurn || s.NeedsAttention || !s.ProcessAlive {
+		t.Errorf("after the interrupt: in_turn %v needs_attention %v alive %v", s.InTurn, s.NeedsAttention, s.ProcessAlive)
+	}
+	h.stopApp()
+	h.expectTimeline(id, []string{"process_started", "prompt_sent", "interrupt_requested"},
+		"process_started", "prompt_sent", "state_changed:working", "interrupt_requested",
+		"state_changed:waiting_on_user(review)")
+}
+
+// TestCodexE2EAppKilledMidTurn: the app killed with SIGKILL while a Codex
+// turn is in flight comes back with the session Interrupted, stops the app
+// server the dead app left behind (if it still runs), resumes the thread in
+// a new process and nudges it to completion.
+func TestCodexE2EAppKilledMidTurn(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{StreamIdleTimeout: 5 * time.Minute}, ce2eFast...)
+	id := h.newCodex("[[scenario:stall]] go")
+	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.AgentSessionID != "" && len(h.api.Requests("stall")) > 0
+	})
+	h.killApp()
+	h.startApp()
+	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
+	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
+		t.Errorf("after the restart: pid %d (alive %v) thread %q; before: pid %d thread %q",
+			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
+	}
+	if claudeE2EAlive(before.PID) {
+		t.Errorf("the codex %d of the killed app still runs next to the resumed %d", before.PID, s.PID)
+	}
+	if !h.nudgedCodex("stall") {
+		t.Error("the fake API never received the continuation nudge")
+	}
+	h.expectTimeline(id, []string{"process_started"},
+		"process_started", "state_changed:working", "boot_reconciled",
+		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
