@@ -143,6 +143,22 @@ type state struct {
 	lastError *turnError
 	// threadErr is the error answer to thread/start or thread/resume.
 	threadErr string
+	// starting is open while a turn/start is unanswered: a prompt sent
+	// then must wait to know whether to steer the turn it started.
+	starting chan struct{}
+	// steers holds the text of each unanswered turn/steer by request id;
+	// refused lists the texts of those Codex refused (the turn had ended),
+	// which the process then sends as a new turn.
+	steers  map[string]string
+	refused []string
+}
+
+// started ends the wait for a turn/start's answer.
+func (s *state) started() {
+	if s.starting != nil {
+		close(s.starting)
+		s.starting = nil
+	}
 }
 
 type pendingRequest struct {
@@ -208,6 +224,19 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 		return nil, false
 	}
 	delete(s.calls, id)
+	if method == methodTurnStart {
+		defer s.started()
+	}
+	if method == methodTurnSteer {
+		text, ok := s.steers[id]
+		delete(s.steers, id)
+		if w.Error != nil && ok {
+			// The turn ended before the prompt reached it: like Claude
+			// Code, the prompt then starts a turn of its own.
+			s.refused = append(s.refused, text)
+			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "turn/steer refused; the prompt starts a new turn"}}, true
+		}
+	}
 	if w.Error != nil {
 		msg := sessions.SanitizeMessage(w.Error.Message)
 		switch method {
@@ -300,6 +329,7 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 			return one(sessions.EvActivity, "subagent turn started"), true
 		}
 		s.turn, s.lastError = p.Turn.ID, nil
+		s.started()
 		return one(sessions.EvActivity, "turn started"), true
 	case "turn/completed":
 		if sub {

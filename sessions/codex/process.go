@@ -197,6 +197,11 @@ func (p *Process) decode() {
 		if p.dec.threadFailed() != "" {
 			p.markReady()
 		}
+		for _, text := range p.dec.takeRefused() {
+			if thread, _ := p.dec.threadID(); thread != "" {
+				_ = p.startTurn(thread, text)
+			}
+		}
 	}
 }
 
@@ -204,10 +209,7 @@ func (p *Process) markReady() { p.readyOnce.Do(func() { close(p.ready) }) }
 
 // thread waits until the thread is open and returns its id.
 func (p *Process) thread() (string, error) {
-	wait := p.writeTimeout
-	if wait <= 0 {
-		wait = readyWait
-	}
+	wait := p.bound()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -261,16 +263,44 @@ func (p *Process) write(line []byte) error {
 }
 
 // SendPrompt starts a turn with text, or steers the turn in flight with it
-// (turn/steer), as a prompt written mid-turn does for Claude Code.
+// (turn/steer), as a prompt written mid-turn does for Claude Code. A prompt
+// that arrives while a turn/start is unanswered waits for that answer, so it
+// steers the new turn instead of starting a second one.
 func (p *Process) SendPrompt(text string) error {
 	thread, err := p.thread()
 	if err != nil {
 		return err
 	}
-	if turn := p.dec.activeTurn(); turn != "" {
-		return p.call(methodTurnSteer, func(id int64) []byte { return TurnSteerRequest(id, thread, turn, text) })
+	if wait := p.dec.startingTurn(); wait != nil {
+		t := time.NewTimer(p.bound())
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
 	}
+	if turn := p.dec.activeTurn(); turn != "" {
+		p.mu.Lock()
+		p.nextID++
+		id := p.nextID
+		p.mu.Unlock()
+		p.dec.expectSteer(id, text)
+		return p.write(TurnSteerRequest(id, thread, turn, text))
+	}
+	return p.startTurn(thread, text)
+}
+
+func (p *Process) startTurn(thread, text string) error {
+	p.dec.expectTurn()
 	return p.call(methodTurnStart, func(id int64) []byte { return TurnStartRequest(id, thread, text) })
+}
+
+// bound is how long the process waits on Codex for an answer it needs.
+func (p *Process) bound() time.Duration {
+	if p.writeTimeout > 0 {
+		return p.writeTimeout
+	}
+	return readyWait
 }
 
 // Compact asks Codex to compact the thread's context.
@@ -345,6 +375,53 @@ func (d *Decoder) expect(id int64, method string) {
 		clear(d.st.calls)
 	}
 	d.st.calls[fmt.Sprint(id)] = method
+}
+
+// expectTurn opens the wait for a turn/start's answer.
+func (d *Decoder) expectTurn() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.starting == nil {
+		d.st.starting = make(chan struct{})
+	}
+}
+
+// startingTurn is closed when the unanswered turn/start is answered; nil
+// when none is.
+func (d *Decoder) startingTurn() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.starting == nil {
+		return nil
+	}
+	return d.st.starting
+}
+
+// expectSteer records a turn/steer request and its text.
+func (d *Decoder) expectSteer(id int64, text string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := fmt.Sprint(id)
+	if d.st.calls == nil {
+		d.st.calls = map[string]string{}
+	}
+	if d.st.steers == nil {
+		d.st.steers = map[string]string{}
+	}
+	if len(d.st.steers) >= maxTracked {
+		clear(d.st.steers)
+	}
+	d.st.calls[key] = methodTurnSteer
+	d.st.steers[key] = text
+}
+
+// takeRefused returns the prompts whose steer Codex refused, once.
+func (d *Decoder) takeRefused() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.st.refused
+	d.st.refused = nil
+	return out
 }
 
 func (d *Decoder) threadID() (id, failed string) {
