@@ -486,3 +486,36 @@ func TestCodexE2EAppKilledMidTurn(t *testing.T) {
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestCodexE2ENetworkOutageWaitedOut: streams cut past Codex's own retries
+// (codexErrorInfo responseStreamDisconnected, then "stream disconnected")
+// fail the turn with a network failure; the supervisor holds it and retries
+// within its window, and the continued turn completes without escalation.
+func TestCodexE2ENetworkOutageWaitedOut(t *testing.T) {
+	h := codexE2EStart(t, fakeapi.Config{}, append([]string{"supervisor.transient_window_minutes", "1"}, ce2eFast...)...)
+	id := h.newCodex("[[scenario:cut3then_ok]] hi")
+	held := h.waitFor(id, "the transient hold", func(s sessions.Session) bool {
+		return s.State == sessions.Recovering && !s.InTurn
+	})
+	if held.Failure.Kind != sessions.Network || held.NeedsAttention || !strings.Contains(held.Evidence, "retrying at") {
+		t.Errorf("hold: failure %+v needs_attention %v evidence %q; want network and a countdown",
+			held.Failure, held.NeedsAttention, held.Evidence)
+	}
+	s := h.waitForWithin(id, "a completed turn", 2*time.Minute, func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview || s.NeedsAttention
+	})
+	if s.NeedsAttention || !s.Failure.IsZero() {
+		t.Fatalf("ended %s with failure %+v, needs_attention %v; want a completed turn", s.State, s.Failure, s.NeedsAttention)
+	}
+	if got := h.statuses("cut3then_ok"); len(got) != 4 || !h.nudgedCodex("cut3then_ok") {
+		t.Errorf("requests %v (nudged %v), want three cut then one answered, after the supervisor's retry", got, h.nudgedCodex("cut3then_ok"))
+	}
+	labels := h.labels(id, []string{})
+	if slices.Contains(labels, "escalated") {
+		t.Errorf("escalated: %s", strings.Join(labels, ", "))
+	}
+	if want := []string{"state_changed:working", "state_changed:recovering", "state_changed:errored", "transient_retry", "transient_retry"}; len(labels) < len(want) || !slices.Equal(labels[:len(want)], want) {
+		t.Errorf("timeline starts %s, want %s", strings.Join(labels, ", "), strings.Join(want, ", "))
+	}
+	h.stopApp()
+}

@@ -356,5 +356,8 @@ func Builtin() map[string]ScenarioFunc {
 		},
 		"stall": failThen(1, Reply{Stall: true}),
 		"cut":   always(Reply{Cut: true}),
+		// A network outage longer than Codex's own retries (it tries three
+		// times per turn with stream_max_retries 2), then over.
+		"cut3then_ok": failThen(3, Reply{Cut: true}),
 	}
 }
