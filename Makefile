@@ -9,6 +9,9 @@ TOOLS := $(CURDIR)/.cache/bin
 # The real Claude Code CLI for the end-to-end tests, pinned, in a git-ignored cache.
 CLAUDE_VERSION := 2.1.197
 CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
+# The real Codex CLI, the same way (sessions/codex/fakeapi.CodexVersion).
+CODEX_VERSION := 0.171.0
+CODEX_BIN := $(CURDIR)/.cache/codex/node_modules/.bin/codex
 # One CGO setting for build and tests so they share the build cache.
 export CGO_ENABLED := 1
 # Release packages are built under dist/ (git-ignored).
@@ -45,10 +48,14 @@ $(CLAUDE_BIN):
 	npm install --prefix $(CURDIR)/.cache/claude --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
 	$(CLAUDE_BIN) --version
 
-# E2E_REQUIRED makes the end-to-end tests fail, not skip, when the real CLI
-# is missing: under `make test` it is always installed first.
-unit: $(CLAUDE_BIN)
-	CLAUDE_BIN=$(CLAUDE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
+$(CODEX_BIN):
+	npm install --prefix $(CURDIR)/.cache/codex --no-audit --no-fund @openai/codex@$(CODEX_VERSION)
+	$(CODEX_BIN) --version
+
+# E2E_REQUIRED makes the end-to-end tests fail, not skip, when a real CLI
+# is missing: under `make test` both are always installed first.
+unit: $(CLAUDE_BIN) $(CODEX_BIN)
+	CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # The Windows cross-build is part of the tests so it never silently breaks.
 test: test-deps lint unit build-windows

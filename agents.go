@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
+	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -12,6 +13,7 @@ import (
 // one line here; its settings key, New session entry and launch all follow.
 var agentRegistry = sessions.MustRegistry(
 	claude.Agent{},
+	codex.Agent{},
 )
 
 // The settings registry learns the agents' command settings before any

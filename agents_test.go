@@ -1,0 +1,41 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCodexRegistered: the one registry line makes Codex known everywhere
+// the registry feeds: the runtime's launchers, the New session dialog, its
+// command setting with the default `codex`, and doctor (as a managed agent,
+// listed once).
+func TestCodexRegistered(t *testing.T) {
+	if _, ok := agents()["codex"]; !ok {
+		t.Error("the runtime has no codex launcher")
+	}
+	var names []string
+	for _, a := range agentInfos() {
+		names = append(names, a.Name()+"="+a.DisplayName())
+	}
+	if !slices.Equal(names, []string{"claude=Claude Code", "codex=Codex"}) {
+		t.Errorf("New session lists %v", names)
+	}
+	var codex int
+	for _, a := range doctorAgents() {
+		if a.Name == "codex" {
+			codex++
+			if !a.Managed || a.Setting != "agents.codex.command" || a.Command != "codex" {
+				t.Errorf("doctor checks codex as %+v, want the managed agent with its setting", a)
+			}
+		}
+	}
+	if codex != 1 {
+		t.Errorf("doctor lists codex %d times, want once", codex)
+	}
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "--data-dir", dir, "settings", "get", "agents.codex.command")
+	if code != 0 || strings.TrimSpace(out) != "codex" {
+		t.Errorf("settings get agents.codex.command: exit %d, %q %q; want the default codex", code, out, errOut)
+	}
+}

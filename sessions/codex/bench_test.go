@@ -1,0 +1,77 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchStream is a realistic session: every captured stdout stream, then
+// command rounds whose completed items carry 1 MB of output (app-server
+// repeats a command's whole output in item/completed's aggregatedOutput).
+func benchStream(b *testing.B, rounds int) []byte {
+	b.Helper()
+	var buf bytes.Buffer
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Answers to requests are kept once: each capture answers its own
+		// initialize, thread/start and turn/start with ids 1 to 3.
+		for line := range bytes.Lines(data) {
+			if bytes.HasPrefix(line, []byte(`{"id":`)) && !bytes.Contains(line, []byte(`"method"`)) && name != files[0] {
+				continue
+			}
+			buf.Write(line)
+		}
+	}
+	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
+	const th = `"threadId":"T","turnId":"U"`
+	for i := range rounds {
+		id := fmt.Sprintf("call_bench_%d", i)
+		fmt.Fprintf(&buf, `{"method":"item/started","params":{"item":{"type":"commandExecution","id":"%s","command":"/bin/bash -lc make","cwd":"/w","processId":null,"source":"unifiedExecStartup","status":"inProgress","commandActions":[],"aggregatedOutput":null,"exitCode":null,"durationMs":null},%s}}`+"\n", id, th)
+		for range 20 {
+			fmt.Fprintf(&buf, `{"method":"item/commandExecution/outputDelta","params":{%s,"itemId":"%s","delta":"building target ok\n"}}`+"\n", th, id)
+		}
+		fmt.Fprintf(&buf, `{"method":"item/completed","params":{"item":{"type":"commandExecution","id":"%s","command":"/bin/bash -lc make","cwd":"/w","processId":"1","source":"unifiedExecStartup","status":"completed","commandActions":[],"aggregatedOutput":%s,"exitCode":0,"durationMs":5000},%s}}`+"\n", id, out, th)
+		fmt.Fprintf(&buf, `{"method":"item/agentMessage/delta","params":{%s,"itemId":"m","delta":"Build passed."}}`+"\n", th)
+	}
+	buf.WriteString(`{"method":"turn/completed","params":{"threadId":"T","turn":{"id":"U","items":[],"status":"completed","error":null}}}` + "\n")
+	return buf.Bytes()
+}
+
+func benchDecode(b *testing.B, rounds, maxLine int) {
+	stream := benchStream(b, rounds)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := primed(bytes.NewReader(stream), maxLine)
+		for {
+			_, err := d.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if d.Stats().Skipped() != 0 {
+			b.Fatalf("lines skipped: %+v", d.Stats())
+		}
+	}
+}
+
+// BenchmarkDecodeStream: the captures plus four 1 MB command outputs.
+func BenchmarkDecodeStream(b *testing.B) { benchDecode(b, 4, 4<<20) }
+
+// BenchmarkDecodeStreamSmall is the captures alone: the per-line cost of
+// ordinary traffic.
+func BenchmarkDecodeStreamSmall(b *testing.B) { benchDecode(b, 0, 0) }

@@ -1,0 +1,666 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// ErrMalformed marks a line that is not a JSON-RPC object. The decoder skips
+// and counts such lines; it never stops on them.
+var ErrMalformed = errors.New("codex stream: malformed line")
+
+// ErrUnknown marks a well-formed line whose method this decoder does not
+// know. Codex adds notifications between releases, so an unknown line is
+// counted and skipped, never fatal.
+var ErrUnknown = errors.New("codex stream: unknown method")
+
+// SkipReason says why a line produced no events.
+type SkipReason string
+
+// The skip reasons. SkipNone is the zero value: the line was decoded.
+const (
+	SkipNone      SkipReason = ""
+	SkipEmpty     SkipReason = "empty"
+	SkipMalformed SkipReason = "malformed"
+	SkipUnknown   SkipReason = "unknown"
+	SkipOversize  SkipReason = "oversize"
+)
+
+// LineInfo describes one stdout line, decoded or skipped.
+type LineInfo struct {
+	// Number is the 1-based line number in the stream (0 from DecodeLine).
+	Number int64
+	// Size is the line's length in bytes without its line ending.
+	Size int
+	// Method is the notification's or request's method; empty for a
+	// response to one of our requests.
+	Method string
+	// Skip says why the line produced no events (SkipNone when decoded).
+	Skip SkipReason
+	// Detail is the reason in words for a skipped line.
+	Detail string
+}
+
+// maxTracked bounds each per-stream map (see the Claude decoder).
+const maxTracked = 1024
+
+// wire is the union of the fields the decoder reads from any line: one
+// struct and one json.Unmarshal per line, fields not declared (command
+// output, diffs, the thread's history) skipped without being allocated.
+type wire struct {
+	// ID is set on responses and on server requests; a number or a string.
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result *struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+		Turn struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Params params `json:"params"`
+}
+
+type params struct {
+	ThreadID string `json:"threadId"`
+	TurnID   string `json:"turnId"`
+	ItemID   string `json:"itemId"`
+	// Turn is turn/started's and turn/completed's.
+	Turn struct {
+		ID     string     `json:"id"`
+		Status string     `json:"status"`
+		Error  *turnError `json:"error"`
+	} `json:"turn"`
+	Item struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		Server string `json:"server"`
+		Tool   string `json:"tool"`
+		Status string `json:"status"`
+	} `json:"item"`
+	// error notification.
+	Error     *turnError `json:"error"`
+	WillRetry bool       `json:"willRetry"`
+	// thread/status/changed.
+	Status struct {
+		Type        string   `json:"type"`
+		ActiveFlags []string `json:"activeFlags"`
+	} `json:"status"`
+	// account/rateLimits/updated.
+	RateLimits struct {
+		Primary   *rateWindow `json:"primary"`
+		Secondary *rateWindow `json:"secondary"`
+	} `json:"rateLimits"`
+	// serverRequest/resolved.
+	RequestID json.RawMessage `json:"requestId"`
+	// warning, hook/*.
+	Message string `json:"message"`
+}
+
+type rateWindow struct {
+	UsedPercent float64 `json:"usedPercent"`
+	ResetsAt    float64 `json:"resetsAt"`
+}
+
+// turnError is Codex's TurnError: a message and the structured
+// codexErrorInfo, a bare string ("usageLimitExceeded") or a one-key object
+// ({"httpConnectionFailed":{"httpStatusCode":429}}).
+type turnError struct {
+	Message           string          `json:"message"`
+	CodexErrorInfo    json.RawMessage `json:"codexErrorInfo"`
+	AdditionalDetails string          `json:"additionalDetails"`
+}
+
+// state is what decoding remembers between lines of one stream.
+type state struct {
+	// calls maps the id of each request we sent to its method, so its
+	// response can be read (thread/start's thread id, turn/start's turn).
+	calls map[string]string
+	// thread is our thread's id; turn the turn in flight ("" between).
+	thread, turn string
+	// tools maps an open item's id to its tool name.
+	tools map[string]string
+	// pending maps an unanswered server request's id to its method and
+	// its id as sent (a number or a string), for the answer.
+	pending map[string]pendingRequest
+	// resetsAt is the latest exhausted rate-limit window's reset.
+	resetsAt time.Time
+	// lastError is the last error notification of the turn in flight,
+	// used when turn/completed carries none.
+	lastError *turnError
+	// threadErr is the error answer to thread/start or thread/resume.
+	threadErr string
+	// starting is open while a turn/start is unanswered: a prompt sent
+	// then must wait to know whether to steer the turn it started.
+	starting chan struct{}
+	// steers holds the text of each unanswered turn/steer by request id;
+	// refused lists the texts of those Codex refused (the turn had ended),
+	// which the process then sends as a new turn.
+	steers  map[string]string
+	refused []string
+}
+
+// started ends the wait for a turn/start's answer.
+func (s *state) started() {
+	if s.starting != nil {
+		close(s.starting)
+		s.starting = nil
+	}
+}
+
+type pendingRequest struct {
+	method string
+	raw    json.RawMessage
+}
+
+// DecodeLine decodes one stdout line on its own, with no memory of earlier
+// lines (responses to our requests are not recognized). Use a Decoder for a
+// stream.
+func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error) {
+	var s state
+	events, info, _, err = s.decode(line)
+	return events, info, err
+}
+
+func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) {
+	info := LineInfo{Size: len(line)}
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		info.Skip = SkipEmpty
+		return nil, info, nil, nil
+	}
+	if trimmed[0] != '{' {
+		info.Skip, info.Detail = SkipMalformed, "not a JSON object"
+		return nil, info, nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	}
+	var w wire
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			info.Skip, info.Detail = SkipMalformed, err.Error()
+			return nil, info, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+	}
+	info.Method = w.Method
+	var (
+		events []sessions.Event
+		reply  []byte
+		known  bool
+	)
+	switch {
+	case w.Method == "" && len(w.ID) > 0:
+		events, known = s.response(&w)
+	case w.Method != "" && len(w.ID) > 0:
+		events, reply, known = s.serverRequest(&w)
+	case w.Method != "":
+		events, known = s.notification(&w)
+	}
+	if !known {
+		info.Skip = SkipUnknown
+		info.Detail = fmt.Sprintf("unknown method %q", clip(w.Method))
+		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, clip(w.Method))
+	}
+	return events, info, reply, nil
+}
+
+// response handles the answer to one of our requests.
+func (s *state) response(w *wire) ([]sessions.Event, bool) {
+	id := idKey(w.ID)
+	method, ok := s.calls[id]
+	if !ok {
+		return nil, false
+	}
+	delete(s.calls, id)
+	if method == methodTurnStart {
+		defer s.started()
+	}
+	if method == methodTurnSteer {
+		text, ok := s.steers[id]
+		delete(s.steers, id)
+		if w.Error != nil && ok {
+			// The turn ended before the prompt reached it: like Claude
+			// Code, the prompt then starts a turn of its own.
+			s.refused = append(s.refused, text)
+			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "turn/steer refused; the prompt starts a new turn"}}, true
+		}
+	}
+	if w.Error != nil {
+		msg := sessions.SanitizeMessage(w.Error.Message)
+		switch method {
+		case methodThreadStart, methodThreadResume:
+			s.threadErr = orDefault(msg, method+" failed")
+			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(method + " failed: " + msg)}}, true
+		case methodTurnStart:
+			// The prompt never became a turn: the turn the app started
+			// for it has failed.
+			return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{
+				Kind: sessions.OtherFailure, Message: sessions.SanitizeMessage("turn/start refused: " + msg)}}}, true
+		}
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(method + " refused: " + msg)}}, true
+	}
+	switch method {
+	case methodThreadStart, methodThreadResume:
+		if w.Result != nil && w.Result.Thread.ID != "" {
+			s.thread = w.Result.Thread.ID
+			return []sessions.Event{{Kind: sessions.EvSessionInit, AgentSessionID: s.thread, Detail: "thread " + verb(method)}}, true
+		}
+	case methodTurnStart:
+		if w.Result != nil && w.Result.Turn.ID != "" && s.turn == "" {
+			s.turn = w.Result.Turn.ID
+		}
+	}
+	// initialize, turn/interrupt, thread/compact/start, turn/steer: the
+	// acknowledgement is bookkeeping, not progress (an agent that answers
+	// a stall interrupt and stays hung must still look stalled).
+	return []sessions.Event{{Kind: sessions.EvMetrics, Detail: method + " answered"}}, true
+}
+
+func verb(method string) string {
+	if method == methodThreadResume {
+		return "resumed"
+	}
+	return "started"
+}
+
+// serverRequest handles a request Codex sends us: approvals and questions
+// wait on the user; anything else is refused at once so the agent does not
+// wait on a client that will never answer.
+func (s *state) serverRequest(w *wire) ([]sessions.Event, []byte, bool) {
+	id := idKey(w.ID)
+	var reason sessions.WaitReason
+	var tool string
+	switch w.Method {
+	case "item/commandExecution/requestApproval", "execCommandApproval":
+		reason, tool = sessions.WaitPermission, toolCommand
+	case "item/fileChange/requestApproval", "applyPatchApproval":
+		reason, tool = sessions.WaitPermission, toolFileChange
+	case "item/permissions/requestApproval":
+		reason, tool = sessions.WaitPermission, "permissions"
+	case "item/tool/requestUserInput":
+		reason, tool = sessions.WaitQuestion, "request_user_input"
+	case "mcpServer/elicitation/request":
+		reason, tool = sessions.WaitQuestion, "mcp elicitation"
+	default:
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("refused request " + w.Method)}},
+			errorReply(w.ID, -32601, "not supported by this client"), true
+	}
+	if s.pending == nil {
+		s.pending = map[string]pendingRequest{}
+	}
+	if len(s.pending) >= maxTracked {
+		clear(s.pending)
+	}
+	// Unmarshal already copied ID out of the line buffer.
+	s.pending[id] = pendingRequest{method: w.Method, raw: w.ID}
+	return []sessions.Event{{
+		Kind:       sessions.EvWaitingOnUser,
+		Reason:     reason,
+		CallID:     w.Params.ItemID,
+		Name:       tool,
+		Permission: &sessions.Permission{RequestID: id, Tool: tool},
+	}}, nil, true
+}
+
+// The tool names the app shows for Codex's items.
+const (
+	toolCommand    = "command"
+	toolFileChange = "file change"
+)
+
+func (s *state) notification(w *wire) ([]sessions.Event, bool) {
+	p := &w.Params
+	sub := p.ThreadID != "" && s.thread != "" && p.ThreadID != s.thread
+	switch w.Method {
+	case "turn/started":
+		if sub {
+			return one(sessions.EvActivity, "subagent turn started"), true
+		}
+		s.turn, s.lastError = p.Turn.ID, nil
+		s.started()
+		return one(sessions.EvActivity, "turn started"), true
+	case "turn/completed":
+		if sub {
+			return one(sessions.EvActivity, "subagent turn ended"), true
+		}
+		return []sessions.Event{s.turnCompleted(p)}, true
+	case "item/started", "item/completed":
+		return s.item(w.Method == "item/started", p, sub), true
+	case "item/agentMessage/delta":
+		return one(sessions.EvActivity, prefix(sub, "writing a reply")), true
+	case "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded", "item/reasoning/textDelta":
+		return one(sessions.EvActivity, prefix(sub, "thinking")), true
+	case "item/plan/delta", "turn/plan/updated":
+		return one(sessions.EvActivity, prefix(sub, "planning")), true
+	case "item/commandExecution/outputDelta", "item/commandExecution/terminalInteraction", "command/exec/outputDelta",
+		"process/outputDelta":
+		return one(sessions.EvActivity, prefix(sub, "command output")), true
+	case "item/fileChange/outputDelta", "item/fileChange/patchUpdated", "turn/diff/updated":
+		return one(sessions.EvActivity, prefix(sub, "editing files")), true
+	case "item/mcpToolCall/progress":
+		return one(sessions.EvActivity, prefix(sub, "tool progress")), true
+	case "hook/started", "hook/completed":
+		return one(sessions.EvActivity, "hook "+strings.TrimPrefix(w.Method, "hook/")), true
+	case "error":
+		return s.errorNote(p, sub), true
+	case "thread/tokenUsage/updated":
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "token usage"}}, true
+	case "account/rateLimits/updated":
+		s.rateLimits(p)
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "rate limits"}}, true
+	case "thread/compacted":
+		// The compaction item (contextCompaction) carries start and end;
+		// this legacy note only confirms it.
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "thread compacted"}}, true
+	case "serverRequest/resolved":
+		id := idKey(p.RequestID)
+		if _, ok := s.pending[id]; !ok {
+			// Answered by us: the app recorded the answer when it sent it.
+			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "request resolved"}}, true
+		}
+		delete(s.pending, id)
+		return []sessions.Event{{Kind: sessions.EvUserAnswered, Detail: "request withdrawn by the agent",
+			Permission: &sessions.Permission{RequestID: id}}}, true
+	case "thread/started", "thread/status/changed", "thread/settings/updated", "thread/name/updated",
+		"warning", "configWarning", "deprecationNotice", "guardianWarning", "model/rerouted", "model/verification",
+		"mcpServer/startupStatus/updated", "remoteControl/status/changed", "skills/changed", "account/updated",
+		"app/list/updated", "thread/goal/updated", "thread/queue/changed", "thread/readState/changed",
+		"rawResponseItem/completed", "rawResponse/completed", "turn/moderationMetadata",
+		"modelProvider/authRecoveryStarted", "modelProvider/authRecoveryCompleted", "fs/changed",
+		"model/safetyBuffering/updated", "item/autoApprovalReview/started", "item/autoApprovalReview/completed",
+		"thread/closed", "thread/environment/connected", "thread/environment/disconnected", "process/exited":
+		// Bookkeeping: recorded, but it must not move the stall clock.
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(w.Method)}}, true
+	}
+	return nil, false
+}
+
+// item maps an item's start or completion: the items that do work are
+// tools, compaction is Compacting, the rest (messages, reasoning) activity.
+func (s *state) item(started bool, p *params, sub bool) []sessions.Event {
+	it := p.Item
+	name := toolName(it.Type, it.Server, it.Tool)
+	switch {
+	case it.Type == "contextCompaction":
+		if sub {
+			return one(sessions.EvActivity, "subagent compaction")
+		}
+		if started {
+			return []sessions.Event{{Kind: sessions.EvCompactionStarted, Detail: "compacting the context"}}
+		}
+		return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}
+	case name != "":
+		if started {
+			s.tools = remember(s.tools, it.ID, name)
+			return []sessions.Event{{Kind: sessions.EvToolStarted, CallID: it.ID, Name: name, Detail: prefix(sub, "tool call")}}
+		}
+		delete(s.tools, it.ID)
+		return []sessions.Event{{Kind: sessions.EvToolFinished, CallID: it.ID, Name: name, Detail: prefix(sub, sessions.SanitizeMessage(name+" "+orDefault(it.Status, "finished")))}}
+	}
+	what := "message"
+	switch it.Type {
+	case "agentMessage":
+		what = "writing a reply"
+	case "reasoning":
+		what = "thinking"
+	case "userMessage":
+		what = "prompt received"
+	case "plan":
+		what = "planning"
+	}
+	return one(sessions.EvActivity, prefix(sub, what))
+}
+
+// toolName is the name an item that does work is shown with, or "" for an
+// item that is not a tool.
+func toolName(typ, server, tool string) string {
+	switch typ {
+	case "commandExecution":
+		return toolCommand
+	case "fileChange":
+		return toolFileChange
+	case "mcpToolCall":
+		return sessions.SanitizeMessage("mcp " + server + "/" + tool)
+	case "dynamicToolCall", "collabAgentToolCall":
+		return sessions.SanitizeMessage(orDefault(tool, typ))
+	case "webSearch":
+		return "web search"
+	case "imageGeneration":
+		return "image generation"
+	case "imageView":
+		return "image view"
+	case "sleep":
+		return "sleep"
+	}
+	return ""
+}
+
+func (s *state) turnCompleted(p *params) sessions.Event {
+	defer s.endTurn()
+	switch p.Turn.Status {
+	case "completed":
+		return sessions.Event{Kind: sessions.EvTurnCompleted, Detail: "turn completed"}
+	case "interrupted":
+		return sessions.Event{Kind: sessions.EvTurnAborted, Detail: "interrupted"}
+	}
+	te := p.Turn.Error
+	if te == nil {
+		te = s.lastError
+	}
+	return sessions.Event{Kind: sessions.EvTurnFailed, Failure: s.classify(te)}
+}
+
+func (s *state) endTurn() {
+	s.turn, s.lastError = "", nil
+	clear(s.tools)
+	clear(s.pending)
+}
+
+// reconnectRE reads the attempt out of Codex's retry message
+// ("Reconnecting... 1/2 (…)").
+var reconnectRE = regexp.MustCompile(`(\d+)/(\d+)`)
+
+// errorNote handles the error notification: with willRetry it is the CLI's
+// own retry (the turn goes on), otherwise it announces the failure that
+// turn/completed then reports.
+func (s *state) errorNote(p *params, sub bool) []sessions.Event {
+	if sub || p.Error == nil {
+		return one(sessions.EvActivity, prefix(sub, "error reported"))
+	}
+	if !p.WillRetry {
+		s.lastError = p.Error
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "error reported"}}
+	}
+	f := s.classify(p.Error)
+	ev := sessions.Event{Kind: sessions.EvRetryScheduled, Failure: f, Status: httpStatus(p.Error.CodexErrorInfo), Detail: "agent retry scheduled"}
+	if m := reconnectRE.FindStringSubmatch(p.Error.Message); m != nil {
+		ev.Attempt, _ = strconv.Atoi(m[1])
+		ev.MaxAttempts, _ = strconv.Atoi(m[2])
+	}
+	return []sessions.Event{ev}
+}
+
+func (s *state) rateLimits(p *params) {
+	var reset time.Time
+	for _, w := range []*rateWindow{p.RateLimits.Primary, p.RateLimits.Secondary} {
+		if w == nil || w.UsedPercent < 100 || !(w.ResetsAt > 0 && w.ResetsAt < 1e11) {
+			continue
+		}
+		if t := time.Unix(int64(w.ResetsAt), 0).UTC(); t.After(reset) {
+			reset = t
+		}
+	}
+	s.resetsAt = reset
+}
+
+// classify turns Codex's structured error into a failure: the
+// codexErrorInfo first, the HTTP status it carries next, the message text
+// last.
+func (s *state) classify(te *turnError) sessions.Failure {
+	if te == nil {
+		return sessions.Failure{Kind: sessions.OtherFailure, Message: "the turn failed without an error"}
+	}
+	text := te.Message
+	if te.AdditionalDetails != "" {
+		text += " (" + te.AdditionalDetails + ")"
+	}
+	kind := infoKind(te.CodexErrorInfo)
+	if kind == sessions.NoFailure {
+		kind = textKind(text)
+	}
+	f := sessions.Failure{Kind: kind, Message: sessions.SanitizeMessage(text)}
+	if kind == sessions.RateLimit && !s.resetsAt.IsZero() {
+		f.RetryAt = s.resetsAt
+	}
+	return f
+}
+
+// infoKind classifies a codexErrorInfo; NoFailure when it says nothing
+// conclusive ("other", absent).
+func infoKind(raw json.RawMessage) sessions.FailureKind {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] == 'n' {
+		return sessions.NoFailure
+	}
+	var word string
+	if raw[0] == '"' {
+		if json.Unmarshal(raw, &word) != nil {
+			return sessions.NoFailure
+		}
+	} else {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return sessions.NoFailure
+		}
+		for k := range obj {
+			word = k
+		}
+	}
+	switch word {
+	case "usageLimitExceeded", "rateLimitExceeded", "usage_limit_exceeded":
+		return sessions.RateLimit
+	case "contextWindowExceeded", "context_window_exceeded":
+		return sessions.ContextOverflow
+	case "unauthorized":
+		return sessions.Auth
+	case "serverOverloaded", "flexUnavailable", "policyCapacityUnavailable", "server_overloaded":
+		return sessions.Overloaded
+	case "sessionBudgetExceeded":
+		return sessions.Billing
+	case "internalServerError":
+		return sessions.Network
+	case "httpConnectionFailed", "responseStreamConnectionFailed", "responseStreamDisconnected", "responseTooManyFailedAttempts":
+		if st := httpStatus(raw); st != 0 {
+			return sessions.KindFromStatus(st)
+		}
+		return sessions.Network
+	}
+	return sessions.NoFailure
+}
+
+// httpStatus is the httpStatusCode a codexErrorInfo object carries, or 0.
+func httpStatus(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return 0
+	}
+	var obj map[string]struct {
+		HTTPStatusCode int `json:"httpStatusCode"`
+	}
+	if json.Unmarshal(raw, &obj) != nil {
+		return 0
+	}
+	for _, v := range obj {
+		return v.HTTPStatusCode
+	}
+	return 0
+}
+
+// statusRE finds an HTTP status in Codex's messages ("last status: 429",
+// "unexpected status 401 Unauthorized").
+var statusRE = regexp.MustCompile(`status:? (\d{3})\b`)
+
+// textKind classifies an error message by Codex's phrasings, measured
+// against 0.171.0 (reference codex-captures/).
+func textKind(text string) sessions.FailureKind {
+	lower := strings.ToLower(text)
+	switch {
+	case strings.Contains(lower, "context window"):
+		return sessions.ContextOverflow
+	case strings.Contains(lower, "usage limit"):
+		return sessions.RateLimit
+	case strings.Contains(lower, "high demand"), strings.Contains(lower, "overloaded"):
+		return sessions.Overloaded
+	}
+	if m := statusRE.FindStringSubmatch(lower); m != nil {
+		st, _ := strconv.Atoi(m[1])
+		return sessions.KindFromStatus(st)
+	}
+	if sessions.ConnectionErrorText(lower) || strings.Contains(lower, "idle timeout") {
+		return sessions.Network
+	}
+	return sessions.OtherFailure
+}
+
+// idKey renders a JSON-RPC id (number or string) as the string the app keeps.
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	var str string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	return string(raw)
+}
+
+func remember(m map[string]string, id, name string) map[string]string {
+	if id == "" {
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	if len(m) >= maxTracked {
+		clear(m)
+	}
+	m[id] = name
+	return m
+}
+
+func one(kind sessions.EventKind, detail string) []sessions.Event {
+	return []sessions.Event{{Kind: kind, Detail: detail}}
+}
+
+func prefix(sub bool, detail string) string {
+	if sub {
+		return "subagent " + detail
+	}
+	return detail
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// clip bounds a wire string quoted in an error message.
+func clip(s string) string {
+	const limit = 64
+	if len(s) > limit {
+		return s[:limit] + "…"
+	}
+	return s
+}

@@ -1,0 +1,163 @@
+package fakeapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// CodexVersion is the Codex CLI release the end-to-end tests pin; the
+// Makefile installs the same one.
+const CodexVersion = "0.171.0"
+
+// APIKeyEnv is the variable the fake provider's key is read from.
+const APIKeyEnv = "FAKE_OPENAI_API_KEY"
+
+// Config are the choices a test makes about Codex's config.toml.
+type Config struct {
+	// ApprovalPolicy is Codex's approval_policy ("" is "never").
+	ApprovalPolicy string
+	// StreamIdleTimeout is how long Codex waits on a silent stream before
+	// it retries (0: 8 s, so a failing scenario gives up in seconds; a
+	// stall test sets minutes, so the supervisor sees the silence).
+	StreamIdleTimeout time.Duration
+}
+
+// WriteConfig writes $codexHome/config.toml pointing Codex at the fake at
+// baseURL as the only model provider. The CLI's own HTTP retries are kept
+// short (stream_max_retries 2, measured: "Reconnecting... 1/2, 2/2") so a
+// failing scenario gives up in seconds; approvalPolicy is Codex's
+// approval_policy ("never" runs commands without asking; "on-request" with
+// a read-only sandbox asks before a command that writes).
+func WriteConfig(codexHome, baseURL string, c Config) error {
+	approvalPolicy := c.ApprovalPolicy
+	idle := c.StreamIdleTimeout
+	if idle <= 0 {
+		idle = 8 * time.Second
+	}
+	sandbox := "danger-full-access"
+	if approvalPolicy == "" {
+		approvalPolicy = "never"
+	}
+	if approvalPolicy != "never" {
+		// Commands that write outside a read-only sandbox are what Codex
+		// asks about.
+		sandbox = "read-only"
+	}
+	cfg := fmt.Sprintf(`model = "gpt-fake"
+model_provider = "fake"
+approval_policy = %q
+sandbox_mode = %q
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.fake]
+name = "Fake"
+base_url = %q
+env_key = %q
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 2
+stream_idle_timeout_ms = %d
+`, approvalPolicy, sandbox, baseURL, APIKeyEnv, idle.Milliseconds())
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		return fmt.Errorf("codex fakeapi: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("codex fakeapi: writing config.toml: %w", err)
+	}
+	return nil
+}
+
+// HermeticEnv is the whole environment of a Codex run that keeps its state
+// under codexHome (HOME is home), reads the dummy key, and sends any other
+// traffic to the refusing proxy at proxyURL ("" leaves the proxy out). Only
+// PATH is inherited, for the commands Codex runs.
+func HermeticEnv(home, codexHome, proxyURL string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := []string{
+		"PATH=" + path,
+		"HOME=" + home,
+		"CODEX_HOME=" + codexHome,
+		APIKeyEnv + "=sk-fake",
+		"RUST_LOG=error",
+	}
+	if proxyURL != "" {
+		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
+			env = append(env, k+"="+proxyURL)
+		}
+		for _, k := range []string{"NO_PROXY", "no_proxy"} {
+			env = append(env, k+"=127.0.0.1,localhost")
+		}
+	}
+	return env
+}
+
+// StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every
+// request (CONNECT included) with 403, so a CLI that tries to reach another
+// host fails fast instead of leaving the machine.
+func StartRefusingProxy() (url string, closeFn func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("codex fakeapi: proxy listen: %w", err)
+	}
+	srv := &http.Server{
+		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "codex fakeapi: test proxy refuses "+r.Method+" "+r.Host, http.StatusForbidden)
+		}),
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// CodexBinary finds the real Codex CLI for an end-to-end test: $CODEX_BIN,
+// else the copy `make test` installs under the module root. Without it the
+// test fails when E2E_REQUIRED or CI is set and skips otherwise.
+func CodexBinary(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("CODEX_BIN")
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(root, ".cache", "codex", "node_modules", ".bin", "codex")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		msg := fmt.Sprintf("the real Codex CLI is not at %s (%v); `make test` installs it "+
+			"(npm install --prefix .cache/codex @openai/codex@%s), or set CODEX_BIN", bin, err, CodexVersion)
+		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,363 @@
+// Package fakeapi is a fake OpenAI Responses API for end-to-end tests that
+// drive the real Codex CLI. It listens on 127.0.0.1 only and picks its
+// behaviour from a [[scenario:NAME]] marker in the request (the last one in
+// the body, so a later prompt of the same thread selects its own), so a test
+// selects a scenario by its prompt alone.
+//
+// It answers POST /v1/responses with the SSE stream Codex expects
+// (response.created, output items, response.completed) or an HTTP error.
+// Everything else is a 404, which makes an unexpected endpoint visible in the
+// request log.
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Entry records one handled request.
+type Entry struct {
+	Method, Path string
+	// Scenario and Attempt (1-based, per scenario) are set for /v1/responses.
+	Scenario string
+	Attempt  int
+	Status   int
+	// ToolOutput reports that the request carried a function call's output
+	// as its last input item (the CLI sending back what a command printed).
+	ToolOutput string
+	// UserText is the text of the request's last user message.
+	UserText string
+	At       time.Time
+}
+
+// Reply is what one request gets.
+type Reply struct {
+	// Status, when not 200, is sent with ErrorBody.
+	Status    int
+	ErrorBody string
+	// Header is added to the response (Codex reads its rate-limit
+	// snapshot from x-codex-* headers).
+	Header map[string]string
+	// Text is an assistant message; Command, when set, is an exec_command
+	// function call instead.
+	Text    string
+	Command string
+	// Escalate asks for the command to run outside the sandbox, which
+	// Codex submits to the user for approval under approval_policy
+	// on-request.
+	Escalate bool
+	// Stall holds the stream open after response.created until the server
+	// closes; Cut drops the connection mid-stream.
+	Stall bool
+	Cut   bool
+}
+
+// ScenarioFunc decides the reply to attempt n (1-based) of a scenario; last
+// is the request's last input item type and toolOutput its output, if any.
+type ScenarioFunc func(n int, toolOutput string) Reply
+
+// Server is a running fake.
+type Server struct {
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	scenarios map[string]ScenarioFunc
+	attempts  map[string]int
+	log       []Entry
+	closed    bool
+}
+
+// Start serves on a free port of 127.0.0.1.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("codex fakeapi: listen: %w", err)
+	}
+	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/responses", s.responses)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
+		http.Error(w, "codex fakeapi: no route", http.StatusNotFound)
+	})
+	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the provider base_url: Codex appends /responses.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
+
+// Close stops the server, releasing stalled streams.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	_ = s.srv.Close()
+	s.wg.Wait()
+}
+
+// Handle registers or replaces a scenario.
+func (s *Server) Handle(name string, fn ScenarioFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scenarios[name] = fn
+}
+
+// Log is a copy of the handled requests.
+func (s *Server) Log() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Entry(nil), s.log...)
+}
+
+// Requests returns the /v1/responses requests of one scenario.
+func (s *Server) Requests(scenario string) []Entry {
+	var out []Entry
+	for _, e := range s.Log() {
+		if e.Path == "/v1/responses" && e.Scenario == scenario {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.wg.Add(1)
+		defer s.wg.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) record(e Entry) {
+	e.At = time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, e)
+}
+
+var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
+
+// request is the part of a Responses request the fake reads.
+type request struct {
+	Input []struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Output  json.RawMessage `json:"output"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"input"`
+}
+
+// lastUserText is the text of the last user message.
+func (r *request) lastUserText() string {
+	for i := len(r.Input) - 1; i >= 0; i-- {
+		in := r.Input[i]
+		if in.Type == "message" && in.Role == "user" {
+			var text string
+			for _, c := range in.Content {
+				text += c.Text
+			}
+			return text
+		}
+	}
+	return ""
+}
+
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	scenario := "text"
+	if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
+		scenario = string(m[len(m)-1][1])
+	}
+	var req request
+	_ = json.Unmarshal(body, &req)
+	var toolOut string
+	if n := len(req.Input); n > 0 && req.Input[n-1].Type == "function_call_output" {
+		var str string
+		if json.Unmarshal(req.Input[n-1].Output, &str) == nil {
+			toolOut = str
+		} else {
+			toolOut = string(req.Input[n-1].Output)
+		}
+		if toolOut == "" {
+			toolOut = "(empty)"
+		}
+	}
+	s.mu.Lock()
+	s.attempts[scenario]++
+	n := s.attempts[scenario]
+	fn := s.scenarios[scenario]
+	s.mu.Unlock()
+	if fn == nil {
+		fn = s.scenarios["text"]
+	}
+	rep := fn(n, toolOut)
+	status := rep.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: req.lastUserText()})
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
+	if status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, rep.ErrorBody)
+		return
+	}
+	s.stream(w, rep, n)
+}
+
+func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	respID := fmt.Sprintf("resp_%d_%d", time.Now().UnixNano(), n)
+	send := func(v map[string]any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", v["type"], b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
+	if rep.Stall {
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Minute):
+		}
+		return
+	}
+	if rep.Cut {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				if tc, ok := c.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0)
+				}
+				_ = c.Close()
+			}
+		}
+		return
+	}
+	var item map[string]any
+	if rep.Command != "" {
+		a := map[string]string{"cmd": rep.Command}
+		if rep.Escalate {
+			a["sandbox_permissions"] = "require_escalated"
+			a["justification"] = "The command writes to the workspace."
+		}
+		args, _ := json.Marshal(a)
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "status": "completed",
+			"name": "exec_command", "arguments": string(args), "call_id": fmt.Sprintf("call_%s_%d", respID, n)}
+		send(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
+	} else {
+		msgID := fmt.Sprintf("msg_%s", respID)
+		added := map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "in_progress", "content": []any{}}
+		send(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": added})
+		send(map[string]any{"type": "response.output_text.delta", "item_id": msgID, "output_index": 0, "content_index": 0, "delta": rep.Text})
+		item = map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}}
+	}
+	send(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	send(map[string]any{"type": "response.completed", "response": map[string]any{
+		"id": respID,
+		"usage": map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 120},
+	}})
+}
+
+// The error bodies the real API sends, in the shape Codex parses.
+const (
+	body429      = `{"error":{"type":"rate_limit_exceeded","code":"rate_limit_exceeded","message":"Rate limit reached for requests"}}`
+	body401      = `{"error":{"type":"invalid_request_error","code":"invalid_api_key","message":"Incorrect API key provided"}}`
+	body500      = `{"error":{"type":"server_error","message":"The server had an error while processing your request."}}`
+	bodyTooLong  = `{"error":{"type":"invalid_request_error","code":"context_length_exceeded","param":"input","message":"Your input exceeds the context window of this model. Please adjust your input and try again."}}`
+	bodyUsageCap = `{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_in_seconds":%d}}`
+)
+
+// UsageLimitResetSeconds is when the usage_limit scenario says the limit lifts.
+const UsageLimitResetSeconds = 60
+
+// Builtin are the scenarios every server knows.
+func Builtin() map[string]ScenarioFunc {
+	text := func(int, string) Reply { return Reply{Text: "Hello from the fake OpenAI model."} }
+	failThen := func(k int, fail Reply) ScenarioFunc {
+		return func(n int, _ string) Reply {
+			if n <= k {
+				return fail
+			}
+			return Reply{Text: "Hello after the failures."}
+		}
+	}
+	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
+	return map[string]ScenarioFunc{
+		"text": text,
+		"tool": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "The command printed hi."}
+			}
+			return Reply{Command: "sleep 1; echo hi"}
+		},
+		// slowtool runs a minute-long command once; any later request
+		// (its output, or a nudge after the agent was killed) is answered.
+		"slowtool": func(n int, _ string) Reply {
+			if n > 1 {
+				return Reply{Text: "The slow command finished."}
+			}
+			return Reply{Command: "sleep 60; echo done"}
+		},
+		"write": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "Created build/out.txt."}
+			}
+			return Reply{Command: "mkdir -p build && touch build/out.txt", Escalate: true}
+		},
+		"429":           always(Reply{Status: 429, ErrorBody: body429}),
+		"429then_ok":    failThen(1, Reply{Status: 429, ErrorBody: body429}),
+		"429x3then_ok":  failThen(3, Reply{Status: 429, ErrorBody: body429}),
+		"401":           always(Reply{Status: 401, ErrorBody: body401}),
+		"500":           always(Reply{Status: 500, ErrorBody: body500}),
+		"too_long":      always(Reply{Status: 400, ErrorBody: bodyTooLong}),
+		"too_long_once": failThen(1, Reply{Status: 400, ErrorBody: bodyTooLong}),
+		"usage_limit": func(n int, _ string) Reply {
+			if n > 1 {
+				return Reply{Text: "Hello after the usage limit."}
+			}
+			reset := time.Now().Add(UsageLimitResetSeconds * time.Second).Unix()
+			return Reply{Status: 429, ErrorBody: fmt.Sprintf(bodyUsageCap, UsageLimitResetSeconds),
+				Header: map[string]string{
+					"x-codex-primary-used-percent":   "100",
+					"x-codex-primary-window-minutes": "300",
+					"x-codex-primary-reset-at":       fmt.Sprint(reset),
+				}}
+		},
+		"stall": failThen(1, Reply{Stall: true}),
+		"cut":   always(Reply{Cut: true}),
+		// A network outage longer than Codex's own retries (it tries three
+		// times per turn with stream_max_retries 2), then over.
+		"cut3then_ok": failThen(3, Reply{Cut: true}),
+	}
+}

@@ -1,0 +1,480 @@
+package codex
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// CommandSetting is the setting that names the Codex executable; errors
+// about a missing binary point the user at it.
+const CommandSetting = "agents.codex.command"
+
+// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
+const stderrKeep = 8 << 10
+
+// readyWait bounds how long a prompt waits for the thread to be opened
+// when no write timeout is set: thread/start answers in well under a second
+// (measured 0.03 s after initialize), so a minute means it never will.
+const readyWait = time.Minute
+
+// Process is one running `codex app-server` that the app owns, driving one
+// thread: its stdin takes JSON-RPC requests, its stdout is decoded into
+// sessions.Events.
+type Process struct {
+	cmd    *exec.Cmd
+	dec    *Decoder
+	events chan sessions.Event
+	stderr *ring
+
+	// ready is closed when the thread is open (or failed to open, or the
+	// stream ended): a prompt needs the thread's id.
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	mu sync.Mutex // guards stdin, closed and nextID
+	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
+	// only an *os.File pipe takes a write deadline.
+	stdin        *os.File
+	closed       bool
+	writeTimeout time.Duration
+	nextID       int64
+}
+
+// ProcessOptions says how to start one `codex app-server`.
+type ProcessOptions struct {
+	// Command is the executable, from the setting agents.codex.command.
+	Command string
+	Cwd     string
+	// Env is added to the inherited environment.
+	Env []string
+	// MaxLine bounds one stdout line (0: DefaultMaxLine).
+	MaxLine int
+	// WriteTimeout bounds one write to stdin (0: none).
+	WriteTimeout time.Duration
+	// ApprovalPolicy is Codex's approval policy for the thread ("" keeps
+	// the user's config).
+	ApprovalPolicy string
+	// ResumeID continues an existing thread (thread/resume).
+	ResumeID string
+	// Version is reported to Codex in initialize.
+	Version string
+}
+
+var (
+	policyRE = regexp.MustCompile(`^[a-z-]{1,40}$`)
+	threadRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+)
+
+// ApprovalPolicy maps the session's permission mode onto Codex's approval
+// policy: Codex's own words pass through; Claude's words for the same ideas
+// are translated; anything else keeps the user's config.
+func ApprovalPolicy(mode string) string {
+	switch mode {
+	case "never", "on-request":
+		// "untrusted" is in the protocol's type but 0.171.0 refuses it
+		// ("no longer supported"): it is left to the user's config.
+		return mode
+	case "bypassPermissions", "dontAsk":
+		return "never"
+	case "default":
+		return "on-request"
+	}
+	return ""
+}
+
+// Start launches `codex app-server` in opts.Cwd, in its own process group,
+// and opens the thread: initialize, initialized and thread/start (or
+// thread/resume) are written at once, pipelined, so the first prompt only
+// waits for their answers.
+func Start(opts ProcessOptions) (*Process, error) {
+	if opts.ApprovalPolicy != "" && !policyRE.MatchString(opts.ApprovalPolicy) {
+		return nil, fmt.Errorf("codex launch options: invalid approval policy %q", clip(opts.ApprovalPolicy))
+	}
+	if opts.ResumeID != "" && !threadRE.MatchString(opts.ResumeID) {
+		return nil, fmt.Errorf("codex launch options: invalid thread id %q", clip(opts.ResumeID))
+	}
+	command := opts.Command
+	if command == "" {
+		command = "codex"
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil, fmt.Errorf("the Codex command %q was not found (install Codex, or point the setting %s at it: session-supervisor settings set %s /path/to/codex): %w",
+			command, CommandSetting, CommandSetting, err)
+	}
+	cmd := exec.Command(path, Args()...)
+	cmd.Dir = opts.Cwd
+	cmd.Env = append(os.Environ(), opts.Env...)
+	setProcessGroup(cmd)
+	stdinR, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin for codex: %w", err)
+	}
+	cmd.Stdin = stdinR
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		stdinR.Close()
+		stdin.Close()
+		return nil, fmt.Errorf("creating stdout for codex: %w", err)
+	}
+	p := &Process{cmd: cmd, stdin: stdin, stderr: &ring{max: stderrKeep}, events: make(chan sessions.Event, 64),
+		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	err = cmd.Start()
+	stdinR.Close() // the child holds its own copy
+	if err != nil {
+		stdin.Close()
+		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
+	}
+	p.dec = NewDecoder(stdout, opts.MaxLine)
+	go p.decode()
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	if err := p.call(methodInitialize, func(id int64) []byte { return InitializeRequest(id, version) }); err == nil {
+		err = p.write(InitializedNotification())
+		if err == nil {
+			err = p.call(methodThreadStart, func(id int64) []byte {
+				if opts.ResumeID != "" {
+					p.dec.expect(id, methodThreadResume)
+					return ThreadResumeRequest(id, opts.ResumeID, opts.Cwd, opts.ApprovalPolicy)
+				}
+				return ThreadStartRequest(id, opts.Cwd, opts.ApprovalPolicy)
+			})
+		}
+		if err != nil {
+			// The process is running; its exit (or its silence) tells the
+			// rest. Failing here would orphan it.
+			_ = p.CloseInput()
+		}
+	}
+	return p, nil
+}
+
+// Args is the command line (after the program name): the app server on
+// stdio.
+func Args() []string { return []string{"app-server"} }
+
+// call registers a request's id with the decoder (so its answer can be
+// read), then writes it.
+func (p *Process) call(method string, line func(id int64) []byte) error {
+	p.mu.Lock()
+	p.nextID++
+	id := p.nextID
+	p.mu.Unlock()
+	p.dec.expect(id, method)
+	return p.write(line(id))
+}
+
+// decode feeds decoded events to Events until stdout ends, answering the
+// server requests this client does not serve.
+func (p *Process) decode() {
+	defer close(p.events)
+	defer p.markReady()
+	for {
+		line, err := p.dec.Next()
+		if err != nil {
+			return
+		}
+		if line.Reply != nil {
+			_ = p.write(line.Reply)
+		}
+		for _, ev := range line.Events {
+			if ev.Kind == sessions.EvSessionInit {
+				p.markReady()
+			}
+			p.events <- ev
+		}
+		if p.dec.threadFailed() != "" {
+			p.markReady()
+		}
+		for _, text := range p.dec.takeRefused() {
+			if thread, _ := p.dec.threadID(); thread != "" {
+				_ = p.startTurn(thread, text)
+			}
+		}
+	}
+}
+
+func (p *Process) markReady() { p.readyOnce.Do(func() { close(p.ready) }) }
+
+// thread waits until the thread is open and returns its id.
+func (p *Process) thread() (string, error) {
+	wait := p.bound()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.ready:
+	case <-t.C:
+		return "", fmt.Errorf("codex opened no thread within %s: %w", wait, os.ErrDeadlineExceeded)
+	}
+	id, failed := p.dec.threadID()
+	if id == "" {
+		return "", fmt.Errorf("codex could not open the thread: %s", orDefault(failed, "the process ended"))
+	}
+	return id, nil
+}
+
+// PID is the process id (also its process group id).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Events yields the decoded stream; closed when stdout ends.
+func (p *Process) Events() <-chan sessions.Event { return p.events }
+
+// SkippedLines counts malformed, unknown and oversize lines.
+func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
+
+// Stats are the decoder's counters.
+func (p *Process) Stats() Counters { return p.dec.Stats() }
+
+// StderrTail is the last few KB of stderr (diagnostics only; never persisted).
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+func (p *Process) write(line []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("the agent's input is closed")
+	}
+	if p.writeTimeout > 0 {
+		if err := p.stdin.SetWriteDeadline(time.Now().Add(p.writeTimeout)); err != nil {
+			return fmt.Errorf("setting a deadline on codex's stdin: %w", err)
+		}
+	}
+	if _, err := p.stdin.Write(line); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Part of the line may be in the pipe: nothing written after
+			// it could be read as intended, so the input is finished.
+			p.closed = true
+			_ = p.stdin.Close()
+		}
+		return fmt.Errorf("writing to codex's stdin: %w", err)
+	}
+	return nil
+}
+
+// SendPrompt starts a turn with text, or steers the turn in flight with it
+// (turn/steer), as a prompt written mid-turn does for Claude Code. A prompt
+// that arrives while a turn/start is unanswered waits for that answer, so it
+// steers the new turn instead of starting a second one.
+func (p *Process) SendPrompt(text string) error {
+	thread, err := p.thread()
+	if err != nil {
+		return err
+	}
+	if wait := p.dec.startingTurn(); wait != nil {
+		t := time.NewTimer(p.bound())
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if turn := p.dec.activeTurn(); turn != "" {
+		p.mu.Lock()
+		p.nextID++
+		id := p.nextID
+		p.mu.Unlock()
+		p.dec.expectSteer(id, text)
+		return p.write(TurnSteerRequest(id, thread, turn, text))
+	}
+	return p.startTurn(thread, text)
+}
+
+func (p *Process) startTurn(thread, text string) error {
+	p.dec.expectTurn()
+	return p.call(methodTurnStart, func(id int64) []byte { return TurnStartRequest(id, thread, text) })
+}
+
+// bound is how long the process waits on Codex for an answer it needs.
+func (p *Process) bound() time.Duration {
+	if p.writeTimeout > 0 {
+		return p.writeTimeout
+	}
+	return readyWait
+}
+
+// Compact asks Codex to compact the thread's context.
+func (p *Process) Compact() error {
+	thread, err := p.thread()
+	if err != nil {
+		return err
+	}
+	return p.call(methodCompact, func(id int64) []byte { return CompactRequest(id, thread) })
+}
+
+// Interrupt aborts the turn in flight. With no turn known (the turn/start
+// answer not read yet) there is nothing Codex could interrupt by id; the
+// supervisor's escalation (signals) covers a turn that never reported.
+func (p *Process) Interrupt() error {
+	thread, err := p.thread()
+	if err != nil {
+		return err
+	}
+	turn := p.dec.activeTurn()
+	if turn == "" {
+		return errors.New("codex has no turn in flight to interrupt")
+	}
+	return p.call(methodTurnInterrupt, func(id int64) []byte { return TurnInterruptRequest(id, thread, turn) })
+}
+
+// AnswerPermission answers an approval request (accept or decline) or a
+// question.
+func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ string) error {
+	method, raw := p.dec.answer(perm.RequestID)
+	if raw == nil {
+		raw = rawID(perm.RequestID)
+	}
+	return p.write(ApprovalResponse(raw, method, allow))
+}
+
+// CloseInput closes stdin: app-server exits at the end of its input.
+func (p *Process) CloseInput() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	return p.stdin.Close()
+}
+
+// Signal signals the process group.
+func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.cmd.Process, sig) }
+
+// Wait waits for the process (call after Events is closed) and reports its
+// exit code, or the signal that killed it.
+func (p *Process) Wait() (int, string, error) {
+	err := p.cmd.Wait()
+	_ = p.CloseInput()
+	code, sig := exitStatus(p.cmd.ProcessState)
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		err = nil // a non-zero exit is an outcome, not a failure to wait
+	}
+	return code, sig, err
+}
+
+// expect records that request id of method was sent.
+func (d *Decoder) expect(id int64, method string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.calls == nil {
+		d.st.calls = map[string]string{}
+	}
+	if len(d.st.calls) >= maxTracked {
+		clear(d.st.calls)
+	}
+	d.st.calls[fmt.Sprint(id)] = method
+}
+
+// expectTurn opens the wait for a turn/start's answer.
+func (d *Decoder) expectTurn() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.starting == nil {
+		d.st.starting = make(chan struct{})
+	}
+}
+
+// startingTurn is closed when the unanswered turn/start is answered; nil
+// when none is.
+func (d *Decoder) startingTurn() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.starting == nil {
+		return nil
+	}
+	return d.st.starting
+}
+
+// expectSteer records a turn/steer request and its text.
+func (d *Decoder) expectSteer(id int64, text string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := fmt.Sprint(id)
+	if d.st.calls == nil {
+		d.st.calls = map[string]string{}
+	}
+	if d.st.steers == nil {
+		d.st.steers = map[string]string{}
+	}
+	if len(d.st.steers) >= maxTracked {
+		clear(d.st.steers)
+	}
+	d.st.calls[key] = methodTurnSteer
+	d.st.steers[key] = text
+}
+
+// takeRefused returns the prompts whose steer Codex refused, once.
+func (d *Decoder) takeRefused() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.st.refused
+	d.st.refused = nil
+	return out
+}
+
+func (d *Decoder) threadID() (id, failed string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.thread, d.st.threadErr
+}
+
+func (d *Decoder) threadFailed() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.threadErr
+}
+
+// activeTurn is the turn in flight, "" between turns.
+func (d *Decoder) activeTurn() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.turn
+}
+
+// answer forgets the pending request id and returns its method and the id
+// as Codex sent it.
+func (d *Decoder) answer(id string) (string, json.RawMessage) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.st.pending[id]
+	if !ok {
+		return "", nil
+	}
+	delete(d.st.pending, id)
+	return r.method, r.raw
+}
+
+// ring keeps the last max bytes written.
+type ring struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (r *ring) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, b...)
+	if over := len(r.buf) - r.max; over > 0 {
+		r.buf = append(r.buf[:0], r.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.buf)
+}
