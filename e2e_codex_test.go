@@ -11,6 +11,7 @@ package main
 // process with the test's HOME is killed at the end).
 
 import (
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // cxe2e is one Codex test's world on top of the shared harness.
@@ -90,7 +90,7 @@ func (h *cxe2e) statuses(scenario string) []int {
 
 func (h *cxe2e) nudgedCodex(scenario string) bool {
 	for _, e := range h.api.Requests(scenario) {
-		if strings.Contains(e.UserText, supervisor.NudgeText) {
+		if strings.Contains(e.UserText, core.NudgeText) {
 			return true
 		}
 	}
@@ -379,7 +379,7 @@ func TestCodexE2EOverflowCompactRetry(t *testing.T) {
 	}
 	var retried bool
 	for _, e := range h.api.Requests("too_long_once") {
-		retried = retried || strings.Contains(e.UserText, supervisor.RetryTurnText)
+		retried = retried || strings.Contains(e.UserText, core.RetryTurnText)
 	}
 	if !retried {
 		t.Error("the fake API never saw the retry")
