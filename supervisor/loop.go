@@ -23,6 +23,7 @@ func (r *Runtime) Run(ctx context.Context) {
 	start := time.Now()
 	lastTick, lastSnapshot = start, start
 	r.health.start(start, r.settings(ctx).Tick)
+	r.startExternal(ctx)
 	for {
 		set := r.settings(ctx)
 		now := time.Now()
@@ -130,6 +131,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		e     *entry
 		proc  Process
 		src   sessions.Source
+		ext   *extHandle
 		probe Probe
 	}
 	r.mu.Lock()
@@ -138,12 +140,15 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		if e.q.busy() {
 			continue
 		}
-		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source})
+		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext})
 	}
 	r.mu.Unlock()
 	offline := r.connectivity() == ConnOffline
 	for i := range list {
 		list[i].probe = probeProcess(list[i].src, list[i].proc)
+		if list[i].ext != nil {
+			list[i].probe = probeExternal(list[i].ext)
+		}
 		list[i].probe.Offline = offline
 	}
 
@@ -288,6 +293,12 @@ func (r *Runtime) execute(e *entry, a Action) {
 
 // dispatch performs an action's side effect through the agent process.
 func (r *Runtime) dispatch(e *entry, a Action) error {
+	r.mu.Lock()
+	src, h := e.s.Source, e.ext
+	r.mu.Unlock()
+	if src != sessions.Managed {
+		return r.dispatchExternal(e, h, a)
+	}
 	switch a.Kind {
 	case ActInterrupt:
 		r.mu.Lock()

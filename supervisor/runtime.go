@@ -60,6 +60,8 @@ type Runtime struct {
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
 	writeTimeout time.Duration
+	// external are the sources of sessions the app did not launch (external.go).
+	external []ExternalSource
 
 	mu   sync.Mutex
 	sess map[string]*entry
@@ -81,6 +83,8 @@ type entry struct {
 	// changed is the session as a running job's own change left it, for
 	// the job's answer (zero when no job changed it).
 	changed sessions.Session
+	// ext links an observed session to its source (nil when managed).
+	ext *extHandle
 }
 
 // Options configures a Runtime.
@@ -101,6 +105,9 @@ type Options struct {
 	// (nil: ProbeConnectivity). A session with a transient failure is held
 	// without spending its window while offline.
 	Connectivity func() Connectivity
+	// External are the sources of sessions the app did not launch (an
+	// agent in a terminal); Run starts their discovery.
+	External []ExternalSource
 }
 
 // DefaultWriteTimeout is how long an agent may leave a prompt unread before
@@ -115,7 +122,7 @@ func New(opts Options) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runtime{store: opts.Store, bus: NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{},
-		writeTimeout: opts.WriteTimeout}
+		writeTimeout: opts.WriteTimeout, external: opts.External}
 	if r.writeTimeout <= 0 {
 		r.writeTimeout = DefaultWriteTimeout
 	}
