@@ -1,0 +1,302 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/watch"
+)
+
+// termWorld is a temporary Claude configuration directory with one
+// "interactive CLI": a real child process registered in a session file.
+type termWorld struct {
+	t    *testing.T
+	dir  string
+	src  *terminal.Source
+	cmd  *exec.Cmd
+	file terminal.SessionFile
+}
+
+func newTermWorld(t *testing.T) *termWorld {
+	if runtime.GOOS != "linux" {
+		t.Skip("the pid probe reads /proc")
+	}
+	dir, err := os.MkdirTemp("", "cc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Long safety poll: discovery must come from the file watcher.
+	w := &termWorld{t: t, dir: dir, src: &terminal.Source{ConfigDir: dir, Notify: watch.Dirs, Poll: time.Minute}}
+	w.cmd = exec.Command("sleep", "120")
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.cmd.Process.Kill(); w.cmd.Wait() })
+	w.file = terminal.SessionFile{PID: w.cmd.Process.Pid, SessionID: "sid-1", Cwd: "/home/u/proj",
+		StartedAt: time.Now().UnixMilli(), Kind: "interactive", Entrypoint: "cli", Status: "idle", Version: "2.1.328"}
+	return w
+}
+
+func (w *termWorld) write(path string, v any) {
+	w.t.Helper()
+	b, _ := json.Marshal(v)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *termWorld) register() {
+	w.write(filepath.Join(w.dir, "sessions", fmt.Sprintf("%d.json", w.file.PID)), w.file)
+}
+
+func (w *termWorld) transcript(lines ...string) {
+	p := w.src.TranscriptPath(w.file.Cwd, w.file.SessionID)
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	f.WriteString(strings.Join(lines, "\n") + "\n")
+	f.Close()
+}
+
+const (
+	tPrompt  = `{"type":"user","message":{"role":"user","content":"# Fix the flaky test\nplease"}}`
+	tToolUse = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]}}`
+	tResult  = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}`
+	tEnd     = `{"type":"assistant","message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"done"}]}}`
+)
+
+// waitFor polls the runtime's list for the observed session.
+func waitFor(t *testing.T, rt *Runtime, limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		for _, s := range rt.Sessions() {
+			if s.Source == sessions.Observed && ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no observed session %s within %s; sessions: %+v", what, limit, rt.Sessions())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A session started in a terminal appears by itself within a second of its
+// session file appearing, and follows its turns from the transcript.
+func TestObservedSessionAppearsAndFollowsTurns(t *testing.T) {
+	w := newTermWorld(t)
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go g.rt.Run(ctx)
+	time.Sleep(50 * time.Millisecond) // the watcher is up
+
+	start := time.Now()
+	w.register()
+	s := waitFor(t, g.rt, time.Second, "discovered", func(s sessions.Session) bool { return s.PID == w.file.PID })
+	t.Logf("discovered in %s", time.Since(start).Round(time.Millisecond))
+	if s.Agent != "claude" || s.AgentSessionID != "sid-1" || s.Cwd != "/home/u/proj" || !s.ProcessAlive {
+		t.Fatalf("discovered %+v", s)
+	}
+	b, _ := json.Marshal(s)
+	if !strings.Contains(string(b), `"source":"observed"`) {
+		t.Fatalf("JSON %s", b)
+	}
+
+	w.file.Status = "busy"
+	w.register()
+	w.transcript(tPrompt, tToolUse)
+	s = waitFor(t, g.rt, time.Second, "working", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.InTurn && s.Evidence == "running Bash"
+	})
+	if s.Name != "Fix the flaky test" || s.TurnGeneration != 1 {
+		t.Fatalf("named %q, generation %d", s.Name, s.TurnGeneration)
+	}
+	w.transcript(tResult, tEnd)
+	w.file.Status = "idle"
+	w.register()
+	waitFor(t, g.rt, time.Second, "in review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && !s.InTurn
+	})
+	// A second turn is a new generation.
+	w.file.Status = "busy"
+	w.register()
+	w.transcript(`{"type":"user","message":{"role":"user","content":"and the other one"}}`)
+	waitFor(t, g.rt, time.Second, "second turn", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.TurnGeneration == 2
+	})
+	g.rt.Settle()
+	rows := dbTimeline(t, g.store, s.ID)
+	if kinds := strings.Join(rowKinds(rows), " "); !strings.Contains(kinds, "discovered") {
+		t.Fatalf("timeline %s", kinds)
+	}
+}
+
+// A hard stall of a terminal session is interrupted through its inbox with
+// priority "now" (the nudge rides along), and never with a signal.
+func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
+	w := newTermWorld(t)
+	sock := filepath.Join(w.dir, "in.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	frames := make(chan []string, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var lines []string
+			sc := bufio.NewScanner(c)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			c.Close()
+			frames <- lines
+		}
+	}()
+	w.file.MessagingSocketPath = sock
+	w.file.Status = "busy"
+	os.MkdirAll(filepath.Join(w.dir, "sessions"), 0o700)
+	os.WriteFile(filepath.Join(w.dir, "sessions", fmt.Sprintf("%d.k.key", w.file.PID)), []byte(`{"peerToken":"tok"}`), 0o600)
+	w.transcript(tPrompt)
+	w.register()
+
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.rt.startExternal(ctx)
+	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
+
+	set := storage.DefaultSettings()
+	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Millisecond, time.Millisecond, 2*time.Millisecond
+	time.Sleep(5 * time.Millisecond)
+	g.rt.Tick(ctx, set) // Suspect
+	time.Sleep(5 * time.Millisecond)
+	g.rt.Tick(ctx, set) // hard stall: the interrupt
+	g.rt.Settle()
+	var lines []string
+	select {
+	case lines = <-frames:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no frame reached the inbox")
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], `"token":"tok"`) || !strings.Contains(lines[1], `"priority":"now"`) ||
+		!strings.Contains(lines[1], NudgeText) {
+		t.Fatalf("inbox got %q", lines)
+	}
+	rows := dbTimeline(t, g.store, s.ID)
+	kinds := strings.Join(rowKinds(rows), " ")
+	if !strings.Contains(kinds, TimelineStallInterrupt) || !strings.Contains(kinds, TimelineNudgeSent) {
+		t.Fatalf("timeline %s", kinds)
+	}
+}
+
+// A terminal session whose process is killed mid-turn is Interrupted and
+// escalated at once: no nudge can reach a dead process, and the app starts
+// none in its place by itself.
+func TestObservedProcessKilledMidTurnEscalates(t *testing.T) {
+	w := newTermWorld(t)
+	w.file.Status = "busy"
+	w.transcript(tPrompt, tToolUse)
+	w.register()
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.rt.startExternal(ctx)
+	waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
+	w.cmd.Process.Kill()
+	w.cmd.Wait()
+	g.rt.Tick(ctx, storage.DefaultSettings())
+	g.rt.Settle()
+	s := waitFor(t, g.rt, 2*time.Second, "interrupted", func(s sessions.Session) bool {
+		return s.State == sessions.Interrupted && s.NeedsAttention
+	})
+	if s.Nudge.Attempts != 0 || !strings.Contains(s.Evidence, "terminal process is gone") {
+		t.Fatalf("%+v: %s", s.Nudge, s.Evidence)
+	}
+}
+
+func TestExternalIDIsStable(t *testing.T) {
+	a, b := externalID("claude", "1-2"), externalID("claude", "1-2")
+	if a != b || a == externalID("claude", "1-3") || len(a) != 36 {
+		t.Fatalf("%s %s", a, b)
+	}
+}
+
+// Reconcile's rules for a session the app did not launch: its stall chain
+// ends in escalation after the urgent nudge (never SIGTERM or SIGKILL), an
+// overflow escalates (no /compact can be typed), and a dead process is
+// escalated rather than nudged.
+func TestReconcileObservedActions(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	p := basePolicy()
+	p.Enabled, p.AutoRecover, p.NudgeEnabled, p.NudgeMaxAttempts = true, true, true, 2
+	p.StallSuspect, p.StallHard = time.Minute, 2*time.Minute
+	p.NudgeCooldown = time.Minute
+	stalled := func(src sessions.Source) sessions.Session {
+		return sessions.Session{ID: "s", Source: src, State: sessions.Suspect, InTurn: true, TurnGeneration: 3, PID: 7,
+			ProcessAlive: true, Evidence: "silent", LastEventAt: now.Add(-10 * time.Minute),
+			Supervision: sessions.Supervision{Recovery: RecoveryStall, RecoveryAttempts: stallInterrupted,
+				InterruptSentAt: now.Add(-time.Minute), NextAttemptAt: now.Add(-30 * time.Second)}}
+	}
+	dead := func(st sessions.State, f sessions.FailureKind) sessions.Session {
+		return sessions.Session{ID: "s", Source: sessions.Observed, State: st, TurnGeneration: 3, Evidence: "x",
+			Failure: sessions.Failure{Kind: f}}
+	}
+	alive := func(st sessions.State, f sessions.FailureKind) sessions.Session {
+		s := dead(st, f)
+		s.ProcessAlive = true
+		return s
+	}
+	cases := []struct {
+		name     string
+		s        sessions.Session
+		probe    Probe
+		want     []ActionKind
+		escalate bool
+	}{
+		{"managed stall past grace: SIGTERM", stalled(sessions.Managed), Probe{Known: true, Alive: true}, []ActionKind{ActTerminate}, false},
+		{"observed stall past grace: escalate, no signal", stalled(sessions.Observed), Probe{Known: true, Alive: true}, []ActionKind{ActEscalate}, true},
+		{"observed overflow: escalate", alive(sessions.Errored, sessions.ContextOverflow), Probe{Known: true, Alive: true}, []ActionKind{ActEscalate}, true},
+		{"observed interrupted, process gone: escalate", dead(sessions.Interrupted, 0), Probe{Known: true}, []ActionKind{ActEscalate}, true},
+		{"observed rate limit, process gone: escalate", dead(sessions.Errored, sessions.RateLimit), Probe{Known: true}, []ActionKind{ActEscalate}, true},
+		{"observed interrupted, process alive: nudge", alive(sessions.Interrupted, 0), Probe{Known: true, Alive: true}, []ActionKind{ActNudge}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, _, acts := Reconcile(tc.s, now, p, tc.probe)
+			var got []ActionKind
+			for _, a := range acts {
+				got = append(got, a.Kind)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || n.NeedsAttention != tc.escalate {
+				t.Fatalf("actions %v needs attention %v (%s); want %v %v", got, n.NeedsAttention, n.Evidence, tc.want, tc.escalate)
+			}
+		})
+	}
+}
