@@ -12,7 +12,7 @@ import (
 // starts at most startWindow from its end, and skips (by measured length,
 // without buffering it) any line longer than maxLine.
 const (
-	startWindow = 4 << 20
+	startWindow = 2 * maxLine
 	maxLine     = 1 << 20
 	readChunk   = 256 << 10
 )
