@@ -88,7 +88,7 @@ func TestTerminalSessionAppearsInLs(t *testing.T) {
 	fh.Close()
 	f.Status = "idle"
 	register()
-	s, _ = observed(time.Second, "in review", func(s map[string]any) bool {
+	observed(time.Second, "in review", func(s map[string]any) bool {
 		return s["state"] == "waiting_on_user" && s["wait_reason"] == "review"
 	})
 	out := h.mustCLI("ls")

@@ -148,11 +148,14 @@ var errNotOurs = errors.New("the session runs in a terminal the app did not laun
 // interrupt is the same nudge sent urgently, which aborts the stalled turn
 // and runs the nudge at once. Nothing else can reach the session.
 func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a Action) error {
-	if h == nil {
-		return errNotOurs
-	}
 	switch a.Kind {
+	case ActEscalate:
+		return nil // the state change (needs-attention) was committed with the decision
 	case ActNudge, ActContinue, ActInterrupt:
+		if h == nil {
+			// Loaded from the database, not found running since the app started.
+			return fmt.Errorf("the terminal session is not running")
+		}
 		if !h.src.CanNudge(h.es) {
 			return fmt.Errorf("the terminal session offers no way to deliver a nudge (no inbox socket)")
 		}
@@ -169,8 +172,6 @@ func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a Action) error {
 			r.commitRowsLocked(e, e.s, []storage.TimelineEvent{row}, false, false)
 			r.mu.Unlock()
 		}
-		return nil
-	case ActEscalate:
 		return nil
 	}
 	return errNotOurs

@@ -300,3 +300,63 @@ func TestReconcileObservedActions(t *testing.T) {
 		})
 	}
 }
+
+// nudgeRecorder records the nudges the runtime sends.
+type nudgeRecorder struct {
+	terminal.Source
+	canNudge bool
+	nudges   []bool // urgent, per call
+}
+
+func (f *nudgeRecorder) CanNudge(sessions.ExternalSession) bool { return f.canNudge }
+func (f *nudgeRecorder) Nudge(_ context.Context, _ sessions.ExternalSession, text string, urgent bool) error {
+	if text != NudgeText {
+		return fmt.Errorf("unexpected text %q", text)
+	}
+	f.nudges = append(f.nudges, urgent)
+	return nil
+}
+
+// Every action on a terminal session goes through its source's nudge or is
+// refused: a continue after a rate limit or an auth refresh and the
+// continuation nudge wait for the turn ("next"); the stall interrupt is
+// urgent ("now"); signals and compaction are never sent.
+func TestDispatchExternal(t *testing.T) {
+	cases := []struct {
+		kind     ActionKind
+		canNudge bool
+		wantErr  bool
+		urgent   []bool
+	}{
+		{ActContinue, true, false, []bool{false}},
+		{ActNudge, true, false, []bool{false}},
+		{ActInterrupt, true, false, []bool{true}},
+		{ActNudge, false, true, nil},
+		{ActTerminate, true, true, nil},
+		{ActKill, true, true, nil},
+		{ActCompact, true, true, nil},
+		{ActRetryTurn, true, true, nil},
+		{ActEscalate, true, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%v/can=%v", tc.kind, tc.canNudge), func(t *testing.T) {
+			g := newRig(t, rigConfig{noAgent: true})
+			src := &nudgeRecorder{canNudge: tc.canNudge}
+			e := g.rt.newEntry(sessions.Session{ID: "obs", Source: sessions.Observed, InTurn: true, State: sessions.Suspect})
+			g.rt.mu.Lock()
+			g.rt.sess["obs"] = e
+			g.rt.mu.Unlock()
+			// Not found running (loaded from the database): nothing but an
+			// escalation can be carried out.
+			if err := g.rt.dispatch(e, Action{Kind: tc.kind, SessionID: "obs"}); (err == nil) != (tc.kind == ActEscalate) {
+				t.Fatalf("without a running session: err %v", err)
+			}
+			e.ext = &extHandle{src: src, live: true}
+			err := g.rt.dispatch(e, Action{Kind: tc.kind, SessionID: "obs"})
+			if (err != nil) != tc.wantErr || fmt.Sprint(src.nudges) != fmt.Sprint(tc.urgent) {
+				t.Fatalf("err %v nudges %v; want error %v nudges %v", err, src.nudges, tc.wantErr, tc.urgent)
+			}
+			g.rt.Settle()
+		})
+	}
+}
