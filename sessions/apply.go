@@ -575,9 +575,9 @@ func failureEvidence(f Failure) string {
 }
 
 // applyObserved takes an external source's inferred state as-is. The turn
-// bookkeeping follows it: a turn the source sees start begins a new
-// generation (so actions decided for the previous turn go stale), a turn it
-// sees end is ended. The supervisor's own hold on a failure it already
+// bookkeeping follows it: every turn the source counted (NewTurns) begins a
+// new generation (so actions decided for the previous turn go stale), a
+// turn it sees end is ended. The supervisor's own hold on a failure it already
 // handles (Recovering with no turn in flight, for the same kind of failure)
 // is not undone by the source repeating that failure.
 func applyObserved(n *Session, o *ObservedState, now time.Time) {
@@ -588,9 +588,26 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 		n.Name = o.Name
 	}
 	switch {
-	case o.InTurn && !n.InTurn:
+	case o.NewTurns > 0:
+		// Every turn the source saw start is a generation, even one that
+		// already ended; the one in flight (if any) is the last.
+		if n.InTurn {
+			endTurn(n)
+		}
+		n.TurnGeneration += int64(o.NewTurns - 1)
 		startTurn(n, now)
 		n.TurnAcked = true
+		if !o.InTurn {
+			endTurn(n)
+		}
+	case o.InTurn && !n.InTurn:
+		// The source counts turns (NewTurns); this is the turn it already
+		// counted, seen in flight again (its status flipped back and forth
+		// before its prompt was written).
+		n.InTurn, n.TurnAcked = true, true
+		if n.TurnStarted.IsZero() {
+			n.TurnStarted = now
+		}
 	case !o.InTurn && n.InTurn:
 		endTurn(n)
 	}

@@ -148,6 +148,10 @@ type ObservedState struct {
 	Failure Failure `json:"failure,omitzero"`
 	// InTurn: a turn is in flight (a prompt not yet answered).
 	InTurn bool `json:"in_turn"`
+	// NewTurns counts the turns that started since the source's previous
+	// observation: a turn can start and end between two reads (a quick
+	// answer), and it still is a turn (a new generation).
+	NewTurns int `json:"new_turns,omitempty"`
 	// Tool is the open tool call's name, if one is open.
 	Tool     string `json:"tool,omitempty"`
 	Evidence string `json:"evidence"`

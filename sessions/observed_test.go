@@ -10,7 +10,9 @@ import (
 func TestApplyObserved(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	obs := func(o ObservedState) Event { return Event{Kind: EvObserved, Observed: &o} }
-	working := ObservedState{State: Working, InTurn: true, Evidence: "the transcript shows a turn in flight", Name: "Fix it"}
+	started := ObservedState{State: Working, InTurn: true, NewTurns: 1, Evidence: "the transcript shows a turn in flight", Name: "Fix it"}
+	working := ObservedState{State: Working, InTurn: true, Evidence: "the transcript shows a turn in flight"}
+	quick := ObservedState{State: WaitingOnUser, Wait: WaitReview, NewTurns: 2, Evidence: "the turn ended; waiting for review"}
 	bash := ObservedState{State: Working, InTurn: true, Tool: "Bash", Evidence: "running Bash"}
 	grep := ObservedState{State: Working, InTurn: true, Tool: "Grep", Evidence: "running Grep"}
 	review := ObservedState{State: WaitingOnUser, Wait: WaitReview, Evidence: "the turn ended; waiting for review"}
@@ -21,7 +23,7 @@ func TestApplyObserved(t *testing.T) {
 		t.Helper()
 		s = Apply(s, e, t0.Add(at))
 	}
-	step(obs(working), 0)
+	step(obs(started), 0)
 	if s.State != Working || !s.InTurn || s.TurnGeneration != 1 || !s.TurnAcked || s.Name != "Fix it" || !s.LastEventAt.Equal(t0) {
 		t.Fatalf("a turn seen starting: %+v", s)
 	}
@@ -42,9 +44,21 @@ func TestApplyObserved(t *testing.T) {
 	if s.State != WaitingOnUser || s.WaitReason != WaitReview || s.InTurn || s.HasOpenWork() || s.Nudge.Attempts != 0 {
 		t.Fatalf("the turn seen ending: %+v", s)
 	}
-	step(obs(working), 8*time.Second)
+	step(obs(started), 8*time.Second)
 	if s.TurnGeneration != 2 {
 		t.Fatalf("a second turn: generation %d", s.TurnGeneration)
+	}
+	// Seen in flight again without a new turn (the status flipped): the
+	// same generation.
+	step(obs(review), 8*time.Second)
+	step(obs(working), 8*time.Second)
+	if s.TurnGeneration != 2 || !s.InTurn || s.State != Working {
+		t.Fatalf("the same turn again: generation %d in turn %v %v", s.TurnGeneration, s.InTurn, s.State)
+	}
+	// Two turns that both started (and ended) between two reads.
+	step(obs(quick), 8*time.Second)
+	if s.TurnGeneration != 4 || s.InTurn || s.WaitReason != WaitReview {
+		t.Fatalf("quick turns: generation %d in turn %v", s.TurnGeneration, s.InTurn)
 	}
 	step(obs(limited), 9*time.Second)
 	if s.State != Errored || s.InTurn || s.Failure.Kind != RateLimit {

@@ -18,8 +18,9 @@ import (
 const retryMissing = 2 * time.Second
 
 // Dirs sends a value after every change in one of dirs. A directory that
-// does not exist yet is watched as soon as it appears (its parent is
-// watched too, and it is looked for again every retryMissing). The
+// does not exist yet is watched as soon as it appears (its nearest existing
+// ancestor is watched meanwhile, and it is looked for again every
+// retryMissing). The
 // channel has room for one pending value: notifications coalesce, which is
 // all a rescan needs. It is closed when ctx ends.
 func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
@@ -39,8 +40,19 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 				continue
 			}
 			missing = true
-			if p := filepath.Dir(d); !watched[p] && w.Add(p) == nil {
-				watched[p] = true
+			// Watch the nearest ancestor that exists: its change (the
+			// next directory down being created) brings the next add.
+			for p := filepath.Dir(d); ; p = filepath.Dir(p) {
+				if watched[p] {
+					break
+				}
+				if w.Add(p) == nil {
+					watched[p] = true
+					break
+				}
+				if p == filepath.Dir(p) {
+					break
+				}
 			}
 		}
 		return missing

@@ -32,16 +32,26 @@ func drain(ch <-chan struct{}) {
 // is reported within a second.
 func TestDirsWatchesADirectoryThatAppearsLater(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "sessions")
+	// Two levels missing, as ~/.claude/sessions before Claude's first run.
+	dir := filepath.Join(root, ".claude", "sessions")
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := Dirs(ctx, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, ch, "the directory was created")
+	drain(ch)
+	start := time.Now()
+	if err := os.WriteFile(filepath.Join(dir, "0.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, "a file was written in the new directory")
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("the new directory was watched only after %s", d)
+	}
 	drain(ch)
 	if err := os.WriteFile(filepath.Join(dir, "1.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)

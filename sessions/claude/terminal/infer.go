@@ -3,6 +3,7 @@ package terminal
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
@@ -159,7 +160,7 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Transcript
 	switch {
-	case t.InTurn && ev.File.Status == "idle":
+	case t.InTurn && idleSince(ev):
 		// The CLI finished the turn before the transcript's last record
 		// was flushed (a known race): the session file is the fresher word.
 		return sessions.ObservedState{}, false
@@ -180,11 +181,22 @@ func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 	case t.Ended:
 		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
 			Evidence: "the turn ended; waiting for review"}, true
-	case t.InTurn && ev.File.Status == "idle":
+	case t.InTurn && idleSince(ev):
 		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
 			Evidence: "the CLI says idle (the turn's end is not in the transcript yet); waiting for review"}, true
 	}
 	return sessions.ObservedState{}, false
+}
+
+// idleSince reports whether the session file said idle after the
+// transcript's newest record was written. An older idle is the previous
+// turn's: the prompt reaches the transcript before the status says busy.
+func idleSince(ev Evidence) bool {
+	f, t := ev.File, ev.Transcript
+	if f.Status != "idle" || f.StatusUpdatedAt == 0 || t.LastAt.IsZero() {
+		return false
+	}
+	return time.UnixMilli(f.StatusUpdatedAt).After(t.LastAt)
 }
 
 func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {

@@ -66,6 +66,9 @@ const (
 	recSidechain  = `{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sub"}]}}`
 )
 
+// at is a status time in Unix ms, seconds after the records' 10:00:00.
+func at(sec int) int64 { return time.Date(2026, 11, 30, 10, 0, sec, 0, time.UTC).UnixMilli() }
+
 func TestRuleStack(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -87,7 +90,9 @@ func TestRuleStack(t *testing.T) {
 		{"mid-message", []string{recPrompt, recPartial}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
 		{"turn ended", []string{recPrompt, recEnd}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "turn ended"},
 		{"turn_duration ends it", []string{recPrompt, recToolUse, recToolResult, recPartial, recDuration}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
-		{"idle status beats a lagging transcript", []string{recPrompt, recPartial}, SessionFile{Status: "idle"}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "not in the transcript yet"},
+		{"an idle status newer than the transcript beats it", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(2)}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "not in the transcript yet"},
+		{"an idle status older than the prompt is the last turn's", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(-1)}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"an idle status of unknown age is not trusted", []string{recPrompt}, SessionFile{Status: "idle"}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
 		{"question", []string{recPrompt, recAsk}, SessionFile{Status: "busy"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "question"},
 		{"plan", []string{recPrompt, recPlan}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitPlan, 0, true, "waiting on the user", "plan"},
 		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "permission to use Bash"},

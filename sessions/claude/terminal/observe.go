@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -30,9 +31,18 @@ type observer struct {
 	file    SessionFile
 	tail    *Tailer
 	sum     Summary
-	name    string
+	title   string
 	last    sessions.ObservedState
 	emitted bool
+	// turns is the transcript's prompt count at the last observation.
+	turns int
+	// history: the transcript existed when following began, so the turns
+	// its first read finds are the past, not news.
+	history bool
+	// busyCredit: a turn was reported started from the session file's
+	// status before its prompt reached the transcript; that prompt is the
+	// same turn, not another.
+	busyCredit bool
 }
 
 func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
@@ -73,10 +83,27 @@ func (o *observer) follow(f SessionFile) {
 	path := o.src.TranscriptPath(f.Cwd, f.SessionID)
 	o.tail = NewTailer(path)
 	o.sum = Summary{}
-	o.name = f.Name
-	if o.name == "" {
-		o.name = Title(FirstPrompt(path))
+	o.turns, o.busyCredit = 0, false
+	_, err := os.Stat(path)
+	o.history = err == nil
+	o.title = Title(FirstPrompt(path))
+}
+
+// name is the session's name: one the user gave it, else its first
+// prompt's title, else the CLI's own derived name.
+func (o *observer) name(f SessionFile) string {
+	if f.Name != "" && f.NameSource != "derived" {
+		return f.Name
 	}
+	if o.title == "" && o.sum.FirstPrompt != "" {
+		if o.title = Title(FirstPrompt(o.tail.Path())); o.title == "" {
+			o.title = Title(o.sum.FirstPrompt)
+		}
+	}
+	if o.title != "" {
+		return o.title
+	}
+	return f.Name
 }
 
 // step reads what changed and returns the events to send; done is true
@@ -98,25 +125,45 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		o.follow(f)
 	}
 	statusChanged := f.Status != o.file.Status || f.WaitingFor != o.file.WaitingFor
-	if f.Name != "" && f.Name != o.name {
-		o.name = f.Name
-	} else if o.name == "" && o.sum.FirstPrompt != "" {
-		o.name = Title(o.sum.FirstPrompt)
-	}
 	o.file = f
 	lines, reset, _ := o.tail.Poll()
 	if reset {
 		o.sum.Reset()
+		o.turns = 0
+	}
+	first := reset && o.history
+	if reset {
+		o.history = false // a later truncation or rotation brings new turns
 	}
 	for _, l := range lines {
 		o.sum.Feed(l)
 	}
-	if o.name == "" && o.sum.FirstPrompt != "" {
-		o.name = Title(o.sum.FirstPrompt)
-	}
 	alive, known := o.src.probe(f)
 	st, _ := Infer(Evidence{PID: f.PID, Alive: alive, Known: known, File: f, Transcript: o.sum})
-	st.Name = o.name
+	st.Name = o.name(f)
+	// Turns that started since the last observation; the history a first
+	// read finds is not news.
+	delta := o.sum.Turns - o.turns
+	o.turns = o.sum.Turns
+	if first {
+		delta = 0
+	}
+	counted := false
+	if o.busyCredit && delta > 0 {
+		// The prompt of a turn already counted when the status said busy.
+		delta--
+		o.busyCredit, counted = false, true
+	}
+	if st.InTurn && !o.last.InTurn && delta == 0 && !counted {
+		// A turn seen starting without a new prompt: the status said busy
+		// first (its prompt, when written, is this turn), or the first
+		// read began inside a turn.
+		delta = 1
+		o.busyCredit = !o.sum.InTurn
+	}
+	// The credit stays when the status flips back before the prompt is
+	// written: the prompt that follows is still that turn.
+	st.NewTurns = delta
 	gone := known && !alive
 	if !o.emitted || st != o.last || len(lines) > 0 || statusChanged || gone {
 		evs = append(evs, o.observed(st))

@@ -35,11 +35,16 @@ type SessionFile struct {
 	Entrypoint          string `json:"entrypoint"`
 	MessagingSocketPath string `json:"messagingSocketPath"`
 	Name                string `json:"name"`
+	// NameSource says where Name came from: "derived" is the CLI's own
+	// guess from the directory, which a prompt's title beats.
+	NameSource string `json:"nameSource"`
 	// Status is idle, busy or waiting (absent before 2.1.233).
 	Status string `json:"status"`
 	// WaitingFor says what a waiting session waits for ("approve Bash").
 	WaitingFor string `json:"waitingFor"`
 	UpdatedAt  int64  `json:"updatedAt"`
+	// StatusUpdatedAt is when Status was last written, in Unix ms.
+	StatusUpdatedAt int64 `json:"statusUpdatedAt"`
 }
 
 // Started is StartedAt as a time.

@@ -326,3 +326,67 @@ func TestNudgeWithoutInboxFails(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoInbox", err)
 	}
 }
+
+// Every turn counts once: one that starts and ends between two reads (a
+// quick answer), and one the status announced before its prompt reached
+// the transcript — even when the status flips back meanwhile.
+func TestObserverCountsTurnsOnce(t *testing.T) {
+	g := newSourceRig(t)
+	g.src.Probe = func(SessionFile) (bool, bool) { return true, true }
+	f := sessionFileFor(4242, "sid", g.cwd)
+	g.register(f)
+	o := &observer{src: g.src, es: external(f), file: f}
+	o.follow(f)
+	// The events go through Apply, which owns the generation.
+	var sess sessions.Session
+	turns := 0
+	step := func() sessions.ObservedState {
+		t.Helper()
+		evs, done := o.step()
+		if done {
+			t.Fatal("ended")
+		}
+		var last sessions.ObservedState
+		for _, ev := range evs {
+			sess = sessions.Apply(sess, ev, time.Now())
+			if ev.Kind == sessions.EvObserved {
+				last = *ev.Observed
+			}
+		}
+		turns = int(sess.TurnGeneration)
+		return last
+	}
+	step()
+	// A whole turn between two reads.
+	g.transcript("sid", recPrompt, recEnd)
+	if st := step(); st.State != sessions.WaitingOnUser || turns != 1 {
+		t.Fatalf("quick turn: %v, %d turns", st.State, turns)
+	}
+	// The status says busy first; it flips back; then the prompt lands.
+	f.Status, f.StatusUpdatedAt = "busy", time.Now().UnixMilli()
+	g.register(f)
+	if st := step(); !st.InTurn {
+		t.Fatalf("busy: %+v", st)
+	}
+	f.Status = "idle"
+	g.register(f)
+	step()
+	g.transcript("sid", recPrompt)
+	f.Status = "busy"
+	g.register(f)
+	step()
+	g.transcript("sid", recEnd)
+	step()
+	if turns != 2 {
+		t.Fatalf("counted %d turns, want 2", turns)
+	}
+	// The first read inside a turn (a transcript that existed before) is
+	// one turn, not its history's.
+	g.transcript("sid", recPrompt, recEnd, recPrompt)
+	o2 := &observer{src: g.src, es: external(f), file: f}
+	o2.follow(f)
+	o, sess = o2, sessions.Session{}
+	if st := step(); !st.InTurn || turns != 1 {
+		t.Fatalf("mid-turn start: %+v, %d turns", st, turns)
+	}
+}

@@ -14,6 +14,8 @@ import (
 type Summary struct {
 	// Records counts the records fed since the last reset.
 	Records int
+	// Turns counts the prompts seen since the last reset.
+	Turns int
 	// LastAt is the newest record's own timestamp (zero if none had one).
 	LastAt time.Time
 	// InTurn: a prompt was sent and its turn has not ended yet.
@@ -220,7 +222,7 @@ func (s *Summary) startTurn(prompt string, at time.Time) {
 	if s.FirstPrompt == "" {
 		s.FirstPrompt = prompt
 	}
-	*s = Summary{Records: s.Records, LastAt: s.LastAt, FirstPrompt: s.FirstPrompt, InTurn: true, PromptAt: at}
+	*s = Summary{Records: s.Records, Turns: s.Turns + 1, LastAt: s.LastAt, FirstPrompt: s.FirstPrompt, InTurn: true, PromptAt: at}
 }
 
 func (s *Summary) endTurn() {
