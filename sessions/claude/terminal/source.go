@@ -29,7 +29,8 @@ type Source struct {
 	// Notify wakes the source at once on a change; nil leaves it to Poll.
 	Notify Notify
 	// Poll is the safety rescan interval, for a lost notification and for
-	// a process that dies without touching its files (default 2 s).
+	// a process that dies without touching its files (default 15 s with
+	// Notify, 2 s without).
 	Poll time.Duration
 	// Probe tells whether a session file's process is alive and the one
 	// that wrote it (default ProcessAlive).
@@ -63,8 +64,14 @@ func (s *Source) dir() string {
 func (s *Source) SessionsDir() string { return filepath.Join(s.dir(), "sessions") }
 
 func (s *Source) poll() time.Duration {
-	if s.Poll > 0 {
+	switch {
+	case s.Poll > 0:
 		return s.Poll
+	case s.Notify != nil:
+		// Notifications carry the changes; the rescan only backs them up
+		// (a lost event, a process that died without touching its files,
+		// which the supervisor's own tick probe notices anyway).
+		return 15 * time.Second
 	}
 	return 2 * time.Second
 }
