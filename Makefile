@@ -9,6 +9,11 @@ TOOLS := $(CURDIR)/.cache/bin
 # The real Claude Code CLI for the end-to-end tests, pinned, in a git-ignored cache.
 CLAUDE_VERSION := 2.1.197
 CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
+# The interactive CLI for the terminal-session test (terminal_cli_e2e_test.go):
+# its session registry and inbox socket need >= 2.1.224, which the pin above
+# predates (two of the other end-to-end tests fail on 2.1.328, so that pin stays).
+CLAUDE_INTERACTIVE_VERSION := 2.1.328
+CLAUDE_INTERACTIVE_BIN := $(CURDIR)/.cache/claude-interactive/node_modules/.bin/claude
 # One CGO setting for build and tests so they share the build cache.
 export CGO_ENABLED := 1
 # Release packages are built under dist/ (git-ignored).
@@ -45,10 +50,14 @@ $(CLAUDE_BIN):
 	npm install --prefix $(CURDIR)/.cache/claude --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
 	$(CLAUDE_BIN) --version
 
+$(CLAUDE_INTERACTIVE_BIN):
+	npm install --prefix $(CURDIR)/.cache/claude-interactive --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_INTERACTIVE_VERSION)
+	$(CLAUDE_INTERACTIVE_BIN) --version
+
 # E2E_REQUIRED makes the end-to-end tests fail, not skip, when the real CLI
 # is missing: under `make test` it is always installed first.
-unit: $(CLAUDE_BIN)
-	CLAUDE_BIN=$(CLAUDE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
+unit: $(CLAUDE_BIN) $(CLAUDE_INTERACTIVE_BIN)
+	CLAUDE_BIN=$(CLAUDE_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # The Windows cross-build is part of the tests so it never silently breaks.
 test: test-deps lint unit build-windows
