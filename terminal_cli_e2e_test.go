@@ -79,11 +79,21 @@ func (s *screen) String() string {
 	}, string(s.buf))
 }
 
-// The real interactive CLI, in a pseudo-terminal, against the fake API: the
-// app finds it within a second of its session file, follows two typed
-// turns to review, and its nudge through the inbox socket starts a third
-// turn in the idle session — nothing typed into the terminal.
-func TestTerminalRealCLI(t *testing.T) {
+// ptyWorld is the app and one real interactive CLI in a pseudo-terminal,
+// both on a temporary HOME, the CLI talking only to the fake API.
+type ptyWorld struct {
+	t        *testing.T
+	h        *appE2E
+	api      *fakeapi.Server
+	home     string
+	cmd      *exec.Cmd
+	ptmx     *os.File
+	scr      *screen
+	sessFile string
+	fileAt   time.Time
+}
+
+func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
 	bin := interactiveClaude(t)
 	api, err := fakeapi.Start()
 	if err != nil {
@@ -110,121 +120,155 @@ func TestTerminalRealCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), onboarding, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	w := &ptyWorld{t: t, api: api, home: home, scr: &screen{}}
+	w.h = newAppE2E(t, `{"turns": [[]]}`)
+	w.h.env = append(w.h.env, "HOME="+home)
+	w.h.start()
 
-	h := newAppE2E(t, `{"turns": [[]]}`)
-	h.env = append(h.env, "HOME="+home)
-	h.start()
-
-	cmd := exec.Command(bin)
-	cmd.Dir = work
-	cmd.Env = append(fakeapi.HermeticEnv(home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run)
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	w.cmd = exec.Command(bin, args...)
+	w.cmd.Dir = work
+	w.cmd.Env = append(fakeapi.HermeticEnv(home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run)
+	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
 		t.Fatal(err)
 	}
-	scr := &screen{}
-	go io.Copy(scr, ptmx)
+	go io.Copy(w.scr, w.ptmx)
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		ptmx.Close()
+		w.cmd.Process.Kill()
+		w.cmd.Wait()
+		w.ptmx.Close()
 	})
-	fail := func(format string, args ...any) {
-		t.Helper()
-		var recs []string
-		if m, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl")); len(m) > 0 {
-			b, _ := os.ReadFile(m[0])
-			for _, l := range strings.Split(string(b), "\n") {
-				if len(l) > 160 {
-					l = l[:160]
-				}
-				recs = append(recs, l)
-			}
-		}
-		t.Fatalf(format+"\nthe transcript:\n%s\nthe terminal showed:\n%s", append(args, strings.Join(recs, "\n"), scr.String())...)
-	}
-
-	sessFile := filepath.Join(home, ".claude", "sessions", fmt.Sprintf("%d.json", cmd.Process.Pid))
-	var fileAt time.Time
+	w.sessFile = filepath.Join(home, ".claude", "sessions", fmt.Sprintf("%d.json", w.cmd.Process.Pid))
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sessFile); err == nil {
-			fileAt = time.Now()
+		if _, err := os.Stat(w.sessFile); err == nil {
+			w.fileAt = time.Now()
 			break
 		}
 		if time.Now().After(deadline) {
-			fail("the CLI wrote no session file in 60 s")
+			w.fail("the CLI wrote no session file in 60 s")
 		}
 	}
-	observed := func(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for {
-			var list []sessions.Session
-			if err := json.Unmarshal([]byte(h.mustCLI("ls", "--json")), &list); err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range list {
-				if s.Source == sessions.Observed && s.PID == cmd.Process.Pid && ok(s) {
-					return s
-				}
-			}
-			if time.Now().After(deadline) {
-				var tl []string
-				for _, s := range list {
-					_, out, _ := h.cli("timeline", s.ID)
-					tl = append(tl, out)
-				}
-				fail("no observed session %s within %s: %+v\ntimeline:\n%s", what, limit, list, strings.Join(tl, "\n"))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if b, err := os.ReadFile(sessFile); err == nil {
-		t.Logf("session file: %s", b)
-	}
-	observed(time.Second, "listed", func(sessions.Session) bool { return true })
-	t.Logf("listed %s after the session file appeared", time.Since(fileAt).Round(time.Millisecond))
+	return w
+}
 
-	typeLine := func(text string) {
-		if _, err := ptmx.Write([]byte(text)); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond)
-		if _, err := ptmx.Write([]byte("\r")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	review := func(gen int64) func(sessions.Session) bool {
-		return func(s sessions.Session) bool {
-			return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == gen
+func (w *ptyWorld) fail(format string, args ...any) {
+	w.t.Helper()
+	var recs []string
+	if m, _ := filepath.Glob(filepath.Join(w.home, ".claude", "projects", "*", "*.jsonl")); len(m) > 0 {
+		b, _ := os.ReadFile(m[0])
+		for _, l := range strings.Split(string(b), "\n") {
+			if len(l) > 160 {
+				l = l[:160]
+			}
+			recs = append(recs, l)
 		}
 	}
+	file, _ := os.ReadFile(w.sessFile)
+	w.t.Fatalf(format+"\nthe session file: %s\nthe transcript:\n%s\nthe terminal showed:\n%s",
+		append(args, file, strings.Join(recs, "\n"), w.scr.String())...)
+}
+
+// observed waits until `ls --json` lists the CLI's session satisfying ok.
+func (w *ptyWorld) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	w.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var list []sessions.Session
+		if err := json.Unmarshal([]byte(w.h.mustCLI("ls", "--json")), &list); err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range list {
+			if s.Source == sessions.Observed && s.PID == w.cmd.Process.Pid && ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			var tl []string
+			for _, s := range list {
+				_, out, _ := w.h.cli("timeline", s.ID)
+				tl = append(tl, out)
+			}
+			w.fail("no observed session %s within %s: %+v\ntimeline:\n%s", what, limit, list, strings.Join(tl, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// typeLine types text into the terminal, then Enter as a separate write
+// (as a person's keystrokes arrive).
+func (w *ptyWorld) typeLine(text string) {
+	if _, err := w.ptmx.Write([]byte(text)); err != nil {
+		w.t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func review(gen int64) func(sessions.Session) bool {
+	return func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == gen
+	}
+}
+
+// The real interactive CLI, in a pseudo-terminal, against the fake API: the
+// app finds it within a second of its session file, follows two typed
+// turns to review, and its nudge through the inbox socket starts a third
+// turn in the idle session — nothing typed into the terminal.
+func TestTerminalRealCLI(t *testing.T) {
+	w := startPTYWorld(t)
+	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
+	t.Logf("listed %s after the session file appeared", time.Since(w.fileAt).Round(time.Millisecond))
+
 	time.Sleep(time.Second) // the prompt box is drawn
-	typeLine("say hello")
-	s := observed(60*time.Second, "in review after the first turn", review(1))
+	w.typeLine("say hello")
+	s := w.observed(60*time.Second, "in review after the first turn", review(1))
 	if s.Name != "say hello" {
 		t.Errorf("named %q, want the first prompt", s.Name)
 	}
-	typeLine("and again")
-	observed(60*time.Second, "in review after the second turn", review(2))
+	w.typeLine("and again")
+	w.observed(60*time.Second, "in review after the second turn", review(2))
 
 	// The nudge, through the inbox socket only.
-	src := &terminal.Source{ConfigDir: filepath.Join(home, ".claude")}
-	f, err := terminal.ReadSessionFile(sessFile)
+	src := &terminal.Source{ConfigDir: filepath.Join(w.home, ".claude")}
+	f, err := terminal.ReadSessionFile(w.sessFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	es := sessions.ExternalSession{Key: f.Key(), PID: f.PID, AgentSessionID: f.SessionID, StartedAt: f.Started()}
 	if !src.CanNudge(es) {
-		fail("no inbox socket or key for the live session: %+v", f)
+		w.fail("no inbox socket or key for the live session: %+v", f)
 	}
-	before := api.Requests()
+	before := w.api.Requests()
 	if err := src.Nudge(context.Background(), es, "please continue", false); err != nil {
 		t.Fatal(err)
 	}
-	observed(60*time.Second, "in review after the nudged turn", review(3))
-	log := api.Log()
-	if api.Requests() <= before || !strings.Contains(log[len(log)-1].Request.LastUserText(), "please continue") {
-		fail("the nudge did not reach the model: %d requests before, %d after", before, api.Requests())
+	w.observed(60*time.Second, "in review after the nudged turn", review(3))
+	log := w.api.Log()
+	if w.api.Requests() <= before || !strings.Contains(log[len(log)-1].Request.LastUserText(), "please continue") {
+		w.fail("the nudge did not reach the model: %d requests before, %d after", before, w.api.Requests())
 	}
+}
+
+// A permission prompt is never in the transcript (the tool call is written
+// only once approved): the session file says the CLI waits ("waitingFor":
+// "permission prompt" on 2.1.328), and the app shows Waiting on user
+// (permission) until it is answered in the terminal.
+func TestTerminalRealCLIPermission(t *testing.T) {
+	w := startPTYWorld(t, "--permission-mode", "default")
+	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
+	time.Sleep(time.Second)
+	w.typeLine("make the build dir [[scenario:write]]")
+	s := w.observed(60*time.Second, "waiting for permission", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission
+	})
+	t.Logf("evidence: %s", s.Evidence)
+	// Answered where it runs ("1. Yes", once the dialog is drawn): the
+	// turn goes on and ends in review.
+	time.Sleep(time.Second)
+	if _, err := w.ptmx.Write([]byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	w.observed(60*time.Second, "in review after the approved tool", review(1))
 }

@@ -131,10 +131,16 @@ func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
 	}
 	// A permission prompt is never in the transcript (the tool_use is
 	// written only after approval): the session file says it.
+	// 2.1.328 writes "permission prompt" (measured); readers of other
+	// builds report "approve <Tool>".
 	what := ev.File.WaitingFor
 	if tool, ok := strings.CutPrefix(what, "approve "); ok {
 		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true,
 			Evidence: fmt.Sprintf("the agent asks permission to use %s in the terminal", tool)}, true
+	}
+	if strings.Contains(what, "permission") {
+		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true,
+			Evidence: "the agent asks permission in the terminal"}, true
 	}
 	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitQuestion, InTurn: true,
 		Evidence: "the CLI waits for you in the terminal" + orEmpty(" ("+what+")", what)}, true

@@ -95,6 +95,8 @@ func TestRuleStack(t *testing.T) {
 		{"an idle status of unknown age is not trusted", []string{recPrompt}, SessionFile{Status: "idle"}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
 		{"question", []string{recPrompt, recAsk}, SessionFile{Status: "busy"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "question"},
 		{"plan", []string{recPrompt, recPlan}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitPlan, 0, true, "waiting on the user", "plan"},
+		{"permission as 2.1.328 writes it", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "permission prompt"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "asks permission in the terminal"},
+		{"another wait", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "dialog open"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "dialog open"},
 		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "permission to use Bash"},
 		{"rate limit: errored, the CLI's idle is not the truth", []string{recPrompt, recRateLimit}, SessionFile{Status: "idle"}, false, sessions.Errored, 0, sessions.RateLimit, false, "API error", "resets at"},
 		{"overload", []string{recPrompt, recOverloaded}, SessionFile{}, false, sessions.Errored, 0, sessions.Overloaded, false, "API error", "overloaded"},
