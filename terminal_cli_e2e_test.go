@@ -272,3 +272,25 @@ func TestTerminalRealCLIPermission(t *testing.T) {
 	}
 	w.observed(60*time.Second, "in review after the approved tool", review(1))
 }
+
+// Killed mid-turn (SIGKILL while the model's answer stalls): the session
+// file is left behind, the pid is gone, and the app shows Interrupted and
+// escalates — no nudge can reach a dead process, and nothing is typed.
+func TestTerminalRealCLIKilledMidTurn(t *testing.T) {
+	w := startPTYWorld(t)
+	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
+	time.Sleep(time.Second)
+	w.typeLine("wait for it [[scenario:stall]]")
+	w.observed(60*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Wait()
+	s := w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
+		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+	})
+	if s.Nudge.Attempts != 0 {
+		t.Fatalf("nudged a dead process: %+v", s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+}
