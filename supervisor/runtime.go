@@ -203,6 +203,15 @@ func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []stora
 		return n, []storage.TimelineEvent{}
 	}
 	endTurn(&n)
+	if s.Source != sessions.Managed {
+		// The app stopping did not stop a session running in a terminal:
+		// it is observed again when it is found running.
+		n.State, n.StateChangedAt = sessions.Idle, now
+		n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped; it runs in its terminal, not in the app", s.TurnGeneration)
+		return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
+			"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
+		})}
+	}
 	n.State = sessions.Interrupted
 	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
 	if s.StoppedByUser() {
