@@ -3,9 +3,11 @@ package main
 import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/watch"
 )
 
 // agentRegistry is every agent CLI the app can launch, in display order (the
@@ -15,6 +17,15 @@ var agentRegistry = sessions.MustRegistry(
 	claude.Agent{},
 	codex.Agent{},
 )
+
+// externalSources find the sessions the app did not launch (an agent started
+// in a terminal or an IDE) and observe them; the runtime supervises them
+// beside the managed ones. Adding one is its source and one line here.
+func externalSources() []supervisor.ExternalSource {
+	return []supervisor.ExternalSource{
+		&terminal.Source{Notify: watch.Dirs},
+	}
+}
 
 // The settings registry learns the agents' command settings before any
 // command reads a setting.

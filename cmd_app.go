@@ -125,7 +125,7 @@ func printSessions(c *cli, list []sessions.Session, now time.Time) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), s.DisplayName(), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	tw.Flush()
 }

@@ -335,7 +335,7 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
 		meta += " · " + shortPath(s.Cwd)
 	}
 	r.title.Segments = []widget.RichTextSegment{
-		&widget.TextSegment{Text: s.DisplayName(), Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}}},
+		&widget.TextSegment{Text: view.Title(s), Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}}},
 		&widget.TextSegment{Text: "   " + meta, Style: mutedStyle()},
 	}
 	r.title.Refresh()

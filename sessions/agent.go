@@ -89,33 +89,48 @@ type Process interface {
 }
 
 // ExternalSource is the contract for sessions the app did not launch (an
-// agent running in a terminal, found through its own files or hooks). It is
-// declared so the shape is fixed before the first implementation; nothing
-// implements or consumes it yet.
+// agent running in a terminal, found through its own files or hooks).
 //
-// A source discovers sessions, then turns what it observes about each into
-// the same Events a managed process produces, so Apply and Reconcile treat
-// both alike. It can deliver a nudge only where the agent offers a way in
-// (a resume command, an input channel); otherwise the supervisor escalates
-// instead of nudging.
+// A source discovers sessions and infers, from outside, the state of each:
+// Observe yields EvObserved events carrying the whole inferred state (its
+// rule stack's verdict with the evidence sentence), which Apply takes as-is,
+// plus EvSessionEnded when the session goes away. Reconcile then treats the
+// session like any other (liveness from its pid, stalls, recovery), except
+// that the only way in is Nudge: a session the app does not own is never
+// signalled and never typed into.
 type ExternalSource interface {
 	AgentInfo
-	// Discover lists the sessions the source can see now.
-	Discover(ctx context.Context) ([]ExternalSession, error)
-	// Observe streams Events for one discovered session until ctx ends or
-	// the session goes away (the channel is then closed).
+	// Watch reports the sessions the source can see: every value sent is
+	// the complete current list, sent at start and whenever it changes.
+	// The channel is closed when ctx ends.
+	Watch(ctx context.Context) (<-chan []ExternalSession, error)
+	// Observe streams events for one discovered session until ctx ends or
+	// the session goes away (its last event is then EvSessionEnded and
+	// the channel is closed).
 	Observe(ctx context.Context, s ExternalSession) (<-chan Event, error)
+	// Alive probes the session's process: known is false when the probe
+	// cannot tell, never a guess of alive.
+	Alive(s ExternalSession) (alive, known bool)
 	// CanNudge reports whether Nudge can reach this session at all.
 	CanNudge(s ExternalSession) bool
-	// Nudge delivers the constant continuation nudge text.
-	Nudge(ctx context.Context, s ExternalSession, text string) error
+	// Nudge delivers text (always the supervisor's constant nudge). Urgent
+	// aborts the turn in flight first (the hard-stall interrupt); otherwise
+	// the text waits for the turn, or starts one when the session is idle.
+	Nudge(ctx context.Context, s ExternalSession, text string, urgent bool) error
 }
 
 // ExternalSession identifies a session found by an ExternalSource.
 type ExternalSession struct {
+	// Key identifies the session for as long as its process lives (the
+	// agent's own session id can change under it: Claude's /clear). It is
+	// stable across restarts of the app.
+	Key string
 	// AgentSessionID is the agent's own id for the session.
 	AgentSessionID string
 	Cwd            string
 	// PID is the agent's process when known (0 otherwise), for liveness.
 	PID int
+	// Name is the agent's own name for the session, if it has one.
+	Name      string
+	StartedAt time.Time
 }

@@ -263,6 +263,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 			setState(&n, Idle, fmt.Sprintf("acknowledged (%s)", prev.Label()), now)
 		}
 
+	case EvObserved:
+		applyObserved(&n, e.Observed, now)
+
 	case EvProcessExited, EvSessionEnded:
 		n.ProcessAlive = false
 		if e.Kind == EvProcessExited {
@@ -569,4 +572,70 @@ func failureEvidence(f Failure) string {
 		s += fmt.Sprintf(" (resets at %s)", f.RetryAt.Format(time.DateTime))
 	}
 	return s
+}
+
+// applyObserved takes an external source's inferred state as-is. The turn
+// bookkeeping follows it: every turn the source counted (NewTurns) begins a
+// new generation (so actions decided for the previous turn go stale), a
+// turn it sees end is ended. The supervisor's own hold on a failure it already
+// handles (Recovering with no turn in flight, for the same kind of failure)
+// is not undone by the source repeating that failure.
+func applyObserved(n *Session, o *ObservedState, now time.Time) {
+	if o == nil || !o.State.Valid() {
+		return
+	}
+	if o.Name != "" {
+		n.Name = o.Name
+	}
+	switch {
+	case o.NewTurns > 0:
+		// Every turn the source saw start is a generation, even one that
+		// already ended; the one in flight (if any) is the last.
+		if n.InTurn {
+			endTurn(n)
+		}
+		n.TurnGeneration += int64(o.NewTurns - 1)
+		startTurn(n, now)
+		n.TurnAcked = true
+		if !o.InTurn {
+			endTurn(n)
+		}
+	case o.InTurn && !n.InTurn:
+		// The source counts turns (NewTurns); this is the turn it already
+		// counted, seen in flight again (its status flipped back and forth
+		// before its prompt was written).
+		n.InTurn, n.TurnAcked = true, true
+		if n.TurnStarted.IsZero() {
+			n.TurnStarted = now
+		}
+	case !o.InTurn && n.InTurn:
+		endTurn(n)
+	}
+	if !o.InTurn && n.State == Recovering && o.State == Errored && o.Failure.Kind == n.Failure.Kind {
+		return
+	}
+	if !o.InTurn && o.State == n.State && (o.State == Interrupted || o.State == Errored) && n.NeedsAttention {
+		// The same incident, seen again: its escalation stands.
+		return
+	}
+	switch {
+	case o.Tool != "" && n.InTurn:
+		if callName(n.OpenTools, "observed", "") != o.Tool {
+			// A new tool: its clock (the tool stall threshold) starts now.
+			n.OpenTools = withCall(nil, "observed", o.Tool, now)
+		}
+	default:
+		n.OpenTools = nil
+	}
+	if o.State == WaitingOnUser && o.Wait == WaitReview && !o.InTurn {
+		// A turn that ended refills the nudge budget, as a completion does.
+		n.Nudge = NudgeBudget{}
+	}
+	n.Failure = o.Failure
+	n.Failure.Message = SanitizeMessage(n.Failure.Message)
+	setState(n, o.State, SanitizeMessage(o.Evidence), now)
+	n.WaitReason = NoWait
+	if o.State == WaitingOnUser {
+		n.WaitReason = o.Wait
+	}
 }

@@ -108,6 +108,8 @@ func matrixEvent(k EventKind) Event {
 		e.By = ByUser
 	case EvProcessExited:
 		e.ExitCode = 1
+	case EvObserved:
+		e.Observed = &ObservedState{State: WaitingOnUser, Wait: WaitReview, Evidence: "the terminal turn ended; waiting for review"}
 	}
 	return e
 }
@@ -390,6 +392,19 @@ var matrix = []matrixRow{
 	{"idle", EvProcessExited, Idle, NoWait, false, NoFailure, "process exited with code 1; session closed"},
 	{"idle", EvSessionEnded, Idle, NoWait, false, NoFailure, "session ended; session closed"},
 	{"idle", EvPromptAdded, Idle, NoWait, false, NoFailure, "agent idle"},
+
+	// An external source's observed state is taken as-is (here: the turn
+	// it watched ended), whatever the session was.
+	{"working", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"compacting", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"waiting_permission", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"waiting_review", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"recovering_retry", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"recovering_hold", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"suspect", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"interrupted", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"errored", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
+	{"idle", EvObserved, WaitingOnUser, WaitReview, false, NoFailure, "terminal turn ended"},
 }
 
 func TestApplyMatrixCoversEveryPair(t *testing.T) {

@@ -50,6 +50,10 @@ const (
 	// agent injects it into the running turn, or starts a turn with it if
 	// the turn ended first). The app's own doing, so not genuine activity.
 	EvPromptAdded
+	// EvObserved: an external source's inference about a session the app
+	// did not launch (a terminal session), carried in Event.Observed. Apply
+	// takes the inferred state as-is; see ObservedState.
+	EvObserved
 )
 
 var eventNames = []string{
@@ -57,7 +61,7 @@ var eventNames = []string{
 	"tool_started", "tool_finished", "task_started", "task_finished",
 	"compaction_started", "compaction_finished", "waiting_on_user", "user_answered",
 	"retry_scheduled", "turn_completed", "turn_failed", "interrupt_requested", "turn_aborted",
-	"idle", "acknowledged", "process_exited", "session_ended", "prompt_added",
+	"idle", "acknowledged", "process_exited", "session_ended", "prompt_added", "observed",
 }
 
 // AllEventKinds lists every real event kind (not EvUnknown), for tables.
@@ -126,6 +130,34 @@ type Event struct {
 	By     Actor  `json:"by,omitempty"`
 	// Detail is a short sanitized phrase for evidence ("compaction failed: too few messages").
 	Detail string `json:"detail,omitempty"`
+	// Observed is the inferred state an EvObserved carries.
+	Observed *ObservedState `json:"observed,omitempty"`
+}
+
+// ObservedState is what an external source inferred about a session it
+// watches from outside (its files, its process): the first matching rule of
+// its rule stack decided State, and Evidence is that rule's sentence. A
+// source that only watches cannot see individual stream events reliably (a
+// transcript is flushed late, a permission prompt is never written), so it
+// reports a whole state and Apply takes it as-is, keeping the turn
+// bookkeeping (InTurn, the generation) consistent with it.
+type ObservedState struct {
+	State State      `json:"state"`
+	Wait  WaitReason `json:"wait,omitempty"`
+	// Failure is the API error the state rests on, if any.
+	Failure Failure `json:"failure,omitzero"`
+	// InTurn: a turn is in flight (a prompt not yet answered).
+	InTurn bool `json:"in_turn"`
+	// NewTurns counts the turns that started since the source's previous
+	// observation: a turn can start and end between two reads (a quick
+	// answer), and it still is a turn (a new generation).
+	NewTurns int `json:"new_turns,omitempty"`
+	// Tool is the open tool call's name, if one is open.
+	Tool     string `json:"tool,omitempty"`
+	Evidence string `json:"evidence"`
+	// Name, when set, names the session (the agent's own name for it, or
+	// its first prompt's heading).
+	Name string `json:"name,omitempty"`
 }
 
 // Describe is a one-line human description of the event for the timeline.
@@ -133,6 +165,10 @@ func (e Event) Describe() string {
 	switch e.Kind {
 	case EvToolStarted, EvToolFinished, EvTaskStarted, EvTaskFinished:
 		return fmt.Sprintf("%s %s", e.Kind, e.Name)
+	case EvObserved:
+		if e.Observed != nil {
+			return fmt.Sprintf("observed %s: %s", e.Observed.State, e.Observed.Evidence)
+		}
 	case EvRetryScheduled:
 		return fmt.Sprintf("agent retry %d in %s (status %d)", e.Attempt, e.Delay.Round(time.Second), e.Status)
 	case EvTurnFailed:

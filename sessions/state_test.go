@@ -215,7 +215,7 @@ func TestSmallEnumsRoundTrip(t *testing.T) {
 		})
 	}
 	// Every event kind is listed above, so a new kind must get a name here too.
-	if n := len(AllEventKinds()) + 1; n != 24 {
+	if n := len(AllEventKinds()) + 1; n != 25 {
 		t.Errorf("there are %d event kinds (with unknown); update this test's names", n)
 	}
 	// Unknown names are rejected, and the value is left as it was.
@@ -254,13 +254,13 @@ func TestAllEventKinds(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	for k := EvProcessStarted; k <= EvPromptAdded; k++ {
+	for k := EvProcessStarted; k <= EvObserved; k++ {
 		if !seen[k] {
 			t.Errorf("AllEventKinds misses %v", k)
 		}
 	}
-	if len(kinds) != int(EvPromptAdded) {
-		t.Errorf("AllEventKinds has %d kinds, want %d", len(kinds), int(EvPromptAdded))
+	if len(kinds) != int(EvObserved) {
+		t.Errorf("AllEventKinds has %d kinds, want %d", len(kinds), int(EvObserved))
 	}
 	// The result is a fresh slice: callers may sort or trim it.
 	kinds[0] = EvUnknown

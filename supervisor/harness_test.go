@@ -240,6 +240,8 @@ type rigConfig struct {
 	seed []sessions.Session
 	// logger, when set, is the runtime's logger.
 	logger *slog.Logger
+	// external are sources of sessions the app did not launch.
+	external []ExternalSource
 }
 
 func newRig(t *testing.T, cfg rigConfig) *rig {
@@ -273,7 +275,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.wrap != nil {
 		store = cfg.wrap(st)
 	}
-	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, Logger: cfg.logger, Connectivity: unknownConnectivity})
+	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external})
 	g.rec = recordBus(g.rt.Bus())
 	t.Cleanup(g.stop)
 	if err := g.rt.Boot(ctx); err != nil {

@@ -24,6 +24,7 @@ func (r *Runtime) Run(ctx context.Context) {
 	start := time.Now()
 	lastTick, lastSnapshot = start, start
 	r.health.start(start, r.settings(ctx).Tick)
+	r.startExternal(ctx)
 	for {
 		set := r.settings(ctx)
 		now := time.Now()
@@ -136,6 +137,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		e     *entry
 		proc  Process
 		src   sessions.Source
+		ext   *extHandle
 		probe core.Probe
 	}
 	r.mu.Lock()
@@ -144,12 +146,15 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		if e.q.busy() {
 			continue
 		}
-		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source})
+		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext})
 	}
 	r.mu.Unlock()
 	offline := r.connectivity() == ConnOffline
 	for i := range list {
 		list[i].probe = probeProcess(list[i].src, list[i].proc)
+		if list[i].ext != nil {
+			list[i].probe = probeExternal(list[i].ext)
+		}
 		list[i].probe.Offline = offline
 	}
 
@@ -294,6 +299,12 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 
 // dispatch performs an action's side effect through the agent process.
 func (r *Runtime) dispatch(e *entry, a core.Action) error {
+	r.mu.Lock()
+	src, h := e.s.Source, e.ext
+	r.mu.Unlock()
+	if src != sessions.Managed {
+		return r.dispatchExternal(e, h, a)
+	}
 	switch a.Kind {
 	case core.ActInterrupt:
 		r.mu.Lock()

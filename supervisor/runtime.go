@@ -61,6 +61,8 @@ type Runtime struct {
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
 	writeTimeout time.Duration
+	// external are the sources of sessions the app did not launch (external.go).
+	external []ExternalSource
 
 	mu   sync.Mutex
 	sess map[string]*entry
@@ -82,6 +84,8 @@ type entry struct {
 	// changed is the session as a running job's own change left it, for
 	// the job's answer (zero when no job changed it).
 	changed sessions.Session
+	// ext links an observed session to its source (nil when managed).
+	ext *extHandle
 }
 
 // Options configures a Runtime.
@@ -102,6 +106,9 @@ type Options struct {
 	// (nil: ProbeConnectivity). A session with a transient failure is held
 	// without spending its window while offline.
 	Connectivity func() Connectivity
+	// External are the sources of sessions the app did not launch (an
+	// agent in a terminal); Run starts their discovery.
+	External []ExternalSource
 }
 
 // DefaultWriteTimeout is how long an agent may leave a prompt unread before
@@ -116,7 +123,7 @@ func New(opts Options) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runtime{store: opts.Store, bus: NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{},
-		writeTimeout: opts.WriteTimeout}
+		writeTimeout: opts.WriteTimeout, external: opts.External}
 	if r.writeTimeout <= 0 {
 		r.writeTimeout = DefaultWriteTimeout
 	}
@@ -197,6 +204,15 @@ func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []stora
 		return n, []storage.TimelineEvent{}
 	}
 	core.EndTurn(&n)
+	if s.Source != sessions.Managed {
+		// The app stopping did not stop a session running in a terminal:
+		// it is observed again when it is found running.
+		n.State, n.StateChangedAt = sessions.Idle, now
+		n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped; it runs in its terminal, not in the app", s.TurnGeneration)
+		return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
+			"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
+		})}
+	}
 	n.State = sessions.Interrupted
 	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
 	if s.StoppedByUser() {

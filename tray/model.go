@@ -173,7 +173,7 @@ func Build(snap Snapshot) Menu {
 
 // SessionLabel is "● name — State · 12m".
 func SessionLabel(s sessions.Session, now time.Time) string {
-	return fmt.Sprintf("%s %s — %s · %s", view.UrgencyOf(s).Marker(), s.DisplayName(), view.StateText(s), sessions.Age(now, s.StateChangedAt))
+	return fmt.Sprintf("%s %s — %s · %s", view.UrgencyOf(s).Marker(), view.Title(s), view.StateText(s), sessions.Age(now, s.StateChangedAt))
 }
 
 func sessionItem(s sessions.Session, now time.Time) Item {

@@ -115,6 +115,16 @@ func Badge(s sessions.Session) string {
 	return s.State.Label()
 }
 
+// Title is the session's name as every listing shows it, with the mark
+// "(terminal)" on a session the app did not launch (found running in a
+// terminal or an IDE): it is supervised alike but answered where it runs.
+func Title(s sessions.Session) string {
+	if s.Source != sessions.Managed {
+		return s.DisplayName() + " (terminal)"
+	}
+	return s.DisplayName()
+}
+
 // StateText is the state in full, for one-line listings (the tray, `ls`):
 // "Needs attention (Interrupted)", "Waiting on user (permission)",
 // "Working".

@@ -264,3 +264,21 @@ func TestEnumStrings(t *testing.T) {
 		}
 	}
 }
+
+// A session the app did not launch is marked "(terminal)" wherever it is
+// listed; a managed one is not.
+func TestTitleMarksTerminalSessions(t *testing.T) {
+	cases := []struct {
+		src  sessions.Source
+		want string
+	}{
+		{sessions.Managed, "api"},
+		{sessions.Observed, "api (terminal)"},
+		{sessions.Hooked, "api (terminal)"},
+	}
+	for _, tc := range cases {
+		if got := Title(sessions.Session{ID: "0123456789", Name: "api", Source: tc.src}); got != tc.want {
+			t.Errorf("Title(%v) = %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}

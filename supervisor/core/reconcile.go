@@ -280,6 +280,15 @@ func (r *reconciler) stallChain() {
 		if waited < grace {
 			return
 		}
+		if n.Source != sessions.Managed {
+			// The urgent nudge was the only way in: a session the app did
+			// not launch is never signalled.
+			sv.RecoveryAttempts = stallEscalated
+			sv.NextAttemptAt = time.Time{}
+			r.changed = true
+			r.escalate("the stalled terminal session did not answer the interrupt sent through its inbox, and the app never signals a process it did not launch")
+			return
+		}
 		sv.RecoveryAttempts = stallTerminated
 		sv.NextAttemptAt = sv.InterruptSentAt.Add(2 * grace)
 		r.note("interrupt ignored; SIGTERM sent at " + clockPhrase(r.now, r.now))
@@ -321,6 +330,14 @@ func (r *reconciler) recover() {
 		r.retryAfterCompaction()
 		return
 	}
+	if n.Source != sessions.Managed && !n.ProcessAlive && !r.escalated() &&
+		(n.State == sessions.Errored || n.State == sessions.Interrupted || n.State == sessions.Recovering && !n.InTurn) {
+		// A terminal session whose process is gone: no nudge can reach it,
+		// and the app never starts a process in its place by itself.
+		r.clearRecovery()
+		r.escalate("its terminal process is gone, so nothing can reach it")
+		return
+	}
 	switch n.State {
 	case sessions.WaitingOnUser:
 		// Never act while the user is asked something (question, plan,
@@ -347,6 +364,12 @@ func (r *reconciler) recoverErrored() {
 	}
 	switch r.n.Failure.Kind {
 	case sessions.ContextOverflow:
+		if r.n.Source != sessions.Managed {
+			// Compacting needs a way to type /compact: a terminal session
+			// offers none.
+			r.escalate("a terminal session's context is compacted in its terminal")
+			return
+		}
 		r.redriveOverflow()
 	case sessions.RateLimit:
 		r.scheduleDrain()

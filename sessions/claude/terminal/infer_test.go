@@ -1,0 +1,195 @@
+package terminal
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// A transcript the real CLI wrote (2.1.328, three turns: a prompt, a
+// follow-up, a resume), fed line by line as a tail would see it grow: the
+// inferred state after each line.
+func TestInferOnRealTranscript(t *testing.T) {
+	f, err := os.Open("testdata/transcript_sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var sum Summary
+	var got []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxLine)
+	for sc.Scan() {
+		sum.Feed(sc.Bytes())
+		st, _ := Infer(Evidence{Known: true, Alive: true, Transcript: sum})
+		w := st.State.String()
+		if st.Wait != sessions.NoWait {
+			w += "/" + st.Wait.String()
+		}
+		if len(got) == 0 || got[len(got)-1] != w {
+			got = append(got, w)
+		}
+	}
+	want := "idle working waiting_on_user/review working waiting_on_user/review working waiting_on_user/review"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("states %v\nwant    %s", got, want)
+	}
+	if sum.FirstPrompt != "first question" {
+		t.Errorf("first prompt %q", sum.FirstPrompt)
+	}
+}
+
+// Synthetic records in the CLI's shapes (agent-cli-protocols.md §1.3 and
+// the measured session file).
+const (
+	recPrompt     = `{"type":"user","message":{"role":"user","content":"fix the build"},"timestamp":"2026-11-30T10:00:00Z"}`
+	recToolUse    = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"timestamp":"2026-11-30T10:00:01Z"}`
+	recToolResult = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"timestamp":"2026-11-30T10:00:05Z"}`
+	recAsk        = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"q1","name":"AskUserQuestion"}]}}`
+	recPlan       = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"p1","name":"ExitPlanMode"}]}}`
+	recEnd        = `{"type":"assistant","message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"done"}]}}`
+	recPartial    = `{"type":"assistant","message":{"role":"assistant","stop_reason":null,"content":[{"type":"text","text":"thinking"}]}}`
+	recDuration   = `{"type":"system","subtype":"turn_duration","durationMs":59902}`
+	recRateLimit  = `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your session limit · resets 9:50pm (Asia/Saigon)"}]},"timestamp":"2026-11-30T10:00:00Z"}`
+	recOverloaded = `{"type":"assistant","isApiErrorMessage":true,"error":"server_error","message":{"content":[{"type":"text","text":"API Error: 529 Overloaded."}]}}`
+	recTooLong    = `{"type":"assistant","isApiErrorMessage":true,"error":"invalid_request","message":{"content":[{"type":"text","text":"Prompt is too long"}]}}`
+	recNotError   = `{"type":"assistant","isApiErrorMessage":false,"message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"[Request interrupted by user]"}]}}`
+	recRetry      = `{"type":"system","subtype":"api_error","level":"error","error":{"status":529,"message":"529 overloaded"},"retryInMs":601,"retryAttempt":1,"maxRetries":10,"timestamp":"2026-11-30T10:00:00Z"}`
+	recInterrupt  = `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}`
+	recCompactCmd = `{"type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>"}}`
+	recBoundary   = `{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`
+	recMeta       = `{"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: resumed"}}`
+	recSidechain  = `{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sub"}]}}`
+)
+
+// at is a status time in Unix ms, seconds after the records' 10:00:00.
+func at(sec int) int64 { return time.Date(2026, 11, 30, 10, 0, sec, 0, time.UTC).UnixMilli() }
+
+func TestRuleStack(t *testing.T) {
+	cases := []struct {
+		name    string
+		records []string
+		file    SessionFile
+		gone    bool
+		state   sessions.State
+		wait    sessions.WaitReason
+		failure sessions.FailureKind
+		inTurn  bool
+		rule    string
+		evid    string
+	}{
+		{"nothing yet", nil, SessionFile{}, false, sessions.Idle, 0, 0, false, "idle", "no prompt yet"},
+		{"prompt sent", []string{recPrompt}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
+		{"busy status alone", nil, SessionFile{Status: "busy"}, false, sessions.Working, 0, 0, true, "turn in flight", "says busy"},
+		{"open tool", []string{recPrompt, recToolUse}, SessionFile{}, false, sessions.Working, 0, 0, true, "open tool", "running Bash"},
+		{"tool finished", []string{recPrompt, recToolUse, recToolResult}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"mid-message", []string{recPrompt, recPartial}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"turn ended", []string{recPrompt, recEnd}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "turn ended"},
+		{"turn_duration ends it", []string{recPrompt, recToolUse, recToolResult, recPartial, recDuration}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
+		{"an idle status newer than the transcript beats it", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(2)}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "not in the transcript yet"},
+		{"an idle status older than the prompt is the last turn's", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(-1)}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"an idle status of unknown age is not trusted", []string{recPrompt}, SessionFile{Status: "idle"}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"question", []string{recPrompt, recAsk}, SessionFile{Status: "busy"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "question"},
+		{"plan", []string{recPrompt, recPlan}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitPlan, 0, true, "waiting on the user", "plan"},
+		{"permission as 2.1.328 writes it", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "permission prompt"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "asks permission in the terminal"},
+		{"another wait", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "dialog open"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "dialog open"},
+		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "permission to use Bash"},
+		{"rate limit: errored, the CLI's idle is not the truth", []string{recPrompt, recRateLimit}, SessionFile{Status: "idle"}, false, sessions.Errored, 0, sessions.RateLimit, false, "API error", "resets at"},
+		{"overload", []string{recPrompt, recOverloaded}, SessionFile{}, false, sessions.Errored, 0, sessions.Overloaded, false, "API error", "overloaded"},
+		{"context too long", []string{recPrompt, recTooLong}, SessionFile{}, false, sessions.Errored, 0, sessions.ContextOverflow, false, "API error", ""},
+		{"isApiErrorMessage false is no error", []string{recPrompt, recNotError}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
+		{"an error followed by a new prompt is over", []string{recPrompt, recRateLimit, recPrompt}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"the CLI retries", []string{recPrompt, recRetry}, SessionFile{Status: "busy"}, false, sessions.Recovering, 0, sessions.Overloaded, true, "API error", "attempt 1/10"},
+		{"a retry followed by progress is over", []string{recPrompt, recRetry, recPartial}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"stopped by the user", []string{recPrompt, recToolUse, recInterrupt}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "you stopped"},
+		{"compacting", []string{recPrompt, recEnd, recCompactCmd}, SessionFile{Status: "busy"}, false, sessions.Compacting, 0, 0, true, "compacting", "compact"},
+		{"compaction done", []string{recPrompt, recEnd, recCompactCmd, recBoundary}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
+		{"a meta note is no prompt", []string{recMeta}, SessionFile{}, false, sessions.Idle, 0, 0, false, "idle", "nothing in flight"},
+		{"a subagent's line is progress", []string{recPrompt, recToolUse, recToolResult, recEnd, recSidechain}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"process gone mid-turn", []string{recPrompt, recToolUse}, SessionFile{Status: "busy"}, true, sessions.Interrupted, 0, 0, false, "process gone", "gone mid-turn"},
+		{"process gone after the turn", []string{recPrompt, recEnd}, SessionFile{}, true, sessions.Idle, 0, 0, false, "process gone", "gone"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum Summary
+			for _, r := range tc.records {
+				sum.Feed([]byte(r))
+			}
+			st, rule := Infer(Evidence{PID: 42, Known: true, Alive: !tc.gone, File: tc.file, Transcript: sum})
+			if st.State != tc.state || st.Wait != tc.wait || st.Failure.Kind != tc.failure || st.InTurn != tc.inTurn || rule != tc.rule {
+				t.Fatalf("got %v/%q failure %v inTurn %v by rule %q (%s); want %v/%q %v %v by %q",
+					st.State, st.Wait, st.Failure.Kind, st.InTurn, rule, st.Evidence, tc.state, tc.wait, tc.failure, tc.inTurn, tc.rule)
+			}
+			if st.Evidence == "" || !strings.Contains(st.Evidence, tc.evid) {
+				t.Fatalf("evidence %q does not mention %q", st.Evidence, tc.evid)
+			}
+		})
+	}
+}
+
+// The order of the stack is the design: each rule must be shadowed by the
+// ones above it. Every rule is reached by some evidence (none is dead).
+func TestRuleStackEveryRuleReachable(t *testing.T) {
+	hit := map[string]bool{}
+	for _, recs := range [][]string{nil, {recPrompt}, {recPrompt, recToolUse}, {recPrompt, recEnd}, {recPrompt, recAsk}, {recPrompt, recRateLimit}, {recPrompt, recEnd, recCompactCmd}} {
+		var sum Summary
+		for _, r := range recs {
+			sum.Feed([]byte(r))
+		}
+		for _, gone := range []bool{false, true} {
+			_, rule := Infer(Evidence{Known: true, Alive: !gone, Transcript: sum})
+			hit[rule] = true
+		}
+	}
+	for _, r := range Rules {
+		if !hit[r.Name] {
+			t.Errorf("rule %q is never reached", r.Name)
+		}
+	}
+}
+
+func TestResetTime(t *testing.T) {
+	saigon, _ := time.LoadLocation("Asia/Saigon")
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC) // 17:00 in Saigon
+	cases := []struct {
+		text string
+		want time.Time
+	}{
+		{"You've hit your session limit · resets 9:50pm (Asia/Saigon)", time.Date(2026, 11, 30, 21, 50, 0, 0, saigon)},
+		{"limit reached · resets 3pm (Asia/Saigon)", time.Date(2026, 12, 1, 15, 0, 0, 0, saigon)},
+		{"…reset time was 11:20am Asia/Saigon", time.Date(2026, 12, 1, 11, 20, 0, 0, saigon)},
+		{"resets 12:30am", time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC)},
+		{"Number of requests has exceeded your rate limit", time.Time{}},
+	}
+	for _, tc := range cases {
+		if got := ResetTime(tc.text, at); !got.Equal(tc.want) {
+			t.Errorf("ResetTime(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestTitle(t *testing.T) {
+	cases := []struct{ prompt, want string }{
+		{"Shared preamble for every agent.\nYou are the posting rule auditor.\nRead ledger/posting.ts", "the posting rule auditor"},
+		{"Shared preamble.\nLane 2 — period boundary regression sweep\nrun the tests", "Lane 2 — period boundary regression sweep"},
+		{"Shared preamble.\n# Currency rounding on multi-leg reversals\nfix it", "Currency rounding on multi-leg reversals"},
+		{"fix the build", "fix the build"},
+		{"", ""},
+		{strings.Repeat("a", 100), strings.Repeat("a", 59) + "…"},
+	}
+	for _, tc := range cases {
+		if got := Title(tc.prompt); got != tc.want {
+			t.Errorf("Title(%q) = %q, want %q", tc.prompt, got, tc.want)
+		}
+	}
+}
+
+func TestMangle(t *testing.T) {
+	if got := Mangle("/home/user/work/my_proj.v2"); got != "-home-user-work-my-proj-v2" {
+		t.Fatalf("Mangle = %q", got)
+	}
+}

@@ -1,0 +1,181 @@
+package terminal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Observe follows one session: its session file (status, sessionId after
+// /clear or /resume), its process, and its transcript's tail. It sends an
+// EvObserved whenever the inferred state changes or the transcript grows
+// (growth is activity: the stall clock), and ends with EvSessionEnded when
+// the session goes away.
+func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
+	f, ok := s.sessionFile(es)
+	if !ok {
+		return nil, fmt.Errorf("session %s: its session file is gone", es.Key)
+	}
+	out := make(chan sessions.Event, 8)
+	go s.observe(ctx, es, f, out)
+	return out, nil
+}
+
+// observer is one Observe loop's memory.
+type observer struct {
+	src     *Source
+	es      sessions.ExternalSession
+	file    SessionFile
+	tail    *Tailer
+	sum     Summary
+	title   string
+	last    sessions.ObservedState
+	emitted bool
+	// turns is the transcript's prompt count at the last observation.
+	turns int
+	// history: the transcript existed when following began, so the turns
+	// its first read finds are the past, not news.
+	history bool
+	// busyCredit: a turn was reported started from the session file's
+	// status before its prompt reached the transcript; that prompt is the
+	// same turn, not another.
+	busyCredit bool
+}
+
+func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
+	defer close(out)
+	o := &observer{src: s, es: es, file: f}
+	o.follow(f)
+	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
+	wake, stop := s.wake(ctx, dirs)
+	defer stop()
+	send := func(ev sessions.Event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		evs, done := o.step()
+		for _, ev := range evs {
+			if !send(ev) {
+				return
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+	}
+}
+
+// follow starts tailing the transcript of the file's current sessionId.
+func (o *observer) follow(f SessionFile) {
+	path := o.src.TranscriptPath(f.Cwd, f.SessionID)
+	o.tail = NewTailer(path)
+	o.sum = Summary{}
+	o.turns, o.busyCredit = 0, false
+	_, err := os.Stat(path)
+	o.history = err == nil
+	o.title = Title(FirstPrompt(path))
+}
+
+// name is the session's name: one the user gave it, else its first
+// prompt's title, else the CLI's own derived name.
+func (o *observer) name(f SessionFile) string {
+	if f.Name != "" && f.NameSource != "derived" {
+		return f.Name
+	}
+	if o.title == "" && o.sum.FirstPrompt != "" {
+		if o.title = Title(FirstPrompt(o.tail.Path())); o.title == "" {
+			o.title = Title(o.sum.FirstPrompt)
+		}
+	}
+	if o.title != "" {
+		return o.title
+	}
+	return f.Name
+}
+
+// step reads what changed and returns the events to send; done is true
+// when the session ended.
+func (o *observer) step() (evs []sessions.Event, done bool) {
+	f, ok := o.src.sessionFile(o.es)
+	if !ok {
+		// The CLI removes its file on a clean exit (/exit, Ctrl-D, a closed
+		// terminal): the user ended it, so a turn cut short is theirs to
+		// review, never a nudge.
+		if o.last.InTurn {
+			evs = append(evs, o.observed(sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
+				Evidence: "the session was closed in the terminal during a turn; waiting for review"}))
+		}
+		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded, Detail: "the session was closed in the terminal"}), true
+	}
+	if f.SessionID != o.file.SessionID {
+		// /clear or /resume: the same process now writes another transcript.
+		o.follow(f)
+	}
+	statusChanged := f.Status != o.file.Status || f.WaitingFor != o.file.WaitingFor
+	o.file = f
+	lines, reset, _ := o.tail.Poll()
+	if reset {
+		o.sum.Reset()
+		o.turns = 0
+	}
+	first := reset && o.history
+	if reset {
+		o.history = false // a later truncation or rotation brings new turns
+	}
+	for _, l := range lines {
+		o.sum.Feed(l)
+	}
+	alive, known := o.src.probe(f)
+	st, _ := Infer(Evidence{PID: f.PID, Alive: alive, Known: known, File: f, Transcript: o.sum})
+	st.Name = o.name(f)
+	// Turns that started since the last observation; the history a first
+	// read finds is not news.
+	delta := o.sum.Turns - o.turns
+	o.turns = o.sum.Turns
+	if first {
+		delta = 0
+	}
+	counted := false
+	if o.busyCredit && delta > 0 {
+		// The prompt of a turn already counted when the status said busy.
+		delta--
+		o.busyCredit, counted = false, true
+	}
+	if st.InTurn && !o.last.InTurn && delta == 0 && !counted {
+		// A turn seen starting without a new prompt: the status said busy
+		// first (its prompt, when written, is this turn), or the first
+		// read began inside a turn.
+		delta = 1
+		o.busyCredit = !o.sum.InTurn
+	}
+	// The credit stays when the status flips back before the prompt is
+	// written: the prompt that follows is still that turn.
+	st.NewTurns = delta
+	gone := known && !alive
+	if !o.emitted || st != o.last || len(lines) > 0 || statusChanged || gone {
+		evs = append(evs, o.observed(st))
+	}
+	if gone {
+		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
+			Detail: fmt.Sprintf("process %d is gone (its session file was left behind: killed or crashed)", f.PID)}), true
+	}
+	return evs, false
+}
+
+func (o *observer) observed(st sessions.ObservedState) sessions.Event {
+	o.last, o.emitted = st, true
+	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: o.file.SessionID, PID: o.file.PID, Observed: &st}
+}

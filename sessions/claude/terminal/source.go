@@ -1,0 +1,278 @@
+package terminal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Notify reports changes in the given directories: a value is sent after
+// something in one of them was created, written, renamed or removed (the
+// fsnotify adapter in package watch; a directory that does not exist yet is
+// watched from its parent until it appears). The channel is closed when ctx
+// ends.
+type Notify func(ctx context.Context, dirs []string) (<-chan struct{}, error)
+
+// Source is the Claude Code terminal source: a sessions.ExternalSource.
+type Source struct {
+	// ConfigDir is Claude's configuration directory; empty means
+	// $CLAUDE_CONFIG_DIR, else ~/.claude.
+	ConfigDir string
+	// Notify wakes the source at once on a change; nil leaves it to Poll.
+	Notify Notify
+	// Poll is the safety rescan interval, for a lost notification and for
+	// a process that dies without touching its files (default 15 s with
+	// Notify, 2 s without).
+	Poll time.Duration
+	// Probe tells whether a session file's process is alive and the one
+	// that wrote it (default ProcessAlive).
+	Probe func(SessionFile) (alive, known bool)
+}
+
+// The agent this source observes: the same CLI the app launches as
+// "claude", so a terminal session and a managed one read alike.
+func (*Source) Name() string           { return "claude" }
+func (*Source) DisplayName() string    { return "Claude Code" }
+func (*Source) DefaultCommand() string { return "claude" }
+func (*Source) InstallHint() string    { return "npm install -g @anthropic-ai/claude-code" }
+
+var _ sessions.ExternalSource = (*Source)(nil)
+
+func (s *Source) dir() string {
+	if s.ConfigDir != "" {
+		return s.ConfigDir
+	}
+	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".claude")
+}
+
+// SessionsDir is where the CLI registers its live sessions.
+func (s *Source) SessionsDir() string { return filepath.Join(s.dir(), "sessions") }
+
+func (s *Source) poll() time.Duration {
+	switch {
+	case s.Poll > 0:
+		return s.Poll
+	case s.Notify != nil:
+		// Notifications carry the changes; the rescan only backs them up
+		// (a lost event, a process that died without touching its files,
+		// which the supervisor's own tick probe notices anyway).
+		return 15 * time.Second
+	}
+	return 2 * time.Second
+}
+
+func (s *Source) probe(f SessionFile) (bool, bool) {
+	if s.Probe != nil {
+		return s.Probe(f)
+	}
+	return ProcessAlive(f)
+}
+
+// wake merges the notifications for dirs with the safety poll.
+func (s *Source) wake(ctx context.Context, dirs []string) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan struct{}, 1)
+	var notes <-chan struct{}
+	if s.Notify != nil {
+		if ch, err := s.Notify(ctx, dirs); err == nil {
+			notes = ch
+		}
+	}
+	go func() {
+		t := time.NewTicker(s.poll())
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-notes:
+				if !ok {
+					notes = nil
+					continue
+				}
+			case <-t.C:
+			}
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out, cancel
+}
+
+// Watch lists the live interactive sessions now and after every change.
+func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, error) {
+	dir := s.SessionsDir()
+	if s.dir() == "" {
+		return nil, fmt.Errorf("no home directory to find Claude Code's sessions in")
+	}
+	out := make(chan []sessions.ExternalSession, 1)
+	wake, stop := s.wake(ctx, []string{dir})
+	go func() {
+		defer close(out)
+		defer stop()
+		var last []sessions.ExternalSession
+		first := true
+		for {
+			files, err := ListSessionFiles(dir, s.probe)
+			if err == nil {
+				list := make([]sessions.ExternalSession, 0, len(files))
+				for _, f := range files {
+					list = append(list, external(f))
+				}
+				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
+				if first || !slices.Equal(list, last) {
+					select {
+					case out <- list:
+					case <-ctx.Done():
+						return
+					}
+					last, first = list, false
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+		}
+	}()
+	return out, nil
+}
+
+func external(f SessionFile) sessions.ExternalSession {
+	return sessions.ExternalSession{Key: f.Key(), AgentSessionID: f.SessionID, Cwd: f.Cwd, PID: f.PID, Name: f.Name, StartedAt: f.Started()}
+}
+
+// Alive probes the session's process.
+func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
+	return s.probe(SessionFile{PID: es.PID, StartedAt: es.StartedAt.UnixMilli()})
+}
+
+// sessionFile re-reads the session's file: the CLI rewrites it in place
+// (status, sessionId after /clear). ok is false when it is gone or belongs
+// to another process now.
+func (s *Source) sessionFile(es sessions.ExternalSession) (SessionFile, bool) {
+	f, err := ReadSessionFile(filepath.Join(s.SessionsDir(), fmt.Sprintf("%d.json", es.PID)))
+	if err != nil || f.Key() != es.Key {
+		return SessionFile{}, false
+	}
+	return f, true
+}
+
+// Mangle is how the CLI names a project directory: every character that is
+// not an ASCII letter or digit becomes '-'.
+func Mangle(cwd string) string {
+	return strings.Map(func(r rune) rune {
+		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, cwd)
+}
+
+// TranscriptPath is where the CLI writes the transcript of sessionID run in
+// cwd. Long paths are shortened by the CLI with a hash this code does not
+// reproduce: they are found by their file name instead.
+func (s *Source) TranscriptPath(cwd, sessionID string) string {
+	projects := filepath.Join(s.dir(), "projects")
+	p := filepath.Join(projects, Mangle(cwd), sessionID+".jsonl")
+	if len(Mangle(cwd)) > 200 {
+		if m, _ := filepath.Glob(filepath.Join(projects, "*", sessionID+".jsonl")); len(m) > 0 {
+			return m[0]
+		}
+	}
+	return p
+}
+
+// headBytes bounds the read of a transcript's head for its first prompt.
+const headBytes = 64 << 10
+
+// FirstPrompt reads the first prompt of a transcript from its head.
+func FirstPrompt(path string) string {
+	fh, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	b := make([]byte, headBytes)
+	n, _ := fh.Read(b)
+	var sum Summary
+	for _, line := range bytes.Split(b[:n], []byte("\n")) {
+		sum.Feed(line)
+		if sum.FirstPrompt != "" {
+			return sum.FirstPrompt
+		}
+	}
+	return ""
+}
+
+// Title names a session from its first prompt: a role declaration ("You
+// are the posting rule auditor"), else a lane or phase marker, else a
+// markdown heading, else the first line — so sessions started from one
+// template are told apart by what distinguishes them.
+func Title(prompt string) string {
+	lines := strings.Split(prompt, "\n")
+	pick := func(pred func(string) (string, bool)) string {
+		for _, l := range lines {
+			if t, ok := pred(strings.TrimSpace(l)); ok && t != "" {
+				return t
+			}
+		}
+		return ""
+	}
+	role := func(l string) (string, bool) {
+		low := strings.ToLower(l)
+		for _, p := range []string{"you are ", "your role is ", "role:"} {
+			if i := strings.Index(low, p); i >= 0 {
+				return strings.TrimRight(strings.TrimSpace(l[i+len(p):]), ".:"), true
+			}
+		}
+		return "", false
+	}
+	marker := func(l string) (string, bool) {
+		low := strings.ToLower(l)
+		for _, p := range []string{"lane ", "phase ", "agent "} {
+			if strings.HasPrefix(low, p) && len(l) > len(p) && unicode.IsDigit(rune(l[len(p)])) {
+				return l, true
+			}
+		}
+		return "", false
+	}
+	heading := func(l string) (string, bool) {
+		if strings.HasPrefix(l, "#") {
+			return strings.TrimSpace(strings.TrimLeft(l, "#")), true
+		}
+		return "", false
+	}
+	first := func(l string) (string, bool) { return l, l != "" }
+	for _, p := range []func(string) (string, bool){role, marker, heading, first} {
+		if t := pick(p); t != "" {
+			return clip(t, 60)
+		}
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+package sessions
+
+import (
+	"testing"
+	"time"
+)
+
+// Apply takes an external source's observed state as-is and keeps the turn
+// bookkeeping consistent with it.
+func TestApplyObserved(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	obs := func(o ObservedState) Event { return Event{Kind: EvObserved, Observed: &o} }
+	started := ObservedState{State: Working, InTurn: true, NewTurns: 1, Evidence: "the transcript shows a turn in flight", Name: "Fix it"}
+	working := ObservedState{State: Working, InTurn: true, Evidence: "the transcript shows a turn in flight"}
+	quick := ObservedState{State: WaitingOnUser, Wait: WaitReview, NewTurns: 2, Evidence: "the turn ended; waiting for review"}
+	bash := ObservedState{State: Working, InTurn: true, Tool: "Bash", Evidence: "running Bash"}
+	grep := ObservedState{State: Working, InTurn: true, Tool: "Grep", Evidence: "running Grep"}
+	review := ObservedState{State: WaitingOnUser, Wait: WaitReview, Evidence: "the turn ended; waiting for review"}
+	limited := ObservedState{State: Errored, Failure: Failure{Kind: RateLimit, Message: "limit"}, Evidence: "the turn died on an API error"}
+
+	s := Session{ID: "x", Source: Observed, State: Idle, Evidence: "found", Nudge: NudgeBudget{Attempts: 1}}
+	step := func(e Event, at time.Duration) {
+		t.Helper()
+		s = Apply(s, e, t0.Add(at))
+	}
+	step(obs(started), 0)
+	if s.State != Working || !s.InTurn || s.TurnGeneration != 1 || !s.TurnAcked || s.Name != "Fix it" || !s.LastEventAt.Equal(t0) {
+		t.Fatalf("a turn seen starting: %+v", s)
+	}
+	step(obs(working), time.Second)
+	if s.TurnGeneration != 1 || !s.LastEventAt.Equal(t0.Add(time.Second)) || s.Name != "Fix it" {
+		t.Fatalf("the same turn seen again: generation %d, last event %v, name %q", s.TurnGeneration, s.LastEventAt, s.Name)
+	}
+	step(obs(bash), 2*time.Second)
+	step(obs(bash), 5*time.Second)
+	if c, ok := s.OldestOpenCall(); !ok || c.Name != "Bash" || !c.Started.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("the open tool keeps its start: %+v", s.OpenTools)
+	}
+	step(obs(grep), 6*time.Second)
+	if c, _ := s.OldestOpenCall(); c.Name != "Grep" || !c.Started.Equal(t0.Add(6*time.Second)) {
+		t.Fatalf("another tool: %+v", s.OpenTools)
+	}
+	step(obs(review), 7*time.Second)
+	if s.State != WaitingOnUser || s.WaitReason != WaitReview || s.InTurn || s.HasOpenWork() || s.Nudge.Attempts != 0 {
+		t.Fatalf("the turn seen ending: %+v", s)
+	}
+	step(obs(started), 8*time.Second)
+	if s.TurnGeneration != 2 {
+		t.Fatalf("a second turn: generation %d", s.TurnGeneration)
+	}
+	// Seen in flight again without a new turn (the status flipped): the
+	// same generation.
+	step(obs(review), 8*time.Second)
+	step(obs(working), 8*time.Second)
+	if s.TurnGeneration != 2 || !s.InTurn || s.State != Working {
+		t.Fatalf("the same turn again: generation %d in turn %v %v", s.TurnGeneration, s.InTurn, s.State)
+	}
+	// Two turns that both started (and ended) between two reads.
+	step(obs(quick), 8*time.Second)
+	if s.TurnGeneration != 4 || s.InTurn || s.WaitReason != WaitReview {
+		t.Fatalf("quick turns: generation %d in turn %v", s.TurnGeneration, s.InTurn)
+	}
+	step(obs(limited), 9*time.Second)
+	if s.State != Errored || s.InTurn || s.Failure.Kind != RateLimit {
+		t.Fatalf("errored: %+v", s)
+	}
+	// The supervisor holds it (Reconcile's rate-limit drain); the source
+	// repeating the same failure does not undo the hold.
+	s.State = Recovering
+	step(obs(limited), 10*time.Second)
+	if s.State != Recovering {
+		t.Fatalf("the hold was undone: %v", s.State)
+	}
+	// An event without a payload changes no state.
+	before := s.State
+	step(Event{Kind: EvObserved}, 11*time.Second)
+	if s.State != before {
+		t.Fatalf("a nil observation changed the state to %v", s.State)
+	}
+}

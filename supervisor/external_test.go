@@ -1,0 +1,327 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/watch"
+)
+
+// termWorld is a temporary Claude configuration directory with one
+// "interactive CLI": a real child process registered in a session file.
+type termWorld struct {
+	t    *testing.T
+	dir  string
+	src  *terminal.Source
+	cmd  *exec.Cmd
+	file terminal.SessionFile
+}
+
+func newTermWorld(t *testing.T) *termWorld {
+	if runtime.GOOS != "linux" {
+		t.Skip("the pid probe reads /proc")
+	}
+	dir, err := os.MkdirTemp("", "cc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Long safety poll: discovery must come from the file watcher.
+	w := &termWorld{t: t, dir: dir, src: &terminal.Source{ConfigDir: dir, Notify: watch.Dirs, Poll: time.Minute}}
+	w.cmd = exec.Command("sleep", "120")
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.cmd.Process.Kill(); w.cmd.Wait() })
+	w.file = terminal.SessionFile{PID: w.cmd.Process.Pid, SessionID: "sid-1", Cwd: "/home/u/proj",
+		StartedAt: time.Now().UnixMilli(), Kind: "interactive", Entrypoint: "cli", Status: "idle", Version: "2.1.328"}
+	return w
+}
+
+func (w *termWorld) write(path string, v any) {
+	w.t.Helper()
+	b, _ := json.Marshal(v)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *termWorld) register() {
+	w.write(filepath.Join(w.dir, "sessions", fmt.Sprintf("%d.json", w.file.PID)), w.file)
+}
+
+func (w *termWorld) transcript(lines ...string) {
+	p := w.src.TranscriptPath(w.file.Cwd, w.file.SessionID)
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	f.WriteString(strings.Join(lines, "\n") + "\n")
+	f.Close()
+}
+
+const (
+	tPrompt  = `{"type":"user","message":{"role":"user","content":"# Fix the flaky test\nplease"}}`
+	tToolUse = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]}}`
+	tResult  = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}`
+	tEnd     = `{"type":"assistant","message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"done"}]}}`
+)
+
+// waitFor polls the runtime's list for the observed session.
+func waitFor(t *testing.T, rt *Runtime, limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		for _, s := range rt.Sessions() {
+			if s.Source == sessions.Observed && ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no observed session %s within %s; sessions: %+v", what, limit, rt.Sessions())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A session started in a terminal appears by itself within a second of its
+// session file appearing, and follows its turns from the transcript.
+func TestObservedSessionAppearsAndFollowsTurns(t *testing.T) {
+	w := newTermWorld(t)
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go g.rt.Run(ctx)
+	time.Sleep(50 * time.Millisecond) // the watcher is up
+
+	start := time.Now()
+	w.register()
+	s := waitFor(t, g.rt, time.Second, "discovered", func(s sessions.Session) bool { return s.PID == w.file.PID })
+	t.Logf("discovered in %s", time.Since(start).Round(time.Millisecond))
+	if s.Agent != "claude" || s.AgentSessionID != "sid-1" || s.Cwd != "/home/u/proj" || !s.ProcessAlive {
+		t.Fatalf("discovered %+v", s)
+	}
+	b, _ := json.Marshal(s)
+	if !strings.Contains(string(b), `"source":"observed"`) {
+		t.Fatalf("JSON %s", b)
+	}
+
+	w.file.Status = "busy"
+	w.register()
+	w.transcript(tPrompt, tToolUse)
+	s = waitFor(t, g.rt, time.Second, "working", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.InTurn && s.Evidence == "running Bash"
+	})
+	if s.Name != "Fix the flaky test" || s.TurnGeneration != 1 {
+		t.Fatalf("named %q, generation %d", s.Name, s.TurnGeneration)
+	}
+	w.transcript(tResult, tEnd)
+	w.file.Status = "idle"
+	w.register()
+	waitFor(t, g.rt, time.Second, "in review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && !s.InTurn
+	})
+	// A second turn is a new generation.
+	w.file.Status = "busy"
+	w.register()
+	w.transcript(`{"type":"user","message":{"role":"user","content":"and the other one"}}`)
+	waitFor(t, g.rt, time.Second, "second turn", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.TurnGeneration == 2
+	})
+	g.rt.Settle()
+	rows := dbTimeline(t, g.store, s.ID)
+	if kinds := strings.Join(rowKinds(rows), " "); !strings.Contains(kinds, "discovered") {
+		t.Fatalf("timeline %s", kinds)
+	}
+}
+
+// A hard stall of a terminal session is interrupted through its inbox with
+// priority "now" (the nudge rides along), and never with a signal.
+func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
+	w := newTermWorld(t)
+	sock := filepath.Join(w.dir, "in.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	frames := make(chan []string, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var lines []string
+			sc := bufio.NewScanner(c)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			c.Close()
+			frames <- lines
+		}
+	}()
+	w.file.MessagingSocketPath = sock
+	w.file.Status = "busy"
+	os.MkdirAll(filepath.Join(w.dir, "sessions"), 0o700)
+	os.WriteFile(filepath.Join(w.dir, "sessions", fmt.Sprintf("%d.k.key", w.file.PID)), []byte(`{"peerToken":"tok"}`), 0o600)
+	w.transcript(tPrompt)
+	w.register()
+
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.rt.startExternal(ctx)
+	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
+
+	set := storage.DefaultSettings()
+	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Millisecond, time.Millisecond, 2*time.Millisecond
+	time.Sleep(5 * time.Millisecond)
+	g.rt.Tick(ctx, set) // Suspect
+	time.Sleep(5 * time.Millisecond)
+	g.rt.Tick(ctx, set) // hard stall: the interrupt
+	g.rt.Settle()
+	var lines []string
+	select {
+	case lines = <-frames:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no frame reached the inbox")
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], `"token":"tok"`) || !strings.Contains(lines[1], `"priority":"now"`) ||
+		!strings.Contains(lines[1], core.NudgeText) {
+		t.Fatalf("inbox got %q", lines)
+	}
+	rows := dbTimeline(t, g.store, s.ID)
+	kinds := strings.Join(rowKinds(rows), " ")
+	if !strings.Contains(kinds, core.TimelineStallInterrupt) || !strings.Contains(kinds, core.TimelineNudgeSent) {
+		t.Fatalf("timeline %s", kinds)
+	}
+}
+
+// A terminal session whose process is killed mid-turn is Interrupted and
+// escalated at once: no nudge can reach a dead process, and the app starts
+// none in its place by itself.
+func TestObservedProcessKilledMidTurnEscalates(t *testing.T) {
+	w := newTermWorld(t)
+	w.file.Status = "busy"
+	w.transcript(tPrompt, tToolUse)
+	w.register()
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.rt.startExternal(ctx)
+	waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
+	w.cmd.Process.Kill()
+	w.cmd.Wait()
+	g.rt.Tick(ctx, storage.DefaultSettings())
+	g.rt.Settle()
+	s := waitFor(t, g.rt, 2*time.Second, "interrupted", func(s sessions.Session) bool {
+		return s.State == sessions.Interrupted && s.NeedsAttention
+	})
+	if s.Nudge.Attempts != 0 || !strings.Contains(s.Evidence, "terminal process is gone") {
+		t.Fatalf("%+v: %s", s.Nudge, s.Evidence)
+	}
+}
+
+func TestExternalIDIsStable(t *testing.T) {
+	a, b := externalID("claude", "1-2"), externalID("claude", "1-2")
+	if a != b || a == externalID("claude", "1-3") || len(a) != 36 {
+		t.Fatalf("%s %s", a, b)
+	}
+}
+
+// nudgeRecorder records the nudges the runtime sends.
+type nudgeRecorder struct {
+	terminal.Source
+	canNudge bool
+	nudges   []bool // urgent, per call
+}
+
+func (f *nudgeRecorder) CanNudge(sessions.ExternalSession) bool { return f.canNudge }
+func (f *nudgeRecorder) Nudge(_ context.Context, _ sessions.ExternalSession, text string, urgent bool) error {
+	if text != core.NudgeText {
+		return fmt.Errorf("unexpected text %q", text)
+	}
+	f.nudges = append(f.nudges, urgent)
+	return nil
+}
+
+// Every action on a terminal session goes through its source's nudge or is
+// refused: a continue after a rate limit or an auth refresh and the
+// continuation nudge wait for the turn ("next"); the stall interrupt is
+// urgent ("now"); signals and compaction are never sent.
+func TestDispatchExternal(t *testing.T) {
+	cases := []struct {
+		kind     core.ActionKind
+		canNudge bool
+		wantErr  bool
+		urgent   []bool
+	}{
+		{core.ActContinue, true, false, []bool{false}},
+		{core.ActNudge, true, false, []bool{false}},
+		{core.ActInterrupt, true, false, []bool{true}},
+		{core.ActNudge, false, true, nil},
+		{core.ActTerminate, true, true, nil},
+		{core.ActKill, true, true, nil},
+		{core.ActCompact, true, true, nil},
+		{core.ActRetryTurn, true, true, nil},
+		{core.ActEscalate, true, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%v/can=%v", tc.kind, tc.canNudge), func(t *testing.T) {
+			g := newRig(t, rigConfig{noAgent: true})
+			src := &nudgeRecorder{canNudge: tc.canNudge}
+			e := g.rt.newEntry(sessions.Session{ID: "obs", Source: sessions.Observed, InTurn: true, State: sessions.Suspect})
+			g.rt.mu.Lock()
+			g.rt.sess["obs"] = e
+			g.rt.mu.Unlock()
+			// Not found running (loaded from the database): nothing but an
+			// escalation can be carried out.
+			if err := g.rt.dispatch(e, core.Action{Kind: tc.kind, SessionID: "obs"}); (err == nil) != (tc.kind == core.ActEscalate) {
+				t.Fatalf("without a running session: err %v", err)
+			}
+			e.ext = &extHandle{src: src, live: true}
+			err := g.rt.dispatch(e, core.Action{Kind: tc.kind, SessionID: "obs"})
+			if (err != nil) != tc.wantErr || fmt.Sprint(src.nudges) != fmt.Sprint(tc.urgent) {
+				t.Fatalf("err %v nudges %v; want error %v nudges %v", err, src.nudges, tc.wantErr, tc.urgent)
+			}
+			g.rt.Settle()
+		})
+	}
+}
+
+// The app stopping does not interrupt a session running in a terminal: at
+// boot it is not Interrupted (which would be nudged or escalated) but at
+// rest until it is found running again; a managed one is Interrupted.
+func TestBootReconcileObservedSession(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		src  sessions.Source
+		want sessions.State
+	}{{sessions.Managed, sessions.Interrupted}, {sessions.Observed, sessions.Idle}} {
+		s := sessions.Session{ID: "s", Source: tc.src, State: sessions.Working, InTurn: true, TurnGeneration: 2, ProcessAlive: true}
+		n, rows := BootReconcile(s, now)
+		if n.State != tc.want || n.InTurn || n.ProcessAlive || len(rows) != 1 {
+			t.Errorf("%v: %v in turn %v alive %v, %d rows (%s)", tc.src, n.State, n.InTurn, n.ProcessAlive, len(rows), n.Evidence)
+		}
+	}
+}

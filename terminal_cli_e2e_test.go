@@ -1,0 +1,296 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+)
+
+// InteractiveClaudeVersion is the Claude Code release the terminal-session
+// test drives interactively: the session registry and the inbox socket need
+// 2.1.224 or later, and the pin of the other end-to-end tests (2.1.197)
+// predates them. Install it with
+// npm install --prefix .cache/claude-interactive @anthropic-ai/claude-code@2.1.328.
+const InteractiveClaudeVersion = "2.1.328"
+
+func interactiveClaude(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("CLAUDE_INTERACTIVE_BIN")
+	explicit := bin != ""
+	if !explicit {
+		root, err := fakeapi.ModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(root, ".cache", "claude-interactive", "node_modules", ".bin", "claude")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		msg := fmt.Sprintf("no interactive Claude Code ≥ 2.1.224 at %s (%v): npm install --prefix .cache/claude-interactive "+
+			"@anthropic-ai/claude-code@%s, or set CLAUDE_INTERACTIVE_BIN", bin, err, InteractiveClaudeVersion)
+		if explicit {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+// screen keeps the tail of what the CLI drew, for a failure's diagnostics;
+// reading the pty also keeps the CLI from blocking on a full terminal.
+type screen struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	if len(s.buf) > 8<<10 {
+		s.buf = s.buf[len(s.buf)-8<<10:]
+	}
+	return len(p), nil
+}
+
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' {
+			return ' '
+		}
+		return r
+	}, string(s.buf))
+}
+
+// ptyWorld is the app and one real interactive CLI in a pseudo-terminal,
+// both on a temporary HOME, the CLI talking only to the fake API.
+type ptyWorld struct {
+	t        *testing.T
+	h        *appE2E
+	api      *fakeapi.Server
+	home     string
+	cmd      *exec.Cmd
+	ptmx     *os.File
+	scr      *screen
+	sessFile string
+	fileAt   time.Time
+}
+
+func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
+	bin := interactiveClaude(t)
+	api, err := fakeapi.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(api.Close)
+	proxy, closeProxy, err := fakeapi.StartRefusingProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeProxy)
+	home, work := t.TempDir(), t.TempDir()
+	// Short: the CLI's inbox socket lives under it.
+	run, err := os.MkdirTemp("", "xr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	onboarding, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true,
+		"customApiKeyResponses":  map[string]any{"approved": []string{"test"}},
+		"projects":               map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), onboarding, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := &ptyWorld{t: t, api: api, home: home, scr: &screen{}}
+	w.h = newAppE2E(t, `{"turns": [[]]}`)
+	w.h.env = append(w.h.env, "HOME="+home)
+	w.h.start()
+
+	w.cmd = exec.Command(bin, args...)
+	w.cmd.Dir = work
+	w.cmd.Env = append(fakeapi.HermeticEnv(home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run)
+	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(w.scr, w.ptmx)
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		w.cmd.Wait()
+		w.ptmx.Close()
+	})
+	w.sessFile = filepath.Join(home, ".claude", "sessions", fmt.Sprintf("%d.json", w.cmd.Process.Pid))
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(w.sessFile); err == nil {
+			w.fileAt = time.Now()
+			break
+		}
+		if time.Now().After(deadline) {
+			w.fail("the CLI wrote no session file in 60 s")
+		}
+	}
+	return w
+}
+
+func (w *ptyWorld) fail(format string, args ...any) {
+	w.t.Helper()
+	var recs []string
+	if m, _ := filepath.Glob(filepath.Join(w.home, ".claude", "projects", "*", "*.jsonl")); len(m) > 0 {
+		b, _ := os.ReadFile(m[0])
+		for _, l := range strings.Split(string(b), "\n") {
+			if len(l) > 160 {
+				l = l[:160]
+			}
+			recs = append(recs, l)
+		}
+	}
+	file, _ := os.ReadFile(w.sessFile)
+	w.t.Fatalf(format+"\nthe session file: %s\nthe transcript:\n%s\nthe terminal showed:\n%s",
+		append(args, file, strings.Join(recs, "\n"), w.scr.String())...)
+}
+
+// observed waits until `ls --json` lists the CLI's session satisfying ok.
+func (w *ptyWorld) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	w.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var list []sessions.Session
+		if err := json.Unmarshal([]byte(w.h.mustCLI("ls", "--json")), &list); err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range list {
+			if s.Source == sessions.Observed && s.PID == w.cmd.Process.Pid && ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			var tl []string
+			for _, s := range list {
+				_, out, _ := w.h.cli("timeline", s.ID)
+				tl = append(tl, out)
+			}
+			w.fail("no observed session %s within %s: %+v\ntimeline:\n%s", what, limit, list, strings.Join(tl, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// typeLine types text into the terminal, then Enter as a separate write
+// (as a person's keystrokes arrive).
+func (w *ptyWorld) typeLine(text string) {
+	if _, err := w.ptmx.Write([]byte(text)); err != nil {
+		w.t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func review(gen int64) func(sessions.Session) bool {
+	return func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == gen
+	}
+}
+
+// The real interactive CLI, in a pseudo-terminal, against the fake API: the
+// app finds it within a second of its session file, follows two typed
+// turns to review, and its nudge through the inbox socket starts a third
+// turn in the idle session — nothing typed into the terminal.
+func TestTerminalRealCLI(t *testing.T) {
+	w := startPTYWorld(t)
+	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
+	t.Logf("listed %s after the session file appeared", time.Since(w.fileAt).Round(time.Millisecond))
+
+	time.Sleep(time.Second) // the prompt box is drawn
+	w.typeLine("say hello")
+	s := w.observed(60*time.Second, "in review after the first turn", review(1))
+	if s.Name != "say hello" {
+		t.Errorf("named %q, want the first prompt", s.Name)
+	}
+	w.typeLine("and again")
+	w.observed(60*time.Second, "in review after the second turn", review(2))
+
+	// The nudge, through the inbox socket only.
+	src := &terminal.Source{ConfigDir: filepath.Join(w.home, ".claude")}
+	f, err := terminal.ReadSessionFile(w.sessFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := sessions.ExternalSession{Key: f.Key(), PID: f.PID, AgentSessionID: f.SessionID, StartedAt: f.Started()}
+	if !src.CanNudge(es) {
+		w.fail("no inbox socket or key for the live session: %+v", f)
+	}
+	before := w.api.Requests()
+	if err := src.Nudge(context.Background(), es, "please continue", false); err != nil {
+		t.Fatal(err)
+	}
+	w.observed(60*time.Second, "in review after the nudged turn", review(3))
+	log := w.api.Log()
+	if w.api.Requests() <= before || !strings.Contains(log[len(log)-1].Request.LastUserText(), "please continue") {
+		w.fail("the nudge did not reach the model: %d requests before, %d after", before, w.api.Requests())
+	}
+}
+
+// A permission prompt is never in the transcript (the tool call is written
+// only once approved): the session file says the CLI waits ("waitingFor":
+// "permission prompt" on 2.1.328), and the app shows Waiting on user
+// (permission) until it is answered in the terminal.
+func TestTerminalRealCLIPermission(t *testing.T) {
+	w := startPTYWorld(t, "--permission-mode", "default")
+	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
+	time.Sleep(time.Second)
+	w.typeLine("make the build dir [[scenario:write]]")
+	s := w.observed(60*time.Second, "waiting for permission", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission
+	})
+	t.Logf("evidence: %s", s.Evidence)
+	// Answered where it runs ("1. Yes", once the dialog is drawn): the
+	// turn goes on and ends in review.
+	time.Sleep(time.Second)
+	if _, err := w.ptmx.Write([]byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	w.observed(60*time.Second, "in review after the approved tool", review(1))
+}
+
+// Killed mid-turn (SIGKILL while the model's answer stalls): the session
+// file is left behind, the pid is gone, and the app shows Interrupted and
+// escalates — no nudge can reach a dead process, and nothing is typed.
+func TestTerminalRealCLIKilledMidTurn(t *testing.T) {
+	w := startPTYWorld(t)
+	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
+	time.Sleep(time.Second)
+	w.typeLine("wait for it [[scenario:stall]]")
+	w.observed(60*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Wait()
+	s := w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
+		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+	})
+	if s.Nudge.Attempts != 0 {
+		t.Fatalf("nudged a dead process: %+v", s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+}
