@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
@@ -43,6 +44,21 @@ type observer struct {
 	// status before its prompt reached the transcript; that prompt is the
 	// same turn, not another.
 	busyCredit bool
+	// unreadable is when the session file was first found missing or
+	// unreadable while its process still ran (zero when it is readable).
+	unreadable time.Time
+}
+
+// fileGoneGrace is how long a live session's file may stay unreadable
+// before the session counts as closed.
+const fileGoneGrace = 2 * time.Second
+
+// unreadableSince notes the first time the file could not be read.
+func (o *observer) unreadableSince() time.Time {
+	if o.unreadable.IsZero() {
+		o.unreadable = time.Now()
+	}
+	return o.unreadable
 }
 
 func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
@@ -70,10 +86,22 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 		if done {
 			return
 		}
+		// While the file is unreadable nothing may wake the loop (no
+		// write comes): look again once the grace is over.
+		var recheck <-chan time.Time
+		var t *time.Timer
+		if !o.unreadable.IsZero() {
+			t = time.NewTimer(fileGoneGrace)
+			recheck = t.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
+		case <-recheck:
+		}
+		if t != nil {
+			t.Stop()
 		}
 	}
 }
@@ -110,6 +138,16 @@ func (o *observer) name(f SessionFile) string {
 // when the session ended.
 func (o *observer) step() (evs []sessions.Event, done bool) {
 	f, ok := o.src.sessionFile(o.es)
+	if !ok && o.file.PID != 0 {
+		if alive, known := ProcessAlive(o.file); known && alive && time.Since(o.unreadableSince()) < fileGoneGrace {
+			// The CLI rewrites its file, so a read can find it half
+			// written or briefly absent while its process runs on. Only a
+			// file gone for longer than the grace (a clean exit, whose
+			// process ends right after) ends the session.
+			return nil, false
+		}
+	}
+	o.unreadable = time.Time{}
 	if !ok {
 		// The CLI removes its file on a clean exit (/exit, Ctrl-D, a closed
 		// terminal): the user ended it, so a turn cut short is theirs to
