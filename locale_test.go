@@ -31,6 +31,7 @@ func TestNoLocaleErrorUnderCLocale(t *testing.T) {
 		{"LANG=C", []string{"LANG=C"}},
 		{"LANG=POSIX", []string{"LANG=POSIX"}},
 		{"LC_ALL=C.UTF-8", []string{"LC_ALL=C.UTF-8", "LANG=en_US.UTF-8"}},
+		{"LANGUAGE=C.UTF-8", []string{"LANG=C.UTF-8", "LANGUAGE=C.UTF-8"}},
 		{"unset", nil},
 	}
 	commands := []struct {

@@ -37,7 +37,9 @@ func init() { Fix(os.Getenv, os.Setenv) }
 // whether it changed anything. getenv and setenv are the environment's
 // (parameters so tests need not change the process's).
 func Fix(getenv func(string) string, setenv func(string, string) error) bool {
-	if getenv("LANGUAGE") != "" {
+	// A LANGUAGE the user chose is kept, unless it is itself a C locale
+	// with a codeset ("C.UTF-8"), which Fyne cannot parse either.
+	if lang := getenv("LANGUAGE"); lang != "" && !needsLanguage(lang) {
 		return false
 	}
 	if !needsLanguage(effectiveLocale(getenv)) {

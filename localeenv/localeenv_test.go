@@ -20,6 +20,7 @@ func TestFix(t *testing.T) {
 		{"unset", map[string]string{}, false},
 		{"real locale", map[string]string{"LANG": "en_US.UTF-8"}, false},
 		{"LANGUAGE already chosen", map[string]string{"LANG": "C.UTF-8", "LANGUAGE": "fr"}, false},
+		{"LANGUAGE itself a C locale with a codeset", map[string]string{"LANG": "C.UTF-8", "LANGUAGE": "C.UTF-8"}, true},
 		{"CA is not C", map[string]string{"LANG": "ca_ES.UTF-8"}, false},
 	}
 	for _, tt := range tests {
