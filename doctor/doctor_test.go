@@ -414,7 +414,7 @@ func TestAgents(t *testing.T) {
 func TestAgentVersionRealCLIs(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		t.Skipf("no sh on PATH to run the fake CLIs: %v", err)
 	}
 	bin := t.TempDir()
 	script := func(name, body string) string {

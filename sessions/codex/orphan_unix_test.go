@@ -18,7 +18,7 @@ func startSleeper(t *testing.T, name string, group bool, args ...string) *exec.C
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		t.Skipf("no sh on PATH to run the fake CLIs: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), name)
 	if err := os.Symlink(sh, bin); err != nil {
