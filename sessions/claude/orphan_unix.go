@@ -5,6 +5,7 @@ package claude
 import (
 	"bytes"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"runtime"
@@ -34,7 +35,7 @@ func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !processAlive(pid) || !isManagedClaude(pid) {
 		return false, nil
 	}
-	if err := signalTree(pid, syscall.SIGTERM); err != nil {
+	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
 		if err == syscall.ESRCH {
 			return false, nil
 		}
@@ -43,7 +44,7 @@ func ReapOrphan(pid int) (bool, error) {
 	if waitGone(pid, orphanTermGrace) {
 		return true, nil
 	}
-	_ = signalTree(pid, syscall.SIGKILL)
+	_ = proctree.SignalTree(pid, syscall.SIGKILL)
 	if waitGone(pid, orphanKillWait) {
 		return true, nil
 	}

@@ -3,6 +3,7 @@
 package claude
 
 import (
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"syscall"
@@ -22,7 +23,7 @@ func signalGroup(p *os.Process, sig os.Signal) error {
 		return p.Signal(sig)
 	}
 	if s == syscall.SIGTERM || s == syscall.SIGKILL {
-		return signalTree(p.Pid, s)
+		return proctree.SignalTree(p.Pid, s)
 	}
 	return syscall.Kill(-p.Pid, s)
 }

@@ -5,6 +5,7 @@ package codex
 import (
 	"bytes"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +38,7 @@ func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !processAlive(pid) || !isManagedCodex(pid) {
 		return false, nil
 	}
-	if err := signalTree(pid, syscall.SIGTERM); err != nil {
+	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
 		if err == syscall.ESRCH {
 			return false, nil
 		}
@@ -46,7 +47,7 @@ func ReapOrphan(pid int) (bool, error) {
 	if waitGone(pid, orphanTermGrace) {
 		return true, nil
 	}
-	_ = signalTree(pid, syscall.SIGKILL)
+	_ = proctree.SignalTree(pid, syscall.SIGKILL)
 	if waitGone(pid, orphanKillWait) {
 		return true, nil
 	}

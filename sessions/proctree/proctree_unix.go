@@ -1,6 +1,6 @@
 //go:build unix
 
-package codex
+package proctree
 
 import (
 	"bytes"
@@ -10,11 +10,12 @@ import (
 	"syscall"
 )
 
-// descendants lists every live process below pid, read from /proc (Linux;
-// elsewhere none are found). Claude Code runs each Bash command in a
-// session of its own, out of reach of its process group's signals, so a
-// hung tool is only found by walking the parent links.
-func descendants(pid int) []int {
+// Descendants lists every live process below pid, read from /proc (Linux;
+// elsewhere none are found). Agent CLIs run their tools in sessions of
+// their own (Claude Code's Bash, Codex's pseudo-terminals), out of reach of
+// the process group's signals, so a hung tool is only found by walking the
+// parent links.
+func Descendants(pid int) []int {
 	if runtime.GOOS != "linux" {
 		return nil
 	}
@@ -65,11 +66,11 @@ func parentOf(pid int) (int, bool) {
 	return ppid, err == nil
 }
 
-// signalTree signals pid's process group and every descendant that left
+// SignalTree signals pid's process group and every descendant that left
 // it. The descendants are listed before the group is signalled: once the
 // agent dies they are re-parented and can no longer be told apart.
-func signalTree(pid int, sig syscall.Signal) error {
-	below := descendants(pid)
+func SignalTree(pid int, sig syscall.Signal) error {
+	below := Descendants(pid)
 	err := syscall.Kill(-pid, sig)
 	for _, d := range below {
 		if pgid, e := syscall.Getpgid(d); e == nil && pgid == pid {
