@@ -3,6 +3,7 @@ package claude
 import (
 	"errors"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
 	"os"
 	"os/exec"
 	"strconv"
@@ -27,7 +28,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	dec    *Decoder
 	events chan sessions.Event
-	stderr *ring
+	stderr *pipeio.Ring
 
 	mu sync.Mutex // guards stdin, closed, deadSince and ident
 	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
@@ -90,7 +91,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		stdin.Close()
 		return nil, fmt.Errorf("creating stdout for claude: %w", err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, stderr: &ring{max: stderrKeep}, events: make(chan sessions.Event, 64),
+	p := &Process{cmd: cmd, stdin: stdin, stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
 		writeTimeout: opts.WriteTimeout}
 	cmd.Stderr = p.stderr
 	err = cmd.Start()
@@ -139,21 +140,11 @@ func (p *Process) write(line []byte) error {
 	if p.closed {
 		return errors.New("the agent's input is closed")
 	}
-	if p.writeTimeout > 0 {
-		if err := p.stdin.SetWriteDeadline(time.Now().Add(p.writeTimeout)); err != nil {
-			return fmt.Errorf("setting a deadline on claude's stdin: %w", err)
-		}
+	broken, err := pipeio.WriteLine(p.stdin, line, p.writeTimeout, "claude")
+	if broken {
+		p.closed = true
 	}
-	if _, err := p.stdin.Write(line); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// Part of the line may be in the pipe: nothing written after
-			// it could be read as intended, so the input is finished.
-			p.closed = true
-			_ = p.stdin.Close()
-		}
-		return fmt.Errorf("writing to claude's stdin: %w", err)
-	}
-	return nil
+	return err
 }
 
 // SendPrompt sends a user message: a new turn, or part of the running one.
@@ -205,27 +196,4 @@ func (p *Process) Wait() (int, string, error) {
 		err = nil // a non-zero exit is an outcome, not a failure to wait
 	}
 	return code, sig, err
-}
-
-// ring keeps the last max bytes written.
-type ring struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (r *ring) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, b...)
-	if over := len(r.buf) - r.max; over > 0 {
-		r.buf = append(r.buf[:0], r.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-func (r *ring) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return string(r.buf)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
 	"os"
 	"os/exec"
 	"regexp"
@@ -32,7 +33,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	dec    *Decoder
 	events chan sessions.Event
-	stderr *ring
+	stderr *pipeio.Ring
 
 	// ready is closed when the thread is open (or failed to open, or the
 	// stream ended): a prompt needs the thread's id.
@@ -125,7 +126,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		stdin.Close()
 		return nil, fmt.Errorf("creating stdout for codex: %w", err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, stderr: &ring{max: stderrKeep}, events: make(chan sessions.Event, 64),
+	p := &Process{cmd: cmd, stdin: stdin, stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
 		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	err = cmd.Start()
@@ -245,21 +246,11 @@ func (p *Process) write(line []byte) error {
 	if p.closed {
 		return errors.New("the agent's input is closed")
 	}
-	if p.writeTimeout > 0 {
-		if err := p.stdin.SetWriteDeadline(time.Now().Add(p.writeTimeout)); err != nil {
-			return fmt.Errorf("setting a deadline on codex's stdin: %w", err)
-		}
+	broken, err := pipeio.WriteLine(p.stdin, line, p.writeTimeout, "codex")
+	if broken {
+		p.closed = true
 	}
-	if _, err := p.stdin.Write(line); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// Part of the line may be in the pipe: nothing written after
-			// it could be read as intended, so the input is finished.
-			p.closed = true
-			_ = p.stdin.Close()
-		}
-		return fmt.Errorf("writing to codex's stdin: %w", err)
-	}
-	return nil
+	return err
 }
 
 // SendPrompt starts a turn with text, or steers the turn in flight with it
@@ -454,27 +445,4 @@ func (d *Decoder) answer(id string) (string, json.RawMessage) {
 	}
 	delete(d.st.pending, id)
 	return r.method, r.raw
-}
-
-// ring keeps the last max bytes written.
-type ring struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (r *ring) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, b...)
-	if over := len(r.buf) - r.max; over > 0 {
-		r.buf = append(r.buf[:0], r.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-func (r *ring) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return string(r.buf)
 }
