@@ -40,7 +40,8 @@ type sessionsView struct {
 	list    *sessionList
 	content *fyne.Container
 	// lastAges is the ages the rows show, as drawn; agesKey is scratch.
-	lastAges, agesKey []byte
+	lastAges string
+	agesKey  []byte
 	// redraws counts the tick's redraws (for the test of the idle cost).
 	redraws int
 }
@@ -144,11 +145,11 @@ func (v *sessionsView) tick() {
 		key = append(key, sessions.Age(now, s.StateChangedAt)...)
 		key = append(key, 0)
 	}
-	if string(key) == string(v.lastAges) {
-		v.agesKey = key
+	v.agesKey = key
+	if string(key) == v.lastAges {
 		return
 	}
-	v.agesKey, v.lastAges = v.lastAges[:0], append(v.lastAges[:0], key...)
+	v.lastAges = string(key)
 	v.redraws++
 	v.list.Refresh()
 }

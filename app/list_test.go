@@ -231,6 +231,14 @@ func TestListTickRedrawsOnlyWhenAnAgeMoves(t *testing.T) {
 	if v.redraws != base+1 {
 		t.Fatalf("seconds-old sessions shown: %d redraws after a second, want 1", v.redraws-base)
 	}
+	// And again at every following second: the ages keep moving.
+	for i := 2; i <= 3; i++ {
+		e.now = e.now.Add(time.Second)
+		v.tick()
+		if v.redraws != base+i {
+			t.Fatalf("after %d seconds: %d redraws, want %d", i, v.redraws-base, i)
+		}
+	}
 	// Only the hour- and day-old sessions: filter to Idle (2d old).
 	v.state.SetSelected("Idle")
 	v.tick()
