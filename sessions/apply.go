@@ -587,6 +587,9 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 	if o.Name != "" {
 		n.Name = o.Name
 	}
+	if o.Hooked && n.Source == Observed {
+		n.Source = Hooked
+	}
 	switch {
 	case o.NewTurns > 0:
 		// Every turn the source saw start is a generation, even one that

@@ -158,6 +158,9 @@ type ObservedState struct {
 	// Name, when set, names the session (the agent's own name for it, or
 	// its first prompt's heading).
 	Name string `json:"name,omitempty"`
+	// Hooked: the agent's hook events reach the source (the session is
+	// then Source Hooked, not Observed).
+	Hooked bool `json:"hooked,omitempty"`
 }
 
 // Describe is a one-line human description of the event for the timeline.

@@ -16,6 +16,8 @@ type Evidence struct {
 	Alive, Known bool
 	File         SessionFile
 	Transcript   Summary
+	// Hook is the session's newest hook event (nil: none arrived).
+	Hook *HookEvent
 }
 
 // Rule is one step of the stack: it matches or not, and when it matches it
@@ -31,11 +33,16 @@ type Rule struct {
 var Rules = []Rule{
 	{"process gone", ruleProcessGone},
 	{"API error", ruleAPIError},
+	{"hook: turn failed", ruleHookFailure},
 	{"waiting on the user", ruleWaiting},
+	{"hook: waiting on the user", ruleHookWaiting},
 	{"compacting", ruleCompacting},
+	{"hook: compacting", ruleHookCompacting},
 	{"open tool", ruleOpenTool},
 	{"turn in flight", ruleWorking},
+	{"hook: prompt sent", ruleHookPrompt},
 	{"turn ended", ruleTurnEnded},
+	{"hook: turn ended", ruleHookStopped},
 	{"idle", ruleIdle},
 }
 
@@ -166,13 +173,14 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Transcript
 	switch {
-	case t.InTurn && idleSince(ev):
+	case t.InTurn && (idleSince(ev) || hookStopped(ev)):
 		// The CLI finished the turn before the transcript's last record
-		// was flushed (a known race): the session file is the fresher word.
+		// was flushed (a known race): the session file, or a Stop hook,
+		// is the fresher word.
 		return sessions.ObservedState{}, false
 	case t.InTurn:
 		return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "the transcript shows a turn in flight"}, true
-	case ev.File.Status == "busy":
+	case ev.File.Status == "busy" && !hookStopped(ev):
 		return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "the CLI says busy"}, true
 	}
 	return sessions.ObservedState{}, false

@@ -144,6 +144,12 @@ func TestRuleStackEveryRuleReachable(t *testing.T) {
 			_, rule := Infer(Evidence{Known: true, Alive: !gone, Transcript: sum})
 			hit[rule] = true
 		}
+		for _, h := range []HookEvent{{Name: "StopFailure"}, {Name: "Notification", NotificationType: "permission_prompt"},
+			{Name: "PreCompact"}, {Name: "UserPromptSubmit"}, {Name: "Stop"}} {
+			h.At = time.UnixMilli(at(60))
+			_, rule := Infer(Evidence{Known: true, Alive: true, Transcript: sum, Hook: &h})
+			hit[rule] = true
+		}
 	}
 	for _, r := range Rules {
 		if !hit[r.Name] {

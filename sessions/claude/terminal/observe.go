@@ -47,6 +47,8 @@ type observer struct {
 	// unreadable is when the session file was first found missing or
 	// unreadable while its process still ran (zero when it is readable).
 	unreadable time.Time
+	// hook wakes the loop on the session's hook events (nil: no hooks).
+	hook *hookSub
 }
 
 // fileGoneGrace is how long a live session's file may stay unreadable
@@ -63,10 +65,11 @@ func (o *observer) unreadableSince() time.Time {
 
 func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
 	defer close(out)
-	o := &observer{src: s, es: es, file: f}
+	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID)}
+	defer o.hook.close()
 	o.follow(f)
 	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
-	wake, stop := s.wake(ctx, dirs)
+	wake, stop := s.wake(ctx, dirs, o.hook.C())
 	defer stop()
 	send := func(ev sessions.Event) bool {
 		select {
@@ -110,6 +113,7 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 func (o *observer) follow(f SessionFile) {
 	path := o.src.TranscriptPath(f.Cwd, f.SessionID)
 	o.tail = NewTailer(path)
+	o.hook.follow(f.SessionID)
 	o.sum = Summary{}
 	o.turns, o.busyCredit = 0, false
 	_, err := os.Stat(path)
@@ -177,8 +181,14 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		o.sum.Feed(l)
 	}
 	alive, known := o.src.probe(f)
-	st, _ := Infer(Evidence{PID: f.PID, Alive: alive, Known: known, File: f, Transcript: o.sum})
+	hook, hooked := o.src.hookHub().latest(f.SessionID)
+	evd := Evidence{PID: f.PID, Alive: alive, Known: known, File: f, Transcript: o.sum}
+	if hooked {
+		evd.Hook = &hook
+	}
+	st, _ := Infer(evd)
 	st.Name = o.name(f)
+	st.Hooked = hooked
 	// Turns that started since the last observation; the history a first
 	// read finds is not news.
 	delta := o.sum.Turns - o.turns

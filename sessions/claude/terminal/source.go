@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -35,6 +36,12 @@ type Source struct {
 	// Probe tells whether a session file's process is alive and the one
 	// that wrote it (default ProcessAlive).
 	Probe func(SessionFile) (alive, known bool)
+	// HookSocket, when set, is where Watch listens for hook events
+	// (hookin.go); empty: the files are the only witness.
+	HookSocket string
+
+	hubOnce sync.Once
+	hub     *hookHub
 }
 
 // The agent this source observes: the same CLI the app launches as
@@ -83,8 +90,9 @@ func (s *Source) probe(f SessionFile) (bool, bool) {
 	return ProcessAlive(f)
 }
 
-// wake merges the notifications for dirs with the safety poll.
-func (s *Source) wake(ctx context.Context, dirs []string) (<-chan struct{}, func()) {
+// wake merges the notifications for dirs, hook events (hooks; nil: none)
+// and the safety poll.
+func (s *Source) wake(ctx context.Context, dirs []string, hooks <-chan struct{}) (<-chan struct{}, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan struct{}, 1)
 	var notes <-chan struct{}
@@ -105,6 +113,7 @@ func (s *Source) wake(ctx context.Context, dirs []string) (<-chan struct{}, func
 					notes = nil
 					continue
 				}
+			case <-hooks:
 			case <-t.C:
 			}
 			select {
@@ -123,10 +132,14 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		return nil, fmt.Errorf("no home directory to find Claude Code's sessions in")
 	}
 	out := make(chan []sessions.ExternalSession, 1)
-	wake, stop := s.wake(ctx, []string{dir})
+	// Hook events are optional: without the socket the files still tell.
+	_ = s.listenHooks(ctx)
+	sub := s.hookHub().subscribe("*") // SessionStart: discover at once
+	wake, stop := s.wake(ctx, []string{dir}, sub.C())
 	go func() {
 		defer close(out)
 		defer stop()
+		defer sub.close()
 		var last []sessions.ExternalSession
 		first := true
 		for {
