@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
@@ -21,9 +23,10 @@ var agentRegistry = sessions.MustRegistry(
 // externalSources find the sessions the app did not launch (an agent started
 // in a terminal or an IDE) and observe them; the runtime supervises them
 // beside the managed ones. Adding one is its source and one line here.
-func externalSources() []supervisor.ExternalSource {
+// dataDir holds the socket Claude's hooks forward to (`hooks install`).
+func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
-		&terminal.Source{Notify: watch.Dirs},
+		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
 	}
 }
 

@@ -59,6 +59,7 @@ func commands() []command {
 		{"settings", "list [--json] | get KEY | set KEY VALUE | reset KEY", "show and change settings", cmdSettings},
 		{"timeline", "SESSION [--json] [--limit N]", "print a session's supervisor timeline (works without the app running)", cmdTimeline},
 		{"service", "install [--headless] | uninstall | start | stop | restart | status [--json]", "run the app as a per-user service that starts at login", cmdService},
+		{"hooks", "install | uninstall | status [--json]", "add or remove the Claude Code hooks that make terminal sessions' states faster and richer", cmdHooks},
 		{"doctor", "[--json]", "check the agents, data directory, database, app, service and desktop, and say how to fix what is missing", cmdDoctor},
 	}
 	cmds = append(cmds, appCommands()...)
