@@ -64,6 +64,7 @@ func cmdDoctor(c *cli, args []string) error {
 		Socket:  filepath.Join(dir, supervisor.SocketName),
 		GOOS:    runtime.GOOS,
 		Agents:  doctorAgents(),
+		Hooks:   c.doctorHooks(),
 	})
 	if *asJSON {
 		if err := writeJSON(c, rep); err != nil {

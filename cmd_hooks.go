@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/doctor"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/hooks"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 )
@@ -218,4 +219,19 @@ func printHookStatus(c *cli, st hookStatus) {
 			fmt.Fprintf(w, "    session %s: %d events, the last %s at %s\n", s.SessionID, s.Count, s.Event, s.At.Local().Format(time.TimeOnly))
 		}
 	}
+}
+
+// doctorHooks is the hooks' status for doctor (nil when it cannot be read:
+// no home directory).
+func (c *cli) doctorHooks() *doctor.Hooks {
+	h, err := c.hookSetup()
+	if err != nil {
+		return nil
+	}
+	st := readHookStatus(h)
+	out := &doctor.Hooks{Settings: st.Settings, Installed: st.Installed, Problem: st.Problem, Listening: st.Listening}
+	if r := st.Received; r != nil {
+		out.Since, out.Events, out.Last = r.Since, r.Events, r.Last
+	}
+	return out
 }

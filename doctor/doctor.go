@@ -195,6 +195,8 @@ type Options struct {
 	// GOOS decides the platform checks (modes, the desktop bus).
 	GOOS   string
 	Agents []Agent
+	// Hooks, when set, is what main found about the Claude Code hooks.
+	Hooks *Hooks
 	// Bounds on what doctor waits for: an agent's --version (some CLIs
 	// start a runtime first), the app's health answer, a D-Bus query.
 	// Zero means the default.
@@ -234,6 +236,9 @@ func Run(ctx context.Context, p Probes, o Options) Report {
 	rep.Checks = append(rep.Checks, d.checkService(ctx))
 	for _, a := range o.Agents {
 		rep.Checks = append(rep.Checks, d.checkAgent(ctx, a, userSettings))
+	}
+	if o.Hooks != nil {
+		rep.Checks = append(rep.Checks, CheckHooks(*o.Hooks, time.Now()))
 	}
 	if HasFreedesktop(o.GOOS) {
 		rep.Checks = append(rep.Checks, d.checkDesktopBus(ctx)...)
