@@ -2,6 +2,7 @@
 # every check CI runs. Both install what they need first.
 GO ?= go
 BIN := bin/session-supervisor
+HOOK_BIN := bin/session-supervisor-hook
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
@@ -24,7 +25,7 @@ DIST := dist
 PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
 WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build run test lint unit bench clean package-linux build-windows
+.PHONY: all deps test-deps build hook run test lint unit bench clean package-linux build-windows
 
 all: build
 
@@ -36,6 +37,12 @@ test-deps:
 
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(MAKE) --no-print-directory hook
+
+# The Claude Code hook (`session-supervisor hooks install`) beside the app:
+# cgo-free, so the CLI's spawn per event costs ~2 ms, not the app's Fyne start.
+hook:
+	CGO_ENABLED=0 $(GO) build -o $(HOOK_BIN) ./cmd/session-supervisor-hook
 
 run: build
 	./$(BIN) run

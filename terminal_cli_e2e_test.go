@@ -96,6 +96,12 @@ type ptyWorld struct {
 }
 
 func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
+	return startPTYWorldWith(t, nil, args...)
+}
+
+// startPTYWorldWith runs before, when set, once the app runs and before the
+// CLI starts (what the CLI reads only at start: its hooks).
+func startPTYWorldWith(t *testing.T, before func(*ptyWorld), args ...string) *ptyWorld {
 	bin := interactiveClaude(t)
 	api, err := fakeapi.Start()
 	if err != nil {
@@ -126,6 +132,9 @@ func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
 	w.h = newAppE2E(t, `{"turns": [[]]}`)
 	w.h.env = append(w.h.env, "HOME="+home)
 	w.h.start()
+	if before != nil {
+		before(w)
+	}
 
 	w.cmd = exec.Command(bin, args...)
 	w.cmd.Dir = work
@@ -180,7 +189,7 @@ func (w *ptyWorld) observed(limit time.Duration, what string, ok func(sessions.S
 			w.t.Fatal(err)
 		}
 		for _, s := range list {
-			if s.Source == sessions.Observed && s.PID == w.cmd.Process.Pid && ok(s) {
+			if s.Source != sessions.Managed && s.PID == w.cmd.Process.Pid && ok(s) {
 				return s
 			}
 		}

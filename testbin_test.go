@@ -52,6 +52,8 @@ func testBinaries(t *testing.T) (app, fake string) {
 		}
 		testBins.app = build("session-supervisor", ".")
 		testBins.fake = build("fakeclaude", "./sessions/claude/fakeclaude")
+		// The Claude Code hook, beside the app (where `hooks install` looks).
+		build("session-supervisor-hook", "./cmd/session-supervisor-hook")
 	})
 	if testBuildErr != nil {
 		t.Fatal(testBuildErr)
