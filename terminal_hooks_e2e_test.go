@@ -66,3 +66,34 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 		t.Fatalf("after uninstall:\n%s\nwant:\n%s", after, before)
 	}
 }
+
+// With the hooks installed and no app listening on their socket, the real
+// CLI runs its turns as before and records no hook error. (The CLI does not
+// wait for an async hook nor report its exit status — measured: a missing
+// program left "hookErrors":[] too — so the hook's own tests check that it
+// exits 0 silently; this checks the CLI is unaffected.)
+func TestTerminalRealCLIHooksAppDown(t *testing.T) {
+	w := startPTYWorldWith(t, func(w *ptyWorld) {
+		settings := filepath.Join(w.home, ".claude", "settings.json")
+		prog := filepath.Join(filepath.Dir(w.h.bin), hookProgram())
+		dead := filepath.Join(t.TempDir(), "nobody.sock")
+		if _, err := hooks.InstallFile(settings, hooks.Command(prog, dead)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	time.Sleep(time.Second)
+	w.typeLine("say hello")
+	s := w.observed(60*time.Second, "in review after the first turn", review(1))
+	if s.Source != sessions.Observed {
+		t.Fatalf("source %v with no event delivered", s.Source)
+	}
+	m, _ := filepath.Glob(filepath.Join(w.home, ".claude", "projects", "*", "*.jsonl"))
+	for _, p := range m {
+		b, _ := os.ReadFile(p)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `"hookErrors":[{`) || strings.Contains(l, `"subtype":"hook_error"`) {
+				w.fail("the CLI recorded a hook error: %s", l)
+			}
+		}
+	}
+}
