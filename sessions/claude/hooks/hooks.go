@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,23 +74,32 @@ func group(command string) string {
 	return `{"hooks": [` + entry(command) + `]}`
 }
 
-// ours locates one hook object of ours under hooks[event]: the index of
-// its matcher group and its index in that group's hooks array.
-func ours(hooks *node, event string) (gi, hi int, ok bool) {
-	_, arr := hooks.get(event)
-	if arr == nil || arr.kind != kArray {
-		return 0, 0, false
-	}
-	for gi, g := range arr.elems {
-		_, hs := g.get("hooks")
-		if hs == nil || hs.kind != kArray {
-			continue
+// oursIn yields every hook object of ours in an event's array, with the
+// index of its matcher group and its index in that group's hooks array.
+func oursIn(arr *node) iter.Seq2[[2]int, *node] {
+	return func(yield func([2]int, *node) bool) {
+		if arr == nil || arr.kind != kArray {
+			return
 		}
-		for hi, h := range hs.elems {
-			if isOurs(h) {
-				return gi, hi, true
+		for gi, g := range arr.elems {
+			_, hs := g.get("hooks")
+			if hs == nil || hs.kind != kArray {
+				continue
+			}
+			for hi, h := range hs.elems {
+				if isOurs(h) && !yield([2]int{gi, hi}, h) {
+					return
+				}
 			}
 		}
+	}
+}
+
+// ours locates the first hook object of ours under hooks[event].
+func ours(hooks *node, event string) (gi, hi int, ok bool) {
+	_, arr := hooks.get(event)
+	for at := range oursIn(arr) {
+		return at[0], at[1], true
 	}
 	return 0, 0, false
 }
@@ -243,37 +253,20 @@ func (d *doc) dedupe(event string) {
 	for {
 		hooks := d.hooks()
 		_, arr := hooks.get(event)
+		var last [2]int
 		n := 0
-		for _, g := range arr.elems {
-			_, hs := g.get("hooks")
-			if hs == nil || hs.kind != kArray {
-				continue
-			}
-			for _, h := range hs.elems {
-				if isOurs(h) {
-					n++
-				}
-			}
+		for at := range oursIn(arr) {
+			last, n = at, n+1
 		}
 		if n <= 1 {
 			return
 		}
 		// Remove the last one (the first is the one install keeps).
-		for gi := len(arr.elems) - 1; gi >= 0; gi-- {
-			_, hs := arr.elems[gi].get("hooks")
-			if hs == nil || hs.kind != kArray {
-				continue
-			}
-			hi := slices.IndexFunc(hs.elems, isOurs)
-			if hi < 0 {
-				continue
-			}
-			if len(hs.elems) > 1 {
-				d.set(removeItem(d.src, hs, hi))
-			} else {
-				d.set(removeItem(d.src, arr, gi))
-			}
-			break
+		gi, hi := last[0], last[1]
+		if _, hs := arr.elems[gi].get("hooks"); len(hs.elems) > 1 {
+			d.set(removeItem(d.src, hs, hi))
+		} else {
+			d.set(removeItem(d.src, arr, gi))
 		}
 	}
 }
@@ -331,19 +324,10 @@ func Inspect(src []byte, command string) (Installed, error) {
 	hooks := d.hooks()
 	for _, ev := range in.Events {
 		_, arr := hooks.get(ev)
-		for _, g := range arr.elems {
-			_, hs := g.get("hooks")
-			if hs == nil || hs.kind != kArray {
-				continue
-			}
-			for _, h := range hs.elems {
-				if !isOurs(h) {
-					continue
-				}
-				_, c := h.get("command")
-				if c != nil && !slices.Contains(in.Commands, c.str) {
-					in.Commands = append(in.Commands, c.str)
-				}
+		for _, h := range oursIn(arr) {
+			_, c := h.get("command")
+			if c != nil && !slices.Contains(in.Commands, c.str) {
+				in.Commands = append(in.Commands, c.str)
 			}
 		}
 	}

@@ -40,14 +40,7 @@ func ruleHookFailure(ev Evidence) (sessions.ObservedState, bool) {
 	}
 	h := ev.Hook
 	e := &APIError{Code: h.ErrorCode(), Text: sessions.SanitizeMessage(h.ErrorText()), At: h.At}
-	f := sessions.Failure{Kind: failureKind(e), Message: e.Text}
-	if f.Kind == sessions.RateLimit {
-		f.RetryAt = ResetTime(e.Text, h.At)
-	}
-	s := fmt.Sprintf("the turn died on an API error (%s; StopFailure hook)", f.Kind.Label())
-	if !f.RetryAt.IsZero() {
-		s += fmt.Sprintf("; the limit resets at %s", f.RetryAt.Format("15:04 MST"))
-	}
+	f, s := turnDied(e, "StopFailure hook")
 	return sessions.ObservedState{State: sessions.Errored, Failure: f, Evidence: s}, true
 }
 

@@ -83,18 +83,25 @@ func ruleAPIError(ev Evidence) (sessions.ObservedState, bool) {
 	if e == nil {
 		return sessions.ObservedState{}, false
 	}
-	f := sessions.Failure{Kind: failureKind(e), Message: e.Text}
-	if f.Kind == sessions.RateLimit {
-		f.RetryAt = ResetTime(e.Text, e.At)
-	}
-	ev2 := fmt.Sprintf("the turn died on an API error (%s)", f.Kind.Label())
-	if !f.RetryAt.IsZero() {
-		ev2 += fmt.Sprintf("; the limit resets at %s", f.RetryAt.Format("15:04 MST"))
-	}
+	f, ev2 := turnDied(e, "")
 	if ev.File.Status == "idle" {
 		ev2 += "; the CLI says idle"
 	}
 	return sessions.ObservedState{State: sessions.Errored, Failure: f, Evidence: ev2}, true
+}
+
+// turnDied is the failure an API error is and its evidence sentence;
+// witness, when set, names where it was seen.
+func turnDied(e *APIError, witness string) (sessions.Failure, string) {
+	f := sessions.Failure{Kind: failureKind(e), Message: e.Text}
+	if f.Kind == sessions.RateLimit {
+		f.RetryAt = ResetTime(e.Text, e.At)
+	}
+	s := fmt.Sprintf("the turn died on an API error (%s%s)", f.Kind.Label(), orEmpty("; "+witness, witness))
+	if !f.RetryAt.IsZero() {
+		s += fmt.Sprintf("; the limit resets at %s", f.RetryAt.Format("15:04 MST"))
+	}
+	return f, s
 }
 
 // failureKind classifies the CLI's error stand-in: its status when written
