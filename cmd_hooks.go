@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -97,6 +99,9 @@ func cmdHooks(c *cli, args []string) error {
 	case "install":
 		if h.progErr != nil {
 			return h.progErr
+		}
+		if err := checkClaudeVersion(c); err != nil {
+			return err
 		}
 		ch, err := hooks.InstallFile(h.settings, h.command)
 		if err != nil {
@@ -234,4 +239,26 @@ func (c *cli) doctorHooks() *doctor.Hooks {
 		out.Since, out.Events, out.Last = r.Since, r.Events, r.Last
 	}
 	return out
+}
+
+// checkClaudeVersion refuses to install for a Claude Code too old to
+// tolerate an entry it cannot read. A CLI that is not found or does not
+// say its version does not stop the install (it may be installed later,
+// or elsewhere).
+func checkClaudeVersion(c *cli) error {
+	bin, err := exec.LookPath("claude")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "--version").Output()
+	ok, known, err := hooks.CheckVersion(string(out))
+	if !ok {
+		return err
+	}
+	if !known {
+		fmt.Fprintf(c.stderr, "note: could not read the version of %s; installing anyway\n", bin)
+	}
+	return nil
 }
