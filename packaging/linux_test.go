@@ -133,15 +133,20 @@ func TestInstallScript(t *testing.T) {
 	tmp := t.TempDir()
 	// A stand-in binary: install.sh only copies it, and --uninstall runs
 	// `session-supervisor service uninstall`, which it records.
-	fakeBin := filepath.Join(tmp, "fake-session-supervisor")
+	fakeBin := filepath.Join(tmp, "session-supervisor")
 	if err := os.WriteFile(fakeBin, []byte("#!/bin/sh\necho \"$@\" >> \"$HOME/../calls\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The hook program is staged from beside the binary, as make build
+	// leaves it.
+	if err := os.WriteFile(filepath.Join(tmp, Name+"-hook"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	stage := filepath.Join(tmp, "stage")
 	if out, err := exec.Command("sh", filepath.Join("linux", "stage.sh"), fakeBin, stage).CombinedOutput(); err != nil {
 		t.Fatalf("stage.sh: %v\n%s", err, out)
 	}
-	for _, f := range []string{Name, "install.sh", Name + ".desktop", "icons/hicolor/256x256/apps/" + Name + ".png"} {
+	for _, f := range []string{Name, Name + "-hook", "install.sh", Name + ".desktop", "icons/hicolor/256x256/apps/" + Name + ".png"} {
 		if _, err := os.Stat(filepath.Join(stage, f)); err != nil {
 			t.Errorf("staged release lacks %s", f)
 		}
@@ -170,7 +175,7 @@ func TestInstallScript(t *testing.T) {
 
 	out := run()
 	getenv := func(k string) string { return map[string]string{}[k] }
-	wantFiles := []string{filepath.Join(home, ".local", "bin", Name), DesktopEntryPath(getenv, home)}
+	wantFiles := []string{filepath.Join(home, ".local", "bin", Name), filepath.Join(home, ".local", "bin", Name+"-hook"), DesktopEntryPath(getenv, home)}
 	for _, s := range IconSizes {
 		wantFiles = append(wantFiles, IconPath(getenv, home, s))
 	}

@@ -37,9 +37,11 @@ done
 # Where the pieces are: the tarball layout first, then a source checkout.
 if [ -f "$here/$name" ]; then
   src_bin=$here/$name
+  src_hook=$here/$name-hook
   icon_src() { echo "$here/icons/hicolor/${1}x${1}/apps/$name.png"; }
 else
   src_bin=$here/../../bin/$name
+  src_hook=$here/../../bin/$name-hook
   icon_src() { echo "$here/../../assets/icons/app-$1.png"; }
 fi
 
@@ -54,7 +56,7 @@ if [ "$mode" = uninstall ]; then
   if [ -x "$bin_dir/$name" ]; then
     "$bin_dir/$name" service uninstall || echo "install.sh: could not remove the service (see above); removing the files anyway" >&2
   fi
-  rm -f "$bin_dir/$name" "$app_dir/$name.desktop"
+  rm -f "$bin_dir/$name" "$bin_dir/$name-hook" "$app_dir/$name.desktop"
   for s in $sizes; do
     rm -f "$icon_root/${s}x${s}/apps/$name.png"
     rmdir_empty "$icon_root/${s}x${s}/apps" "$icon_root/${s}x${s}"
@@ -64,10 +66,12 @@ if [ "$mode" = uninstall ]; then
   exit 0
 fi
 
-if [ ! -f "$src_bin" ]; then
-  echo "install.sh: no binary at $src_bin: run 'make build' first (or use the release tarball)" >&2
-  exit 1
-fi
+for f in "$src_bin" "$src_hook"; do
+  if [ ! -f "$f" ]; then
+    echo "install.sh: no binary at $f: run 'make build' first (or use the release tarball)" >&2
+    exit 1
+  fi
+done
 for s in $sizes; do
   if [ ! -f "$(icon_src "$s")" ]; then
     echo "install.sh: missing icon $(icon_src "$s")" >&2
@@ -81,6 +85,11 @@ mkdir -p "$bin_dir" "$app_dir"
 cp "$src_bin" "$bin_dir/.$name.new"
 chmod 755 "$bin_dir/.$name.new"
 mv -f "$bin_dir/.$name.new" "$bin_dir/$name"
+# The Claude Code hook program lives beside the app, where `hooks install`
+# looks for it.
+cp "$src_hook" "$bin_dir/.$name-hook.new"
+chmod 755 "$bin_dir/.$name-hook.new"
+mv -f "$bin_dir/.$name-hook.new" "$bin_dir/$name-hook"
 
 for s in $sizes; do
   mkdir -p "$icon_root/${s}x${s}/apps"
@@ -98,6 +107,7 @@ mv -f "$app_dir/.$name.desktop.new" "$app_dir/$name.desktop"
 
 echo "Installed Session Supervisor:"
 echo "  $bin_dir/$name"
+echo "  $bin_dir/$name-hook"
 echo "  $app_dir/$name.desktop"
 echo "  $icon_root/{$(echo $sizes | sed 's/\([0-9]*\)/\1x\1/g; s/ /,/g')}/apps/$name.png"
 case ":$PATH:" in
