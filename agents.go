@@ -5,6 +5,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
+	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -24,6 +25,7 @@ var agentRegistry = sessions.MustRegistry(
 func externalSources() []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
 		&terminal.Source{Notify: watch.Dirs},
+		&codexterminal.Source{Notify: watch.Dirs},
 	}
 }
 

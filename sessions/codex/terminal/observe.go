@@ -123,7 +123,10 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	}
 	st.NewTurns = delta
 	gone := known && !alive
-	if !o.emitted || st != o.last || len(lines) > 0 || gone {
+	// A change of state is news; the turn count of the last one is not.
+	same := st
+	same.NewTurns = o.last.NewTurns
+	if !o.emitted || same != o.last || len(lines) > 0 || gone {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
