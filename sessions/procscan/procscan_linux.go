@@ -69,6 +69,23 @@ func OpenFiles(pid int, pattern string) []string {
 	return out
 }
 
+// Env is the value of the variable name in pid's initial environment; ok
+// is false when it is unset or the environment cannot be read (another
+// user's process).
+func Env(pid int, name string) (value string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	prefix := name + "="
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, found := strings.CutPrefix(kv, prefix); found {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // Probe reads /proc/PID/stat: Gone when missing or a zombie.
 func Probe(pid int) (Proc, State) {
 	if pid <= 0 {

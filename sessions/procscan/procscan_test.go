@@ -18,6 +18,7 @@ func TestNamedAliveGone(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("sleep", "300")
 	cmd.Dir = dir
+	cmd.Env = []string{"PROCSCAN_TEST=yes", "OTHER=1"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +41,12 @@ func TestNamedAliveGone(t *testing.T) {
 	}
 	if alive, known := Alive(p.PID, p.Started); !alive || !known {
 		t.Fatalf("Alive = %v, %v", alive, known)
+	}
+	if v, ok := Env(p.PID, "PROCSCAN_TEST"); v != "yes" || !ok {
+		t.Fatalf("Env = %q, %v", v, ok)
+	}
+	if _, ok := Env(p.PID, "HOME"); ok {
+		t.Fatal("HOME is not in the child's environment")
 	}
 	// A process that started later under the same pid is another one.
 	if alive, known := Alive(p.PID, p.Started.Add(-time.Hour)); alive || !known {

@@ -15,6 +15,10 @@ type Proc struct {
 	PID     int
 	Cwd     string
 	Started time.Time
+	// Home is the CODEX_HOME the process runs with ("" when its
+	// environment cannot be read): a TUI of another Codex home is not
+	// this source's.
+	Home string
 	// ResumeID is the thread `codex resume <id>` continues ("" otherwise).
 	ResumeID string
 	// Open are the rollouts the process holds open: without the app-server

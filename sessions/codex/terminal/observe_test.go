@@ -2,12 +2,14 @@ package terminal
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -26,12 +28,15 @@ type world struct {
 func newWorld(t *testing.T, proc Proc) *world {
 	w := &world{t: t, proc: proc}
 	w.alive.Store(true)
-	w.src = &Source{CodexHome: t.TempDir(),
+	home := t.TempDir()
+	w.proc.Home = home
+	w.src = &Source{CodexHome: home,
 		Procs: func() ([]Proc, error) {
 			if !w.alive.Load() {
 				return nil, nil
 			}
-			return []Proc{w.proc}, nil
+			// Another Codex home's TUI is never this source's.
+			return []Proc{w.proc, {PID: 99, Cwd: w.proc.Cwd, Started: w.proc.Started, Home: "/elsewhere/.codex"}}, nil
 		},
 		Probe: func(pid int, started time.Time) (bool, bool) {
 			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
@@ -276,4 +281,36 @@ func TestNoNudge(t *testing.T) {
 	if s.Name() != "codex" {
 		t.Fatalf("Name %q: the managed agent's name, so resume launches it", s.Name())
 	}
+}
+
+// Watch lists this home's interactive processes with the thread each
+// writes, and lists again when one exits (the rescan cadence, in a
+// synctest bubble: no real waiting).
+func TestWatchListsAndRescans(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+		w.src.Poll = 3 * time.Second
+		appendTo(t, w.path("th"), lines(metaLine("th", "/w", time.Now(), "user"), started))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := w.src.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := <-ch
+		if len(list) != 1 || list[0].PID != 7 || list[0].AgentSessionID != "th" || list[0].Key != key(w.proc) || list[0].Cwd != "/w" {
+			t.Fatalf("first list: %+v", list)
+		}
+		w.alive.Store(false)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		select {
+		case list = <-ch:
+		default:
+			t.Fatal("no new list after the process exited and a rescan")
+		}
+		if len(list) != 0 {
+			t.Fatalf("after the exit: %+v", list)
+		}
+	})
 }

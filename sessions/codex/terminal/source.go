@@ -112,7 +112,13 @@ func ScanProcs() ([]Proc, error) {
 		if !ok || p.Cwd == "" {
 			continue
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume,
+		home, ok := procscan.Env(p.PID, "CODEX_HOME")
+		if !ok {
+			if h, ok := procscan.Env(p.PID, "HOME"); ok {
+				home = filepath.Join(h, ".codex")
+			}
+		}
+		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Home: home,
 			Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
 	}
 	return out, nil
@@ -141,6 +147,7 @@ func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
 		s.scanErr = fmt.Errorf("listing Codex processes: %w", err)
 		return nil, nil, s.scanErr
 	}
+	procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
 	s.procs, s.scanErr = procs, nil
 	s.pairs = Pair(procs, s.rollouts(procs))
 	return s.procs, s.pairs, nil
