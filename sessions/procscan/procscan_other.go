@@ -14,4 +14,3 @@ func Probe(pid int) (Proc, State) { return Proc{PID: pid}, Unknown }
 
 // Env cannot tell on this platform.
 func Env(pid int, name string) (string, bool) { return "", false }
-

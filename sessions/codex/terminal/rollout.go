@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -302,9 +303,18 @@ func ReadMeta(path string) (Meta, error) {
 	} else if err != nil && err != io.EOF {
 		return Meta{}, fmt.Errorf("reading the rollout's first line: %w", err)
 	}
+	m, err := ParseMeta(line)
+	if err != nil {
+		return Meta{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ParseMeta reads a session_meta line.
+func ParseMeta(line []byte) (Meta, error) {
 	var r record
 	if err := json.Unmarshal(bytes.TrimSpace(line), &r); err != nil || r.Type != "session_meta" {
-		return Meta{}, fmt.Errorf("%s: the first line is no session_meta", path)
+		return Meta{}, errors.New("the first line is no session_meta")
 	}
 	return r.Payload.meta(), nil
 }
