@@ -21,6 +21,9 @@ type Proc struct {
 	Home string
 	// ResumeID is the thread `codex resume <id>` continues ("" otherwise).
 	ResumeID string
+	// Resuming: `codex resume` without an id (--last, or the picker): an
+	// older thread of the cwd that is written to since the process started.
+	Resuming bool
 	// Open are the rollouts the process holds open: without the app-server
 	// daemon (--no-daemon) the TUI writes its own rollout; with it the
 	// daemon does, and the rollout is found by cwd and time instead.
@@ -49,10 +52,15 @@ var valueFlags = map[string]bool{
 
 // Interactive reads a native codex command line: whether it is the TUI (no
 // subcommand, a prompt, `resume` or `fork`), and the thread a `resume <id>`
-// continues.
+// continues ("" for `resume --last` or the picker: see Resuming).
 func Interactive(argv []string) (ok bool, resumeID string) {
+	ok, resumeID, _ = interactive(argv)
+	return ok, resumeID
+}
+
+func interactive(argv []string) (ok bool, resumeID string, resuming bool) {
 	if len(argv) == 0 || filepath.Base(argv[0]) != "codex" {
-		return false, "" // the Node wrapper (node …/bin/codex) or another program
+		return false, "", false // the Node wrapper (node …/bin/codex) or another program
 	}
 	args := argv[1:]
 	for i := 0; i < len(args); i++ {
@@ -65,24 +73,27 @@ func Interactive(argv []string) (ok bool, resumeID string) {
 			continue
 		}
 		if notInteractive[a] {
-			return false, ""
+			return false, "", false
 		}
 		if a == "resume" {
 			for _, b := range args[i+1:] {
 				if !strings.HasPrefix(b, "-") {
-					return true, b
+					return true, b, false
 				}
 			}
+			return true, "", true
 		}
-		return true, "" // the prompt, `fork`, or `resume --last`
+		return true, "", false // the prompt, or `fork` (a new thread)
 	}
-	return true, ""
+	return true, "", false
 }
 
 // Rollout is one rollout file and its session_meta.
 type Rollout struct {
 	Path string
 	Meta Meta
+	// ModTime is the file's last write.
+	ModTime time.Time
 }
 
 // pairSlack is how much earlier than its process's start a thread may say
@@ -91,7 +102,8 @@ type Rollout struct {
 const pairSlack = 2 * time.Second
 
 // Pair finds each process's rollout: the one it holds open; else, for
-// `resume <id>`, that thread's; else the newest interactive user thread
+// `resume <id>`, that thread's; for `resume --last` or the picker, the
+// newest thread of its cwd written to since it started; else the newest interactive user thread
 // (never a subagent's) created in the process's cwd since it started and
 // not taken by a process started later in the same directory. The newest
 // wins because Codex can re-create the rollout after the trust prompt.
@@ -134,7 +146,14 @@ func Pair(procs []Proc, rollouts []Rollout) map[int]Rollout {
 				if m.ID != p.ResumeID {
 					continue
 				}
-			case !sameDir(m.Cwd, p.Cwd) || m.Started.Before(p.Started.Add(-pairSlack)):
+			case !sameDir(m.Cwd, p.Cwd):
+				continue
+			case p.Resuming:
+				// An older thread, written to since the process started.
+				if r.ModTime.Before(p.Started.Add(-pairSlack)) {
+					continue
+				}
+			case m.Started.Before(p.Started.Add(-pairSlack)):
 				continue
 			}
 			out[p.PID] = r

@@ -108,7 +108,7 @@ func ScanProcs() ([]Proc, error) {
 	}
 	var out []Proc
 	for _, p := range all {
-		ok, resume := Interactive(p.Argv)
+		ok, resume, resuming := interactive(p.Argv)
 		if !ok || p.Cwd == "" {
 			continue
 		}
@@ -118,7 +118,7 @@ func ScanProcs() ([]Proc, error) {
 				home = filepath.Join(h, ".codex")
 			}
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Home: home,
+		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home,
 			Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
 	}
 	return out, nil
@@ -168,11 +168,17 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 	}
 	seen := map[string]bool{}
 	var out []Rollout
-	add := func(path string) {
+	add := func(path string, fi os.FileInfo) {
 		if seen[path] {
 			return
 		}
 		seen[path] = true
+		if fi == nil {
+			var err error
+			if fi, err = os.Stat(path); err != nil {
+				return
+			}
+		}
 		m, ok := s.metas[path]
 		if !ok {
 			var err error
@@ -181,7 +187,7 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 			}
 			s.metas[path] = m
 		}
-		out = append(out, Rollout{Path: path, Meta: m})
+		out = append(out, Rollout{Path: path, Meta: m, ModTime: fi.ModTime()})
 	}
 	if len(procs) == 0 {
 		clear(s.metas)
@@ -193,19 +199,29 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 			oldest = p.Started
 		}
 		for _, path := range p.Open {
-			add(path)
+			add(path, nil)
 		}
 		if p.ResumeID != "" {
 			m, _ := filepath.Glob(filepath.Join(s.SessionsDir(), "*", "*", "*", "rollout-*-"+p.ResumeID+".jsonl"))
 			for _, path := range m {
-				add(path)
+				add(path, nil)
 			}
 		}
 	}
 	for _, dir := range s.dayDirs(oldest, time.Now()) {
-		m, _ := filepath.Glob(filepath.Join(dir, "rollout-*.jsonl"))
-		for _, path := range m {
-			add(path)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if ok, _ := filepath.Match("rollout-*.jsonl", e.Name()); !ok {
+				continue
+			}
+			fi, err := e.Info()
+			// A rollout not written since the oldest process started is no
+			// live session's (a resumed thread is written to as it
+			// resumes): its first line is not even read.
+			if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+				continue
+			}
+			add(filepath.Join(dir, e.Name()), fi)
 		}
 	}
 	for path := range s.metas {
