@@ -87,8 +87,8 @@ type codexTUI struct {
 	start  time.Time
 }
 
-func startCodexTUI(t *testing.T, cfg fakeapi.Config) *codexTUI {
-	h := codexE2EStart(t, cfg)
+func startCodexTUI(t *testing.T, cfg fakeapi.Config, settings ...string) *codexTUI {
+	h := codexE2EStart(t, cfg, settings...)
 	codexBin := fakeapi.CodexBinary(t)
 	w := &codexTUI{t: t, h: h, codexHome: filepath.Join(h.home, ".codex")}
 	// Trusted beforehand: the trust prompt is answered in the config.
@@ -244,6 +244,22 @@ func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
 	})
 	if s.Nudge.Attempts != 0 {
 		w.fail("nudged a terminal Codex: %+v", s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+}
+
+// A turn that fails on 401: Errored (auth) from the rollout's
+// codex_error_info; the auth wait passes, and the continue recovery would
+// send cannot reach a Codex terminal (no inbox): the app escalates with the
+// evidence instead, and the model never sees a nudge.
+func TestTerminalCodexRealTUIAuthEscalates(t *testing.T) {
+	w := startCodexTUI(t, fakeapi.Config{}, "supervisor.auth_retry_minutes", "0.05")
+	w.typeLine("hello [[scenario:401]]")
+	s := w.observed(30*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
+		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
+	})
+	if !strings.Contains(s.Evidence, "offers no way in") || s.Nudge.Attempts != 0 || w.h.nudgedCodex("401") {
+		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
 	}
 	t.Logf("evidence: %s", s.Evidence)
 }
