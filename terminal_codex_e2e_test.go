@@ -165,6 +165,18 @@ func (w *codexTUI) observed(limit time.Duration, what string, ok func(sessions.S
 	}
 }
 
+// waitFor reports whether the TUI's session satisfies ok within limit.
+func (w *codexTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, s := range w.h.ls() {
+			if s.Source == sessions.Observed && s.PID == w.native && ok(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // typeLine types text, then Enter as a separate write, as a person types.
 func (w *codexTUI) typeLine(text string) {
 	if _, err := w.ptmx.Write([]byte(text)); err != nil {
@@ -210,18 +222,27 @@ func TestTerminalCodexRealTUIApproval(t *testing.T) {
 		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.InTurn
 	})
 	t.Logf("evidence: %s", s.Evidence)
-	for deadline := time.Now().Add(10 * time.Second); !w.scr.has("kind=permission"); time.Sleep(50 * time.Millisecond) {
+	// Approved where it runs: "y" once the dialog is drawn, again while
+	// a slow machine has not taken it yet.
+	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("Yes, proceed"); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			w.fail("the TUI drew no approval prompt")
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // the dialog takes keys once drawn
-	if _, err := w.ptmx.Write([]byte("y")); err != nil {
-		t.Fatal(err)
-	}
-	w.observed(30*time.Second, "in review after the approved command", func(s sessions.Session) bool {
+	approved := func(s sessions.Session) bool {
 		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
-	})
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := w.ptmx.Write([]byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		if w.waitFor(2*time.Second, approved) {
+			break
+		}
+		if time.Now().After(deadline) {
+			w.fail("no review after the approved command")
+		}
+	}
 	if _, err := os.Stat(filepath.Join(w.h.work, "build", "out.txt")); err != nil {
 		w.fail("the approved command did not run: %v", err)
 	}
