@@ -7,6 +7,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
+	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -27,6 +28,7 @@ var agentRegistry = sessions.MustRegistry(
 func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
 		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
+		&codexterminal.Source{Notify: watch.Dirs},
 	}
 }
 

@@ -138,7 +138,7 @@ func (r *Runtime) pumpExternal(id string, h *extHandle, events <-chan sessions.E
 // pid through its source (outside the lock).
 func probeExternal(h *extHandle) core.Probe {
 	alive, known := h.src.Alive(h.es)
-	return core.Probe{Known: known, Alive: alive && known}
+	return core.Probe{Known: known, Alive: alive && known, NoWayIn: !h.src.CanNudge(h.es)}
 }
 
 // errNotOurs explains an action that needs a process the app owns.

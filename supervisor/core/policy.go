@@ -129,6 +129,11 @@ type Probe struct {
 	// (ProbeConnectivity said ConnOffline): a transient incident is then
 	// held without spending retries or its window. Unknown counts as online.
 	Offline bool
+	// NoWayIn is true for a session the app did not launch whose source
+	// cannot deliver anything to it (Codex in a terminal: no inbox). What
+	// recovery would send it (a nudge, a continue, the stall interrupt)
+	// escalates instead, with the evidence.
+	NoWayIn bool
 }
 
 // The values of sessions.Supervision.Recovery: what the supervisor is doing

@@ -680,6 +680,11 @@ func (r *reconciler) observe(kind, detail string) {
 }
 
 func (r *reconciler) act(kind ActionKind, timeline, detail string) {
+	if r.probe.NoWayIn && r.n.Source != sessions.Managed && (kind == ActNudge || kind == ActContinue || kind == ActInterrupt) {
+		// Nothing can be delivered: tell the user what would have been.
+		r.escalate(fmt.Sprintf("the %s it needs cannot reach it: the terminal it runs in offers no way in", kind))
+		return
+	}
 	r.acts = append(r.acts, Action{
 		Kind: kind, SessionID: r.n.ID, TurnGeneration: r.n.TurnGeneration,
 		TimelineKind: timeline, Detail: detail,

@@ -1,0 +1,142 @@
+package procscan
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Named lists the processes whose kernel name (/proc/PID/comm, the
+// executable's base name cut to 15 bytes) is comm. A process that exits
+// during the scan is left out; one whose details cannot be read (another
+// user's) is listed with what could be read.
+func Named(comm string) ([]Proc, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("reading the process table: %w", err)
+	}
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	var out []Proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		b, err := os.ReadFile(dir + "/comm")
+		if err != nil || string(bytes.TrimSpace(b)) != comm {
+			continue
+		}
+		p, st := Probe(pid)
+		if st != Running {
+			continue
+		}
+		if b, err := os.ReadFile(dir + "/cmdline"); err == nil {
+			p.Argv = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+		p.Cwd, _ = os.Readlink(dir + "/cwd")
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// OpenFiles lists the paths of the regular files pid holds open whose base
+// name matches pattern (filepath.Match): a writer keeps its log open, so
+// this names the file a process writes without guessing.
+func OpenFiles(pid int, pattern string) []string {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		target, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil || !strings.HasPrefix(target, "/") {
+			continue // sockets, pipes, anonymous inodes
+		}
+		if ok, _ := filepath.Match(pattern, filepath.Base(target)); ok {
+			out = append(out, target)
+		}
+	}
+	return out
+}
+
+// Env is the value of the variable name in pid's initial environment; ok
+// is false when it is unset or the environment cannot be read (another
+// user's process).
+func Env(pid int, name string) (value string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	prefix := name + "="
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, found := strings.CutPrefix(kv, prefix); found {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// Probe reads /proc/PID/stat: Gone when missing or a zombie.
+func Probe(pid int) (Proc, State) {
+	if pid <= 0 {
+		return Proc{}, Unknown
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if os.IsNotExist(err) {
+			return Proc{PID: pid}, Gone
+		}
+		return Proc{PID: pid}, Unknown
+	}
+	p, st := parseStat(b, bootTime())
+	p.PID = pid
+	return p, st
+}
+
+// parseStat reads field 4 (the parent) and field 22 (the start in clock
+// ticks since boot; USER_HZ is 100 on every Linux the CLIs run on) after
+// the command name, which may itself hold spaces and parentheses.
+func parseStat(b []byte, boot time.Time) (Proc, State) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Proc{}, Unknown
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 || len(f[0]) != 1 {
+		return Proc{}, Unknown
+	}
+	if s := f[0][0]; s == 'Z' || s == 'X' {
+		return Proc{}, Gone
+	}
+	var p Proc
+	p.PPID, _ = strconv.Atoi(string(f[1]))
+	if ticks, err := strconv.ParseInt(string(f[19]), 10, 64); err == nil && !boot.IsZero() {
+		p.Started = boot.Add(time.Duration(ticks) * (time.Second / 100))
+	}
+	return p, Running
+}
+
+var bootTime = sync.OnceValue(func() time.Time {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
+			if s, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64); err == nil {
+				return time.Unix(s, 0)
+			}
+		}
+	}
+	return time.Time{}
+})

@@ -1,0 +1,97 @@
+//go:build linux
+
+package procscan
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A real child process: found by its name with its command line, cwd and
+// start time; alive while it runs and only for its own start time; gone
+// once reaped.
+func TestNamedAliveGone(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "300")
+	cmd.Dir = dir
+	cmd.Env = []string{"PROCSCAN_TEST=yes", "OTHER=1"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	procs, err := Named("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(procs, func(p Proc) bool { return p.PID == cmd.Process.Pid })
+	if i < 0 {
+		t.Fatalf("pid %d not among %+v", cmd.Process.Pid, procs)
+	}
+	p := procs[i]
+	real, _ := filepath.EvalSymlinks(dir)
+	if p.Cwd != real || !slices.Equal(p.Argv, []string{"sleep", "300"}) || p.PPID != os.Getpid() {
+		t.Fatalf("got %+v, want cwd %s", p, real)
+	}
+	if d := time.Since(p.Started); d < -2*time.Second || d > time.Minute {
+		t.Fatalf("started %v ago", d)
+	}
+	if alive, known := Alive(p.PID, p.Started); !alive || !known {
+		t.Fatalf("Alive = %v, %v", alive, known)
+	}
+	if v, ok := Env(p.PID, "PROCSCAN_TEST"); v != "yes" || !ok {
+		t.Fatalf("Env = %q, %v", v, ok)
+	}
+	if _, ok := Env(p.PID, "HOME"); ok {
+		t.Fatal("HOME is not in the child's environment")
+	}
+	// A process that started later under the same pid is another one.
+	if alive, known := Alive(p.PID, p.Started.Add(-time.Hour)); alive || !known {
+		t.Fatalf("Alive for another start = %v, %v", alive, known)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if alive, known := Alive(p.PID, p.Started); alive || !known {
+		t.Fatalf("after the exit Alive = %v, %v", alive, known)
+	}
+}
+
+// OpenFiles names the files a process holds open by pattern.
+func TestOpenFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout-x-1.jsonl")
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	got := OpenFiles(os.Getpid(), "rollout-*.jsonl")
+	real, _ := filepath.EvalSymlinks(path)
+	if !slices.Contains(got, real) {
+		t.Fatalf("got %v, want %s", got, real)
+	}
+	if got := OpenFiles(os.Getpid(), "nothing-*.x"); len(got) != 0 {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	boot := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		line  string
+		state State
+		ppid  int
+		start time.Time
+	}{
+		{"12 (co de) (x)) S 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Running, 1, boot.Add(2500 * time.Millisecond)},
+		{"12 (codex) Z 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Gone, 0, time.Time{}},
+		{"garbage", Unknown, 0, time.Time{}},
+	} {
+		p, st := parseStat([]byte(tc.line), boot)
+		if st != tc.state || p.PPID != tc.ppid || !p.Started.Equal(tc.start) {
+			t.Errorf("%q: %+v %v", tc.line, p, st)
+		}
+	}
+}

@@ -1,0 +1,286 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
+)
+
+// codexScreen keeps what the TUI drew and answers its cursor-position
+// query (ESC [ 6 n), which a real terminal answers and the TUI waits for.
+type codexScreen struct {
+	mu   sync.Mutex
+	buf  []byte
+	ptmx *os.File
+}
+
+func (s *codexScreen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if bytes.Contains(p, []byte("\x1b[6n")) {
+		_, _ = s.ptmx.Write([]byte("\x1b[1;1R"))
+	}
+	s.buf = append(s.buf, p...)
+	if len(s.buf) > 64<<10 {
+		s.buf = s.buf[len(s.buf)-64<<10:]
+	}
+	return len(p), nil
+}
+
+func (s *codexScreen) has(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Contains(s.buf, []byte(sub))
+}
+
+func (s *codexScreen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buf
+	if len(b) > 4<<10 {
+		b = b[len(b)-4<<10:]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' {
+			return ' '
+		}
+		return r
+	}, string(b))
+}
+
+// codexTUI is the app and one real interactive Codex (the TUI) in a
+// pseudo-terminal, both on a temporary CODEX_HOME against the fake
+// Responses API.
+//
+// --no-daemon: by default the 0.171.0 TUI installs an app-server daemon
+// into CODEX_HOME/packages (424 MB copied on the first run) that writes the
+// rollouts and outlives the TUI (re-parented to init). The discovery is the
+// same either way (the TUI process, its cwd and start, the rollout by cwd
+// and time — measured by hand in daemon mode: listed 2.3 s after the start,
+// paired at the first prompt, two turns followed); without the daemon the
+// TUI also holds its rollout open, which pairs it exactly. The test spares
+// the copy and the stray daemon.
+type codexTUI struct {
+	t         *testing.T
+	h         *cxe2e
+	codexHome string
+	cmd       *exec.Cmd
+	ptmx      *os.File
+	scr       *codexScreen
+	// native is the TUI's native process (the npm `codex` is a Node
+	// wrapper: the session is its child), once listed.
+	native int
+	start  time.Time
+}
+
+func startCodexTUI(t *testing.T, cfg fakeapi.Config, settings ...string) *codexTUI {
+	h := codexE2EStart(t, cfg, settings...)
+	codexBin := fakeapi.CodexBinary(t)
+	w := &codexTUI{t: t, h: h, codexHome: filepath.Join(h.home, ".codex")}
+	// Trusted beforehand: the trust prompt is answered in the config.
+	trust := fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", h.work)
+	fh, err := os.OpenFile(filepath.Join(w.codexHome, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteString(trust); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+
+	w.cmd = exec.Command(codexBin, "--no-daemon")
+	w.cmd.Dir = h.work
+	w.cmd.Env = append(append([]string{}, h.env...), "TERM=xterm-256color")
+	w.start = time.Now()
+	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.scr = &codexScreen{ptmx: w.ptmx}
+	go func() { _, _ = w.ptmx.WriteTo(w.scr) }()
+	t.Cleanup(func() {
+		// The whole terminal session: the wrapper and the native TUI
+		// (pty.Start made the wrapper a session and group leader).
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		w.cmd.Wait()
+		w.ptmx.Close()
+	})
+	s := w.observed(30*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
+	w.native = s.PID
+	t.Logf("listed after %s: pid %d (the wrapper is %d), %s", time.Since(w.start).Round(time.Millisecond), w.native, w.cmd.Process.Pid, s.Evidence)
+	if s.Cwd != h.work || s.State != sessions.Idle || s.AgentSessionID != "" {
+		w.fail("before the first prompt: %+v", s)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("state=idle"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.fail("the TUI never said it was ready")
+		}
+	}
+	return w
+}
+
+func (w *codexTUI) fail(format string, args ...any) {
+	w.t.Helper()
+	var tl string
+	for _, s := range w.h.ls() {
+		tl += fmt.Sprintf("%+v\n", s)
+	}
+	var roll []string
+	m, _ := filepath.Glob(filepath.Join(w.codexHome, "sessions", "*", "*", "*", "*.jsonl"))
+	for _, p := range m {
+		b, _ := os.ReadFile(p)
+		for _, l := range strings.Split(string(b), "\n") {
+			roll = append(roll, l[:min(len(l), 160)])
+		}
+	}
+	w.t.Fatalf(format+"\nsessions:\n%s\nrollouts:\n%s\nthe terminal showed:\n%s", append(args, tl, strings.Join(roll, "\n"), w.scr.String())...)
+}
+
+// observed waits until `ls --json` lists the TUI's session satisfying ok.
+func (w *codexTUI) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	w.t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		for _, s := range w.h.ls() {
+			if s.Source == sessions.Observed && s.Agent == "codex" && (w.native == 0 || s.PID == w.native) && ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			w.fail("no observed Codex session %s within %s", what, limit)
+		}
+	}
+}
+
+// waitFor reports whether the TUI's session satisfies ok within limit.
+func (w *codexTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, s := range w.h.ls() {
+			if s.Source == sessions.Observed && s.PID == w.native && ok(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// typeLine types text, then Enter as a separate write, as a person types.
+func (w *codexTUI) typeLine(text string) {
+	if _, err := w.ptmx.Write([]byte(text)); err != nil {
+		w.t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// The TUI is found in the process table, paired with the rollout it writes
+// at the first prompt, and followed through the turn (working, its
+// command, then waiting on the user for review), as `ls --json` shows.
+func TestTerminalCodexRealTUI(t *testing.T) {
+	w := startCodexTUI(t, fakeapi.Config{})
+	w.typeLine("run it [[scenario:tool]]")
+	// The command runs a second (sleep 1; echo hi): seen working on it.
+	s := w.observed(30*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
+	t.Logf("working: %s", s.Evidence)
+	r := w.observed(30*time.Second, "waiting on the user for review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
+	})
+	m, _ := filepath.Glob(filepath.Join(w.codexHome, "sessions", "*", "*", "*", "rollout-*-"+r.AgentSessionID+".jsonl"))
+	if r.AgentSessionID == "" || len(m) != 1 || r.Name != "run it [[scenario:tool]]" {
+		w.fail("the thread id %q names no rollout (%v), or the name %q is not the prompt", r.AgentSessionID, m, r.Name)
+	}
+	// The command really ran: its output went back to the model.
+	if reqs := w.h.api.Requests("tool"); len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].ToolOutput, "hi") {
+		w.fail("the fake saw %+v, want the command's output last", reqs)
+	}
+	t.Logf("evidence: %s (%s after the start)", r.Evidence, time.Since(w.start).Round(time.Millisecond))
+}
+
+// Under approval_policy on-request a command that must leave the sandbox
+// is put to the user in the terminal; the rollout shows the call asking
+// for it with no output, and the app shows Waiting on user (permission)
+// until it is approved where it runs.
+func TestTerminalCodexRealTUIApproval(t *testing.T) {
+	w := startCodexTUI(t, fakeapi.Config{ApprovalPolicy: "on-request"})
+	w.typeLine("make the build dir [[scenario:write]]")
+	s := w.observed(30*time.Second, "waiting for permission", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.InTurn
+	})
+	t.Logf("evidence: %s", s.Evidence)
+	// Approved where it runs: "y" once the dialog is drawn, again while
+	// a slow machine has not taken it yet.
+	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("Yes, proceed"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.fail("the TUI drew no approval prompt")
+		}
+	}
+	approved := func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := w.ptmx.Write([]byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		if w.waitFor(2*time.Second, approved) {
+			break
+		}
+		if time.Now().After(deadline) {
+			w.fail("no review after the approved command")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.h.work, "build", "out.txt")); err != nil {
+		w.fail("the approved command did not run: %v", err)
+	}
+}
+
+// Killed mid-turn (SIGKILL while its command runs): the process is gone,
+// the rollout shows no end of the turn, and the app shows Interrupted and
+// escalates; nothing is sent to it (it has no way in) and nothing typed.
+func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
+	w := startCodexTUI(t, fakeapi.Config{})
+	w.typeLine("run the slow one [[scenario:slowtool]]")
+	w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
+		return s.State == sessions.Working && strings.Contains(s.Evidence, "exec_command")
+	})
+	if err := syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s := w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
+		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+	})
+	if s.Nudge.Attempts != 0 {
+		w.fail("nudged a terminal Codex: %+v", s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+}
+
+// A turn that fails on 401: Errored (auth) from the rollout's
+// codex_error_info; the auth wait passes, and the continue recovery would
+// send cannot reach a Codex terminal (no inbox): the app escalates with the
+// evidence instead, and the model never sees a nudge.
+func TestTerminalCodexRealTUIAuthEscalates(t *testing.T) {
+	w := startCodexTUI(t, fakeapi.Config{}, "supervisor.auth_retry_minutes", "0.05")
+	w.typeLine("hello [[scenario:401]]")
+	s := w.observed(30*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
+		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
+	})
+	if !strings.Contains(s.Evidence, "offers no way in") || s.Nudge.Attempts != 0 || w.h.nudgedCodex("401") {
+		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+}
