@@ -74,7 +74,16 @@ type turnProc struct {
 	// interrupted: the app sent SIGINT; an exit without a result line is
 	// then the abort it asked for.
 	interrupted bool
+	// goneSince is when Alive first found the process gone while its
+	// pump had not finished yet.
+	goneSince time.Time
 }
+
+// exitGrace is how long a turn's process may be gone before its pump
+// finishes (it reaps the process and reports the turn's end in
+// milliseconds) until Alive calls it dead: only stdout held open by a tool
+// that outlived Copilot keeps the pump waiting longer.
+const exitGrace = 3 * time.Second
 
 // ProcessOptions says how to run the session's turns.
 type ProcessOptions struct {
@@ -437,7 +446,22 @@ func (p *Process) Alive() (alive, known bool) {
 	if t == nil {
 		return true, true
 	}
-	return processAlive(t.cmd.Process.Pid)
+	alive, known = processAlive(t.cmd.Process.Pid)
+	if !known || alive {
+		return alive, known
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != t {
+		return true, true // the turn ended meanwhile
+	}
+	if t.goneSince.IsZero() {
+		t.goneSince = time.Now()
+	}
+	if time.Since(t.goneSince) < exitGrace {
+		return false, false
+	}
+	return false, true
 }
 
 // newUUID is a random (version 4) UUID for a new Copilot session.
