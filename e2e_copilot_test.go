@@ -228,33 +228,54 @@ func TestCopilotE2ERateLimitDrain(t *testing.T) {
 	h.stopApp()
 }
 
-// TestCopilotE2EOverflowCompactRetry: a context overflow (the provider's
-// context_length_exceeded, which Copilot reports as errorType "query") is
-// compacted (Copilot's /compact in a turn of its own, which makes the
-// summarizing call) and the turn retried, which completes.
+// TestCopilotE2EOverflowCompactRetry: a context overflow on the second
+// turn (the provider's context_length_exceeded, which Copilot reports as
+// errorType "query") is compacted (Copilot's /compact in a turn of its own,
+// which makes the summarizing call) and the turn retried, which completes.
 func TestCopilotE2EOverflowCompactRetry(t *testing.T) {
 	h := copilotE2EStart(t, ce2eFast...)
-	id := h.newCopilot("[[scenario:too_long_once]] hi")
-	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
+	id := h.newCopilot("[[scenario:too_long_second]] hi")
+	h.waitFor(id, "the first reply", ce2eReview(1))
+	h.mustCLI("send", id, "more")
+	h.waitFor(id, "the retried turn to complete", ce2eReview(4))
 	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
-	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 3 {
+	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 4 {
 		t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
 	}
-	var retried bool
-	for _, e := range h.api.Requests("too_long_once") {
-		retried = retried || strings.Contains(e.UserText, core.RetryTurnText)
+	reqs := h.api.Requests("too_long_second")
+	if len(reqs) != 4 || !strings.Contains(reqs[3].UserText, core.RetryTurnText) {
+		t.Errorf("requests %+v, want the first turn, the overflow, the compaction's summary and the retry", reqs)
 	}
-	if !retried {
-		t.Error("the fake API never saw the retry")
-	}
-	if got := h.statuses("too_long_once"); !slices.Equal(got, []int{400, 200, 200}) {
-		t.Errorf("the fake API answered %v, want 400, then the compaction's and the retry's 200", got)
+	if got := h.statuses("too_long_second"); !slices.Equal(got, []int{200, 400, 200, 200}) {
+		t.Errorf("the fake API answered %v, want 200, 400, then the compaction's and the retry's 200", got)
 	}
 	h.expectTimeline(id, []string{},
+		"state_changed:working", "state_changed:waiting_on_user(review)",
 		"state_changed:working", "state_changed:errored",
 		"state_changed:recovering", "overflow_redrive", "state_changed:working",
 		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
 		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
+
+// TestCopilotE2EOverflowFirstTurnEscalated: an overflow on the first turn
+// leaves Copilot nothing to compact (it exits 1, "Nothing to compact."):
+// the compaction fails and, the overflow budget spent, the session is
+// escalated rather than retried forever.
+func TestCopilotE2EOverflowFirstTurnEscalated(t *testing.T) {
+	h := copilotE2EStart(t, ce2eFast...)
+	id := h.newCopilot("[[scenario:too_long]] hi")
+	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.ContextOverflow {
+		t.Errorf("escalated as %s with %+v, want errored context_overflow", s.State, s.Failure)
+	}
+	labels := h.labels(id, []string{})
+	if !slices.Contains(labels, "state_changed:compacting") || !slices.Contains(labels, "escalated") {
+		t.Errorf("timeline %s, want a compaction tried and the escalation", strings.Join(labels, ", "))
+	}
+	if s.ProcessAlive && s.PID > 0 && claudeE2EAlive(s.PID) {
+		t.Errorf("a turn's process %d still runs after the escalation", s.PID)
+	}
 	h.stopApp()
 }
 

@@ -112,7 +112,7 @@ const (
 // kinds are the event types of Copilot CLI 1.0.102 the decoder knows
 // (captured in testdata/, and the CLI's schemas/session-events.schema.json).
 var kinds = map[string]kind{
-	"session.start": kQuiet, "session.resume": kQuiet, "session.info": kActivity,
+	"session.start": kQuiet, "session.resume": kQuiet, "session.info": kQuiet,
 	"session.skills_loaded": kQuiet, "session.mcp_servers_loaded": kQuiet, "session.mcp_server_status_changed": kQuiet,
 	"session.tools_updated": kQuiet, "session.background_tasks_changed": kQuiet, "session.model_change": kQuiet,
 	"session.mode_changed": kQuiet, "session.title_changed": kQuiet, "session.warning": kQuiet,
@@ -120,10 +120,14 @@ var kinds = map[string]kind{
 	"session.usage_info": kMetrics, "session.usage_checkpoint": kMetrics, "assistant.usage": kMetrics,
 	"model.call_final_result": kMetrics,
 	"user.message":            kQuiet, "pending_messages.modified": kQuiet, "system.message": kQuiet,
-	"assistant.turn_start": kActivity, "assistant.turn_end": kActivity, "assistant.intent": kActivity,
+	// A round's end (turn_end) is not work; the next round's start is.
+	"assistant.turn_start": kActivity, "assistant.turn_end": kQuiet, "assistant.intent": kActivity,
 	"assistant.message_start": kActivity, "assistant.message_delta": kActivity, "assistant.message": kActivity,
 	"assistant.reasoning": kActivity, "assistant.reasoning_delta": kActivity, "assistant.streaming_delta": kActivity,
-	"assistant.tool_call_delta": kActivity, "model.call_start": kActivity, "model.call_finished": kActivity,
+	// A model call's start and end are bookkeeping (they also follow an
+	// interrupt and frame each of Copilot's own retries): the tokens it
+	// streams are the activity.
+	"assistant.tool_call_delta": kActivity, "model.call_start": kQuiet, "model.call_finished": kQuiet,
 	"tool.user_requested": kActivity, "tool.execution_partial_result": kActivity, "tool.execution_progress": kActivity,
 	"hook.start": kActivity, "hook.end": kActivity, "skill.invoked": kActivity, "agent.interrupted": kQuiet,
 	"tool.execution_start": kToolStart, "tool.execution_complete": kToolEnd,
@@ -218,7 +222,7 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 		// Copilot retries on its own and says so next (turn_retry); the
 		// status is kept for that announcement.
 		t.lastStatus = d.StatusCode
-		return one(sessions.EvActivity, "model call failed"), info, nil
+		return nil, info, nil
 	case kRetry:
 		t.retries++
 		return []sessions.Event{{Kind: sessions.EvRetryScheduled, Attempt: t.retries, Status: t.lastStatus,
@@ -254,12 +258,8 @@ func activityPhrase(typ string) string {
 		return "preparing a tool call"
 	case strings.HasPrefix(typ, "tool."):
 		return "tool progress"
-	case strings.HasPrefix(typ, "model.call"):
-		return "calling the model"
 	case strings.HasPrefix(typ, "hook."):
 		return "running a hook"
-	case typ == "session.info":
-		return "status"
 	}
 	return "stream active"
 }

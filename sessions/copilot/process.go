@@ -318,6 +318,16 @@ func (p *Process) pump(t *turnProc) {
 		}
 		p.send(sessions.Event{Kind: sessions.EvTurnAborted, Detail: "interrupted"})
 	}
+	if !ended && t.compact {
+		// Copilot refuses a compaction by exiting without a result
+		// ("Nothing to compact." on stderr, exit 1; measured on
+		// 1.0.102): the compaction failed, the agent did not.
+		ended = true
+		why := orDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
+		p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: false, Detail: why})
+		p.send(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow,
+			Message: sessions.SanitizeMessage("compaction failed: " + why)}})
+	}
 	p.mu.Lock()
 	p.skipped += t.dec.Stats().Skipped()
 	p.cur = nil

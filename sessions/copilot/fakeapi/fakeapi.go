@@ -334,7 +334,15 @@ func Builtin() map[string]ScenarioFunc {
 		"500":           always(Reply{Status: 500, ErrorBody: body500}),
 		"too_long":      always(Reply{Status: 400, ErrorBody: bodyTooLong}),
 		"too_long_once": failThen(1, Reply{Status: 400, ErrorBody: bodyTooLong}),
-		"stall":         failThen(1, Reply{Stall: true}),
-		"cut":           always(Reply{Cut: true}),
+		// too_long_second overflows on the session's second turn only,
+		// when there is a first one for Copilot's /compact to summarize.
+		"too_long_second": func(n int, _ string) Reply {
+			if n == 2 {
+				return Reply{Status: 400, ErrorBody: bodyTooLong}
+			}
+			return Reply{Text: "Hello from the fake OpenAI model."}
+		},
+		"stall": failThen(1, Reply{Stall: true}),
+		"cut":   always(Reply{Cut: true}),
 	}
 }
