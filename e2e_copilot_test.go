@@ -222,8 +222,9 @@ func TestCopilotE2ERateLimitDrain(t *testing.T) {
 	if got := h.statuses("429x6then_ok"); !slices.Equal(got, []int{429, 429, 429, 429, 429, 429, 200}) {
 		t.Errorf("the fake API answered %v, want six 429s then 200", got)
 	}
+	// Recovering first: Copilot's own retries (assistant.turn_retry).
 	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored",
+		"state_changed:working", "state_changed:recovering", "state_changed:errored",
 		"rate_limit_drain", "rate_limit_drain", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }

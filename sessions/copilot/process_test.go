@@ -51,6 +51,31 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
+// start prepares a session in w and sends its first prompt.
+func (w *world) start(t *testing.T, prompt string) *Process {
+	t.Helper()
+	p, err := Start(w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendPrompt(prompt); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// stalled starts a turn whose model stream stays silent and returns once
+// the request reached the fake.
+func (w *world) stalled(t *testing.T) *Process {
+	t.Helper()
+	p := w.start(t, "[[scenario:stall]] go")
+	next(t, p, sessions.EvProcessStarted)
+	for len(w.api.Requests("stall")) == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return p
+}
+
 // next reads events until one of kind arrives (or Events closes).
 func next(t *testing.T, p *Process, kind sessions.EventKind) (sessions.Event, []sessions.Event) {
 	t.Helper()
@@ -164,17 +189,7 @@ func processAliveOrUnknown(pid int) bool {
 // prompt resumes the same session in a new process.
 func TestProcessInterruptThenNudge(t *testing.T) {
 	w := newWorld(t)
-	p, err := Start(w.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SendPrompt("[[scenario:stall]] go"); err != nil {
-		t.Fatal(err)
-	}
-	next(t, p, sessions.EvProcessStarted)
-	for len(w.api.Requests("stall")) == 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
+	p := w.stalled(t)
 	if err := p.Interrupt(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,17 +214,7 @@ func TestProcessInterruptThenNudge(t *testing.T) {
 // is the agent dying: Events closes and Wait reports the signal.
 func TestProcessKilledMidTurn(t *testing.T) {
 	w := newWorld(t)
-	p, err := Start(w.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SendPrompt("[[scenario:stall]] go"); err != nil {
-		t.Fatal(err)
-	}
-	next(t, p, sessions.EvProcessStarted)
-	for len(w.api.Requests("stall")) == 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
+	p := w.stalled(t)
 	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -229,13 +234,7 @@ func TestProcessKilledMidTurn(t *testing.T) {
 // by EvSessionInit so Apply supervises it as that prompt's turn.
 func TestProcessPromptDuringTurnQueued(t *testing.T) {
 	w := newWorld(t)
-	p, err := Start(w.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SendPrompt("[[scenario:tool]] run it"); err != nil {
-		t.Fatal(err)
-	}
+	p := w.start(t, "[[scenario:tool]] run it")
 	next(t, p, sessions.EvToolStarted)
 	if err := p.SendPrompt("[[scenario:text]] and then this"); err != nil {
 		t.Fatal(err)
