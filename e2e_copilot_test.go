@@ -363,3 +363,63 @@ func TestCopilotE2EAgentKilledMidCommand(t *testing.T) {
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestCopilotE2EUserInterrupt: `interrupt` stops the turn in flight (SIGINT
+// to its process group, which Copilot answers with abort); a stop the user
+// asked for is a review, and the session takes the next prompt.
+func TestCopilotE2EUserInterrupt(t *testing.T) {
+	h := copilotE2EStart(t, ce2eFast...)
+	h.api.Handle("hang", func(n int, _ string) fakeapi.Reply {
+		if n == 1 {
+			return fakeapi.Reply{Stall: true}
+		}
+		return fakeapi.Reply{Text: "Resumed after the stop."}
+	})
+	id := h.newCopilot("[[scenario:hang]] go")
+	h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && len(h.api.Requests("hang")) > 0
+	})
+	h.mustCLI("interrupt", id)
+	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if s.InTurn || s.NeedsAttention {
+		t.Errorf("after the interrupt: in_turn %v needs_attention %v", s.InTurn, s.NeedsAttention)
+	}
+	h.mustCLI("send", id, "go on")
+	h.waitFor(id, "the next prompt's reply", ce2eReview(2))
+	h.stopApp()
+	h.expectTimeline(id, []string{"process_started", "prompt_sent", "interrupt_requested"},
+		"process_started", "prompt_sent", "state_changed:working", "interrupt_requested",
+		"state_changed:waiting_on_user(review)", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
+}
+
+// TestCopilotE2EAppKilledMidTurn: the app killed with SIGKILL while a turn
+// is in flight comes back with the session Interrupted, stops the turn's
+// process the dead app left behind, and resumes the Copilot session in a
+// new process, nudged to completion.
+func TestCopilotE2EAppKilledMidTurn(t *testing.T) {
+	h := copilotE2EStart(t, ce2eFast...)
+	id := h.newCopilot("[[scenario:stall]] go")
+	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.PID > 0 && len(h.api.Requests("stall")) > 0
+	})
+	h.killApp()
+	if !claudeE2EAlive(before.PID) {
+		t.Fatalf("the turn's process %d died with the app; the test needs it orphaned", before.PID)
+	}
+	h.startApp()
+	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
+	if s.PID == before.PID || s.AgentSessionID != before.AgentSessionID {
+		t.Errorf("after the restart: pid %d session %q; before: pid %d session %q",
+			s.PID, s.AgentSessionID, before.PID, before.AgentSessionID)
+	}
+	if claudeE2EAlive(before.PID) {
+		t.Errorf("the turn's process %d of the killed app still runs next to the resumed one", before.PID)
+	}
+	if !h.nudgedCopilot("stall") {
+		t.Error("the fake API never received the continuation nudge")
+	}
+	h.expectTimeline(id, []string{"process_started"},
+		"process_started", "state_changed:working", "boot_reconciled",
+		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}

@@ -4,6 +4,7 @@ package copilot
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,6 +249,35 @@ func TestProcessPromptDuringTurnQueued(t *testing.T) {
 	}
 	_ = p.CloseInput()
 	closed(t, p)
+}
+
+// TestProcessPermissionModes: prompt mode asks no one, so the session's
+// permission mode decides up front: under "default" Copilot denies the
+// command (the tool fails, the turn goes on), under bypassPermissions it
+// runs.
+func TestProcessPermissionModes(t *testing.T) {
+	tests := []struct {
+		mode string
+		runs bool
+	}{
+		{"default", false},
+		{"bypassPermissions", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			w := newWorld(t)
+			w.opts.PermissionMode = tt.mode
+			p := w.start(t, "[[scenario:write]] make it")
+			fin, _ := next(t, p, sessions.EvToolFinished)
+			next(t, p, sessions.EvTurnCompleted)
+			_, err := os.Stat(filepath.Join(w.opts.Cwd, "made.txt"))
+			if ran := err == nil; ran != tt.runs || (fin.Detail == "tool failed") == tt.runs {
+				t.Errorf("command ran %v (tool finished %+v), want %v", ran, fin, tt.runs)
+			}
+			_ = p.CloseInput()
+			closed(t, p)
+		})
+	}
 }
 
 func TestPermissionArgs(t *testing.T) {

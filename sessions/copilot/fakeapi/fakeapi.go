@@ -318,6 +318,14 @@ func Builtin() map[string]ScenarioFunc {
 			}
 			return Reply{Command: "sleep 1; echo hi"}
 		},
+		// write asks for a command that creates made.txt in the working
+		// directory, then answers.
+		"write": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "Done."}
+			}
+			return Reply{Command: "touch made.txt"}
+		},
 		// slowtool runs a minute-long command once; any later request
 		// (its output, or a nudge after the agent was killed) is answered.
 		"slowtool": func(n int, _ string) Reply {
