@@ -73,12 +73,15 @@ type wire struct {
 		ToolName   string `json:"toolName"`
 		Success    *bool  `json:"success"`
 		// session.error, model.call_failure
-		ErrorType    string `json:"errorType"`
-		ErrorCode    string `json:"errorCode"`
-		Message      string `json:"message"`
-		ErrorMessage string `json:"errorMessage"`
-		StatusCode   int    `json:"statusCode"`
-		RetryAttempt int    `json:"retryAttempt"`
+		ErrorType string `json:"errorType"`
+		ErrorCode string `json:"errorCode"`
+		// ProviderErrorType is the BYOK provider's own error type
+		// ("context_length_exceeded"), when Copilot passes it on.
+		ProviderErrorType string `json:"providerErrorType"`
+		Message           string `json:"message"`
+		ErrorMessage      string `json:"errorMessage"`
+		StatusCode        int    `json:"statusCode"`
+		RetryAttempt      int    `json:"retryAttempt"`
 		// assistant.turn_retry
 		Reason string `json:"reason"`
 		// subagent.*
@@ -138,6 +141,59 @@ var kinds = map[string]kind{
 	// assistant.idle precedes result by a few ms; result is the turn's
 	// last line and carries the exit code, so the end is decided there.
 	"assistant.idle": kQuiet, "result": kResult,
+	// The rest of 1.0.102's schema (schemas/session-events.schema.json):
+	// work in progress,
+	"assistant.fusion_phase_activity": kActivity, "assistant.fusion_phase_completed": kActivity,
+	"assistant.fusion_phase_started": kActivity, "assistant.server_tool_progress": kActivity,
+	"command.completed": kActivity, "command.execute": kActivity,
+	"external_tool.completed": kActivity, "external_tool.requested": kActivity,
+	"hook.progress": kActivity, "mcp_app.tool_call_complete": kActivity,
+	"skill.context_delivered": kActivity, "skill.context_delivered_ref": kActivity,
+	"skill.invoked_ref": kActivity, "tool.shell_output": kActivity, "workflow.run_updated": kActivity,
+	// usage,
+	"session.quota_observation": kMetrics, "session.usage_record": kMetrics,
+	// and what prompt mode either never prints or that says nothing about
+	// the turn (configuration, MCP, canvases, fusion routing, schedules;
+	// permission and input requests, which prompt mode answers itself).
+	"assistant.fusion_phase_failed": kQuiet, "auto_mode_switch.completed": kQuiet,
+	"auto_mode_switch.requested": kQuiet, "capabilities.changed": kQuiet, "command.queued": kQuiet,
+	"commands.changed": kQuiet, "elicitation.completed": kQuiet, "elicitation.requested": kQuiet,
+	"exit_plan_mode.completed": kQuiet, "exit_plan_mode.requested": kQuiet,
+	"human_response.recorded": kQuiet, "mcp.headers_refresh_completed": kQuiet,
+	"mcp.headers_refresh_required": kQuiet, "mcp.oauth_completed": kQuiet,
+	"mcp.oauth_recovery_completed": kQuiet, "mcp.oauth_required": kQuiet,
+	"mcp.prompts.list_changed": kQuiet, "mcp.resources.list_changed": kQuiet,
+	"mcp.tools.list_changed": kQuiet, "permission.completed": kQuiet, "permission.requested": kQuiet,
+	"sampling.completed": kQuiet, "sampling.requested": kQuiet, "sandbox.decision": kQuiet,
+	"session.auto_mode_resolved": kQuiet, "session.auto_tier_recommendation": kQuiet,
+	"session.auto_tier_switch_failed": kQuiet, "session.autopilot_objective_changed": kQuiet,
+	"session.autopilot_stopped": kQuiet, "session.binary_asset": kQuiet,
+	"session.canvas.closed": kQuiet, "session.canvas.opened": kQuiet,
+	"session.canvas.recorded": kQuiet, "session.canvas.registry_changed": kQuiet,
+	"session.canvas.removed": kQuiet, "session.canvas.unavailable": kQuiet,
+	"session.completion_receipt": kQuiet, "session.context_cleared": kQuiet,
+	"session.custom_agents_updated": kQuiet, "session.custom_notification": kQuiet,
+	"session.extensions.attachments_pushed": kQuiet, "session.extensions_loaded": kQuiet,
+	"session.fusion_change_checkpoint": kQuiet, "session.fusion_commit_started": kQuiet,
+	"session.fusion_completed": kQuiet, "session.fusion_handoff": kQuiet,
+	"session.fusion_resolved": kQuiet, "session.fusion_route_failed": kQuiet,
+	"session.fusion_route_started": kQuiet, "session.handoff": kQuiet,
+	"session.indexed_search": kQuiet, "session.managed_plugin_progress": kQuiet,
+	"session.managed_settings_enforced": kQuiet, "session.managed_settings_resolved": kQuiet,
+	"session.mcp_server_needs_reconnect": kQuiet, "session.mcp_server_removed": kQuiet,
+	"session.mcp_server_tools_loaded": kQuiet, "session.memory_changed": kQuiet,
+	"session.mode_notice_delivered": kQuiet, "session.model_deselected": kQuiet,
+	"session.permission_recovery": kQuiet, "session.permissions_changed": kQuiet,
+	"session.plan_changed": kQuiet, "session.remote_steerable_changed": kQuiet,
+	"session.request_body_compression_disabled": kQuiet, "session.schedule_cancelled": kQuiet,
+	"session.schedule_created": kQuiet, "session.schedule_rearmed": kQuiet,
+	"session.session_limits_changed": kQuiet, "session.snapshot_rewind": kQuiet,
+	"session.task_complete": kQuiet, "session.todos_changed": kQuiet, "session.truncation": kQuiet,
+	"session.workspace_file_changed": kQuiet, "session_limits_exhausted.completed": kQuiet,
+	"session_limits_exhausted.requested": kQuiet, "subagent.configured": kQuiet,
+	"subagent.deselected": kQuiet, "subagent.selected": kQuiet, "system.notification": kQuiet,
+	"tool_search.activated": kQuiet, "ui.ephemeral_query": kQuiet, "user_input.completed": kQuiet,
+	"user_input.requested": kQuiet, "workflow.run_settled": kQuiet, "workflow.run_started": kQuiet,
 }
 
 // turn is what decoding remembers within one turn's process.
@@ -229,7 +285,7 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 			Detail: sessions.SanitizeMessage(d.Reason)}}, info, nil
 	case kError:
 		t.ended = true
-		return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: classify(d.ErrorType, d.ErrorCode, d.StatusCode, d.Message)}}, info, nil
+		return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: classify(d.ErrorType, d.ErrorCode+" "+d.ProviderErrorType, d.StatusCode, d.Message)}}, info, nil
 	case kAbort:
 		t.ended = true
 		return one(sessions.EvTurnAborted, sessions.SanitizeMessage(d.Reason)), info, nil

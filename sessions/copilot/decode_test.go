@@ -142,6 +142,8 @@ func TestDecodeLine(t *testing.T) {
 			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Network},
 		{"anthropic overflow", `{"type":"session.error","data":{"errorType":"query","message":"prompt is too long: 210000 tokens > 200000 maximum","statusCode":400}}`,
 			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.ContextOverflow},
+		{"provider type says overflow", `{"type":"session.error","data":{"errorType":"query","providerErrorType":"context_length_exceeded","message":"400 Bad Request","statusCode":400}}`,
+			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.ContextOverflow},
 		{"timeout", `{"type":"session.error","data":{"errorType":"timeout","message":"The request timed out"}}`,
 			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Network},
 	}
