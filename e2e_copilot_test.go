@@ -115,6 +115,23 @@ func (h *cpe2e) checkCopilotIdentity(s sessions.Session) {
 	}
 }
 
+// waitCopilotPersisted waits until Copilot's own record of the session
+// (COPILOT_HOME/session-state/ID/events.jsonl) holds an event of typ.
+func (h *cpe2e) waitCopilotPersisted(sessionID, typ string) {
+	h.t.Helper()
+	path := filepath.Join(h.home, ".copilot", "session-state", sessionID, "events.jsonl")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), `"type":"`+typ+`"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s never held %s", path, typ)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestCopilotE2EPlainReply: a plain reply ends the turn waiting for review;
 // the turn's process exiting after it is not the session ending; ack makes
 // it idle.
@@ -342,6 +359,11 @@ func TestCopilotE2EAgentKilledMidCommand(t *testing.T) {
 	id := h.newCopilot("[[scenario:slowtool]] run it")
 	before := h.waitOpenTool(id, "command")
 	h.waitProc("sleep 60")
+	// Copilot writes its session to disk about a second after it prints
+	// the same events (measured on 1.0.102): a kill before that loses the
+	// turn, and the resumed session starts without it. The test is about
+	// the resume, so it kills once the turn is on disk.
+	h.waitCopilotPersisted(before.AgentSessionID, "tool.execution_start")
 	if err := syscall.Kill(-before.PID, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing copilot's group %d: %v", before.PID, err)
 	}
@@ -356,7 +378,7 @@ func TestCopilotE2EAgentKilledMidCommand(t *testing.T) {
 			s.PID, s.AgentSessionID, before.AgentSessionID, before.PID)
 	}
 	if !h.nudgedCopilot("slowtool") {
-		t.Error("the fake API never received the continuation nudge")
+		t.Errorf("the fake API never received the continuation nudge: %+v", h.api.Requests("slowtool"))
 	}
 	h.expectTimeline(id, []string{"process_started"},
 		"process_started", "state_changed:working", "state_changed:interrupted",
@@ -402,6 +424,7 @@ func TestCopilotE2EAppKilledMidTurn(t *testing.T) {
 	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
 		return s.State == sessions.Working && s.PID > 0 && len(h.api.Requests("stall")) > 0
 	})
+	h.waitCopilotPersisted(before.AgentSessionID, "user.message")
 	h.killApp()
 	if !claudeE2EAlive(before.PID) {
 		t.Fatalf("the turn's process %d died with the app; the test needs it orphaned", before.PID)
