@@ -318,10 +318,11 @@ func (p *Process) pump(t *turnProc) {
 		}
 		p.send(sessions.Event{Kind: sessions.EvTurnAborted, Detail: "interrupted"})
 	}
-	if !ended && t.compact {
+	if !ended && t.compact && sig == "" {
 		// Copilot refuses a compaction by exiting without a result
 		// ("Nothing to compact." on stderr, exit 1; measured on
-		// 1.0.102): the compaction failed, the agent did not.
+		// 1.0.102): the compaction failed, the agent did not. (Killed
+		// by a signal, it is a crash like any turn's.)
 		ended = true
 		why := orDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
 		p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: false, Detail: why})
@@ -354,7 +355,8 @@ func (p *Process) pump(t *turnProc) {
 	p.mu.Unlock()
 }
 
-// send delivers one event unless Events is already closed.
+// send delivers one event. Only a turn's pump sends, and Events is closed
+// only when no pump runs (or by the pump itself, after its last send).
 func (p *Process) send(ev sessions.Event) {
 	if ev.Kind != sessions.EvProcessStarted && ev.Kind != sessions.EvCompactionStarted {
 		p.mu.Lock()
