@@ -8,6 +8,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -19,6 +20,7 @@ import (
 var agentRegistry = sessions.MustRegistry(
 	claude.Agent{},
 	codex.Agent{},
+	copilot.Agent{},
 )
 
 // externalSources find the sessions the app did not launch (an agent started

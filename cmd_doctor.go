@@ -38,7 +38,6 @@ func doctorAgents() []doctor.Agent {
 var otherAgentCLIs = []doctor.Agent{
 	{Name: "gemini", Command: "gemini", Install: "npm install -g @google/gemini-cli"},
 	{Name: "opencode", Command: "opencode", Install: "npm install -g opencode-ai"},
-	{Name: "copilot", Command: "copilot", Install: "npm install -g @github/copilot"},
 }
 
 func cmdDoctor(c *cli, args []string) error {

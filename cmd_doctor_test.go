@@ -98,7 +98,7 @@ func TestDoctorHealthyDataDirectory(t *testing.T) {
 		"agent codex":    {"ok", "codex-cli 0.50.0"},
 		"agent gemini":   {"warn", "not found on PATH (optional", "fix: npm install -g @google/gemini-cli"},
 		"agent opencode": {"warn", "exit status 3: boom", "fix: reinstall it: npm install -g opencode-ai"},
-		"agent copilot":  {"warn", "not found on PATH (optional", "fix: npm install -g @github/copilot"},
+		"agent copilot":  {"warn", "not found on PATH: the app runs, but cannot start Copilot CLI sessions", "fix: npm install -g @github/copilot"},
 	}
 	if doctor.HasFreedesktop(runtime.GOOS) {
 		want["notifications"] = []string{"warn", "no D-Bus session bus", "fix: "}

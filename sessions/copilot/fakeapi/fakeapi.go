@@ -1,0 +1,356 @@
+// Package fakeapi is a fake OpenAI chat completions API for end-to-end
+// tests that drive the real Copilot CLI through its BYOK provider
+// (COPILOT_PROVIDER_BASE_URL; Copilot appends /chat/completions and streams
+// with SSE, measured on 1.0.102). It listens on 127.0.0.1 only and picks its
+// behaviour from a [[scenario:NAME]] marker in the request (the last one in
+// the body, so a later prompt of the same session selects its own), so a
+// test selects a scenario by its prompt alone.
+//
+// Everything but POST /v1/chat/completions is a 404, which makes an
+// unexpected endpoint visible in the request log.
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Entry records one handled request.
+type Entry struct {
+	Method, Path string
+	// Scenario and Attempt (1-based, per scenario) are set for completions.
+	Scenario string
+	Attempt  int
+	Status   int
+	// ToolOutput is the content of the request's last message when it is
+	// a tool result (the CLI sending back what a command printed).
+	ToolOutput string
+	// UserText is the text of the request's last user message.
+	UserText string
+	At       time.Time
+}
+
+// Reply is what one request gets.
+type Reply struct {
+	// Status, when not 200, is sent with ErrorBody.
+	Status    int
+	ErrorBody string
+	Header    map[string]string
+	// Text is an assistant message; Command, when set, is a call of
+	// Copilot's bash tool instead.
+	Text    string
+	Command string
+	// Stall holds the stream open after its first chunk until the server
+	// closes; Cut drops the connection mid-stream.
+	Stall bool
+	Cut   bool
+}
+
+// ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
+// toolOutput is the request's tool result, if its last message is one.
+type ScenarioFunc func(n int, toolOutput string) Reply
+
+// Server is a running fake.
+type Server struct {
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	scenarios map[string]ScenarioFunc
+	attempts  map[string]int
+	log       []Entry
+	closed    bool
+}
+
+// CompletionsPath is the one route the fake serves.
+const CompletionsPath = "/v1/chat/completions"
+
+// Start serves on a free port of 127.0.0.1.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("copilot fakeapi: listen: %w", err)
+	}
+	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+CompletionsPath, s.completions)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
+		http.Error(w, "copilot fakeapi: no route", http.StatusNotFound)
+	})
+	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the provider base URL: Copilot appends /chat/completions.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
+
+// Close stops the server, releasing stalled streams.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	_ = s.srv.Close()
+	s.wg.Wait()
+}
+
+// Handle registers or replaces a scenario.
+func (s *Server) Handle(name string, fn ScenarioFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scenarios[name] = fn
+}
+
+// Log is a copy of the handled requests.
+func (s *Server) Log() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Entry(nil), s.log...)
+}
+
+// Requests returns the completions requests of one scenario.
+func (s *Server) Requests(scenario string) []Entry {
+	var out []Entry
+	for _, e := range s.Log() {
+		if e.Path == CompletionsPath && e.Scenario == scenario {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.wg.Add(1)
+		defer s.wg.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) record(e Entry) {
+	e.At = time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, e)
+}
+
+var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
+
+// request is the part of a chat completions request the fake reads.
+type request struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// text is a message's content: a string, or an array of text parts.
+func text(raw json.RawMessage) string {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// datetimeRE is the timestamp Copilot puts before every prompt.
+var datetimeRE = regexp.MustCompile(`^\s*<current_datetime>[^<]*</current_datetime>\s*`)
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	scenario := "text"
+	if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
+		scenario = string(m[len(m)-1][1])
+	}
+	var req request
+	_ = json.Unmarshal(body, &req)
+	var toolOut, userText string
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
+		toolOut = text(req.Messages[n-1].Content)
+		if toolOut == "" {
+			toolOut = "(empty)"
+		}
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			userText = strings.TrimSpace(datetimeRE.ReplaceAllString(text(req.Messages[i].Content), ""))
+			break
+		}
+	}
+	s.mu.Lock()
+	s.attempts[scenario]++
+	n := s.attempts[scenario]
+	fn := s.scenarios[scenario]
+	s.mu.Unlock()
+	if fn == nil {
+		fn = s.scenarios["text"]
+	}
+	rep := fn(n, toolOut)
+	status := rep.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: userText})
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
+	if status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, rep.ErrorBody)
+		return
+	}
+	s.stream(w, rep, n)
+}
+
+func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	id := fmt.Sprintf("chatcmpl_%d_%d", time.Now().UnixNano(), n)
+	send := func(delta map[string]any, finish any, usage any) {
+		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if usage != nil {
+			chunk["usage"] = usage
+		}
+		b, _ := json.Marshal(chunk)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	if rep.Stall {
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Minute):
+		}
+		return
+	}
+	if rep.Cut {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				if tc, ok := c.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0)
+				}
+				_ = c.Close()
+			}
+		}
+		return
+	}
+	finish := "stop"
+	if rep.Command != "" {
+		args, _ := json.Marshal(map[string]string{"command": rep.Command, "description": "Run the command"})
+		send(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_%s", id), "type": "function",
+			"function": map[string]any{"name": "bash", "arguments": string(args)}}}}, nil, nil)
+		finish = "tool_calls"
+	} else {
+		send(map[string]any{"content": rep.Text}, nil, nil)
+	}
+	send(map[string]any{}, finish, map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// Model is the model name the fake reports and the tests configure.
+const Model = "gpt-4.1"
+
+// The error bodies an OpenAI-compatible API sends.
+const (
+	body429     = `{"error":{"type":"rate_limit_exceeded","code":"rate_limit_exceeded","message":"Rate limit reached for requests"}}`
+	body401     = `{"error":{"type":"invalid_request_error","code":"invalid_api_key","message":"Incorrect API key provided"}}`
+	body500     = `{"error":{"type":"server_error","message":"The server had an error while processing your request."}}`
+	bodyTooLong = `{"error":{"type":"invalid_request_error","code":"context_length_exceeded","param":"messages","message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 200000 tokens."}}`
+)
+
+// RetryAfter429 is the retry-after the 429 scenarios send, in seconds: Copilot
+// waits it between its own retries.
+const RetryAfter429 = 1
+
+// Builtin are the scenarios every server knows.
+func Builtin() map[string]ScenarioFunc {
+	failThen := func(k int, fail Reply) ScenarioFunc {
+		return func(n int, _ string) Reply {
+			if n <= k {
+				return fail
+			}
+			return Reply{Text: "Hello after the failures."}
+		}
+	}
+	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
+	rate := Reply{Status: 429, ErrorBody: body429, Header: map[string]string{"retry-after": fmt.Sprint(RetryAfter429)}}
+	return map[string]ScenarioFunc{
+		"text": always(Reply{Text: "Hello from the fake OpenAI model."}),
+		"tool": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "The command printed hi."}
+			}
+			return Reply{Command: "sleep 1; echo hi"}
+		},
+		// write asks for a command that creates made.txt in the working
+		// directory, then answers.
+		"write": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "Done."}
+			}
+			return Reply{Command: "touch made.txt"}
+		},
+		// slowtool runs a minute-long command once; any later request
+		// (its output, or a nudge after the agent was killed) is answered.
+		"slowtool": func(n int, _ string) Reply {
+			if n > 1 {
+				return Reply{Text: "The slow command finished."}
+			}
+			return Reply{Command: "sleep 60; echo done"}
+		},
+		"429": always(rate),
+		// 429 past Copilot's own retries (it tries six times: measured on
+		// 1.0.102), then answered.
+		"429x6then_ok":  failThen(6, rate),
+		"401":           always(Reply{Status: 401, ErrorBody: body401}),
+		"500":           always(Reply{Status: 500, ErrorBody: body500}),
+		"too_long":      always(Reply{Status: 400, ErrorBody: bodyTooLong}),
+		"too_long_once": failThen(1, Reply{Status: 400, ErrorBody: bodyTooLong}),
+		// too_long_second overflows on the session's second turn only,
+		// when there is a first one for Copilot's /compact to summarize.
+		"too_long_second": func(n int, _ string) Reply {
+			if n == 2 {
+				return Reply{Status: 400, ErrorBody: bodyTooLong}
+			}
+			return Reply{Text: "Hello from the fake OpenAI model."}
+		},
+		"stall": failThen(1, Reply{Stall: true}),
+		"cut":   always(Reply{Cut: true}),
+	}
+}

@@ -1,0 +1,94 @@
+//go:build unix
+
+package copilot
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
+)
+
+var _ sessions.OrphanReaper = Agent{}
+
+// How long an orphaned turn gets to stop after SIGTERM, and how long its
+// SIGKILL is awaited.
+const (
+	orphanTermGrace = 3 * time.Second
+	orphanKillWait  = 2 * time.Second
+)
+
+// ReapOrphan stops a turn's process that an earlier run of the app lost
+// (the app was killed mid-turn), so the resumed session does not run
+// beside it on the same Copilot session.
+func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
+
+// ReapOrphan stops pid and its tree if it still is one of the app's turn
+// processes: a process-group leader (the app starts every turn in a group
+// of its own) whose command line is copilot's prompt mode as Args builds
+// it. Anything else, including an unrelated process that reused the pid,
+// is left alone.
+func ReapOrphan(pid int) (bool, error) {
+	if pid <= 0 || !isManagedTurn(pid) {
+		return false, nil
+	}
+	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
+		if err == syscall.ESRCH {
+			return false, nil
+		}
+		return false, fmt.Errorf("stopping orphaned copilot %d: %w", pid, err)
+	}
+	if waitGone(pid, orphanTermGrace) {
+		return true, nil
+	}
+	_ = proctree.SignalTree(pid, syscall.SIGKILL)
+	if waitGone(pid, orphanKillWait) {
+		return true, nil
+	}
+	return true, fmt.Errorf("orphaned copilot %d survived SIGKILL", pid)
+}
+
+func isManagedTurn(pid int) bool {
+	if alive, known := processAlive(pid); !alive || !known {
+		return false
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	args := strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+	i := slices.Index(args, "--output-format")
+	if i < 1 || i+2 >= len(args) || args[i+1] != "json" || !strings.HasPrefix(args[i+2], "--session-id=") {
+		return false
+	}
+	for _, a := range args[:i] {
+		if filepath.Base(a) == "copilot" {
+			return true
+		}
+	}
+	return false
+}
+
+func waitGone(pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if alive, known := processAlive(pid); known && !alive {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

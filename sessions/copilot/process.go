@@ -1,0 +1,486 @@
+package copilot
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
+)
+
+// CommandSetting is the setting that names the Copilot executable; errors
+// about a missing binary point the user at it.
+const CommandSetting = "agents.copilot.command"
+
+// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
+const stderrKeep = 8 << 10
+
+// compactPrompt is Copilot's own slash command: in prompt mode it makes the
+// summarizing model call and rewrites the session's history (measured on
+// 1.0.102: one request with tool_choice, then a bare `result`).
+const compactPrompt = "/compact"
+
+// Process is one Copilot session that the app owns, run one turn per
+// `copilot -p` process: the first prompt starts the session with the id the
+// app chose (--session-id), every later prompt resumes it in a new process.
+// It presents those turns as one sessions.Process: Events stays open across
+// turns, PID is the current (or last) turn's process, and a turn's process
+// exiting after its `result` line is the turn ending, not the agent. Only a
+// turn's process that dies without its result (a crash, a SIGKILL) ends
+// Events, so the supervisor sees the exit and resumes the session.
+type Process struct {
+	opts      ProcessOptions
+	path      string
+	sessionID string
+	events    chan sessions.Event
+	stderr    *pipeio.Ring
+
+	mu sync.Mutex // guards everything below
+	// cur is the turn in flight (nil between turns).
+	cur *turnProc
+	// pid is the current or last turn's process id (0 before the first).
+	pid int
+	// queued are prompts sent while a turn ran: Copilot takes no input
+	// mid-turn, so they start the next turn when this one ends.
+	queued []string
+	// spoke: the session's first line was seen (the session id is then
+	// announced once).
+	spoke bool
+	// closed: no more turns (CloseInput); finished: Events is closed.
+	closed, finished bool
+	// exitCode and exitSignal are what Wait reports.
+	exitCode   int
+	exitSignal string
+	waited     chan struct{}
+	skipped    int64
+}
+
+// turnProc is one turn's `copilot -p` process.
+type turnProc struct {
+	cmd *exec.Cmd
+	dec *Decoder
+	// compact: this turn is a /compact.
+	compact bool
+	// queuedTurn: the turn was started by prompts queued during the
+	// previous one (the supervisor saw them as added to that turn).
+	queuedTurn bool
+	// interrupted: the app sent SIGINT; an exit without a result line is
+	// then the abort it asked for.
+	interrupted bool
+	// goneSince is when Alive first found the process gone while its
+	// pump had not finished yet.
+	goneSince time.Time
+}
+
+// exitGrace is how long a turn's process may be gone before its pump
+// finishes (it reaps the process and reports the turn's end in
+// milliseconds) until Alive calls it dead: only stdout held open by a tool
+// that outlived Copilot keeps the pump waiting longer.
+const exitGrace = 3 * time.Second
+
+// ProcessOptions says how to run the session's turns.
+type ProcessOptions struct {
+	// Command is the executable, from the setting agents.copilot.command.
+	Command string
+	Cwd     string
+	// Env is added to the inherited environment.
+	Env []string
+	// PermissionMode is the session's permission mode (see PermissionArgs).
+	PermissionMode string
+	// ResumeID continues an existing Copilot session; empty starts a new
+	// one with a fresh id.
+	ResumeID string
+	// MaxLine bounds one stdout line (0: DefaultMaxLine).
+	MaxLine int
+	// WriteTimeout bounds writing a prompt to a turn's stdin (0: none).
+	WriteTimeout time.Duration
+}
+
+// sessionRE is a Copilot session id: a UUID (ids it prints, and the ones
+// --session-id accepts).
+var sessionRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// PermissionArgs maps the session's permission mode onto Copilot's flags. In
+// prompt mode Copilot cannot ask anyone: a tool that needs approval and is
+// not allowed up front is denied (it tells the model so; measured on
+// 1.0.102). So "default" and "plan" allow nothing beyond what needs no
+// approval, "acceptEdits" allows file writes, and "bypassPermissions" (or
+// Copilot's own word, "allow-all") allows every tool, path and URL.
+func PermissionArgs(mode string) []string {
+	switch mode {
+	case "bypassPermissions", "dontAsk", "allow-all", "yolo":
+		return []string{"--allow-all"}
+	case "acceptEdits":
+		return []string{"--allow-tool=write"}
+	}
+	return nil
+}
+
+// Args is one turn's command line (after the program name): the prompt is
+// read from stdin (no argument-length limit), the JSONL events on stdout.
+func Args(sessionID, permissionMode string) []string {
+	args := []string{"--output-format", "json", "--session-id=" + sessionID,
+		"--no-auto-update", "--no-ask-user", "--no-color"}
+	return append(args, PermissionArgs(permissionMode)...)
+}
+
+// Start prepares the session: it resolves the command and the session id;
+// the first process starts with the first prompt.
+func Start(opts ProcessOptions) (*Process, error) {
+	id := opts.ResumeID
+	if id != "" && !sessionRE.MatchString(id) {
+		return nil, fmt.Errorf("copilot launch options: invalid session id %q", clip(id))
+	}
+	if id == "" {
+		id = newUUID()
+	}
+	command := opts.Command
+	if command == "" {
+		command = "copilot"
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil, fmt.Errorf("the Copilot command %q was not found (install the Copilot CLI, or point the setting %s at it: session-supervisor settings set %s /path/to/copilot): %w",
+			command, CommandSetting, CommandSetting, err)
+	}
+	if opts.Cwd != "" {
+		if st, err := os.Stat(opts.Cwd); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("copilot working directory %s: not a directory (%v)", opts.Cwd, err)
+		}
+	}
+	return &Process{opts: opts, path: path, sessionID: id, events: make(chan sessions.Event, 64),
+		stderr: &pipeio.Ring{Max: stderrKeep}, waited: make(chan struct{})}, nil
+}
+
+// SessionID is Copilot's id for the session.
+func (p *Process) SessionID() string { return p.sessionID }
+
+// PID is the current turn's process, or the last one's between turns (0
+// before the first prompt).
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid
+}
+
+// Events yields the decoded stream of every turn; it is closed when the
+// session's processes are done (CloseInput between turns, or a turn's
+// process that died without finishing its turn).
+func (p *Process) Events() <-chan sessions.Event { return p.events }
+
+// SkippedLines counts malformed, unknown and oversize lines of all turns.
+func (p *Process) SkippedLines() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.skipped
+	if p.cur != nil {
+		n += p.cur.dec.Stats().Skipped()
+	}
+	return int(n)
+}
+
+// StderrTail is the last few KB of stderr (diagnostics only; never persisted).
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+// SendPrompt starts a turn with text, or queues it for the next turn when
+// one is in flight (Copilot reads no input mid-turn).
+func (p *Process) SendPrompt(text string) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return errors.New("the agent's input is closed")
+	}
+	if p.cur != nil {
+		p.queued = append(p.queued, text)
+		p.mu.Unlock()
+		return nil
+	}
+	stdin, err := p.startLocked(false, false)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return p.writePrompt(stdin, text)
+}
+
+// Compact runs Copilot's /compact as a turn of its own.
+func (p *Process) Compact() error {
+	p.mu.Lock()
+	if p.closed || p.cur != nil {
+		p.mu.Unlock()
+		return errors.New("copilot can compact only between turns of an open session")
+	}
+	stdin, err := p.startLocked(true, false)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return p.writePrompt(stdin, compactPrompt)
+}
+
+// startLocked starts one turn's process and returns its stdin, for the
+// prompt to be written outside the lock.
+func (p *Process) startLocked(compact, queued bool) (*os.File, error) {
+	cmd := exec.Command(p.path, Args(p.sessionID, p.opts.PermissionMode)...)
+	cmd.Dir = p.opts.Cwd
+	cmd.Env = append(os.Environ(), p.opts.Env...)
+	setProcessGroup(cmd)
+	stdinR, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin for copilot: %w", err)
+	}
+	cmd.Stdin = stdinR
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		stdinR.Close()
+		stdin.Close()
+		return nil, fmt.Errorf("creating stdout for copilot: %w", err)
+	}
+	cmd.Stderr = p.stderr
+	err = cmd.Start()
+	stdinR.Close() // the child holds its own copy
+	if err != nil {
+		stdin.Close()
+		return nil, fmt.Errorf("starting %s in %s: %w", p.path, p.opts.Cwd, err)
+	}
+	t := &turnProc{cmd: cmd, dec: NewDecoder(stdout, p.opts.MaxLine), compact: compact, queuedTurn: queued}
+	p.cur, p.pid = t, cmd.Process.Pid
+	go p.pump(t)
+	return stdin, nil
+}
+
+// writePrompt writes the prompt as the whole of a turn's stdin: Copilot
+// reads it to its end (no argument-length limit, nothing on the command
+// line for ps to show). A process that does not read it within the write
+// timeout fails the write; the caller's escalation stops it and its pump
+// reports the exit.
+func (p *Process) writePrompt(stdin *os.File, text string) error {
+	_, err := pipeio.WriteLine(stdin, []byte(text), p.opts.WriteTimeout, "copilot")
+	stdin.Close()
+	if err != nil {
+		return fmt.Errorf("writing the prompt to copilot: %w", err)
+	}
+	return nil
+}
+
+// pump decodes one turn's stdout into Events, then decides what its exit
+// means for the session.
+func (p *Process) pump(t *turnProc) {
+	p.send(sessions.Event{Kind: sessions.EvProcessStarted, PID: t.cmd.Process.Pid, AgentSessionID: p.sessionID})
+	if t.queuedTurn {
+		// Prompts sent during the last turn start this one; Apply
+		// supervises it as the turn those prompts started.
+		p.send(sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: p.sessionID})
+	}
+	if t.compact {
+		p.send(sessions.Event{Kind: sessions.EvCompactionStarted})
+	}
+	var ended, failed bool
+	for {
+		line, err := t.dec.Next()
+		if err != nil {
+			break
+		}
+		for _, ev := range line.Events {
+			switch ev.Kind {
+			case sessions.EvTurnCompleted, sessions.EvTurnFailed, sessions.EvTurnAborted:
+				ended = true
+				failed = ev.Kind != sessions.EvTurnCompleted
+				if t.compact {
+					p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: !failed})
+				}
+			}
+			p.send(ev)
+		}
+	}
+	werr := t.cmd.Wait()
+	code, sig := exitStatus(t.cmd.ProcessState)
+	if werr != nil && t.cmd.ProcessState == nil {
+		code = -1
+	}
+	p.mu.Lock()
+	interrupted := t.interrupted
+	p.mu.Unlock()
+	if !ended && interrupted {
+		// SIGINT before Copilot printed its result: the abort the app
+		// asked for. Sent while cur is still this turn, so Events cannot
+		// be closed under it.
+		ended = true
+		if t.compact {
+			p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: false})
+		}
+		p.send(sessions.Event{Kind: sessions.EvTurnAborted, Detail: "interrupted"})
+	}
+	if !ended && t.compact && sig == "" {
+		// Copilot refuses a compaction by exiting without a result
+		// ("Nothing to compact." on stderr, exit 1; measured on
+		// 1.0.102): the compaction failed, the agent did not. (Killed
+		// by a signal, it is a crash like any turn's.)
+		ended = true
+		why := orDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
+		p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: false, Detail: why})
+		p.send(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow,
+			Message: sessions.SanitizeMessage("compaction failed: " + why)}})
+	}
+	p.mu.Lock()
+	p.skipped += t.dec.Stats().Skipped()
+	p.cur = nil
+	switch {
+	case !ended:
+		// The turn's process died mid-turn: that is the agent's exit.
+		p.exitCode, p.exitSignal = code, sig
+		p.finishLocked()
+	case p.closed:
+		p.finishLocked()
+	case len(p.queued) > 0:
+		text := strings.Join(p.queued, "\n\n")
+		p.queued = nil
+		stdin, err := p.startLocked(false, true)
+		if err != nil {
+			p.exitCode = -1
+			p.finishLocked()
+			break
+		}
+		p.mu.Unlock()
+		_ = p.writePrompt(stdin, text) // its pump reports a turn that never ran
+		return
+	}
+	p.mu.Unlock()
+}
+
+// send delivers one event. Only a turn's pump sends, and Events is closed
+// only when no pump runs (or by the pump itself, after its last send).
+func (p *Process) send(ev sessions.Event) {
+	if ev.Kind != sessions.EvProcessStarted && ev.Kind != sessions.EvCompactionStarted {
+		p.mu.Lock()
+		first := !p.spoke
+		p.spoke = true
+		p.mu.Unlock()
+		if first && ev.AgentSessionID == "" {
+			ev.AgentSessionID = p.sessionID
+		}
+	}
+	p.events <- ev
+}
+
+// finishLocked closes Events once: nothing more will come.
+func (p *Process) finishLocked() {
+	if p.finished {
+		return
+	}
+	p.finished = true
+	p.closed = true
+	close(p.events)
+}
+
+// Interrupt aborts the turn in flight: SIGINT to its process group, which
+// Copilot answers with an `abort` event and its result (measured on
+// 1.0.102; the npm wrapper alone would leave the native binary running).
+func (p *Process) Interrupt() error {
+	p.mu.Lock()
+	t := p.cur
+	if t != nil {
+		t.interrupted = true
+	}
+	p.mu.Unlock()
+	if t == nil {
+		return errors.New("copilot has no turn in flight to interrupt")
+	}
+	return interruptGroup(t.cmd.Process)
+}
+
+// AnswerPermission is refused: in prompt mode Copilot asks no one (its
+// permissions are the flags the session started with, PermissionArgs).
+func (p *Process) AnswerPermission(sessions.Permission, bool, string) error {
+	return errors.New("copilot runs with the permission mode chosen at launch; it has no pending question to answer")
+}
+
+// CloseInput ends the session: no more turns; the one in flight finishes
+// first.
+func (p *Process) CloseInput() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.queued = nil
+	if p.cur == nil {
+		p.finishLocked()
+	}
+	return nil
+}
+
+// Signal signals the current turn's process group; with no turn running
+// there is nothing to signal, and a terminating signal ends the session.
+func (p *Process) Signal(sig os.Signal) error {
+	p.mu.Lock()
+	t := p.cur
+	if t == nil {
+		if terminating(sig) {
+			p.closed = true
+			p.finishLocked()
+		}
+		p.mu.Unlock()
+		return nil
+	}
+	if terminating(sig) {
+		p.closed = true
+	}
+	p.mu.Unlock()
+	return signalGroup(t.cmd.Process, sig)
+}
+
+// Wait reports how the session's processes ended (call after Events is
+// closed): the exit code, or the signal that killed the turn's process.
+func (p *Process) Wait() (int, string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.finished {
+		return -1, "", errors.New("copilot: Wait called before Events was closed")
+	}
+	return p.exitCode, p.exitSignal, nil
+}
+
+// Alive reports whether the turn's process runs; between turns there is
+// none to run and the session is ready for its next prompt.
+func (p *Process) Alive() (alive, known bool) {
+	p.mu.Lock()
+	t, finished := p.cur, p.finished
+	p.mu.Unlock()
+	if finished {
+		return false, true
+	}
+	if t == nil {
+		return true, true
+	}
+	alive, known = processAlive(t.cmd.Process.Pid)
+	if !known || alive {
+		return alive, known
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != t {
+		return true, true // the turn ended meanwhile
+	}
+	if t.goneSince.IsZero() {
+		t.goneSince = time.Now()
+	}
+	if time.Since(t.goneSince) < exitGrace {
+		return false, false
+	}
+	return false, true
+}
+
+// newUUID is a random (version 4) UUID for a new Copilot session.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,314 @@
+//go:build linux
+
+package copilot
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
+)
+
+// These tests drive the real Copilot CLI (COPILOT_BIN, or the Makefile's
+// pinned copy) against the fake chat completions API, offline, behind a
+// proxy that refuses everything else.
+
+type world struct {
+	api     *fakeapi.Server
+	refused func() int
+	opts    ProcessOptions
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	bin := fakeapi.CopilotBinary(t)
+	api, err := fakeapi.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(api.Close)
+	proxy, refused, closeProxy, err := fakeapi.StartRefusingProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeProxy)
+	cache, err := fakeapi.SharedCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	w := &world{api: api, refused: refused, opts: ProcessOptions{Command: bin, Cwd: t.TempDir(),
+		Env: fakeapi.HermeticEnv(home, cache, api.URL(), proxy), PermissionMode: "bypassPermissions", WriteTimeout: 10 * time.Second}}
+	t.Cleanup(func() {
+		if n := w.refused(); n != 0 {
+			t.Errorf("the CLI tried to leave loopback %d times (refused by the proxy)", n)
+		}
+	})
+	return w
+}
+
+// start prepares a session in w and sends its first prompt.
+func (w *world) start(t *testing.T, prompt string) *Process {
+	t.Helper()
+	p, err := Start(w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendPrompt(prompt); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// stalled starts a turn whose model stream stays silent and returns once
+// the request reached the fake.
+func (w *world) stalled(t *testing.T) *Process {
+	t.Helper()
+	p := w.start(t, "[[scenario:stall]] go")
+	next(t, p, sessions.EvProcessStarted)
+	for len(w.api.Requests("stall")) == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return p
+}
+
+// next reads events until one of kind arrives (or Events closes).
+func next(t *testing.T, p *Process, kind sessions.EventKind) (sessions.Event, []sessions.Event) {
+	t.Helper()
+	var seen []sessions.Event
+	timeout := time.After(90 * time.Second)
+	for {
+		select {
+		case ev, ok := <-p.Events():
+			if !ok {
+				t.Fatalf("Events closed before %v; saw %v", kind, kindsOf(seen))
+			}
+			seen = append(seen, ev)
+			if ev.Kind == kind {
+				return ev, seen
+			}
+		case <-timeout:
+			t.Fatalf("no %v within 90 s; saw %v (stderr %q)", kind, kindsOf(seen), p.StderrTail())
+		}
+	}
+}
+
+func kindsOf(evs []sessions.Event) []sessions.EventKind {
+	var out []sessions.EventKind
+	for _, e := range evs {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func closed(t *testing.T, p *Process) {
+	t.Helper()
+	select {
+	case ev, ok := <-p.Events():
+		if ok {
+			t.Fatalf("Events still open: %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Events not closed")
+	}
+}
+
+// TestProcessTwoTurnsOneSession: each prompt is a process of its own, both
+// on the session id the app chose; the exit between turns is not an exit
+// of the agent, and CloseInput ends the session cleanly.
+func TestProcessTwoTurnsOneSession(t *testing.T) {
+	w := newWorld(t)
+	p, err := Start(w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PID() != 0 {
+		t.Errorf("pid %d before the first prompt", p.PID())
+	}
+	if err := p.SendPrompt("[[scenario:text]] first"); err != nil {
+		t.Fatal(err)
+	}
+	started, _ := next(t, p, sessions.EvProcessStarted)
+	if started.AgentSessionID != p.SessionID() || started.PID <= 0 {
+		t.Errorf("process started %+v, want pid and session %s", started, p.SessionID())
+	}
+	next(t, p, sessions.EvTurnCompleted)
+	first := p.PID()
+	// The turn's process exits; Events stays open for the next prompt.
+	deadline := time.Now().Add(30 * time.Second)
+	for processAliveOrUnknown(first) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Until the pump has reaped the turn's process, Alive cannot tell.
+	alive, known := p.Alive()
+	for !known && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		alive, known = p.Alive()
+	}
+	if !alive || !known {
+		t.Errorf("between turns Alive = %v, %v; the session is ready for a prompt", alive, known)
+	}
+	if err := p.SendPrompt("second"); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := next(t, p, sessions.EvProcessStarted)
+	next(t, p, sessions.EvTurnCompleted)
+	if s2.PID == first {
+		t.Errorf("turn 2 ran in the first turn's process %d", first)
+	}
+	reqs := w.api.Requests("text")
+	if len(reqs) != 2 || reqs[1].UserText != "second" {
+		t.Fatalf("requests %+v, want two, the second carrying the prompt", reqs)
+	}
+	if err := p.CloseInput(); err != nil {
+		t.Fatal(err)
+	}
+	closed(t, p)
+	if code, sig, err := p.Wait(); code != 0 || sig != "" || err != nil {
+		t.Errorf("Wait = %d %q %v, want a clean end", code, sig, err)
+	}
+	if _, err := os.Stat(w.opts.Cwd); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.SkippedLines(); n != 0 {
+		t.Errorf("%d lines skipped", n)
+	}
+}
+
+func processAliveOrUnknown(pid int) bool {
+	alive, known := processAlive(pid)
+	return alive || !known
+}
+
+// TestProcessInterruptThenNudge: SIGINT to the turn's group aborts the
+// stalled turn (Copilot's abort event), Events stays open, and the next
+// prompt resumes the same session in a new process.
+func TestProcessInterruptThenNudge(t *testing.T) {
+	w := newWorld(t)
+	p := w.stalled(t)
+	if err := p.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, p, sessions.EvTurnAborted)
+	if err := p.SendPrompt("continue"); err != nil {
+		t.Fatal(err)
+	}
+	_, seen := next(t, p, sessions.EvTurnCompleted)
+	for _, ev := range seen {
+		if ev.Kind == sessions.EvTurnAborted {
+			t.Errorf("a second abort: %v", kindsOf(seen))
+		}
+	}
+	if reqs := w.api.Requests("stall"); len(reqs) != 2 || reqs[1].UserText != "continue" {
+		t.Errorf("requests %+v, want the stalled one and the nudge", reqs)
+	}
+	_ = p.CloseInput()
+	closed(t, p)
+}
+
+// TestProcessKilledMidTurn: the turn's process group killed with SIGKILL
+// is the agent dying: Events closes and Wait reports the signal.
+func TestProcessKilledMidTurn(t *testing.T) {
+	w := newWorld(t)
+	p := w.stalled(t)
+	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range p.Events() {
+	}
+	code, sig, err := p.Wait()
+	if sig != "killed" || err != nil {
+		t.Errorf("Wait = %d %q %v, want killed", code, sig, err)
+	}
+	if err := p.SendPrompt("more"); err == nil {
+		t.Error("a prompt was accepted after the agent died")
+	}
+}
+
+// TestProcessPromptDuringTurnQueued: a prompt sent while a turn runs starts
+// the next turn when it ends (Copilot reads no input mid-turn), announced
+// by EvSessionInit so Apply supervises it as that prompt's turn.
+func TestProcessPromptDuringTurnQueued(t *testing.T) {
+	w := newWorld(t)
+	p := w.start(t, "[[scenario:tool]] run it")
+	next(t, p, sessions.EvToolStarted)
+	if err := p.SendPrompt("[[scenario:text]] and then this"); err != nil {
+		t.Fatal(err)
+	}
+	next(t, p, sessions.EvTurnCompleted)
+	next(t, p, sessions.EvSessionInit)
+	next(t, p, sessions.EvTurnCompleted)
+	reqs, queued := w.api.Requests("tool"), w.api.Requests("text")
+	if len(reqs) != 2 || !strings.Contains(reqs[1].ToolOutput, "hi") || len(queued) != 1 || !strings.Contains(queued[0].UserText, "and then this") {
+		t.Errorf("requests %+v then %+v, want the call, its output, then the queued prompt", reqs, queued)
+	}
+	_ = p.CloseInput()
+	closed(t, p)
+}
+
+// TestProcessPermissionModes: prompt mode asks no one, so the session's
+// permission mode decides up front: under "default" Copilot denies the
+// command (the tool fails, the turn goes on), under bypassPermissions it
+// runs.
+func TestProcessPermissionModes(t *testing.T) {
+	tests := []struct {
+		mode string
+		runs bool
+	}{
+		{"default", false},
+		{"bypassPermissions", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			w := newWorld(t)
+			w.opts.PermissionMode = tt.mode
+			p := w.start(t, "[[scenario:write]] make it")
+			fin, _ := next(t, p, sessions.EvToolFinished)
+			next(t, p, sessions.EvTurnCompleted)
+			_, err := os.Stat(filepath.Join(w.opts.Cwd, "made.txt"))
+			if ran := err == nil; ran != tt.runs || (fin.Detail == "tool failed") == tt.runs {
+				t.Errorf("command ran %v (tool finished %+v), want %v", ran, fin, tt.runs)
+			}
+			_ = p.CloseInput()
+			closed(t, p)
+		})
+	}
+}
+
+func TestPermissionArgs(t *testing.T) {
+	tests := []struct {
+		mode string
+		want string
+	}{
+		{"bypassPermissions", "--allow-all"},
+		{"allow-all", "--allow-all"},
+		{"acceptEdits", "--allow-tool=write"},
+		{"default", ""},
+		{"plan", ""},
+		{"", ""},
+		{"--yolo; rm", ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(PermissionArgs(tt.mode), " "); got != tt.want {
+			t.Errorf("PermissionArgs(%q) = %q, want %q", tt.mode, got, tt.want)
+		}
+	}
+}
+
+func TestStartRefusesBadResumeID(t *testing.T) {
+	if _, err := Start(ProcessOptions{Command: "sh", ResumeID: "--yolo"}); err == nil {
+		t.Error("a resume id that is a flag was accepted")
+	}
+	if _, err := Start(ProcessOptions{Command: "no-such-copilot-here"}); err == nil || !strings.Contains(err.Error(), CommandSetting) {
+		t.Errorf("missing command: %v", err)
+	}
+	p, err := Start(ProcessOptions{Command: "sh"})
+	if err != nil || !sessionRE.MatchString(p.SessionID()) {
+		t.Errorf("new session id %q (%v), want a UUID", p.SessionID(), err)
+	}
+}
