@@ -467,6 +467,16 @@ func (r *Runtime) spawn(e *entry, resumeID string) (Process, error) {
 	return proc, nil
 }
 
+// processStartedText is the process_started row's sentence. An agent that
+// runs one process per turn (Copilot) has none until its first prompt: say
+// that rather than "process 0".
+func processStartedText(agent string, pid int, how, cwd string) string {
+	if pid == 0 {
+		return fmt.Sprintf("%s %s in %s (its process starts with each turn)", agent, how, cwd)
+	}
+	return fmt.Sprintf("%s process %d %s in %s", agent, pid, how, cwd)
+}
+
 // attachLocked makes proc e's process and starts its event pump.
 func (r *Runtime) attachLocked(e *entry, proc Process, resumeID string) <-chan writeResult {
 	e.proc = proc
@@ -477,7 +487,7 @@ func (r *Runtime) attachLocked(e *entry, proc Process, resumeID string) <-chan w
 	}
 	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID()},
 		newRow(e.s, time.Now(), "process_started", map[string]any{
-			"message": fmt.Sprintf("%s process %d %s in %s", e.s.Agent, proc.PID(), how, e.s.Cwd), "pid": proc.PID(),
+			"message": processStartedText(e.s.Agent, proc.PID(), how, e.s.Cwd), "pid": proc.PID(),
 		}))
 	r.procs.Add(1)
 	go r.pump(e.s.ID, proc, e.exited)

@@ -851,3 +851,20 @@ func TestBootReconcileKeepsTheUserStop(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessStartedText(t *testing.T) {
+	tests := []struct {
+		pid  int
+		how  string
+		want string
+	}{
+		{4242, "started", "claude process 4242 started in /w"},
+		{4242, "resumed session abc", "claude process 4242 resumed session abc in /w"},
+		{0, "started", "claude started in /w (its process starts with each turn)"},
+	}
+	for _, tt := range tests {
+		if got := processStartedText("claude", tt.pid, tt.how, "/w"); got != tt.want {
+			t.Errorf("processStartedText(%d, %q) = %q, want %q", tt.pid, tt.how, got, tt.want)
+		}
+	}
+}
