@@ -20,6 +20,11 @@ type Policy struct {
 	AutoRecover bool
 	// NudgeEnabled allows the continuation nudge (supervisor.nudge_enabled).
 	NudgeEnabled bool
+	// ResumeTerminal lets recovery resume a session the app did not launch
+	// whose process is gone mid-turn as a managed session, with the nudge
+	// (supervisor.resume_terminal_sessions). Off: such a session is
+	// escalated, and the user may resume it.
+	ResumeTerminal bool
 
 	// StallSuspect: Working and silent this long → Suspect.
 	StallSuspect time.Duration

@@ -332,8 +332,14 @@ func (r *reconciler) recover() {
 	}
 	if n.Source != sessions.Managed && !n.ProcessAlive && !r.escalated() &&
 		(n.State == sessions.Errored || n.State == sessions.Interrupted || n.State == sessions.Recovering && !n.InTurn) {
-		// A terminal session whose process is gone: no nudge can reach it,
-		// and the app never starts a process in its place by itself.
+		// A terminal session whose process is gone: no nudge can reach it.
+		// When the user allowed it, a turn that died mid-work is resumed in
+		// the background as a managed session (the nudge goes there);
+		// otherwise the app never starts a process in its place by itself.
+		if n.State == sessions.Interrupted && r.p.ResumeTerminal && n.AgentSessionID != "" {
+			r.recoverInterrupted()
+			return
+		}
 		r.clearRecovery()
 		r.escalate("its terminal process is gone, so nothing can reach it")
 		return
@@ -621,6 +627,17 @@ func (r *reconciler) recoverInterrupted() {
 	next := ""
 	if b.Attempts < limit {
 		next = "; next nudge not before " + clockPhrase(r.now.Add(r.p.NudgeCooldown), r.now)
+	}
+	if n.Source != sessions.Managed && !n.ProcessAlive {
+		// Only reached with ResumeTerminal (see recover): the nudge goes to
+		// a managed resume of the agent's session, one attempt of the same
+		// budget, so a resume that keeps failing still ends in escalation.
+		r.note(fmt.Sprintf("resume %d/%d in the background at %s%s", b.Attempts, limit, clockPhrase(r.now, r.now),
+			strings.Replace(next, "next nudge", "next resume", 1)))
+		r.act(ActResume, TimelineBackgroundResume, fmt.Sprintf(
+			"turn %d was interrupted (%s); resuming agent session %s in the background as a managed session, with the continuation nudge (%d/%d)",
+			n.TurnGeneration, evidenceBase(n.Evidence), n.AgentSessionID, b.Attempts, limit))
+		return
 	}
 	r.note(fmt.Sprintf("nudge %d/%d sent at %s%s", b.Attempts, limit, clockPhrase(r.now, r.now), next))
 	r.act(ActNudge, TimelineNudgeSent, fmt.Sprintf("turn %d was interrupted (%s); sending the continuation nudge (%d/%d)",
