@@ -108,6 +108,7 @@ func PolicyFromSettings(set storage.Settings) core.Policy {
 	p.Enabled = set.Enabled
 	p.AutoRecover = set.AutoRecover
 	p.NudgeEnabled = set.NudgeEnabled
+	p.ResumeTerminal = set.ResumeTerminal
 	p.StallSuspect = set.StallSuspect
 	p.StallToolSuspect = set.StallToolSuspect
 	p.StallHard = set.StallHard
