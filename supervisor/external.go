@@ -152,6 +152,9 @@ func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a core.Action) error 
 	switch a.Kind {
 	case core.ActEscalate:
 		return nil // the state change (needs-attention) was committed with the decision
+	case core.ActResume:
+		_, _, err := r.resumeInBackground(e, sessions.BySupervisor)
+		return err
 	case core.ActNudge, core.ActContinue, core.ActInterrupt:
 		if h == nil {
 			// Loaded from the database, not found running since the app started.
