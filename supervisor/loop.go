@@ -140,6 +140,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		src   sessions.Source
 		ext   *extHandle
 		probe core.Probe
+		state sessions.State
 	}
 	r.mu.Lock()
 	list := make([]probed, 0, len(r.sess))
@@ -147,14 +148,14 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		if e.q.busy() {
 			continue
 		}
-		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext})
+		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext, state: e.s.State})
 	}
 	r.mu.Unlock()
 	offline := r.connectivity() == ConnOffline
 	for i := range list {
 		list[i].probe = probeProcess(list[i].src, list[i].proc)
 		if list[i].ext != nil {
-			list[i].probe = probeExternal(list[i].ext)
+			list[i].probe = probeExternal(list[i].ext, list[i].state)
 		}
 		list[i].probe.Offline = offline
 	}
@@ -273,7 +274,7 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 		r.log.Info("dropping a stale action", "session", a.SessionID, "action", a.Kind, "for_turn", a.TurnGeneration)
 		return
 	}
-	intent := newRow(e.s, time.Now(), a.TimelineKind, map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
+	intent := newRow(e.s, time.Now(), intentKind(a, e.s.Source), map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
 	r.mu.Unlock()
 	res := <-r.w.submit(storage.BatchItem{Events: []storage.TimelineEvent{intent}}, true)
 	if res.err != nil || len(res.ids) != 1 {

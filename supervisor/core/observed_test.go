@@ -47,6 +47,23 @@ func TestReconcileObservedActions(t *testing.T) {
 		{"observed interrupted, process gone: escalate", dead(sessions.Interrupted, 0), Probe{Known: true}, []ActionKind{ActEscalate}, true},
 		{"observed rate limit, process gone: escalate", dead(sessions.Errored, sessions.RateLimit), Probe{Known: true}, []ActionKind{ActEscalate}, true},
 		{"observed interrupted, process alive: nudge", alive(sessions.Interrupted, 0), Probe{Known: true, Alive: true}, []ActionKind{ActNudge}, false},
+		{"observed interrupted, no inbox: escalate", alive(sessions.Interrupted, 0), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActEscalate}, true},
+		{"observed rate limit, no inbox: escalate", alive(sessions.Errored, sessions.RateLimit), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActEscalate}, true},
+		{"observed hard stall, no inbox: escalate, no interrupt", func() sessions.Session {
+			s := stalled(sessions.Observed)
+			s.Supervision = sessions.Supervision{}
+			return s
+		}(), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActEscalate}, true},
+		{"observed hard stall: the urgent nudge", func() sessions.Session {
+			s := stalled(sessions.Observed)
+			s.Supervision = sessions.Supervision{}
+			return s
+		}(), Probe{Known: true, Alive: true}, []ActionKind{ActInterrupt}, false},
+		{"managed, unreachable means nothing: nudge", func() sessions.Session {
+			s := alive(sessions.Interrupted, 0)
+			s.Source = sessions.Managed
+			return s
+		}(), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActNudge}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

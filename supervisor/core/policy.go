@@ -130,6 +130,10 @@ type Probe struct {
 	// does not act on liveness at all.
 	Known bool
 	Alive bool
+	// Unreachable: a session the app did not launch whose source offers no
+	// way to deliver a nudge (Claude Code older than 2.1.224 has no inbox
+	// socket). What would be nudged is escalated at once instead.
+	Unreachable bool
 	// Offline is true only when the machine can tell it has no network
 	// (ProbeConnectivity said ConnOffline): a transient incident is then
 	// held without spending retries or its window. Unknown counts as online.

@@ -259,6 +259,13 @@ func (r *reconciler) stallChain() {
 		if silent < r.p.StallHard {
 			return
 		}
+		if n.Source != sessions.Managed && r.probe.Unreachable {
+			// The urgent nudge is the only interrupt a terminal session
+			// gets, and this one cannot receive it.
+			r.escalate(fmt.Sprintf("turn %d silent for %s, past the %s hard-stall limit, and the session offers no way to interrupt it (no inbox socket)",
+				n.TurnGeneration, humanSpan(silent), humanSpan(r.p.StallHard)))
+			return
+		}
 		*sv = sessions.Supervision{
 			Recovery:            RecoveryStall,
 			RecoveryAttempts:    stallInterrupted,
@@ -342,6 +349,14 @@ func (r *reconciler) recover() {
 		}
 		r.clearRecovery()
 		r.escalate("its terminal process is gone, so nothing can reach it")
+		return
+	}
+	if n.Source != sessions.Managed && r.probe.Unreachable && !r.escalated() &&
+		(n.State == sessions.Errored || n.State == sessions.Interrupted || n.State == sessions.Recovering && !n.InTurn) {
+		// Alive, but no nudge can be delivered: waiting for a retry that
+		// can never be sent would only delay telling the user.
+		r.clearRecovery()
+		r.escalate("it offers no way to deliver a nudge (no inbox socket: Claude Code before 2.1.224), so continue it in its terminal")
 		return
 	}
 	switch n.State {
