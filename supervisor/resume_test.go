@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/watch"
 )
 
 // deadTerminal is a terminal session whose process was killed mid-turn:
@@ -236,5 +240,63 @@ func TestAPIResume(t *testing.T) {
 	a.wait(s.ID, "the nudge's turn done", inReview)
 	if _, err := a.client.Resume(ctx, s.ID); !errors.Is(err, ErrConflict) {
 		t.Fatalf("resuming a managed session: %v", err)
+	}
+}
+
+// An interactive CLI older than 2.1.224 (no session file: a real process
+// named claude, found in the process table) killed mid-tool is Interrupted
+// and, with supervisor.resume_terminal_sessions on, resumed in the
+// background by the tick: the generic path, end to end through the runtime.
+func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the process table is read from /proc")
+	}
+	bin := filepath.Join(t.TempDir(), "claude")
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, sleep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.MkdirTemp("", "home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	g := newRig(t, rigConfig{})
+	cli := exec.Command(bin, "120")
+	cli.Dir, cli.Env = g.cwd, []string{"HOME=" + home}
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Process.Kill(); cli.Wait() })
+	src := &terminal.Source{ConfigDir: filepath.Join(home, ".claude"), Notify: watch.Dirs, Poll: time.Minute, TablePoll: 50 * time.Millisecond}
+	g.rt.external = []ExternalSource{src}
+	tp := src.TranscriptPath(g.cwd, "5e551011-0000-4000-8000-000000000099")
+	os.MkdirAll(filepath.Dir(tp), 0o700)
+	if err := os.WriteFile(tp, []byte(tPrompt+"\n"+tToolUse+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.rt.startExternal(ctx)
+	s := waitFor(t, g.rt, 5*time.Second, "working from the process table", func(s sessions.Session) bool {
+		return s.PID == cli.Process.Pid && s.State == sessions.Working && s.AgentSessionID == "5e551011-0000-4000-8000-000000000099"
+	})
+	cli.Process.Kill()
+	cli.Wait()
+	args := filepath.Join(t.TempDir(), "args")
+	t.Setenv("FAKE_CLAUDE_ARGS_FILE", args)
+	g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
+	set := storage.DefaultSettings()
+	set.ResumeTerminal = true
+	set.AgentCommands = map[string]string{"claude": g.fake}
+	g.rt.Tick(ctx, set)
+	g.rt.Settle()
+	checkResumed(t, g, s, args, "supervisor")
+	rows := dbTimeline(t, g.store, s.ID)
+	if kinds := strings.Join(rowKinds(rows), " "); !strings.Contains(kinds, core.TimelineMarkedInterrupted) {
+		t.Fatalf("timeline %s", kinds)
 	}
 }
