@@ -96,6 +96,20 @@ type ptyWorld struct {
 }
 
 func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
+	return startPTYWorldWith(t, ptyOptions{}, args...)
+}
+
+// ptyOptions are what a test changes in the app of a ptyWorld.
+type ptyOptions struct {
+	// managedClaude, when set, is the app's agents.claude.command, and the
+	// app runs with the CLI's hermetic environment (the same HOME and fake
+	// API), so a session it launches or resumes talks to the fake API too.
+	managedClaude string
+	// settings are more key, value pairs set before the app starts.
+	settings []string
+}
+
+func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 	bin := interactiveClaude(t)
 	api, err := fakeapi.Start()
 	if err != nil {
@@ -125,6 +139,13 @@ func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
 	w := &ptyWorld{t: t, api: api, home: home, scr: &screen{}}
 	w.h = newAppE2E(t, `{"turns": [[]]}`)
 	w.h.env = append(w.h.env, "HOME="+home)
+	if o.managedClaude != "" {
+		w.h.env = append(w.h.env, fakeapi.HermeticEnv(home, api.URL(), proxy)...)
+		w.h.mustCLI("settings", "set", "agents.claude.command", o.managedClaude)
+	}
+	for i := 0; i+1 < len(o.settings); i += 2 {
+		w.h.mustCLI("settings", "set", o.settings[i], o.settings[i+1])
+	}
 	w.h.start()
 
 	w.cmd = exec.Command(bin, args...)

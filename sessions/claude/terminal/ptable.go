@@ -147,6 +147,19 @@ func newestTranscript(dir string, since time.Time) string {
 	return best
 }
 
+// registerGrace is how long a new process is given to write its session
+// file before it counts as an older CLI that writes none: a current CLI
+// registers within about a second of its start, and one found in the
+// table meanwhile would be listed twice.
+const registerGrace = 5 * time.Second
+
+func (s *Source) tableGrace() time.Duration {
+	if s.TableGrace > 0 {
+		return s.TableGrace
+	}
+	return registerGrace
+}
+
 // procSessions lists the interactive CLIs of the process table that have no
 // session file (those are listed from their files), as external sessions.
 func (s *Source) procSessions(registered map[int]bool) []sessions.ExternalSession {
@@ -159,8 +172,9 @@ func (s *Source) procSessions(registered map[int]bool) []sessions.ExternalSessio
 	}
 	var out []sessions.ExternalSession
 	dir := filepath.Clean(s.dir())
+	now := time.Now()
 	for _, p := range procs {
-		if registered[p.PID] || p.ConfigDir != dir {
+		if registered[p.PID] || p.ConfigDir != dir || now.Sub(p.Started) < s.tableGrace() {
 			continue
 		}
 		f := s.procSession(p)

@@ -87,7 +87,7 @@ func startOldCLI(t *testing.T, args ...string) *fakeOldCLI {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return &fakeOldCLI{cmd: cmd, home: home, cwd: cwd, src: &Source{ConfigDir: filepath.Join(home, ".claude"), Poll: time.Minute, TablePoll: 20 * time.Millisecond}}
+	return &fakeOldCLI{cmd: cmd, home: home, cwd: cwd, src: &Source{ConfigDir: filepath.Join(home, ".claude"), Poll: time.Minute, TablePoll: 20 * time.Millisecond, TableGrace: time.Nanosecond}}
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -288,6 +288,31 @@ func TestProcessTableSkipsRegisteredAndForeign(t *testing.T) {
 			check(l)
 		case <-deadline:
 			return
+		}
+	}
+}
+
+// A process younger than the grace is not listed yet: a current CLI writes
+// its session file within it, and would otherwise be listed twice.
+func TestProcessTableGrace(t *testing.T) {
+	c := startOldCLI(t)
+	c.src.TableGrace = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lists, err := c.src.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range recv(t, lists, "the first list") {
+		if l.PID == c.cmd.Process.Pid {
+			t.Fatalf("listed within the grace: %+v", l)
+		}
+	}
+	for {
+		for _, l := range recv(t, lists, "the list once the grace is over") {
+			if l.PID == c.cmd.Process.Pid {
+				return
+			}
 		}
 	}
 }

@@ -42,6 +42,9 @@ type Source struct {
 	// TablePoll is how often the process table is read for such CLIs
 	// (default 2 s): they write no file that would announce them.
 	TablePoll time.Duration
+	// TableGrace is how old a process must be before the table lists it
+	// (default 5 s): a current CLI writes its session file meanwhile.
+	TableGrace time.Duration
 }
 
 // The agent this source observes: the same CLI the app launches as
