@@ -180,6 +180,9 @@ func (w *ptyWorld) fail(format string, args ...any) {
 	if m, _ := filepath.Glob(filepath.Join(w.home, ".claude", "projects", "*", "*.jsonl")); len(m) > 0 {
 		b, _ := os.ReadFile(m[0])
 		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.Index(l, `"tool_result"`); i >= 0 {
+				l = l[i:] // what a tool answered, not the record's header
+			}
 			if len(l) > 160 {
 				l = l[:160]
 			}

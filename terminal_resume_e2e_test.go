@@ -32,7 +32,16 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 			w := startPTYWorldWith(t, o, "--permission-mode", "default")
 			w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
 			time.Sleep(time.Second) // the prompt box is drawn
-			w.typeLine("run the slow command [[scenario:slowtool]]")
+			w.typeLine("run the slow command [[scenario:slowtool_tail]]")
+			// The CLI asks before running it: approved where it runs, as a
+			// person would ("1. Yes").
+			w.observed(60*time.Second, "asking to run it", func(s sessions.Session) bool {
+				return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission
+			})
+			time.Sleep(time.Second) // the dialog is drawn
+			if _, err := w.ptmx.Write([]byte("1")); err != nil {
+				t.Fatal(err)
+			}
 			s := w.observed(60*time.Second, "running Bash", func(s sessions.Session) bool {
 				return s.State == sessions.Working && s.InTurn && strings.Contains(s.Evidence, "Bash")
 			})
