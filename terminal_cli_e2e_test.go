@@ -107,10 +107,20 @@ type ptyOptions struct {
 	managedClaude string
 	// settings are more key, value pairs set before the app starts.
 	settings []string
+	// bin, when set, is the CLI run in the terminal instead of the
+	// interactive pin; one older than 2.1.224 writes no session file.
+	bin string
+	// noSessionFile keeps the CLI from registering a session file (its
+	// sessions directory is a plain file), as one older than its registry
+	// does, so the app can only find it in the process table.
+	noSessionFile bool
 }
 
 func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
-	bin := interactiveClaude(t)
+	bin := o.bin
+	if bin == "" {
+		bin = interactiveClaude(t)
+	}
 	api, err := fakeapi.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +145,12 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 	})
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), onboarding, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if o.noSessionFile {
+		os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+		if err := os.WriteFile(filepath.Join(home, ".claude", "sessions"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w := &ptyWorld{t: t, api: api, home: home, scr: &screen{}}
 	w.h = newAppE2E(t, `{"turns": [[]]}`)
@@ -162,7 +178,11 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 		w.ptmx.Close()
 	})
 	w.sessFile = filepath.Join(home, ".claude", "sessions", fmt.Sprintf("%d.json", w.cmd.Process.Pid))
+	w.fileAt = time.Now()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if o.noSessionFile {
+			break
+		}
 		if _, err := os.Stat(w.sessFile); err == nil {
 			w.fileAt = time.Now()
 			break

@@ -4,12 +4,16 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 )
 
 // The real interactive CLI, killed (SIGKILL) in the middle of a tool call,
@@ -108,4 +112,31 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Claude Code that registers no session file (older than its registry; the
+// pins both register one, 2.1.197 without an inbox, so the real interactive
+// CLI runs here with its sessions directory made a plain file): the app
+// finds it in the process table, pairs it with the transcript its first
+// prompt writes, and follows its turn to review.
+func TestTerminalOldCLIFromProcessTable(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the process table is read from /proc")
+	}
+	w := startPTYWorldWith(t, ptyOptions{noSessionFile: true})
+	s := w.observed(20*time.Second, "found in the process table", func(sessions.Session) bool { return true })
+	t.Logf("listed %s after the CLI started (the table waits 5 s for a session file)", time.Since(w.fileAt).Round(time.Millisecond))
+	if b, err := os.ReadFile(w.sessFile); err == nil {
+		t.Fatalf("the CLI registered a session file: %s", b)
+	}
+	time.Sleep(time.Second) // the prompt box is drawn
+	w.typeLine("say hello")
+	s = w.observed(60*time.Second, "in review after the first turn", review(1))
+	if s.AgentSessionID == "" || s.Name != "say hello" {
+		t.Errorf("paired with %q, named %q", s.AgentSessionID, s.Name)
+	}
+	if _, err := os.Stat(filepath.Join(w.home, ".claude", "projects", terminal.Mangle(s.Cwd), s.AgentSessionID+".jsonl")); err != nil {
+		t.Errorf("the paired transcript: %v", err)
+	}
+	t.Logf("evidence: %s", s.Evidence)
 }

@@ -316,3 +316,26 @@ func TestProcessTableGrace(t *testing.T) {
 		}
 	}
 }
+
+// An unreadable session registry (here a plain file where the directory
+// should be) hides no CLI of the process table.
+func TestProcessTableWhenRegistryUnreadable(t *testing.T) {
+	c := startOldCLI(t)
+	os.MkdirAll(filepath.Dir(c.src.SessionsDir()), 0o700)
+	if err := os.WriteFile(c.src.SessionsDir(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lists, err := c.src.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		for _, l := range recv(t, lists, "a list with the CLI") {
+			if l.PID == c.cmd.Process.Pid {
+				return
+			}
+		}
+	}
+}

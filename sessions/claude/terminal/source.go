@@ -146,27 +146,29 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 			table = t.C
 		}
 		for {
-			files, err := ListSessionFiles(dir, s.probe)
-			if err == nil {
-				list := make([]sessions.ExternalSession, 0, len(files))
-				registered := map[int]bool{}
-				for _, f := range files {
-					list = append(list, external(f))
-					registered[f.PID] = true
+			// An unreadable registry (not a directory, no permission) has
+			// no files to list, but the process table still has its CLIs;
+			// a session missing from one list is not ended by it (its own
+			// Observe stream ends it).
+			files, _ := ListSessionFiles(dir, s.probe)
+			list := make([]sessions.ExternalSession, 0, len(files))
+			registered := map[int]bool{}
+			for _, f := range files {
+				list = append(list, external(f))
+				registered[f.PID] = true
+			}
+			for _, pid := range registeredPIDs(dir) {
+				registered[pid] = true // a session file of any kind: not an old CLI
+			}
+			list = append(list, s.procSessions(registered)...)
+			slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
+			if first || !slices.Equal(list, last) {
+				select {
+				case out <- list:
+				case <-ctx.Done():
+					return
 				}
-				for _, pid := range registeredPIDs(dir) {
-					registered[pid] = true // a session file of any kind: not an old CLI
-				}
-				list = append(list, s.procSessions(registered)...)
-				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
-				if first || !slices.Equal(list, last) {
-					select {
-					case out <- list:
-					case <-ctx.Done():
-						return
-					}
-					last, first = list, false
-				}
+				last, first = list, false
 			}
 			select {
 			case <-ctx.Done():
