@@ -65,7 +65,12 @@ var bootTime = sync.OnceValue(func() time.Time {
 // of this user: every /proc/PID whose comm says claude (one small read per
 // process; the rest only for those), then its command line, start and cwd.
 // Another user's processes are skipped (their cwd cannot be read).
-func ListClaudeProcs() ([]ClaudeProc, error) {
+func ListClaudeProcs() ([]ClaudeProc, error) { return scanClaudeProcs(nil) }
+
+// scanClaudeProcs is ListClaudeProcs; known, when set, is told every pid
+// seen and whether it was a candidate, and may skip one (its remembered
+// verdict still holds).
+func scanClaudeProcs(known procMemo) ([]ClaudeProc, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("reading the process table: %w", err)
@@ -78,6 +83,9 @@ func ListClaudeProcs() ([]ClaudeProc, error) {
 		if err != nil || pid == self {
 			continue
 		}
+		if known != nil && known.skip(pid) {
+			continue
+		}
 		dir := "/proc/" + e.Name()
 		comm, err := os.ReadFile(dir + "/comm")
 		if err != nil {
@@ -87,6 +95,9 @@ func ListClaudeProcs() ([]ClaudeProc, error) {
 		// A native CLI is named claude; an npm one runs under node (and
 		// usually retitles itself claude).
 		if c != "claude" && c != "claude.exe" && c != "node" && c != "bun" {
+			if known != nil {
+				known.notClaude(pid)
+			}
 			continue
 		}
 		raw, err := os.ReadFile(dir + "/cmdline")

@@ -11,4 +11,6 @@ func probePID(pid int) procInfo { return procInfo{} }
 // CLIs older than 2.1.224 (no session file) are not seen here.
 func ListClaudeProcs() ([]ClaudeProc, error) { return nil, ErrProcessTableNotProbed }
 
+func scanClaudeProcs(procMemo) ([]ClaudeProc, error) { return nil, ErrProcessTableNotProbed }
+
 func procCwd(pid int) (string, error) { return "", ErrProcessTableNotProbed }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -147,6 +148,65 @@ func newestTranscript(dir string, since time.Time) string {
 	return best
 }
 
+// procMemo lets a scan skip the processes an earlier scan found not to be
+// a claude (by their comm): reading every process's comm is most of a
+// scan's cost (about 30 µs each on a loaded machine).
+type procMemo interface {
+	skip(pid int) bool
+	notClaude(pid int)
+}
+
+// recheckAfter is how long a process found not to be a claude is not read
+// again: a process becomes one only by exec'ing it (a wrapper script's
+// `exec claude`), which this many seconds of delay tolerates.
+const recheckAfter = 30 * time.Second
+
+// procTable is the memory behind a Source's scans (one Watch at a time
+// scans; the lock is for a second one).
+type procTable struct {
+	mu  sync.Mutex
+	not map[int]time.Time
+}
+
+// prune forgets verdicts past their recheck (their process may be gone).
+func (t *procTable) prune(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for pid, at := range t.not {
+		if now.Sub(at) >= recheckAfter {
+			delete(t.not, pid)
+		}
+	}
+}
+
+// memo is the memory for one scan at now.
+func (t *procTable) memo(now time.Time) procMemo { return tableScan{t, now} }
+
+type tableScan struct {
+	t   *procTable
+	now time.Time
+}
+
+func (m tableScan) skip(pid int) bool {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	at, ok := m.t.not[pid]
+	if ok && m.now.Sub(at) >= recheckAfter {
+		delete(m.t.not, pid) // read it again (and forget pids that are gone)
+		return false
+	}
+	return ok
+}
+
+func (m tableScan) notClaude(pid int) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if m.t.not == nil {
+		m.t.not = map[int]time.Time{}
+	}
+	m.t.not[pid] = m.now
+}
+
 // registerGrace is how long a new process is given to write its session
 // file before it counts as an older CLI that writes none: a current CLI
 // registers within about a second of its start, and one found in the
@@ -166,7 +226,8 @@ func (s *Source) procSessions(registered map[int]bool) []sessions.ExternalSessio
 	if s.NoProcessTable {
 		return nil
 	}
-	procs, err := ListClaudeProcs()
+	procs, err := scanClaudeProcs(s.table.memo(time.Now()))
+	s.table.prune(time.Now())
 	if err != nil {
 		return nil
 	}

@@ -339,3 +339,32 @@ func TestProcessTableWhenRegistryUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// A process found not to be a claude is not read again until recheckAfter
+// has passed (a later exec may make it one); prune forgets old verdicts.
+func TestProcTableMemo(t *testing.T) {
+	var tab procTable
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tab.memo(t0).notClaude(42)
+	cases := []struct {
+		at   time.Duration
+		pid  int
+		skip bool
+	}{
+		{0, 42, true},
+		{recheckAfter - time.Second, 42, true},
+		{0, 43, false},
+		{recheckAfter, 42, false}, // read again
+		{recheckAfter, 42, false}, // and not remembered until judged again
+	}
+	for _, tc := range cases {
+		if got := tab.memo(t0.Add(tc.at)).skip(tc.pid); got != tc.skip {
+			t.Errorf("at +%s pid %d: skip %v, want %v", tc.at, tc.pid, got, tc.skip)
+		}
+	}
+	tab.memo(t0).notClaude(7)
+	tab.prune(t0.Add(recheckAfter))
+	if len(tab.not) != 0 {
+		t.Errorf("after prune: %v", tab.not)
+	}
+}

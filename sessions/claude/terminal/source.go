@@ -45,6 +45,8 @@ type Source struct {
 	// TableGrace is how old a process must be before the table lists it
 	// (default 5 s): a current CLI writes its session file meanwhile.
 	TableGrace time.Duration
+
+	table procTable
 }
 
 // The agent this source observes: the same CLI the app launches as
