@@ -31,6 +31,18 @@ func deadTerminal(cwd string) sessions.Session {
 		CreatedAt: now.Add(-time.Hour), UpdatedAt: now, StateChangedAt: now}
 }
 
+// inRigCwd moves the seeded session s to the rig's working directory (the
+// seed is saved before the rig has one) and has the fake agent answer the
+// nudge of a resume.
+func (g *rig) inRigCwd(s sessions.Session) sessions.Session {
+	g.rt.mu.Lock()
+	g.rt.sess[s.ID].s.Cwd = g.cwd
+	g.rt.mu.Unlock()
+	g.agent.setScript(writeFakeScript(g.t, []fcStep{fcText, fcResult}))
+	s.Cwd = g.cwd
+	return s
+}
+
 // checkResumed checks both ends of a resume: the managed session runs the
 // agent's session with the nudge and says where it came from; the terminal
 // session points at it and left the needs-attention set.
@@ -83,13 +95,9 @@ func checkResumed(t *testing.T, g *rig, old sessions.Session, args string, by st
 // nudge, and each end records the other.
 func TestResumeInBackgroundByTheUser(t *testing.T) {
 	g := newRig(t, rigConfig{seed: []sessions.Session{deadTerminal("")}})
-	old := deadTerminal(g.cwd)
-	g.rt.mu.Lock()
-	g.rt.sess[old.ID].s.Cwd = g.cwd
-	g.rt.mu.Unlock()
+	old := g.inRigCwd(deadTerminal(""))
 	args := filepath.Join(t.TempDir(), "args")
 	t.Setenv("FAKE_CLAUDE_ARGS_FILE", args)
-	g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
 	if !view.Allows(old, view.Resume) {
 		t.Fatal("the view does not offer the resume")
 	}
@@ -156,13 +164,9 @@ func TestResumeTerminalAutomatically(t *testing.T) {
 			s := deadTerminal("")
 			s.NeedsAttention, s.Supervision = false, sessions.Supervision{}
 			g := newRig(t, rigConfig{seed: []sessions.Session{s}})
-			g.rt.mu.Lock()
-			g.rt.sess[s.ID].s.Cwd = g.cwd
-			g.rt.mu.Unlock()
-			s.Cwd = g.cwd
+			s = g.inRigCwd(s)
 			args := filepath.Join(t.TempDir(), "args")
 			t.Setenv("FAKE_CLAUDE_ARGS_FILE", args)
-			g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
 			set := storage.DefaultSettings()
 			set.ResumeTerminal = on
 			set.AgentCommands = map[string]string{"claude": g.fake}
@@ -224,11 +228,7 @@ func TestResumeTerminalLaunchFailureEscalates(t *testing.T) {
 // session it does not fit answers 409.
 func TestAPIResume(t *testing.T) {
 	a := newAPIRig(t, rigConfig{seed: []sessions.Session{deadTerminal("")}})
-	old := deadTerminal(a.cwd)
-	a.rt.mu.Lock()
-	a.rt.sess[old.ID].s.Cwd = a.cwd
-	a.rt.mu.Unlock()
-	a.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
+	old := a.inRigCwd(deadTerminal(""))
 	ctx := context.Background()
 	s, err := a.client.Resume(ctx, old.ID)
 	if err != nil {
