@@ -300,3 +300,40 @@ func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
 		t.Fatalf("timeline %s", kinds)
 	}
 }
+
+// launchRecorder is an agent's launcher that records what it was asked to
+// start, then starts the rig's scripted agent (fakeclaude, whatever the
+// agent's command setting says).
+type launchRecorder struct {
+	inner Agent
+	fake  string
+	got   []StartOptions
+}
+
+func (l *launchRecorder) Start(ctx context.Context, o StartOptions) (Process, error) {
+	l.got = append(l.got, o)
+	o.Command = l.fake
+	return l.inner.Start(ctx, o)
+}
+
+// The resume names no agent: a Codex terminal session is resumed by the
+// codex launcher with its thread id, a Claude one by claude's.
+func TestResumeUsesTheSessionsAgentLauncher(t *testing.T) {
+	s := deadTerminal("")
+	s.Agent, s.AgentSessionID = "codex", "thread-0199"
+	g := newRig(t, rigConfig{seed: []sessions.Session{s}})
+	s = g.inRigCwd(s)
+	codex, claude := &launchRecorder{inner: g.agent, fake: g.fake}, &launchRecorder{inner: g.agent, fake: g.fake}
+	g.rt.agents = map[string]Agent{"codex": codex, "claude": claude}
+	started, err := g.rt.Resume(context.Background(), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(codex.got) != 1 || len(claude.got) != 0 || codex.got[0].ResumeID != "thread-0199" || codex.got[0].Cwd != g.cwd {
+		t.Fatalf("codex launches %+v, claude launches %+v", codex.got, claude.got)
+	}
+	if started.Agent != "codex" || started.AgentSessionID != "thread-0199" {
+		t.Fatalf("started %+v", started)
+	}
+	g.wait(started.ID, "the nudge's turn done", inReview)
+}
