@@ -207,10 +207,19 @@ func TestTimelineFromDatabase(t *testing.T) {
 
 func TestAppCommandsNeedTheApp(t *testing.T) {
 	dir := t.TempDir()
-	for _, args := range [][]string{{"ls"}, {"show", "x"}, {"send", "x", "hi"}, {"ack", "x"}} {
+	for _, args := range [][]string{{"ls"}, {"show", "x"}, {"send", "x", "hi"}, {"ack", "x"}, {"resume", "x"}} {
 		code, _, errOut := runCLI(t, append([]string{"--data-dir", dir}, args...)...)
 		if code != exitFail || !strings.Contains(errOut, "not running") {
 			t.Errorf("%v without the app: code %d, stderr %q; want exit 1 saying it is not running", args, code, errOut)
+		}
+	}
+}
+
+func TestResumeUsage(t *testing.T) {
+	for _, args := range [][]string{{"resume"}, {"resume", "a", "b"}} {
+		code, _, errOut := runCLI(t, append([]string{"--data-dir", t.TempDir()}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "resume takes one session id") {
+			t.Errorf("%v: code %d, stderr %q", args, code, errOut)
 		}
 	}
 }

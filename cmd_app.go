@@ -29,6 +29,7 @@ func appCommands() []command {
 		{"send", "ID PROMPT", "send a prompt to a session", cmdSend},
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
 		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},
+		{"resume", "ID", "resume a terminal session whose process died mid-turn in the background, as a managed session with the nudge; prints the new session's id", cmdResume},
 		{"approve", "ID", "approve the pending permission request", cmdApprove},
 		{"deny", "ID [--message M]", "deny the pending permission request", cmdDeny},
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
@@ -217,6 +218,28 @@ func cmdInterrupt(c *cli, args []string) error {
 
 func cmdAck(c *cli, args []string) error {
 	return c.simpleAction("ack", args, (*supervisor.Client).Ack)
+}
+
+func cmdResume(c *cli, args []string) error {
+	pos, err := parseFlags(c.newFlags("resume"), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("resume takes one session id")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	s, err := cl.Resume(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, s.ID)
+	return nil
 }
 
 func cmdApprove(c *cli, args []string) error {

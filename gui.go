@@ -238,6 +238,8 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			_, err = d.src.Interrupt(ctx, it.SessionID)
 		case tray.ActAcknowledge:
 			_, err = d.src.Ack(ctx, it.SessionID)
+		case tray.ActResume:
+			_, err = d.src.Resume(ctx, it.SessionID)
 		case tray.ActTogglePause:
 			// The menu's check shows the model's value; toggle that.
 			paused := mdl.Prefs().Paused

@@ -96,13 +96,34 @@ type ptyWorld struct {
 }
 
 func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
-	return startPTYWorldWith(t, nil, args...)
+	return startPTYWorldWith(t, ptyOptions{}, args...)
 }
 
-// startPTYWorldWith runs before, when set, once the app runs and before the
-// CLI starts (what the CLI reads only at start: its hooks).
-func startPTYWorldWith(t *testing.T, before func(*ptyWorld), args ...string) *ptyWorld {
-	bin := interactiveClaude(t)
+// ptyOptions are what a test changes in the app of a ptyWorld.
+type ptyOptions struct {
+	// managedClaude, when set, is the app's agents.claude.command, and the
+	// app runs with the CLI's hermetic environment (the same HOME and fake
+	// API), so a session it launches or resumes talks to the fake API too.
+	managedClaude string
+	// settings are more key, value pairs set before the app starts.
+	settings []string
+	// bin, when set, is the CLI run in the terminal instead of the
+	// interactive pin; one older than 2.1.224 writes no session file.
+	bin string
+	// noSessionFile keeps the CLI from registering a session file (its
+	// sessions directory is a plain file), as one older than its registry
+	// does, so the app can only find it in the process table.
+	noSessionFile bool
+	// before, when set, runs once the app runs and before the CLI starts
+	// (what the CLI reads only at start: its hooks).
+	before func(*ptyWorld)
+}
+
+func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
+	bin := o.bin
+	if bin == "" {
+		bin = interactiveClaude(t)
+	}
 	api, err := fakeapi.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -128,12 +149,25 @@ func startPTYWorldWith(t *testing.T, before func(*ptyWorld), args ...string) *pt
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), onboarding, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if o.noSessionFile {
+		os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+		if err := os.WriteFile(filepath.Join(home, ".claude", "sessions"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w := &ptyWorld{t: t, api: api, home: home, scr: &screen{}}
 	w.h = newAppE2E(t, `{"turns": [[]]}`)
 	w.h.env = append(w.h.env, "HOME="+home)
+	if o.managedClaude != "" {
+		w.h.env = append(w.h.env, fakeapi.HermeticEnv(home, api.URL(), proxy)...)
+		w.h.mustCLI("settings", "set", "agents.claude.command", o.managedClaude)
+	}
+	for i := 0; i+1 < len(o.settings); i += 2 {
+		w.h.mustCLI("settings", "set", o.settings[i], o.settings[i+1])
+	}
 	w.h.start()
-	if before != nil {
-		before(w)
+	if o.before != nil {
+		o.before(w)
 	}
 
 	w.cmd = exec.Command(bin, args...)
@@ -150,7 +184,11 @@ func startPTYWorldWith(t *testing.T, before func(*ptyWorld), args ...string) *pt
 		w.ptmx.Close()
 	})
 	w.sessFile = filepath.Join(home, ".claude", "sessions", fmt.Sprintf("%d.json", w.cmd.Process.Pid))
+	w.fileAt = time.Now()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if o.noSessionFile {
+			break
+		}
 		if _, err := os.Stat(w.sessFile); err == nil {
 			w.fileAt = time.Now()
 			break
@@ -168,6 +206,9 @@ func (w *ptyWorld) fail(format string, args ...any) {
 	if m, _ := filepath.Glob(filepath.Join(w.home, ".claude", "projects", "*", "*.jsonl")); len(m) > 0 {
 		b, _ := os.ReadFile(m[0])
 		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.Index(l, `"tool_result"`); i >= 0 {
+				l = l[i:] // what a tool answered, not the record's header
+			}
 			if len(l) > 160 {
 				l = l[:160]
 			}

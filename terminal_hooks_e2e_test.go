@@ -20,7 +20,7 @@ import (
 func TestTerminalRealCLIHooked(t *testing.T) {
 	var settings string
 	var before []byte
-	w := startPTYWorldWith(t, func(w *ptyWorld) {
+	w := startPTYWorldWith(t, ptyOptions{before: func(w *ptyWorld) {
 		settings = filepath.Join(w.home, ".claude", "settings.json")
 		before = []byte("{\n\t\"hooks\": {\n\t\t\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"true\"}]}]\n\t},\n\t\"x\": 1\n}\n")
 		if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
@@ -33,7 +33,7 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 		if !strings.Contains(out, "installed Claude Code hooks in "+settings) {
 			t.Fatalf("hooks install said:\n%s", out)
 		}
-	})
+	}})
 	// SessionStart arrives at start.
 	w.observed(5*time.Second, "hooked", func(s sessions.Session) bool { return s.Source == sessions.Hooked })
 	t.Logf("hooked %s after the session file appeared", time.Since(w.fileAt).Round(time.Millisecond))
@@ -73,14 +73,14 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 // program left "hookErrors":[] too — so the hook's own tests check that it
 // exits 0 silently; this checks the CLI is unaffected.)
 func TestTerminalRealCLIHooksAppDown(t *testing.T) {
-	w := startPTYWorldWith(t, func(w *ptyWorld) {
+	w := startPTYWorldWith(t, ptyOptions{before: func(w *ptyWorld) {
 		settings := filepath.Join(w.home, ".claude", "settings.json")
 		prog := filepath.Join(filepath.Dir(w.h.bin), hookProgram())
 		dead := filepath.Join(t.TempDir(), "nobody.sock")
 		if _, err := hooks.InstallFile(settings, hooks.Command(prog, dead)); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}})
 	time.Sleep(time.Second)
 	w.typeLine("say hello")
 	s := w.observed(60*time.Second, "in review after the first turn", review(1))

@@ -24,6 +24,9 @@ type Backend interface {
 	Ack(ctx context.Context, id string) (sessions.Session, error)
 	Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error)
 	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
+	// Resume resumes a terminal session whose process is gone as a new
+	// managed session (returned).
+	Resume(ctx context.Context, id string) (sessions.Session, error)
 	// PublishSnapshot re-emits every session on the bus. Settings calls it
 	// after saving, so the tray and other views re-read at once instead of
 	// at the next periodic snapshot.
@@ -83,4 +86,8 @@ func (r recording) Answer(ctx context.Context, id string, allow bool, message st
 
 func (r recording) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
 	return r.keep(r.Backend.NudgeNow(ctx, id))
+}
+
+func (r recording) Resume(ctx context.Context, id string) (sessions.Session, error) {
+	return r.keep(r.Backend.Resume(ctx, id))
 }

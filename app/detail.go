@@ -45,6 +45,9 @@ type detailView struct {
 	approve, deny *widget.Button
 
 	nudge, interrupt, ack, openDir *widget.Button
+	// resume is "Resume in the background", shown only where view.Allows it
+	// (a terminal session whose process died mid-turn).
+	resume *widget.Button
 
 	prompt *promptEntry
 	send   *widget.Button
@@ -104,6 +107,18 @@ func newDetailView(w *Window) *detailView {
 	})
 	d.openDir = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), d.openFolder)
 	actions := container.NewGridWithColumns(2, d.nudge, d.interrupt, d.ack, d.openDir)
+	d.resume = widget.NewButtonWithIcon("Resume in the background", theme.MediaReplayIcon(), func() {
+		d.command("Resume in the background", func(ctx context.Context, id string) (sessions.Session, error) {
+			s, err := w.b.Resume(ctx, id)
+			if err == nil {
+				// The work goes on in the new managed session: show it.
+				fyne.Do(func() { w.ShowSession(s.ID) })
+			}
+			return s, err
+		})
+	})
+	d.resume.Importance = widget.HighImportance
+	d.resume.Hide()
 
 	d.prompt = newPromptEntry(d.sendPrompt)
 	d.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), d.sendPrompt)
@@ -124,7 +139,7 @@ func newDetailView(w *Window) *detailView {
 	)
 	// The left column holds what the user acts on, the prompt always in
 	// reach at its foot; the timeline gets the full height on the right.
-	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions))
+	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.resume))
 	d.leftScroll = container.NewVScroll(d.left)
 	left := container.NewBorder(nil, section("Send a prompt", d.prompt, sendRow), nil, nil, d.leftScroll)
 	d.timeline = newTimelineView(func() *time.Location { return w.now().Location() })
@@ -286,6 +301,11 @@ func (d *detailView) show(s sessions.Session) {
 	setEnabled(d.ack, view.Allows(s, view.Acknowledge))
 	setEnabled(d.approve, view.Allows(s, view.Approve))
 	setEnabled(d.deny, view.Allows(s, view.Deny))
+	if view.Allows(s, view.Resume) {
+		d.resume.Show()
+	} else {
+		d.resume.Hide()
+	}
 	setEnabled(d.openDir, s.Cwd != "" && d.w.dir != nil)
 	d.relayout()
 }

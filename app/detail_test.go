@@ -315,3 +315,27 @@ func TestCountdownAndAgeWording(t *testing.T) {
 		t.Errorf("age 90m: %q", got)
 	}
 }
+
+// "Resume in the background" is shown only for a terminal session whose
+// process died mid-turn (the rule the tray uses), and its command reaches
+// the supervisor: this one has no launcher for the agent, so the refusal is
+// shown inline.
+func TestResumeButtonOnlyForADeadTerminalSession(t *testing.T) {
+	list := seed()
+	dead := list[0]
+	dead.ID, dead.Name, dead.Source, dead.AgentSessionID = "t9", "terminal-run", sessions.Observed, "sid-9"
+	e := newEnv(t, append(list, dead), nil)
+	e.w.ShowSession("a1") // managed, interrupted
+	d := e.w.detail
+	if d.resume.Visible() {
+		t.Fatal("Resume offered for a managed session")
+	}
+	e.w.ShowSession("t9")
+	if !d.resume.Visible() {
+		t.Fatal("Resume not offered for a terminal session whose process died mid-turn")
+	}
+	test.Tap(d.resume)
+	if !d.errLabel.Visible() || !strings.Contains(d.errLabel.Text, `no launcher for agent "claude"`) {
+		t.Fatalf("after Resume: error %q", d.errLabel.Text)
+	}
+}

@@ -26,7 +26,8 @@ import (
 // the suspect threshold "relaxed while a tool call is open", a refinement of
 // the first rather than a third threshold. So General holds suspect and
 // hard; stall_tool_suspect_minutes is in Advanced with the other cadence
-// knobs.
+// knobs. Issue 11 adds the switch that resumes terminal sessions whose
+// process died mid-turn: a recovery choice the user makes once, like the nudge.
 var generalKeys = []string{
 	"supervisor.enabled",
 	"supervisor.auto_recover_enabled",
@@ -34,6 +35,7 @@ var generalKeys = []string{
 	"supervisor.nudge_max_attempts",
 	"supervisor.stall_suspect_minutes",
 	"supervisor.stall_hard_minutes",
+	"supervisor.resume_terminal_sessions",
 }
 
 // settingTitles are short human names; the key is shown under each, since
@@ -43,6 +45,7 @@ var settingTitles = map[string]string{
 	"supervisor.auto_recover_enabled":          "Automatic recovery",
 	"supervisor.nudge_enabled":                 "Continuation nudge",
 	"supervisor.nudge_max_attempts":            "Nudges per incident",
+	"supervisor.resume_terminal_sessions":      "Resume terminal sessions that died mid-turn",
 	"supervisor.stall_suspect_minutes":         "Suspect a stall after",
 	"supervisor.stall_hard_minutes":            "Interrupt a stalled turn after",
 	"supervisor.tick_seconds":                  "Watchdog tick",

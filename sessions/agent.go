@@ -97,7 +97,13 @@ type Process interface {
 // plus EvSessionEnded when the session goes away. Reconcile then treats the
 // session like any other (liveness from its pid, stalls, recovery), except
 // that the only way in is Nudge: a session the app does not own is never
-// signalled and never typed into.
+// signalled and never typed into. A nudge counts as sent only once the
+// session shows it arrived (a new turn, or new evidence from Observe), so
+// Observe must report the activity a nudge causes. A session whose process
+// is gone mid-turn can be resumed in the background: the runtime starts the
+// ManagedAgent registered under the source's Name with ResumeID set to the
+// session's AgentSessionID (so that id must be what the agent's own resume
+// takes: Claude's session id, Codex's thread id).
 type ExternalSource interface {
 	AgentInfo
 	// Watch reports the sessions the source can see: every value sent is
@@ -116,6 +122,7 @@ type ExternalSource interface {
 	// Nudge delivers text (always the supervisor's constant nudge). Urgent
 	// aborts the turn in flight first (the hard-stall interrupt); otherwise
 	// the text waits for the turn, or starts one when the session is idle.
+	// A nil error means handed over, not arrived: the runtime verifies that.
 	Nudge(ctx context.Context, s ExternalSession, text string, urgent bool) error
 }
 

@@ -260,7 +260,9 @@ func Apply(s Session, e Event, now time.Time) Session {
 			n.WaitReason = NoWait
 			n.Failure = Failure{}
 			n.Nudge = NudgeBudget{}
-			setState(&n, Idle, fmt.Sprintf("acknowledged (%s)", prev.Label()), now)
+			// Detail, when set, says how it was settled ("resumed in the
+			// background as session …").
+			setState(&n, Idle, orDefault(e.Detail, fmt.Sprintf("acknowledged (%s)", prev.Label())), now)
 		}
 
 	case EvObserved:

@@ -159,10 +159,13 @@ type Session struct {
 	ProcessAlive   bool        `json:"process_alive"`
 	LastExitCode   *int        `json:"last_exit_code,omitempty"`
 	PermissionMode string      `json:"permission_mode,omitempty"`
-	SkippedLines   int         `json:"skipped_lines"`
-	StateChangedAt time.Time   `json:"state_changed_at,omitzero"`
-	CreatedAt      time.Time   `json:"created_at"`
-	UpdatedAt      time.Time   `json:"updated_at"`
+	// ResumedFrom is the session this managed one was resumed from in the
+	// background (a terminal session whose process died mid-turn).
+	ResumedFrom    string    `json:"resumed_from,omitempty"`
+	SkippedLines   int       `json:"skipped_lines"`
+	StateChangedAt time.Time `json:"state_changed_at,omitzero"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 // Clone returns a deep copy, so a reducer never mutates its input.

@@ -125,7 +125,9 @@ type Settings struct {
 	NudgeEnabled     bool
 	NudgeMaxAttempts int
 	NudgeCooldown    time.Duration
-	AuthRetry        time.Duration
+	// ResumeTerminal is supervisor.resume_terminal_sessions.
+	ResumeTerminal bool
+	AuthRetry      time.Duration
 	// TransientWindow is how long one transient incident (a network
 	// failure, a 5xx, an overload) is retried before it is escalated.
 	TransientWindow  time.Duration
@@ -210,6 +212,12 @@ var coreSettings = []setting{
 	{SettingDef{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: 0, Max: 24 * 60,
 		Description: "Minimum minutes between nudges (0: nudge again at the next tick)."},
 		func(s *Settings, v value) { s.NudgeCooldown = v.minutes() }},
+	// Off by default: resuming starts a process (and spends tokens) on the
+	// user's behalf for a session they started themselves; with it off the
+	// session is escalated and "Resume in the background" is offered.
+	{SettingDef{Key: "supervisor.resume_terminal_sessions", Kind: KindBool, Default: "false",
+		Description: "When a session started in a terminal dies mid-turn (its process killed or crashed), resume it in the background as a managed session with the continuation nudge, within the nudge's attempts and cooldown."},
+		func(s *Settings, v value) { s.ResumeTerminal = v.b }},
 	// Five minutes leaves time to log in again (the user runs /login or
 	// refreshes a key) without hammering the provider; each attempt resumes
 	// the session, which costs a request.

@@ -164,6 +164,11 @@ func (a *API) routes() http.Handler {
 		s, err := a.rt.NudgeNow(r.Context(), r.PathValue("id"))
 		respond(w, s, err)
 	})
+	mux.HandleFunc("POST /v1/sessions/{id}/resume", func(w http.ResponseWriter, r *http.Request) {
+		// Answers the new managed session, not the resumed one.
+		s, err := a.rt.Resume(r.Context(), r.PathValue("id"))
+		respond(w, s, err)
+	})
 	mux.HandleFunc("POST /v1/sessions/{id}/ack", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.rt.Ack(r.Context(), r.PathValue("id"))
 		respond(w, s, err)

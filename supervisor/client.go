@@ -160,6 +160,13 @@ func (c *Client) NudgeNow(ctx context.Context, id string) (sessions.Session, err
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/nudge", struct{}{}, &out)
 }
 
+// Resume resumes a terminal session whose process is gone in the
+// background; it returns the new managed session.
+func (c *Client) Resume(ctx context.Context, id string) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/resume", struct{}{}, &out)
+}
+
 // Ack acknowledges a session.
 func (c *Client) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	var out sessions.Session

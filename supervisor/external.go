@@ -135,10 +135,16 @@ func (r *Runtime) pumpExternal(id string, h *extHandle, events <-chan sessions.E
 }
 
 // probeExternal is an observed session's liveness for the tick, from its
-// pid through its source (outside the lock).
+// pid through its source (outside the lock), and whether anything the
+// supervisor sends can reach it at all.
 func probeExternal(h *extHandle) core.Probe {
 	alive, known := h.src.Alive(h.es)
-	return core.Probe{Known: known, Alive: alive && known, NoWayIn: !h.src.CanNudge(h.es)}
+	p := core.Probe{Known: known, Alive: alive && known}
+	// A live session its source cannot reach (no inbox) is escalated
+	// instead of being sent what can never arrive; a dead one is the
+	// liveness rule's (resume in the background, or escalate).
+	p.Unreachable = p.Alive && !h.src.CanNudge(h.es)
+	return p
 }
 
 // errNotOurs explains an action that needs a process the app owns.
@@ -152,28 +158,109 @@ func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a core.Action) error 
 	switch a.Kind {
 	case core.ActEscalate:
 		return nil // the state change (needs-attention) was committed with the decision
+	case core.ActResume:
+		_, _, err := r.resumeInBackground(e, sessions.BySupervisor)
+		return err
 	case core.ActNudge, core.ActContinue, core.ActInterrupt:
 		if h == nil {
 			// Loaded from the database, not found running since the app started.
-			return fmt.Errorf("the terminal session is not running")
+			return r.nudgeFailed(e, a, "the terminal session is not running")
 		}
 		if !h.src.CanNudge(h.es) {
-			return fmt.Errorf("the terminal session offers no way to deliver a nudge (no inbox socket)")
+			return r.nudgeFailed(e, a, "the terminal session offers no way to deliver a nudge (no inbox socket)")
 		}
 		urgent := a.Kind == core.ActInterrupt
+		r.mu.Lock()
+		before := e.s
+		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.src.Nudge(ctx, h.es, core.NudgeText, urgent); err != nil {
-			return fmt.Errorf("nudging through the inbox socket: %w", err)
+			return r.nudgeFailed(e, a, "delivering it: "+err.Error())
 		}
+		how, ok := r.awaitDelivery(e, before)
+		if !ok {
+			return r.nudgeFailed(e, a, fmt.Sprintf(
+				"it was delivered to the session's inbox, but within %s the session neither went busy nor wrote to its transcript", core.HumanSpan(r.nudgeVerify)))
+		}
+		msg := "the continuation nudge arrived: " + how
 		if urgent {
-			r.mu.Lock()
-			row := newRow(e.s, time.Now(), core.TimelineNudgeSent, map[string]any{
-				"message": "the continuation nudge went with the interrupt (priority now) through the inbox socket"})
-			r.commitRowsLocked(e, e.s, []storage.TimelineEvent{row}, false, false)
-			r.mu.Unlock()
+			msg = "the continuation nudge went with the interrupt (priority now) and arrived: " + how
 		}
+		r.mu.Lock()
+		r.commitRowsLocked(e, e.s, []storage.TimelineEvent{newRow(e.s, time.Now(), core.TimelineNudgeSent,
+			map[string]any{"message": msg, "urgent": urgent})}, false, false)
+		r.mu.Unlock()
 		return nil
 	}
 	return errNotOurs
 }
+
+// DefaultNudgeVerify is how long a terminal session may take to show a
+// nudge arrived. The CLI reads its inbox at once; measured on 2.1.328, a
+// "now" frame reached the next model request in 3.7 s, and the session file
+// says busy, or the transcript grows, before that.
+const DefaultNudgeVerify = 15 * time.Second
+
+// nudgeVerifyPoll is how often the wait re-reads the session: the source's
+// events change it under the lock, so there is nothing to block on.
+const nudgeVerifyPoll = 100 * time.Millisecond
+
+// awaitDelivery waits, outside the lock, for the session to show that the
+// nudge arrived: its source reported a new turn (the session file went
+// busy) or any new evidence since before (its transcript grew or its status
+// changed), while its process still runs.
+func (r *Runtime) awaitDelivery(e *entry, before sessions.Session) (string, bool) {
+	deadline := time.Now().Add(r.nudgeVerify)
+	for {
+		r.mu.Lock()
+		s := e.s
+		r.mu.Unlock()
+		if how := delivered(before, s); how != "" {
+			return how, true
+		}
+		if !time.Now().Before(deadline) {
+			return "", false
+		}
+		time.Sleep(min(nudgeVerifyPoll, time.Until(deadline)))
+	}
+}
+
+// delivered says how s shows a nudge sent when the session was before
+// arrived ("" when it does not).
+func delivered(before, s sessions.Session) string {
+	switch {
+	case s.TurnGeneration > before.TurnGeneration || s.InTurn && !before.InTurn:
+		return fmt.Sprintf("turn %d started", s.TurnGeneration)
+	case !s.LastEventAt.Equal(before.LastEventAt) && s.ProcessAlive:
+		return "the session showed new activity (its transcript grew or its status changed)"
+	}
+	return ""
+}
+
+// nudgeFailed records a nudge into a terminal session that did not arrive
+// (nudge_failed, with the reason) and returns it as the action's failure.
+// The attempt was already counted when Reconcile decided it, so failures
+// spend the same budget and escalate by the same rules as any nudge.
+func (r *Runtime) nudgeFailed(e *entry, a core.Action, reason string) error {
+	reason = sessions.SanitizeMessage(reason)
+	r.mu.Lock()
+	r.commitRowsLocked(e, e.s, []storage.TimelineEvent{newRow(e.s, time.Now(), core.TimelineNudgeFailed,
+		map[string]any{"message": "the continuation nudge did not arrive: " + reason, "action": a.Kind.String()})}, false, false)
+	r.mu.Unlock()
+	return errors.New("the nudge did not arrive: " + reason)
+}
+
+// intentKind is the timeline kind an action's intent row is recorded as:
+// its own, except that a nudge into a terminal session is only a
+// nudge_sent once its arrival is verified (see dispatchExternal), so its
+// intent is a nudge_attempt.
+func intentKind(a core.Action, src sessions.Source) string {
+	if src != sessions.Managed && a.TimelineKind == core.TimelineNudgeSent {
+		return TimelineNudgeAttempt
+	}
+	return a.TimelineKind
+}
+
+// TimelineNudgeAttempt is the intent of a nudge into a terminal session.
+const TimelineNudgeAttempt = "nudge_attempt"

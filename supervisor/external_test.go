@@ -177,6 +177,9 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 				lines = append(lines, sc.Text())
 			}
 			c.Close()
+			// As the CLI does: the nudge's prompt reaches the transcript,
+			// which is how its arrival is verified.
+			w.transcript(`{"type":"user","message":{"role":"user","content":"[Request interrupted by user]"}}`)
 			frames <- lines
 		}
 	}()
@@ -249,11 +252,13 @@ func TestExternalIDIsStable(t *testing.T) {
 	}
 }
 
-// nudgeRecorder records the nudges the runtime sends.
+// nudgeRecorder records the nudges the runtime sends; arrive, when set,
+// plays the session showing that a nudge arrived.
 type nudgeRecorder struct {
 	terminal.Source
 	canNudge bool
 	nudges   []bool // urgent, per call
+	arrive   func()
 }
 
 func (f *nudgeRecorder) CanNudge(sessions.ExternalSession) bool { return f.canNudge }
@@ -262,6 +267,9 @@ func (f *nudgeRecorder) Nudge(_ context.Context, _ sessions.ExternalSession, tex
 		return fmt.Errorf("unexpected text %q", text)
 	}
 	f.nudges = append(f.nudges, urgent)
+	if f.arrive != nil {
+		f.arrive()
+	}
 	return nil
 }
 
@@ -300,6 +308,13 @@ func TestDispatchExternal(t *testing.T) {
 				t.Fatalf("without a running session: err %v", err)
 			}
 			e.ext = &extHandle{src: src, live: true}
+			src.arrive = func() {
+				g.rt.mu.Lock()
+				e.s.ProcessAlive = true
+				g.rt.applyLocked(e, sessions.Event{Kind: sessions.EvObserved, Observed: &sessions.ObservedState{
+					State: sessions.Working, InTurn: true, NewTurns: 1, Evidence: "busy"}})
+				g.rt.mu.Unlock()
+			}
 			err := g.rt.dispatch(e, core.Action{Kind: tc.kind, SessionID: "obs"})
 			if (err != nil) != tc.wantErr || fmt.Sprint(src.nudges) != fmt.Sprint(tc.urgent) {
 				t.Fatalf("err %v nudges %v; want error %v nudges %v", err, src.nudges, tc.wantErr, tc.urgent)

@@ -108,6 +108,7 @@ func PolicyFromSettings(set storage.Settings) core.Policy {
 	p.Enabled = set.Enabled
 	p.AutoRecover = set.AutoRecover
 	p.NudgeEnabled = set.NudgeEnabled
+	p.ResumeTerminal = set.ResumeTerminal
 	p.StallSuspect = set.StallSuspect
 	p.StallToolSuspect = set.StallToolSuspect
 	p.StallHard = set.StallHard
@@ -139,6 +140,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		src   sessions.Source
 		ext   *extHandle
 		probe core.Probe
+		state sessions.State
 	}
 	r.mu.Lock()
 	list := make([]probed, 0, len(r.sess))
@@ -146,7 +148,7 @@ func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
 		if e.q.busy() {
 			continue
 		}
-		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext})
+		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext, state: e.s.State})
 	}
 	r.mu.Unlock()
 	offline := r.connectivity() == ConnOffline
@@ -272,7 +274,7 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 		r.log.Info("dropping a stale action", "session", a.SessionID, "action", a.Kind, "for_turn", a.TurnGeneration)
 		return
 	}
-	intent := newRow(e.s, time.Now(), a.TimelineKind, map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
+	intent := newRow(e.s, time.Now(), intentKind(a, e.s.Source), map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
 	r.mu.Unlock()
 	res := <-r.w.submit(storage.BatchItem{Events: []storage.TimelineEvent{intent}}, true)
 	if res.err != nil || len(res.ids) != 1 {

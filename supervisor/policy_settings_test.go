@@ -17,6 +17,7 @@ func TestPolicyFromSettings(t *testing.T) {
 	set.NudgeMaxAttempts, set.NudgeCooldown = 7, 4*time.Minute
 	set.CompactTimeout, set.AuthRetry = 90*time.Second, 6*time.Second
 	set.TransientWindow = 12 * time.Second
+	set.ResumeTerminal = true
 	p := PolicyFromSettings(set)
 	want := DefaultPolicy()
 	want.Enabled, want.AutoRecover, want.NudgeEnabled = false, false, false
@@ -24,6 +25,7 @@ func TestPolicyFromSettings(t *testing.T) {
 	want.NudgeMaxAttempts, want.NudgeCooldown = 7, 4*time.Minute
 	want.CompactTimeout, want.AuthRetryInterval = 90*time.Second, 6*time.Second
 	want.TransientWindow = 12 * time.Second
+	want.ResumeTerminal = true
 	if p != want {
 		t.Fatalf("PolicyFromSettings =\n%+v\nwant\n%+v", p, want)
 	}

@@ -357,6 +357,10 @@ func (r *Remote) NudgeNow(ctx context.Context, id string) (sessions.Session, err
 	return r.c.NudgeNow(ctx, id)
 }
 
+func (r *Remote) Resume(ctx context.Context, id string) (sessions.Session, error) {
+	return r.c.Resume(ctx, id)
+}
+
 // List is the settings in force as the supervisor last published them
 // (from memory: the window reads it to draw).
 func (r *Remote) List() []storage.SettingValue {

@@ -63,6 +63,9 @@ type Runtime struct {
 	writeTimeout time.Duration
 	// external are the sources of sessions the app did not launch (external.go).
 	external []ExternalSource
+	// nudgeVerify bounds the wait for a terminal session to show that a
+	// nudge delivered through its source arrived (external.go).
+	nudgeVerify time.Duration
 
 	mu   sync.Mutex
 	sess map[string]*entry
@@ -109,6 +112,9 @@ type Options struct {
 	// External are the sources of sessions the app did not launch (an
 	// agent in a terminal); Run starts their discovery.
 	External []ExternalSource
+	// NudgeVerify bounds how long a nudge into a terminal session may take
+	// to show (0: DefaultNudgeVerify).
+	NudgeVerify time.Duration
 }
 
 // DefaultWriteTimeout is how long an agent may leave a prompt unread before
@@ -123,7 +129,10 @@ func New(opts Options) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runtime{store: opts.Store, bus: NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{},
-		writeTimeout: opts.WriteTimeout, external: opts.External}
+		writeTimeout: opts.WriteTimeout, external: opts.External, nudgeVerify: opts.NudgeVerify}
+	if r.nudgeVerify <= 0 {
+		r.nudgeVerify = DefaultNudgeVerify
+	}
 	if r.writeTimeout <= 0 {
 		r.writeTimeout = DefaultWriteTimeout
 	}

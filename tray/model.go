@@ -32,9 +32,12 @@ const (
 	ActOpenSettings
 	ActTogglePause
 	ActQuit
+	// ActResume resumes a terminal session whose process is gone in the
+	// background (offered only when view.Allows it).
+	ActResume
 )
 
-var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit"}
+var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -177,7 +180,7 @@ func SessionLabel(s sessions.Session, now time.Time) string {
 }
 
 func sessionItem(s sessions.Session, now time.Time) Item {
-	return Item{
+	it := Item{
 		Label:     SessionLabel(s, now),
 		SessionID: s.ID,
 		Children: []Item{
@@ -187,4 +190,10 @@ func sessionItem(s sessions.Session, now time.Time) Item {
 			{Label: "Acknowledge", Action: ActAcknowledge, SessionID: s.ID, Disabled: !view.Allows(s, view.Acknowledge)},
 		},
 	}
+	if view.Allows(s, view.Resume) {
+		// Only where it applies (a terminal session whose process died):
+		// a disabled entry on every other session would be noise.
+		it.Children = append(it.Children, Item{Label: "Resume in the background", Action: ActResume, SessionID: s.ID})
+	}
+	return it
 }

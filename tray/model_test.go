@@ -292,3 +292,32 @@ func TestFollowRendersTheModel(t *testing.T) {
 		<-done
 	})
 }
+
+// "Resume in the background" is offered only on a terminal session whose
+// process died mid-turn, by the shared rule (view.Allows).
+func TestResumeItemOnlyWhereAllowed(t *testing.T) {
+	dead := sess("t1", "terminal", sessions.Interrupted, func(s *sessions.Session) {
+		s.Source, s.AgentSessionID, s.NeedsAttention = sessions.Observed, "sid", true
+	})
+	alive := sess("t2", "alive", sessions.Interrupted, func(s *sessions.Session) {
+		s.Source, s.AgentSessionID, s.ProcessAlive = sessions.Observed, "sid", true
+	})
+	managed := sess("m1", "managed", sessions.Interrupted, func(s *sessions.Session) { s.AgentSessionID = "sid" })
+	for _, tc := range []struct {
+		s    sessions.Session
+		want bool
+	}{{dead, true}, {alive, false}, {managed, false}} {
+		var found *Item
+		for _, c := range sessionItem(tc.s, now).Children {
+			if c.Label == "Resume in the background" {
+				found = &c
+			}
+		}
+		if (found != nil) != tc.want || found != nil && (found.Action != ActResume || found.SessionID != tc.s.ID || found.Disabled) {
+			t.Errorf("%s: resume item %+v, want present %v", tc.s.Name, found, tc.want)
+		}
+	}
+	if ActResume.String() != "resume" {
+		t.Error(ActResume.String())
+	}
+}

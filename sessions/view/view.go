@@ -176,9 +176,12 @@ const (
 	Nudge
 	Approve
 	Deny
+	// Resume launches a terminal session whose process is gone mid-turn as
+	// a managed session with the nudge ("Resume in the background").
+	Resume
 )
 
-var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny"}
+var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -195,6 +198,9 @@ func (a Action) String() string {
 //     interruption to Idle (sessions.Apply, EvAcknowledged).
 //   - Interrupt needs a turn in flight; a nudge needs none.
 //   - Approve and Deny answer a pending permission request.
+//   - Resume needs a session the app did not launch, whose process is gone
+//     and whose turn died (Interrupted or Errored), with the agent's own
+//     session id to resume (the runtime's resumable is the same rule).
 func Allows(s sessions.Session, a Action) bool {
 	switch a {
 	case Acknowledge:
@@ -205,6 +211,9 @@ func Allows(s sessions.Session, a Action) bool {
 		return !s.InTurn
 	case Approve, Deny:
 		return s.Permission != nil && s.State == sessions.WaitingOnUser
+	case Resume:
+		return s.Source != sessions.Managed && !s.InTurn && !s.ProcessAlive && s.AgentSessionID != "" &&
+			(s.State == sessions.Interrupted || s.State == sessions.Errored)
 	}
 	return false
 }

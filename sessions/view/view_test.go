@@ -182,6 +182,12 @@ func TestAcknowledgeAgreesWithApply(t *testing.T) {
 	}
 }
 
+// deadTerminal makes a session one the app did not launch whose process is
+// gone, with the agent's session id to resume.
+func deadTerminal(s *sessions.Session) {
+	s.Source, s.AgentSessionID, s.ProcessAlive, s.InTurn = sessions.Observed, "sid", false, false
+}
+
 func TestAllows(t *testing.T) {
 	perm := func(s *sessions.Session) {
 		s.WaitReason = sessions.WaitPermission
@@ -200,10 +206,19 @@ func TestAllows(t *testing.T) {
 		{"permission", mk("a", sessions.WaitingOnUser, perm), map[Action]bool{Interrupt: true, Approve: true, Deny: true}},
 		{"question out of turn", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitQuestion }), map[Action]bool{Nudge: true}},
 		{"escalated in turn", mk("a", sessions.Suspect, escalated), map[Action]bool{Interrupt: true, Acknowledge: true}},
+		{"terminal, process gone mid-turn", mk("a", sessions.Interrupted, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true}},
+		{"terminal, process gone after a failure", mk("a", sessions.Errored, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true}},
+		{"terminal, alive", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.ProcessAlive = true }),
+			map[Action]bool{Nudge: true, Acknowledge: true}},
+		{"terminal, no agent session id", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.AgentSessionID = "" }),
+			map[Action]bool{Nudge: true, Acknowledge: true}},
+		{"terminal, resumed (idle)", mk("a", sessions.Idle, deadTerminal), map[Action]bool{Nudge: true}},
+		{"managed, interrupted", mk("a", sessions.Interrupted, func(s *sessions.Session) { s.AgentSessionID = "sid" }),
+			map[Action]bool{Nudge: true, Acknowledge: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny} {
+			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume} {
 				if got := Allows(tc.s, a); got != tc.want[a] {
 					t.Errorf("Allows(%s) = %t, want %t", a, got, tc.want[a])
 				}
@@ -252,7 +267,7 @@ func TestEnumStrings(t *testing.T) {
 	if NeedsAttention.String() != "needs_attention" || Quiet.String() != "idle" || Urgency(9).String() != "urgency(9)" {
 		t.Error("Urgency.String")
 	}
-	if Acknowledge.String() != "acknowledge" || Deny.String() != "deny" || Action(9).String() != "action(9)" {
+	if Acknowledge.String() != "acknowledge" || Deny.String() != "deny" || Resume.String() != "resume" || Action(9).String() != "action(9)" {
 		t.Error("Action.String")
 	}
 	seen := map[string]bool{}

@@ -40,6 +40,12 @@ const (
 	ActNudge
 	// ActEscalate raises needs-attention and notifies: nothing automatic is left.
 	ActEscalate
+	// ActResume launches a session the app did not launch, whose process is
+	// gone mid-turn, as a managed session of the same agent (its launcher's
+	// resume of the agent's own session id, in its cwd) and sends NudgeText
+	// there: "Resume in the background". Decided only with
+	// Policy.ResumeTerminal; the user can ask for it at any time.
+	ActResume
 )
 
 var actionNames = [...]string{
@@ -51,6 +57,7 @@ var actionNames = [...]string{
 	ActContinue:  "continue",
 	ActNudge:     "nudge",
 	ActEscalate:  "escalate",
+	ActResume:    "resume",
 }
 
 // String returns the stable lower_snake name.
@@ -104,6 +111,18 @@ const (
 	TimelineAuthResume = "auth_resume"
 	TimelineNudgeSent  = "nudge_sent"
 	TimelineEscalated  = "escalated"
+	// TimelineNudgeFailed records a nudge into a session the app did not
+	// launch whose delivery was not verified (the session never went busy
+	// and its transcript did not grow): it counts against the nudge budget.
+	TimelineNudgeFailed = "nudge_failed"
+	// TimelineBackgroundResume is the kind of ActResume's intent.
+	TimelineBackgroundResume = "background_resume"
+	// TimelineResumedAs is recorded on the session that was resumed in the
+	// background, pointing at the managed session now running it
+	// ("resumed_as"); TimelineResumedFrom on that managed session, pointing
+	// back ("resumed_from").
+	TimelineResumedAs   = "resumed_as"
+	TimelineResumedFrom = "resumed_from"
 )
 
 // Action is one side effect Reconcile decided. The loop writes its intent to

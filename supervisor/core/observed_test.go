@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,23 @@ func TestReconcileObservedActions(t *testing.T) {
 		{"observed interrupted, process gone: escalate", dead(sessions.Interrupted, 0), Probe{Known: true}, []ActionKind{ActEscalate}, true},
 		{"observed rate limit, process gone: escalate", dead(sessions.Errored, sessions.RateLimit), Probe{Known: true}, []ActionKind{ActEscalate}, true},
 		{"observed interrupted, process alive: nudge", alive(sessions.Interrupted, 0), Probe{Known: true, Alive: true}, []ActionKind{ActNudge}, false},
+		{"observed interrupted, no inbox: escalate", alive(sessions.Interrupted, 0), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActEscalate}, true},
+		{"observed rate limit, no inbox: escalate", alive(sessions.Errored, sessions.RateLimit), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActEscalate}, true},
+		{"observed hard stall, no inbox: escalate, no interrupt", func() sessions.Session {
+			s := stalled(sessions.Observed)
+			s.Supervision = sessions.Supervision{}
+			return s
+		}(), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActEscalate}, true},
+		{"observed hard stall: the urgent nudge", func() sessions.Session {
+			s := stalled(sessions.Observed)
+			s.Supervision = sessions.Supervision{}
+			return s
+		}(), Probe{Known: true, Alive: true}, []ActionKind{ActInterrupt}, false},
+		{"managed, unreachable means nothing: nudge", func() sessions.Session {
+			s := alive(sessions.Interrupted, 0)
+			s.Source = sessions.Managed
+			return s
+		}(), Probe{Known: true, Alive: true, Unreachable: true}, []ActionKind{ActNudge}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +74,99 @@ func TestReconcileObservedActions(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) || n.NeedsAttention != tc.escalate {
 				t.Fatalf("actions %v needs attention %v (%s); want %v %v", got, n.NeedsAttention, n.Evidence, tc.want, tc.escalate)
+			}
+		})
+	}
+}
+
+// With supervisor.resume_terminal_sessions, a terminal session whose
+// process is gone mid-turn is resumed in the background (ActResume) within
+// the nudge's budget, cooldown and switches; otherwise, or when it cannot
+// be resumed, it is escalated as before. Only Interrupted is resumed: a
+// failure the turn died on is the user's to judge.
+func TestReconcileResumeTerminal(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	base := func(pol func(*Policy)) Policy {
+		p := BasePolicy()
+		p.Enabled, p.AutoRecover, p.NudgeEnabled, p.NudgeMaxAttempts, p.ResumeTerminal = true, true, true, 2, true
+		p.NudgeCooldown = 10 * time.Minute
+		if pol != nil {
+			pol(&p)
+		}
+		return p
+	}
+	gone := func(mod func(*sessions.Session)) sessions.Session {
+		s := sessions.Session{ID: "s", Agent: "claude", AgentSessionID: "sid-1", Source: sessions.Observed, State: sessions.Interrupted,
+			TurnGeneration: 3, PID: 7, Evidence: "process 7 is gone mid-turn"}
+		if mod != nil {
+			mod(&s)
+		}
+		return s
+	}
+	cases := []struct {
+		name     string
+		s        sessions.Session
+		pol      func(*Policy)
+		probe    Probe
+		want     []ActionKind
+		escalate bool
+		attempts int
+		evidence string
+	}{
+		{name: "setting on: resume", s: gone(nil), probe: Probe{Known: true}, want: []ActionKind{ActResume}, attempts: 1,
+			evidence: "process 7 is gone mid-turn — resume 1/2 in the background at 12:00:00; next resume not before 12:10:00"},
+		{name: "setting off: escalate", s: gone(nil), pol: func(p *Policy) { p.ResumeTerminal = false }, probe: Probe{Known: true},
+			want: []ActionKind{ActEscalate}, escalate: true},
+		{name: "codex too: the rule names no agent", s: gone(func(s *sessions.Session) { s.Agent, s.AgentSessionID = "codex", "thread-9" }),
+			probe: Probe{Known: true}, want: []ActionKind{ActResume}, attempts: 1},
+		{name: "no agent session id: escalate", s: gone(func(s *sessions.Session) { s.AgentSessionID = "" }), probe: Probe{Known: true},
+			want: []ActionKind{ActEscalate}, escalate: true},
+		{name: "auto-recovery off: escalate", s: gone(nil), pol: func(p *Policy) { p.AutoRecover = false }, probe: Probe{Known: true},
+			want: []ActionKind{ActEscalate}, escalate: true},
+		{name: "nudge off: escalate", s: gone(nil), pol: func(p *Policy) { p.NudgeEnabled = false }, probe: Probe{Known: true},
+			want: []ActionKind{ActEscalate}, escalate: true},
+		{name: "zero budget: escalate", s: gone(nil), pol: func(p *Policy) { p.NudgeMaxAttempts = 0 }, probe: Probe{Known: true},
+			want: []ActionKind{ActEscalate}, escalate: true},
+		{name: "cooling down after a failed resume: wait", s: gone(func(s *sessions.Session) {
+			s.Nudge = sessions.NudgeBudget{Attempts: 1, LastNudge: now.Add(-time.Minute)}
+		}), probe: Probe{Known: true}, attempts: 1},
+		{name: "cooled: second resume", s: gone(func(s *sessions.Session) {
+			s.Nudge = sessions.NudgeBudget{Attempts: 1, LastNudge: now.Add(-10 * time.Minute)}
+		}), probe: Probe{Known: true}, want: []ActionKind{ActResume}, attempts: 2},
+		{name: "budget spent: escalate", s: gone(func(s *sessions.Session) {
+			s.Nudge = sessions.NudgeBudget{Attempts: 2, LastNudge: now.Add(-10 * time.Minute)}
+		}), probe: Probe{Known: true}, want: []ActionKind{ActEscalate}, escalate: true, attempts: 2},
+		{name: "already escalated: nothing", s: gone(func(s *sessions.Session) {
+			s.NeedsAttention, s.Supervision.EscalatedGeneration = true, 3
+		}), probe: Probe{Known: true}, escalate: true},
+		{name: "errored, process gone: escalate", s: gone(func(s *sessions.Session) {
+			s.State, s.Failure = sessions.Errored, sessions.Failure{Kind: sessions.RateLimit}
+		}), probe: Probe{Known: true}, want: []ActionKind{ActEscalate}, escalate: true},
+		{name: "process alive: the inbox nudge, not a resume", s: gone(func(s *sessions.Session) { s.ProcessAlive = true }),
+			probe: Probe{Known: true, Alive: true}, want: []ActionKind{ActNudge}, attempts: 1},
+		{name: "managed: the ordinary nudge", s: gone(func(s *sessions.Session) { s.Source = sessions.Managed }),
+			probe: Probe{Known: true}, want: []ActionKind{ActNudge}, attempts: 1},
+		{name: "a turn in flight dies now: interrupted and resumed in one tick", s: gone(func(s *sessions.Session) {
+			s.State, s.InTurn, s.ProcessAlive = sessions.Working, true, true
+		}), probe: Probe{Known: true}, want: []ActionKind{ActResume}, attempts: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, _, acts := Reconcile(tc.s, now, base(tc.pol), tc.probe)
+			var got []ActionKind
+			for _, a := range acts {
+				got = append(got, a.Kind)
+				if a.Kind == ActResume && (a.TimelineKind != TimelineBackgroundResume || !strings.Contains(a.Detail, n.AgentSessionID) ||
+					a.TurnGeneration != 3 || Stale(a, n)) {
+					t.Errorf("resume action %+v", a)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || n.NeedsAttention != tc.escalate || n.Nudge.Attempts != tc.attempts {
+				t.Fatalf("actions %v needs attention %v attempts %d (%s); want %v %v %d", got, n.NeedsAttention, n.Nudge.Attempts, n.Evidence,
+					tc.want, tc.escalate, tc.attempts)
+			}
+			if tc.evidence != "" && n.Evidence != tc.evidence {
+				t.Fatalf("evidence %q", n.Evidence)
 			}
 		})
 	}

@@ -20,6 +20,11 @@ type Policy struct {
 	AutoRecover bool
 	// NudgeEnabled allows the continuation nudge (supervisor.nudge_enabled).
 	NudgeEnabled bool
+	// ResumeTerminal lets recovery resume a session the app did not launch
+	// whose process is gone mid-turn as a managed session, with the nudge
+	// (supervisor.resume_terminal_sessions). Off: such a session is
+	// escalated, and the user may resume it.
+	ResumeTerminal bool
 
 	// StallSuspect: Working and silent this long → Suspect.
 	StallSuspect time.Duration
@@ -125,15 +130,15 @@ type Probe struct {
 	// does not act on liveness at all.
 	Known bool
 	Alive bool
+	// Unreachable: a live session the app did not launch whose source
+	// offers no way in (Codex in a terminal, Claude Code older than 2.1.224:
+	// no inbox). What recovery would send it (a nudge, a continue, the stall
+	// interrupt) escalates at once instead, with the evidence.
+	Unreachable bool
 	// Offline is true only when the machine can tell it has no network
 	// (ProbeConnectivity said ConnOffline): a transient incident is then
 	// held without spending retries or its window. Unknown counts as online.
 	Offline bool
-	// NoWayIn is true for a session the app did not launch whose source
-	// cannot deliver anything to it (Codex in a terminal: no inbox). What
-	// recovery would send it (a nudge, a continue, the stall interrupt)
-	// escalates instead, with the evidence.
-	NoWayIn bool
 }
 
 // The values of sessions.Supervision.Recovery: what the supervisor is doing

@@ -259,6 +259,13 @@ func (r *reconciler) stallChain() {
 		if silent < r.p.StallHard {
 			return
 		}
+		if n.Source != sessions.Managed && r.probe.Unreachable {
+			// The urgent nudge is the only interrupt a terminal session
+			// gets, and this one cannot receive it.
+			r.escalate(fmt.Sprintf("turn %d silent for %s, past the %s hard-stall limit, and the session offers no way in to interrupt it (no inbox)",
+				n.TurnGeneration, humanSpan(silent), humanSpan(r.p.StallHard)))
+			return
+		}
 		*sv = sessions.Supervision{
 			Recovery:            RecoveryStall,
 			RecoveryAttempts:    stallInterrupted,
@@ -332,10 +339,24 @@ func (r *reconciler) recover() {
 	}
 	if n.Source != sessions.Managed && !n.ProcessAlive && !r.escalated() &&
 		(n.State == sessions.Errored || n.State == sessions.Interrupted || n.State == sessions.Recovering && !n.InTurn) {
-		// A terminal session whose process is gone: no nudge can reach it,
-		// and the app never starts a process in its place by itself.
+		// A terminal session whose process is gone: no nudge can reach it.
+		// When the user allowed it, a turn that died mid-work is resumed in
+		// the background as a managed session (the nudge goes there);
+		// otherwise the app never starts a process in its place by itself.
+		if n.State == sessions.Interrupted && r.p.ResumeTerminal && n.AgentSessionID != "" {
+			r.recoverInterrupted()
+			return
+		}
 		r.clearRecovery()
 		r.escalate("its terminal process is gone, so nothing can reach it")
+		return
+	}
+	if n.Source != sessions.Managed && r.probe.Unreachable && !r.escalated() &&
+		(n.State == sessions.Errored || n.State == sessions.Interrupted || n.State == sessions.Recovering && !n.InTurn) {
+		// Alive, but no nudge can be delivered: waiting for a retry that
+		// can never be sent would only delay telling the user.
+		r.clearRecovery()
+		r.escalate("it offers no way in for a nudge (no inbox), so continue it in its terminal")
 		return
 	}
 	switch n.State {
@@ -622,6 +643,17 @@ func (r *reconciler) recoverInterrupted() {
 	if b.Attempts < limit {
 		next = "; next nudge not before " + clockPhrase(r.now.Add(r.p.NudgeCooldown), r.now)
 	}
+	if n.Source != sessions.Managed && !n.ProcessAlive {
+		// Only reached with ResumeTerminal (see recover): the nudge goes to
+		// a managed resume of the agent's session, one attempt of the same
+		// budget, so a resume that keeps failing still ends in escalation.
+		r.note(fmt.Sprintf("resume %d/%d in the background at %s%s", b.Attempts, limit, clockPhrase(r.now, r.now),
+			strings.Replace(next, "next nudge", "next resume", 1)))
+		r.act(ActResume, TimelineBackgroundResume, fmt.Sprintf(
+			"turn %d was interrupted (%s); resuming agent session %s in the background as a managed session, with the continuation nudge (%d/%d)",
+			n.TurnGeneration, evidenceBase(n.Evidence), n.AgentSessionID, b.Attempts, limit))
+		return
+	}
 	r.note(fmt.Sprintf("nudge %d/%d sent at %s%s", b.Attempts, limit, clockPhrase(r.now, r.now), next))
 	r.act(ActNudge, TimelineNudgeSent, fmt.Sprintf("turn %d was interrupted (%s); sending the continuation nudge (%d/%d)",
 		n.TurnGeneration, evidenceBase(n.Evidence), b.Attempts, limit))
@@ -680,7 +712,7 @@ func (r *reconciler) observe(kind, detail string) {
 }
 
 func (r *reconciler) act(kind ActionKind, timeline, detail string) {
-	if r.probe.NoWayIn && r.n.Source != sessions.Managed && (kind == ActNudge || kind == ActContinue || kind == ActInterrupt) {
+	if r.probe.Unreachable && r.n.Source != sessions.Managed && (kind == ActNudge || kind == ActContinue || kind == ActInterrupt) {
 		// Nothing can be delivered: tell the user what would have been.
 		r.escalate(fmt.Sprintf("the %s it needs cannot reach it: the terminal it runs in offers no way in", kind))
 		return

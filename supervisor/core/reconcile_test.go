@@ -1342,7 +1342,7 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 func TestReconcileActionKindNames(t *testing.T) {
 	want := map[ActionKind]string{
 		ActInterrupt: "interrupt", ActTerminate: "terminate", ActKill: "kill", ActCompact: "compact",
-		ActRetryTurn: "retry_turn", ActContinue: "continue", ActNudge: "nudge", ActEscalate: "escalate",
+		ActRetryTurn: "retry_turn", ActContinue: "continue", ActNudge: "nudge", ActEscalate: "escalate", ActResume: "resume",
 	}
 	for k, name := range want {
 		if k.String() != name || !k.Valid() {
@@ -1354,7 +1354,7 @@ func TestReconcileActionKindNames(t *testing.T) {
 			t.Errorf("%v does not round-trip: %v", k, err)
 		}
 	}
-	for _, bad := range []ActionKind{0, ActEscalate + 1, -1} {
+	for _, bad := range []ActionKind{0, ActResume + 1, -1} {
 		if bad.Valid() || !strings.HasPrefix(bad.String(), "action_kind(") {
 			t.Errorf("%d: valid %v, %q", int(bad), bad.Valid(), bad.String())
 		}

@@ -87,6 +87,10 @@ const (
 	// enough for a test to kill the agent while the tool runs, and
 	// read-only, so the CLI runs it without asking for permission.
 	SlowToolCommand = "sleep 30; echo hi"
+	// SlowTailCommand is the slowtool_tail scenario's: as slow, for the
+	// interactive CLI 2.1.328, which refuses a command that starts with a
+	// long sleep ("use Monitor") but runs this one once approved.
+	SlowTailCommand = "timeout 30 tail -f /dev/null; echo hi"
 	// PromptTooLongMessage is the 400 error message of the too_long
 	// scenarios.
 	PromptTooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
@@ -154,6 +158,8 @@ func builtinScenarios() map[string]ScenarioFunc {
 		// marker) is answered with DoneText, whatever else the CLI put in
 		// the same user message after a resume.
 		"slowtool": nudgeAnswers(bashScenario(SlowToolCommand, ToolDoneText)),
+		// slowtool_tail is slowtool with SlowTailCommand.
+		"slowtool_tail": nudgeAnswers(bashScenario(SlowTailCommand, ToolDoneText)),
 		// too_long_once fails the conversation's first request with the
 		// prompt-too-long 400, answers the compaction request with a summary
 		// that keeps the marker, and everything else normally.

@@ -63,3 +63,32 @@ func benchIdle(b *testing.B, poll time.Duration) {
 		b.ReportMetric(100*cpu.Seconds()/span.Seconds(), "cpu-%")
 	}
 }
+
+// BenchmarkListClaudeProcs is one read of the process table for CLIs older
+// than 2.1.224 (every TablePoll, 2 s by default): a small read of each
+// process's comm, the rest only for claude processes.
+func BenchmarkListClaudeProcs(b *testing.B) {
+	if _, err := ListClaudeProcs(); err != nil {
+		b.Skip(err)
+	}
+	ents, _ := os.ReadDir("/proc")
+	b.ReportMetric(float64(len(ents)), "proc-entries")
+	for b.Loop() {
+		if _, err := ListClaudeProcs(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSourceTableScan is the scan a Source makes every TablePoll: the
+// processes found not to be a claude are not read again for recheckAfter.
+func BenchmarkSourceTableScan(b *testing.B) {
+	if _, err := ListClaudeProcs(); err != nil {
+		b.Skip(err)
+	}
+	s := &Source{ConfigDir: b.TempDir()}
+	s.procSessions(nil) // the first scan reads every comm
+	for b.Loop() {
+		s.procSessions(nil)
+	}
+}

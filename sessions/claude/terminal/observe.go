@@ -16,9 +16,9 @@ import (
 // (growth is activity: the stall clock), and ends with EvSessionEnded when
 // the session goes away.
 func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
-	f, ok := s.sessionFile(es)
+	f, ok := s.current(es, SessionFile{})
 	if !ok {
-		return nil, fmt.Errorf("session %s: its session file is gone", es.Key)
+		return nil, fmt.Errorf("session %s: its session file (or process) is gone", es.Key)
 	}
 	out := make(chan sessions.Event, 8)
 	go s.observe(ctx, es, f, out)
@@ -141,7 +141,7 @@ func (o *observer) name(f SessionFile) string {
 // step reads what changed and returns the events to send; done is true
 // when the session ended.
 func (o *observer) step() (evs []sessions.Event, done bool) {
-	f, ok := o.src.sessionFile(o.es)
+	f, ok := o.src.current(o.es, o.file)
 	if !ok && o.file.PID != 0 {
 		if alive, known := ProcessAlive(o.file); known && alive && time.Since(o.unreadableSince()) < fileGoneGrace {
 			// The CLI rewrites its file, so a read can find it half
@@ -217,8 +217,11 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
-		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
-			Detail: fmt.Sprintf("process %d is gone (its session file was left behind: killed or crashed)", f.PID)}), true
+		why := "its session file was left behind: killed or crashed"
+		if isProcKey(o.es.Key) {
+			why = "found in the process table: an older CLI leaves no file to tell a crash from an exit"
+		}
+		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded, Detail: fmt.Sprintf("process %d is gone (%s)", f.PID, why)}), true
 	}
 	return evs, false
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,17 @@ type Source struct {
 
 	hubOnce sync.Once
 	hub     *hookHub
+	// NoProcessTable turns off the process-table fallback for CLIs older
+	// than 2.1.224 (ptable.go), which is on by default where supported.
+	NoProcessTable bool
+	// TablePoll is how often the process table is read for such CLIs
+	// (default 2 s): they write no file that would announce them.
+	TablePoll time.Duration
+	// TableGrace is how old a process must be before the table lists it
+	// (default 5 s): a current CLI writes its session file meanwhile.
+	TableGrace time.Duration
+
+	table procTable
 }
 
 // The agent this source observes: the same CLI the app launches as
@@ -142,31 +154,69 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		defer sub.close()
 		var last []sessions.ExternalSession
 		first := true
+		var table <-chan time.Time
+		if !s.NoProcessTable {
+			t := time.NewTicker(s.tablePoll())
+			defer t.Stop()
+			table = t.C
+		}
 		for {
-			files, err := ListSessionFiles(dir, s.probe)
-			if err == nil {
-				list := make([]sessions.ExternalSession, 0, len(files))
-				for _, f := range files {
-					list = append(list, external(f))
+			// An unreadable registry (not a directory, no permission) has
+			// no files to list, but the process table still has its CLIs;
+			// a session missing from one list is not ended by it (its own
+			// Observe stream ends it).
+			files, _ := ListSessionFiles(dir, s.probe)
+			list := make([]sessions.ExternalSession, 0, len(files))
+			registered := map[int]bool{}
+			for _, f := range files {
+				list = append(list, external(f))
+				registered[f.PID] = true
+			}
+			for _, pid := range registeredPIDs(dir) {
+				registered[pid] = true // a session file of any kind: not an old CLI
+			}
+			list = append(list, s.procSessions(registered)...)
+			slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
+			if first || !slices.Equal(list, last) {
+				select {
+				case out <- list:
+				case <-ctx.Done():
+					return
 				}
-				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
-				if first || !slices.Equal(list, last) {
-					select {
-					case out <- list:
-					case <-ctx.Done():
-						return
-					}
-					last, first = list, false
-				}
+				last, first = list, false
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
+			case <-table:
 			}
 		}
 	}()
 	return out, nil
+}
+
+func (s *Source) tablePoll() time.Duration {
+	if s.TablePoll > 0 {
+		return s.TablePoll
+	}
+	return 2 * time.Second
+}
+
+// registeredPIDs are the pids that have a session file in dir, whatever
+// its kind (an SDK run or a background job registers one too).
+func registeredPIDs(dir string) []int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".json")); err == nil && strings.HasSuffix(e.Name(), ".json") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func external(f SessionFile) sessions.ExternalSession {
@@ -175,7 +225,12 @@ func external(f SessionFile) sessions.ExternalSession {
 
 // Alive probes the session's process.
 func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
-	return s.probe(SessionFile{PID: es.PID, StartedAt: es.StartedAt.UnixMilli()})
+	f := SessionFile{PID: es.PID, StartedAt: es.StartedAt.UnixMilli()}
+	if isProcKey(es.Key) {
+		// Found in the process table: its start stamp is exact.
+		f.ProcStart = procKeyStamp(es.Key)
+	}
+	return s.probe(f)
 }
 
 // sessionFile re-reads the session's file: the CLI rewrites it in place

@@ -11,7 +11,7 @@ import (
 // A terminal session its source cannot reach (Codex: no inbox): what
 // recovery would send it escalates instead, with the evidence; a managed
 // session, or one that can be reached, is acted on as before.
-func TestReconcileNoWayInEscalates(t *testing.T) {
+func TestReconcileUnreachableEscalates(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	p := BasePolicy()
 	p.Enabled, p.AutoRecover, p.NudgeEnabled, p.NudgeMaxAttempts = true, true, true, 2
@@ -28,7 +28,7 @@ func TestReconcileNoWayInEscalates(t *testing.T) {
 		Failure:     sessions.Failure{Kind: sessions.RateLimit, RetryAt: now.Add(-time.Second)},
 		Supervision: sessions.Supervision{Recovery: RecoveryRateLimit, NextAttemptAt: now.Add(-time.Second), IncidentStarted: now.Add(-time.Hour)}}
 	reach := Probe{Known: true, Alive: true}
-	none := Probe{Known: true, Alive: true, NoWayIn: true}
+	none := Probe{Known: true, Alive: true, Unreachable: true}
 	for _, tc := range []struct {
 		name     string
 		s        sessions.Session
