@@ -6,7 +6,14 @@
 // sessions) and to follow their liveness.
 package procscan
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotProbed: this platform's process table is not read (only Linux's
+// /proc is, so far).
+var ErrNotProbed = errors.New("the process table is not probed on this platform")
 
 // Proc is one process as the table showed it.
 type Proc struct {
@@ -21,6 +28,11 @@ type Proc struct {
 	// the same process give the same value, a later process that reused
 	// the pid a later one.
 	Started time.Time
+	// Stamp is the platform's exact start stamp (Linux: /proc/PID/stat
+	// field 22, clock ticks since boot): what Claude Code writes as its
+	// session file's procStart, and equal across probes of one process
+	// where Started, computed from the boot time, may be rounded.
+	Stamp string
 }
 
 // State is what a probe of one pid found.

@@ -11,37 +11,81 @@ import (
 	"time"
 )
 
+// PIDs lists the pids of the process table, in /proc's order.
+func PIDs() ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("reading the process table: %w", err)
+	}
+	out := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+func procPath(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }
+
+// Comm is pid's kernel name (/proc/PID/comm: the executable's base name cut
+// to 15 bytes, or the title the process set); ok is false when the process
+// is gone. It is the cheapest read that tells one program from another, so
+// a scan reads it first and the rest only for the processes it wants.
+func Comm(pid int) (comm string, ok bool) {
+	b, err := os.ReadFile(procPath(pid, "comm"))
+	if err != nil {
+		return "", false
+	}
+	return string(bytes.TrimSpace(b)), true
+}
+
+// Cmdline is pid's command line; ok is false when it cannot be read (the
+// process is gone).
+func Cmdline(pid int) (argv []string, ok bool) {
+	b, err := os.ReadFile(procPath(pid, "cmdline"))
+	if err != nil {
+		return nil, false
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), true
+}
+
+// Cwd is pid's working directory (an error for another user's process).
+func Cwd(pid int) (string, error) { return os.Readlink(procPath(pid, "cwd")) }
+
+// Environ is pid's initial environment, KEY=VALUE each (an error for
+// another user's process).
+func Environ(pid int) ([]string, error) {
+	b, err := os.ReadFile(procPath(pid, "environ"))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
+}
+
 // Named lists the processes whose kernel name (/proc/PID/comm, the
 // executable's base name cut to 15 bytes) is comm. A process that exits
 // during the scan is left out; one whose details cannot be read (another
 // user's) is listed with what could be read.
 func Named(comm string) ([]Proc, error) {
-	ents, err := os.ReadDir("/proc")
+	pids, err := PIDs()
 	if err != nil {
-		return nil, fmt.Errorf("reading the process table: %w", err)
+		return nil, err
 	}
 	if len(comm) > 15 {
 		comm = comm[:15]
 	}
 	var out []Proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		dir := "/proc/" + e.Name()
-		b, err := os.ReadFile(dir + "/comm")
-		if err != nil || string(bytes.TrimSpace(b)) != comm {
+	for _, pid := range pids {
+		if c, ok := Comm(pid); !ok || c != comm {
 			continue
 		}
 		p, st := Probe(pid)
 		if st != Running {
 			continue
 		}
-		if b, err := os.ReadFile(dir + "/cmdline"); err == nil {
-			p.Argv = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		}
-		p.Cwd, _ = os.Readlink(dir + "/cwd")
+		p.Argv, _ = Cmdline(pid)
+		p.Cwd, _ = Cwd(pid)
 		out = append(out, p)
 	}
 	return out, nil
@@ -51,7 +95,7 @@ func Named(comm string) ([]Proc, error) {
 // name matches pattern (filepath.Match): a writer keeps its log open, so
 // this names the file a process writes without guessing.
 func OpenFiles(pid int, pattern string) []string {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	dir := procPath(pid, "fd")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -73,12 +117,12 @@ func OpenFiles(pid int, pattern string) []string {
 // is false when it is unset or the environment cannot be read (another
 // user's process).
 func Env(pid int, name string) (value string, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	env, err := Environ(pid)
 	if err != nil {
 		return "", false
 	}
 	prefix := name + "="
-	for _, kv := range strings.Split(string(b), "\x00") {
+	for _, kv := range env {
 		if v, found := strings.CutPrefix(kv, prefix); found {
 			return v, true
 		}
@@ -91,7 +135,7 @@ func Probe(pid int) (Proc, State) {
 	if pid <= 0 {
 		return Proc{}, Unknown
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := os.ReadFile(procPath(pid, "stat"))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return Proc{PID: pid}, Gone
@@ -104,8 +148,9 @@ func Probe(pid int) (Proc, State) {
 }
 
 // parseStat reads field 4 (the parent) and field 22 (the start in clock
-// ticks since boot; USER_HZ is 100 on every Linux the CLIs run on) after
-// the command name, which may itself hold spaces and parentheses.
+// ticks since boot, kept as the Stamp; USER_HZ is 100 on every Linux the
+// CLIs run on) after the command name, which may itself hold spaces and
+// parentheses.
 func parseStat(b []byte, boot time.Time) (Proc, State) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
@@ -118,9 +163,9 @@ func parseStat(b []byte, boot time.Time) (Proc, State) {
 	if s := f[0][0]; s == 'Z' || s == 'X' {
 		return Proc{}, Gone
 	}
-	var p Proc
+	p := Proc{Stamp: string(f[19])}
 	p.PPID, _ = strconv.Atoi(string(f[1]))
-	if ticks, err := strconv.ParseInt(string(f[19]), 10, 64); err == nil && !boot.IsZero() {
+	if ticks, err := strconv.ParseInt(p.Stamp, 10, 64); err == nil && !boot.IsZero() {
 		p.Started = boot.Add(time.Duration(ticks) * (time.Second / 100))
 	}
 	return p, Running

@@ -84,14 +84,63 @@ func TestParseStat(t *testing.T) {
 		state State
 		ppid  int
 		start time.Time
+		stamp string
 	}{
-		{"12 (co de) (x)) S 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Running, 1, boot.Add(2500 * time.Millisecond)},
-		{"12 (codex) Z 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Gone, 0, time.Time{}},
-		{"garbage", Unknown, 0, time.Time{}},
+		{"12 (co de) (x)) S 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Running, 1, boot.Add(2500 * time.Millisecond), "250"},
+		{"12 (codex) Z 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Gone, 0, time.Time{}, ""},
+		{"garbage", Unknown, 0, time.Time{}, ""},
 	} {
 		p, st := parseStat([]byte(tc.line), boot)
-		if st != tc.state || p.PPID != tc.ppid || !p.Started.Equal(tc.start) {
+		if st != tc.state || p.PPID != tc.ppid || !p.Started.Equal(tc.start) || p.Stamp != tc.stamp {
 			t.Errorf("%q: %+v %v", tc.line, p, st)
 		}
+	}
+}
+
+// The single reads a scan composes, on a real child: its pid is listed,
+// its name, command line, cwd and environment read back, and its start
+// stamp is the same at every probe (the identity a reused pid changes).
+func TestReads(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "300")
+	cmd.Dir = dir
+	cmd.Env = []string{"PROCSCAN_TEST=yes", "OTHER=1"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	pids, err := PIDs()
+	if err != nil || !slices.Contains(pids, pid) || !slices.Contains(pids, os.Getpid()) {
+		t.Fatalf("PIDs = %d pids (%v), want the child %d and this process", len(pids), err, pid)
+	}
+	if c, ok := Comm(pid); c != "sleep" || !ok {
+		t.Errorf("Comm = %q, %v", c, ok)
+	}
+	if argv, ok := Cmdline(pid); !slices.Equal(argv, []string{"sleep", "300"}) || !ok {
+		t.Errorf("Cmdline = %q, %v", argv, ok)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if cwd, err := Cwd(pid); cwd != real || err != nil {
+		t.Errorf("Cwd = %q, %v; want %s", cwd, err, real)
+	}
+	if env, err := Environ(pid); !slices.Equal(env, []string{"PROCSCAN_TEST=yes", "OTHER=1"}) || err != nil {
+		t.Errorf("Environ = %q, %v", env, err)
+	}
+	a, st1 := Probe(pid)
+	b, st2 := Probe(pid)
+	if st1 != Running || st2 != Running || a.Stamp == "" || a.Stamp != b.Stamp || !a.Started.Equal(b.Started) {
+		t.Errorf("two probes: %+v %v, %+v %v; want the same running process", a, st1, b, st2)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, ok := Comm(pid); ok {
+		t.Error("Comm of a reaped process")
+	}
+	if _, ok := Cmdline(pid); ok {
+		t.Error("Cmdline of a reaped process")
+	}
+	if _, err := Environ(pid); err == nil {
+		t.Error("Environ of a reaped process")
 	}
 }
