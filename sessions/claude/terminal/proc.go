@@ -1,6 +1,10 @@
 package terminal
 
-import "time"
+import (
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
 
 // startSlack is how much later than its session file's startedAt a process
 // may appear to have started (clock-tick rounding, a slow registration is
@@ -11,38 +15,30 @@ const startSlack = 2 * time.Second
 // sameProcess judges one probe of a session file's pid: alive, and not a
 // later process that reused the pid. procStart equal to the platform's own
 // stamp confirms at once; otherwise the process's start time must not be
-// after the file's registration.
-func sameProcess(f SessionFile, p procInfo) (alive, known bool) {
-	switch p.state {
-	case procUnknown:
+// after the file's registration. (procscan.Alive is not this rule: it
+// compares two probes' start times, where a session file has only the time
+// the CLI registered, which is after its start.)
+func sameProcess(f SessionFile, p procscan.Proc, st procscan.State) (alive, known bool) {
+	switch st {
+	case procscan.Unknown:
 		return false, false
-	case procGone:
+	case procscan.Gone:
 		return false, true
 	}
-	if f.ProcStart != "" && p.stamp != "" && f.ProcStart == p.stamp {
+	if f.ProcStart != "" && p.Stamp != "" && f.ProcStart == p.Stamp {
 		return true, true
 	}
-	if !p.started.IsZero() && f.StartedAt > 0 && p.started.After(f.Started().Add(startSlack)) {
+	if !p.Started.IsZero() && f.StartedAt > 0 && p.Started.After(f.Started().Add(startSlack)) {
 		return false, true
 	}
 	return true, true
 }
 
-type procState int
-
-const (
-	procUnknown procState = iota
-	procRunning
-	procGone
-)
-
-// procInfo is one probe of a pid: running or gone, its platform start stamp
-// (Linux: /proc/PID/stat field 22) and its start time when known.
-type procInfo struct {
-	state   procState
-	stamp   string
-	started time.Time
+// ProcessAlive probes the session file's process. Where the process table
+// is not read (procscan.Probe says Unknown) the observer neither trusts a
+// session alive nor declares it gone: the session file's removal still
+// ends it.
+func ProcessAlive(f SessionFile) (alive, known bool) {
+	p, st := procscan.Probe(f.PID)
+	return sameProcess(f, p, st)
 }
-
-// ProcessAlive probes the session file's process.
-func ProcessAlive(f SessionFile) (alive, known bool) { return sameProcess(f, probePID(f.PID)) }

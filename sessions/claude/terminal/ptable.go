@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
 // The process-table fallback, for Claude Code older than 2.1.224, which
@@ -21,11 +21,12 @@ import (
 // cannot be told apart (a clean exit and a kill both just remove the
 // process), so a turn cut short by it is Interrupted.
 //
-// Linux only (/proc); elsewhere the table is not probed and such sessions
-// are not seen (ErrProcessTableNotProbed).
+// The table is read through sessions/procscan: Linux only (/proc);
+// elsewhere the table is not probed and such sessions are not seen
+// (ErrProcessTableNotProbed).
 
 // ErrProcessTableNotProbed: this platform's process table is not read.
-var ErrProcessTableNotProbed = errors.New("the process table is not probed on this platform")
+var ErrProcessTableNotProbed = procscan.ErrNotProbed
 
 // procKeyPrefix marks the key of a session found in the process table:
 // "proc-<pid>-<start stamp>" (the pid and its platform start stamp: a later
@@ -36,7 +37,7 @@ const procKeyPrefix = "proc-"
 type ClaudeProc struct {
 	PID int
 	Cwd string
-	// Stamp is the platform's start stamp (Linux: /proc/PID/stat field 22).
+	// Stamp is the platform's start stamp (procscan.Proc.Stamp).
 	Stamp   string
 	Started time.Time
 	// ConfigDir is the configuration directory the process writes to
@@ -47,10 +48,10 @@ type ClaudeProc struct {
 }
 
 // configDirOf is the Claude configuration directory of a process
-// environment (NUL-separated KEY=VALUE, as /proc/PID/environ holds it).
-func configDirOf(environ []byte) string {
+// environment (KEY=VALUE each, as procscan.Environ reads it).
+func configDirOf(environ []string) string {
 	var home string
-	for _, kv := range strings.Split(string(environ), "\x00") {
+	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok && v != "" {
 			return filepath.Clean(v)
 		}
@@ -110,6 +111,63 @@ func interactiveClaude(comm string, argv []string) bool {
 		}
 	}
 	return true
+}
+
+// ListClaudeProcs reads the process table for interactive Claude Code CLIs
+// of this user: every process whose comm says claude (one small read per
+// process; the rest only for those), then its command line, start and cwd.
+// Another user's processes are skipped (their cwd cannot be read).
+func ListClaudeProcs() ([]ClaudeProc, error) { return scanClaudeProcs(nil) }
+
+// scanClaudeProcs is ListClaudeProcs; known, when set, is told every pid
+// seen and whether it was a candidate, and may skip one (its remembered
+// verdict still holds). The reads go cheapest first (comm, then the
+// command line) so a process that is not a claude costs one small read.
+func scanClaudeProcs(known procMemo) ([]ClaudeProc, error) {
+	pids, err := procscan.PIDs()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var out []ClaudeProc
+	for _, pid := range pids {
+		if pid == self {
+			continue
+		}
+		if known != nil && known.skip(pid) {
+			continue
+		}
+		c, ok := procscan.Comm(pid)
+		if !ok {
+			continue
+		}
+		// A native CLI is named claude; an npm one runs under node (and
+		// usually retitles itself claude).
+		if c != "claude" && c != "claude.exe" && c != "node" && c != "bun" {
+			if known != nil {
+				known.notClaude(pid)
+			}
+			continue
+		}
+		argv, ok := procscan.Cmdline(pid)
+		if !ok || !interactiveClaude(c, argv) {
+			continue
+		}
+		p, st := procscan.Probe(pid)
+		if st != procscan.Running {
+			continue
+		}
+		cwd, err := procscan.Cwd(pid)
+		if err != nil {
+			continue
+		}
+		env, err := procscan.Environ(pid)
+		if err != nil {
+			continue
+		}
+		out = append(out, ClaudeProc{PID: pid, Cwd: cwd, Stamp: p.Stamp, Started: p.Started, ConfigDir: configDirOf(env)})
+	}
+	return out, nil
 }
 
 // procSession is the session file the process table stands in for: the
@@ -253,16 +311,16 @@ func (s *Source) current(es sessions.ExternalSession, prev SessionFile) (Session
 	if !isProcKey(es.Key) {
 		return s.sessionFile(es)
 	}
-	p := probePID(es.PID)
-	if p.state != procRunning || p.stamp != procKeyStamp(es.Key) {
+	p, st := procscan.Probe(es.PID)
+	if st != procscan.Running || p.Stamp != procKeyStamp(es.Key) {
 		if prev.PID == 0 {
 			return SessionFile{}, false
 		}
 		return prev, true
 	}
 	cwd := es.Cwd
-	if c, err := procCwd(es.PID); err == nil {
+	if c, err := procscan.Cwd(es.PID); err == nil {
 		cwd = c
 	}
-	return s.procSession(ClaudeProc{PID: es.PID, Cwd: cwd, Stamp: p.stamp, Started: es.StartedAt}), true
+	return s.procSession(ClaudeProc{PID: es.PID, Cwd: cwd, Stamp: p.Stamp, Started: es.StartedAt}), true
 }

@@ -51,7 +51,7 @@ func TestConfigDirOf(t *testing.T) {
 		"PATH=/bin":                                               "",
 		"CLAUDE_CONFIG_DIR=/x\x00HOME=/y\x00CLAUDE_CONFIG_DIR=/z": "/x",
 	} {
-		if got := configDirOf([]byte(env)); got != want {
+		if got := configDirOf(strings.Split(env, "\x00")); got != want {
 			t.Errorf("%q: %q, want %q", env, got, want)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
 // child starts a real process to stand for an interactive CLI.
@@ -96,7 +97,7 @@ func TestListSessionFilesKeepsOnlyLiveInteractiveSessions(t *testing.T) {
 		t.Fatalf("got %+v, want only s-live", got)
 	}
 	// The live file's own procStart matches the platform's stamp.
-	if p := probePID(live); p.stamp == "" || p.started.IsZero() {
+	if p, _ := procscan.Probe(live); p.Stamp == "" || p.Started.IsZero() {
 		t.Fatalf("probe of a live child: %+v", p)
 	}
 }
