@@ -4,7 +4,6 @@ package claude
 
 import (
 	"bytes"
-	"fmt"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
@@ -12,14 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
-)
-
-// orphanTermGrace is how long an orphan gets to exit after SIGTERM before
-// SIGKILL; orphanKillWait bounds the wait after SIGKILL.
-const (
-	orphanTermGrace = 3 * time.Second
-	orphanKillWait  = 2 * time.Second
 )
 
 // ReapOrphan stops the Claude Code process pid that an earlier run of the
@@ -28,27 +19,14 @@ const (
 // resumed session must not run next to it. It acts only on a process group
 // leader whose command line carries this adapter's launch flags (see Args),
 // so a reused pid is left alone. It sends SIGTERM to the group, then
-// SIGKILL after a grace, and reports whether it stopped a process.
-// The tools it runs in sessions of their own are found through /proc and
-// stopped with it.
+// SIGKILL after a grace (proctree.Reap), and reports whether it stopped a
+// process. The tools it runs in sessions of their own are found through
+// /proc and stopped with it.
 func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !processAlive(pid) || !isManagedClaude(pid) {
 		return false, nil
 	}
-	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
-		if err == syscall.ESRCH {
-			return false, nil
-		}
-		return false, fmt.Errorf("stopping orphaned claude %d: %w", pid, err)
-	}
-	if waitGone(pid, orphanTermGrace) {
-		return true, nil
-	}
-	_ = proctree.SignalTree(pid, syscall.SIGKILL)
-	if waitGone(pid, orphanKillWait) {
-		return true, nil
-	}
-	return true, fmt.Errorf("orphaned claude %d survived SIGKILL", pid)
+	return proctree.Reap("claude", pid, processAlive)
 }
 
 // isManagedClaude reports whether pid leads its process group and runs with
@@ -88,15 +66,4 @@ func processAlive(pid int) bool {
 		return false
 	}
 	return syscall.Kill(pid, 0) == nil
-}
-
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }

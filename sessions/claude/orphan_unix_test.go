@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // startSleeper starts `sh -c 'sleep 30'` with extra arguments (which show
@@ -53,7 +55,7 @@ func TestReapOrphan(t *testing.T) {
 		if err != nil || !stopped {
 			t.Fatalf("ReapOrphan = %v, %v; want stopped", stopped, err)
 		}
-		if !waitGone(cmd.Process.Pid, time.Second) {
+		if !proctree.WaitGone(cmd.Process.Pid, time.Second, processAlive) {
 			t.Error("the process still runs")
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"strconv"
@@ -79,7 +80,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	cmd := exec.Command(path, Args(opts.Launch)...)
 	cmd.Dir = opts.Cwd
 	cmd.Env = append(os.Environ(), opts.Env...)
-	setProcessGroup(cmd)
+	proctree.SetGroup(cmd)
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating stdin for claude: %w", err)
@@ -182,18 +183,14 @@ func (p *Process) CloseInput() error {
 	return p.stdin.Close()
 }
 
-// Signal signals the process group.
-func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.cmd.Process, sig) }
+// Signal signals the process group (a terminating signal, its whole tree:
+// proctree.Signal).
+func (p *Process) Signal(sig os.Signal) error { return proctree.Signal(p.cmd.Process, sig) }
 
 // Wait waits for the process (call after Events is closed) and reports its
 // exit code, or the signal that killed it.
 func (p *Process) Wait() (int, string, error) {
-	err := p.cmd.Wait()
+	code, sig, err := proctree.Wait(p.cmd)
 	_ = p.CloseInput()
-	code, sig := exitStatus(p.cmd.ProcessState)
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		err = nil // a non-zero exit is an outcome, not a failure to wait
-	}
 	return code, sig, err
 }

@@ -4,7 +4,6 @@ package codex
 
 import (
 	"bytes"
-	"fmt"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
@@ -14,14 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
-)
-
-// orphanTermGrace is how long an orphan gets to exit after SIGTERM before
-// SIGKILL; orphanKillWait bounds the wait after SIGKILL.
-const (
-	orphanTermGrace = 3 * time.Second
-	orphanKillWait  = 2 * time.Second
 )
 
 // ReapOrphan stops an orphaned Codex process an earlier run of the app lost.
@@ -32,26 +23,13 @@ func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
 // to it. It acts only on a process group leader whose command line is a
 // codex program running app-server (the npm wrapper, `node …/codex.js
 // app-server`, or the native binary), so a reused pid is left alone. SIGTERM
-// to the group, then SIGKILL after a grace; commands Codex runs in
+// to the group, then SIGKILL after a grace (proctree.Reap); commands Codex runs in
 // pseudo-terminals of their own are found through /proc and stopped with it.
 func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !processAlive(pid) || !isManagedCodex(pid) {
 		return false, nil
 	}
-	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
-		if err == syscall.ESRCH {
-			return false, nil
-		}
-		return false, fmt.Errorf("stopping orphaned codex %d: %w", pid, err)
-	}
-	if waitGone(pid, orphanTermGrace) {
-		return true, nil
-	}
-	_ = proctree.SignalTree(pid, syscall.SIGKILL)
-	if waitGone(pid, orphanKillWait) {
-		return true, nil
-	}
-	return true, fmt.Errorf("orphaned codex %d survived SIGKILL", pid)
+	return proctree.Reap("codex", pid, processAlive)
 }
 
 // isManagedCodex reports whether pid leads its process group and runs a
@@ -105,15 +83,4 @@ func processAlive(pid int) bool {
 		}
 	}
 	return syscall.Kill(pid, 0) == nil
-}
-
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }

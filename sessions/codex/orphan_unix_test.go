@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // startSleeper runs a program called name (a copy of sh) with args, in its
@@ -61,7 +63,7 @@ func TestReapOrphan(t *testing.T) {
 		if err != nil || !stopped {
 			t.Fatalf("ReapOrphan = %v, %v; want stopped", stopped, err)
 		}
-		if !waitGone(cmd.Process.Pid, time.Second) {
+		if !proctree.WaitGone(cmd.Process.Pid, time.Second, processAlive) {
 			t.Error("the process still runs")
 		}
 	})

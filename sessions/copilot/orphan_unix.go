@@ -4,27 +4,18 @@ package copilot
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 var _ sessions.OrphanReaper = Agent{}
-
-// How long an orphaned turn gets to stop after SIGTERM, and how long its
-// SIGKILL is awaited.
-const (
-	orphanTermGrace = 3 * time.Second
-	orphanKillWait  = 2 * time.Second
-)
 
 // ReapOrphan stops a turn's process that an earlier run of the app lost
 // (the app was killed mid-turn), so the resumed session does not run
@@ -40,20 +31,12 @@ func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !isManagedTurn(pid) {
 		return false, nil
 	}
-	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
-		if err == syscall.ESRCH {
-			return false, nil
-		}
-		return false, fmt.Errorf("stopping orphaned copilot %d: %w", pid, err)
-	}
-	if waitGone(pid, orphanTermGrace) {
-		return true, nil
-	}
-	_ = proctree.SignalTree(pid, syscall.SIGKILL)
-	if waitGone(pid, orphanKillWait) {
-		return true, nil
-	}
-	return true, fmt.Errorf("orphaned copilot %d survived SIGKILL", pid)
+	// Only a known exit counts as gone: where the probe cannot tell, the
+	// grace runs out and SIGKILL follows.
+	return proctree.Reap("copilot", pid, func(pid int) bool {
+		alive, known := processAlive(pid)
+		return alive || !known
+	})
 }
 
 func isManagedTurn(pid int) bool {
@@ -78,17 +61,4 @@ func isManagedTurn(pid int) bool {
 		}
 	}
 	return false
-}
-
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if alive, known := processAlive(pid); known && !alive {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // CommandSetting is the setting that names the Copilot executable; errors
@@ -301,7 +302,7 @@ func (p *Process) pump(t *turnProc) {
 		}
 	}
 	werr := t.cmd.Wait()
-	code, sig := exitStatus(t.cmd.ProcessState)
+	code, sig := proctree.ExitStatus(t.cmd.ProcessState)
 	if werr != nil && t.cmd.ProcessState == nil {
 		code = -1
 	}

@@ -14,42 +14,19 @@ import (
 
 // setProcessGroup puts a turn's process in a group of its own: the npm
 // `copilot` is a Node wrapper that runs the native binary as its child, and
-// a signal must reach both.
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
+// a signal must reach both. (On Windows Copilot's turns differ from the
+// other agents': no group, and a signal as is.)
+func setProcessGroup(cmd *exec.Cmd) { proctree.SetGroup(cmd) }
 
 // signalGroup signals the turn's whole process group; terminating signals
 // also reach the tools that left it.
-func signalGroup(p *os.Process, sig os.Signal) error {
-	s, ok := sig.(syscall.Signal)
-	if !ok {
-		return p.Signal(sig)
-	}
-	if s == syscall.SIGTERM || s == syscall.SIGKILL {
-		return proctree.SignalTree(p.Pid, s)
-	}
-	return syscall.Kill(-p.Pid, s)
-}
+func signalGroup(p *os.Process, sig os.Signal) error { return proctree.Signal(p, sig) }
 
 // interruptGroup sends SIGINT to the group: the wrapper alone would die and
 // leave the native binary running (measured on 1.0.102).
 func interruptGroup(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGINT) }
 
-func terminating(sig os.Signal) bool {
-	s, ok := sig.(syscall.Signal)
-	return ok && (s == syscall.SIGTERM || s == syscall.SIGKILL)
-}
-
-func exitStatus(ps *os.ProcessState) (int, string) {
-	if ps == nil {
-		return -1, ""
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal().String()
-	}
-	return ps.ExitCode(), ""
-}
+func terminating(sig os.Signal) bool { return proctree.Terminating(sig) }
 
 // processAlive probes pid: running and not a zombie. Known is false when
 // /proc cannot tell (not Linux).

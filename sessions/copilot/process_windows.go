@@ -17,11 +17,4 @@ func interruptGroup(p *os.Process) error { return p.Kill() }
 
 func terminating(sig os.Signal) bool { return sig == os.Kill }
 
-func exitStatus(ps *os.ProcessState) (int, string) {
-	if ps == nil {
-		return -1, ""
-	}
-	return ps.ExitCode(), ""
-}
-
 func processAlive(int) (alive, known bool) { return false, false }

@@ -1,0 +1,146 @@
+//go:build unix
+
+package proctree
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// How a real child ended, as Wait reports it: an exit code is an outcome,
+// a kill names its signal, and only a failure to wait is an error.
+func TestWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		code   int
+		signal string
+	}{
+		{"clean exit", "exit 0", 0, ""},
+		{"non-zero exit", "exit 3", 3, ""},
+		{"killed", "kill -KILL $$", -1, syscall.SIGKILL.String()},
+		{"terminated", "kill -TERM $$", -1, syscall.SIGTERM.String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", tc.script)
+			SetGroup(cmd)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			code, sig, err := Wait(cmd)
+			if code != tc.code || sig != tc.signal || err != nil {
+				t.Errorf("Wait = %d, %q, %v; want %d, %q, nil", code, sig, err, tc.code, tc.signal)
+			}
+		})
+	}
+	// Never started: nothing ended, and waiting failed.
+	if code, sig, err := Wait(exec.Command("true")); code != -1 || sig != "" || err == nil {
+		t.Errorf("Wait on an unstarted command = %d, %q, %v", code, sig, err)
+	}
+}
+
+// Signal reaches the whole group: a non-terminating signal is sent to the
+// group (the shell's child dies of it too), and Terminating names the
+// signals that also reach the tree.
+func TestSignalGroup(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & echo $!; wait")
+	SetGroup(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	var child int
+	for _, c := range strings.TrimSpace(string(buf[:n])) {
+		child = child*10 + int(c-'0')
+	}
+	if pgid, err := syscall.Getpgid(child); err != nil || pgid != cmd.Process.Pid {
+		t.Fatalf("the shell's child %d is in group %d (%v), want the leader's %d", child, pgid, err, cmd.Process.Pid)
+	}
+	if err := Signal(cmd.Process, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	if _, sig, _ := Wait(cmd); sig != syscall.SIGUSR1.String() {
+		t.Errorf("the leader ended with %q, want %q", sig, syscall.SIGUSR1)
+	}
+	// The child, re-parented, is reaped by init once it dies.
+	if !WaitGone(child, 5*time.Second, func(pid int) bool { return syscall.Kill(pid, 0) == nil }) {
+		t.Error("the group signal did not reach the leader's child")
+	}
+	for sig, want := range map[syscall.Signal]bool{syscall.SIGTERM: true, syscall.SIGKILL: true, syscall.SIGINT: false, syscall.SIGUSR1: false} {
+		if Terminating(sig) != want {
+			t.Errorf("Terminating(%v) = %v", sig, !want)
+		}
+	}
+}
+
+// Reap stops a group leader with SIGTERM, one that ignores it with SIGKILL
+// after the grace, and leaves a pid that is already gone (checked where
+// the group was that one process: a killed group's other members may
+// linger until init reaps them).
+func TestReap(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		script  string
+		stopped bool
+		signal  string
+		alone   bool
+	}{
+		{"stops on SIGTERM", "exec sleep 30", true, syscall.SIGTERM.String(), true},
+		{"ignores SIGTERM", "trap '' TERM; sleep 30; sleep 30", true, syscall.SIGKILL.String(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", tc.script)
+			SetGroup(cmd)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			type result struct {
+				sig string
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { _, sig, err := Wait(cmd); done <- result{sig, err} }()
+			alive := func(pid int) bool { return syscall.Kill(pid, 0) == nil }
+			stopped, err := Reap("test", cmd.Process.Pid, alive)
+			if stopped != tc.stopped || err != nil {
+				t.Fatalf("Reap = %v, %v; want %v, nil", stopped, err, tc.stopped)
+			}
+			if r := <-done; r.sig != tc.signal || r.err != nil {
+				t.Errorf("the process ended with %q (%v), want %q", r.sig, r.err, tc.signal)
+			}
+			// Gone now: nothing to stop.
+			if !tc.alone {
+				return
+			}
+			if stopped, err := Reap("test", cmd.Process.Pid, alive); stopped || err != nil {
+				t.Errorf("Reap of a gone pid = %v, %v; want false, nil", stopped, err)
+			}
+		})
+	}
+}
+
+// A reap that cannot stop the process says so, naming the agent.
+func TestReapSurvivor(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	SetGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// A probe that never sees it go (the zombie is not reaped here).
+	stopped, err := Reap("codex", cmd.Process.Pid, func(int) bool { return true })
+	if !stopped || err == nil || !strings.Contains(err.Error(), "orphaned codex") || errors.Is(err, syscall.ESRCH) {
+		t.Errorf("Reap = %v, %v; want stopped with an error naming codex", stopped, err)
+	}
+}
