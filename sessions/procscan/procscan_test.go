@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// A real child process: found by its name with its command line, cwd and
-// start time; alive while it runs and only for its own start time; gone
-// once reaped.
-func TestNamedAliveGone(t *testing.T) {
+// sleeper is a real child process in a directory of its own, with a small
+// environment of its own.
+func sleeper(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command("sleep", "300")
 	cmd.Dir = dir
@@ -23,6 +23,14 @@ func TestNamedAliveGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, dir
+}
+
+// A real child process: found by its name with its command line, cwd and
+// start time; alive while it runs and only for its own start time; gone
+// once reaped.
+func TestNamedAliveGone(t *testing.T) {
+	cmd, dir := sleeper(t)
 	procs, err := Named("sleep")
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +109,7 @@ func TestParseStat(t *testing.T) {
 // its name, command line, cwd and environment read back, and its start
 // stamp is the same at every probe (the identity a reused pid changes).
 func TestReads(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command("sleep", "300")
-	cmd.Dir = dir
-	cmd.Env = []string{"PROCSCAN_TEST=yes", "OTHER=1"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	cmd, dir := sleeper(t)
 	pid := cmd.Process.Pid
 	pids, err := PIDs()
 	if err != nil || !slices.Contains(pids, pid) || !slices.Contains(pids, os.Getpid()) {
