@@ -3,14 +3,11 @@
 package claude
 
 import (
-	"bytes"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
-	"os"
-	"os/exec"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // ReapOrphan stops the Claude Code process pid that an earlier run of the
@@ -40,20 +37,10 @@ func isManagedClaude(pid int) bool {
 }
 
 // commandLine returns pid's arguments joined by spaces: from /proc on
-// Linux, from ps elsewhere.
+// Linux, from ps elsewhere (procscan.Cmdline).
 func commandLine(pid int) (string, bool) {
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil || len(b) == 0 {
-			return "", false
-		}
-		return string(bytes.ReplaceAll(bytes.TrimRight(b, "\x00"), []byte{0}, []byte{' '})), true
-	}
-	out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
-	if err != nil {
-		return "", false
-	}
-	return strings.TrimSpace(string(out)), true
+	argv, ok := procscan.Cmdline(pid)
+	return strings.Join(argv, " "), ok
 }
 
 // processAlive reports whether pid runs; a zombie does not. Where the

@@ -3,16 +3,12 @@
 package codex
 
 import (
-	"bytes"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // ReapOrphan stops an orphaned Codex process an earlier run of the app lost.
@@ -56,31 +52,16 @@ func isManagedCodex(pid int) bool {
 
 // commandArgs returns pid's arguments: from /proc on Linux, from ps (split
 // on spaces) elsewhere.
-func commandArgs(pid int) ([]string, bool) {
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil || len(b) == 0 {
-			return nil, false
-		}
-		return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00"), true
-	}
-	out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
-	if err != nil {
-		return nil, false
-	}
-	return strings.Fields(string(out)), true
-}
+func commandArgs(pid int) ([]string, bool) { return procscan.Cmdline(pid) }
 
-// processAlive reports whether pid runs; a zombie does not.
+// processAlive reports whether pid runs; a zombie does not. Where the
+// process table cannot tell, kill(pid, 0) decides.
 func processAlive(pid int) bool {
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-			return b[i+2] != 'Z' && b[i+2] != 'X'
-		}
+	switch _, st := procscan.Probe(pid); st {
+	case procscan.Running:
+		return true
+	case procscan.Gone:
+		return false
 	}
 	return syscall.Kill(pid, 0) == nil
 }

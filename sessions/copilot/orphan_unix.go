@@ -3,15 +3,13 @@
 package copilot
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
@@ -46,11 +44,10 @@ func isManagedTurn(pid int) bool {
 	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil || len(b) == 0 {
+	args, ok := procscan.Cmdline(pid)
+	if !ok {
 		return false
 	}
-	args := strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
 	i := slices.Index(args, "--output-format")
 	if i < 1 || i+2 >= len(args) || args[i+1] != "json" || !strings.HasPrefix(args[i+2], "--session-id=") {
 		return false

@@ -13,6 +13,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
@@ -484,4 +485,16 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// processAlive probes pid: running and not a zombie. Known is false where
+// the process table cannot tell (not Linux).
+func processAlive(pid int) (alive, known bool) {
+	switch _, st := procscan.Probe(pid); st {
+	case procscan.Running:
+		return true, true
+	case procscan.Gone:
+		return false, true
+	}
+	return false, false
 }

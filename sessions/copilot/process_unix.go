@@ -3,8 +3,6 @@
 package copilot
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -27,21 +25,3 @@ func signalGroup(p *os.Process, sig os.Signal) error { return proctree.Signal(p,
 func interruptGroup(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGINT) }
 
 func terminating(sig os.Signal) bool { return proctree.Terminating(sig) }
-
-// processAlive probes pid: running and not a zombie. Known is false when
-// /proc cannot tell (not Linux).
-func processAlive(pid int) (alive, known bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return false, true
-		}
-		return false, false
-	}
-	// The state follows the command's closing parenthesis.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false, false
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X', true
-}

@@ -40,11 +40,11 @@ func Comm(pid int) (comm string, ok bool) {
 	return string(bytes.TrimSpace(b)), true
 }
 
-// Cmdline is pid's command line; ok is false when it cannot be read (the
-// process is gone).
+// Cmdline is pid's command line; ok is false when it cannot be read or is
+// empty (the process is gone or exiting, or a kernel thread).
 func Cmdline(pid int) (argv []string, ok bool) {
 	b, err := os.ReadFile(procPath(pid, "cmdline"))
-	if err != nil {
+	if err != nil || len(b) == 0 {
 		return nil, false
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), true

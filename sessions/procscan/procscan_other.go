@@ -2,14 +2,30 @@
 
 package procscan
 
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
 // PIDs cannot read the process table on this platform yet.
 func PIDs() ([]int, error) { return nil, ErrNotProbed }
 
 // Comm cannot tell on this platform.
 func Comm(pid int) (string, bool) { return "", false }
 
-// Cmdline cannot tell on this platform.
-func Cmdline(pid int) ([]string, bool) { return nil, false }
+// Cmdline asks ps where there is no /proc (macOS, the BSDs): ps joins the
+// arguments with spaces, so they come back split on white space (an
+// argument with a space in it is two). ok is false where ps cannot tell
+// (no such process, or no ps: Windows).
+func Cmdline(pid int) ([]string, bool) {
+	out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
+	if err != nil {
+		return nil, false
+	}
+	argv := strings.Fields(string(out))
+	return argv, len(argv) > 0
+}
 
 // Cwd cannot tell on this platform.
 func Cwd(pid int) (string, error) { return "", ErrNotProbed }

@@ -145,3 +145,30 @@ func TestReads(t *testing.T) {
 		t.Error("Environ of a reaped process")
 	}
 }
+
+// A zombie (exited, not yet reaped) is Gone and has no command line: the
+// kernel empties it, and an empty one is not a command line to match.
+func TestZombie(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Wait() })
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, st := Probe(pid); st == Gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child never exited")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if argv, ok := Cmdline(pid); ok {
+		t.Errorf("Cmdline of a zombie = %q, true", argv)
+	}
+	if alive, known := Alive(pid, time.Time{}); alive || !known {
+		t.Errorf("Alive of a zombie = %v, %v", alive, known)
+	}
+}
