@@ -5,6 +5,8 @@ package proctree
 import (
 	"errors"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,9 +61,9 @@ func TestSignalGroup(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	buf := make([]byte, 32)
 	n, _ := out.Read(buf)
-	var child int
-	for _, c := range strings.TrimSpace(string(buf[:n])) {
-		child = child*10 + int(c-'0')
+	child, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if pgid, err := syscall.Getpgid(child); err != nil || pgid != cmd.Process.Pid {
 		t.Fatalf("the shell's child %d is in group %d (%v), want the leader's %d", child, pgid, err, cmd.Process.Pid)
@@ -142,5 +144,37 @@ func TestReapSurvivor(t *testing.T) {
 	stopped, err := Reap("codex", cmd.Process.Pid, func(int) bool { return true })
 	if !stopped || err == nil || !strings.Contains(err.Error(), "orphaned codex") || errors.Is(err, syscall.ESRCH) {
 		t.Errorf("Reap = %v, %v; want stopped with an error naming codex", stopped, err)
+	}
+}
+
+// Descendants walks the parent links down from a process: its child and
+// the child's own child (parent links, so also a tool in a session of its
+// own, which the group's signals would miss); on Linux only.
+func TestDescendants(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the process table is read on Linux only")
+	}
+	cmd := exec.Command("sh", "-c", `sh -c 'sleep 30 & echo $!; wait' & wait`)
+	SetGroup(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = SignalTree(cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	sleeper, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Descendants(cmd.Process.Pid)
+	if len(got) != 2 || got[1] != sleeper {
+		t.Errorf("Descendants = %v, want the inner shell and then its sleep %d", got, sleeper)
+	}
+	if got := Descendants(sleeper); len(got) != 0 {
+		t.Errorf("Descendants of a leaf = %v", got)
 	}
 }

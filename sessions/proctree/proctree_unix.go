@@ -3,34 +3,25 @@
 package proctree
 
 import (
-	"bytes"
-	"os"
-	"runtime"
-	"strconv"
 	"syscall"
+
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
-// Descendants lists every live process below pid, read from /proc (Linux;
-// elsewhere none are found). Agent CLIs run their tools in sessions of
-// their own (Claude Code's Bash, Codex's pseudo-terminals), out of reach of
-// the process group's signals, so a hung tool is only found by walking the
-// parent links.
+// Descendants lists every live process below pid, read from the process
+// table (procscan: Linux; elsewhere none are found). Agent CLIs run their
+// tools in sessions of their own (Claude Code's Bash, Codex's
+// pseudo-terminals), out of reach of the process group's signals, so a
+// hung tool is only found by walking the parent links.
 func Descendants(pid int) []int {
-	if runtime.GOOS != "linux" {
-		return nil
-	}
-	entries, err := os.ReadDir("/proc")
+	pids, err := procscan.PIDs()
 	if err != nil {
 		return nil
 	}
 	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := parentOf(p); ok {
-			children[ppid] = append(children[ppid], p)
+	for _, p := range pids {
+		if pr, st := procscan.Probe(p); st == procscan.Running {
+			children[pr.PPID] = append(children[pr.PPID], p)
 		}
 	}
 	var out []int
@@ -44,26 +35,6 @@ func Descendants(pid int) []int {
 		}
 	}
 	return out
-}
-
-// parentOf reads a process's parent pid from /proc/PID/stat; the field
-// follows the command name, which is in parentheses and may contain
-// anything.
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := bytes.Fields(b[i+1:])
-	if len(fields) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(string(fields[1]))
-	return ppid, err == nil
 }
 
 // SignalTree signals pid's process group and every descendant that left
