@@ -45,11 +45,12 @@ func TestWait(t *testing.T) {
 	}
 }
 
-// Signal reaches the whole group: a non-terminating signal is sent to the
-// group (the shell's child dies of it too), and Terminating names the
-// signals that also reach the tree.
-func TestSignalGroup(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "sleep 30 & echo $!; wait")
+// startGroup runs script in a process group of its own and returns it with
+// the pid the script prints first; the group's tree is killed (and reaped,
+// unless the test waited) at the end.
+func startGroup(t *testing.T, script string) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
 	SetGroup(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -58,13 +59,26 @@ func TestSignalGroup(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	t.Cleanup(func() {
+		_ = SignalTree(cmd.Process.Pid, syscall.SIGKILL)
+		if cmd.ProcessState == nil {
+			_ = cmd.Wait()
+		}
+	})
 	buf := make([]byte, 32)
 	n, _ := out.Read(buf)
-	child, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cmd, pid
+}
+
+// Signal reaches the whole group: a non-terminating signal is sent to the
+// group (the shell's child dies of it too), and Terminating names the
+// signals that also reach the tree.
+func TestSignalGroup(t *testing.T) {
+	cmd, child := startGroup(t, "sleep 30 & echo $!; wait")
 	if pgid, err := syscall.Getpgid(child); err != nil || pgid != cmd.Process.Pid {
 		t.Fatalf("the shell's child %d is in group %d (%v), want the leader's %d", child, pgid, err, cmd.Process.Pid)
 	}
@@ -154,22 +168,7 @@ func TestDescendants(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the process table is read on Linux only")
 	}
-	cmd := exec.Command("sh", "-c", `sh -c 'sleep 30 & echo $!; wait' & wait`)
-	SetGroup(cmd)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = SignalTree(cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	buf := make([]byte, 32)
-	n, _ := out.Read(buf)
-	sleeper, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, sleeper := startGroup(t, `sh -c 'sleep 30 & echo $!; wait' & wait`)
 	got := Descendants(cmd.Process.Pid)
 	if len(got) != 2 || got[1] != sleeper {
 		t.Errorf("Descendants = %v, want the inner shell and then its sleep %d", got, sleeper)
