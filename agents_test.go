@@ -18,7 +18,7 @@ func TestCodexRegistered(t *testing.T) {
 	for _, a := range agentInfos() {
 		names = append(names, a.Name()+"="+a.DisplayName())
 	}
-	if !slices.Equal(names, []string{"claude=Claude Code", "codex=Codex"}) {
+	if !slices.Equal(names, []string{"claude=Claude Code", "codex=Codex", "gemini=Gemini CLI"}) {
 		t.Errorf("New session lists %v", names)
 	}
 	var codex int
@@ -37,5 +37,30 @@ func TestCodexRegistered(t *testing.T) {
 	code, out, errOut := runCLI(t, "--data-dir", dir, "settings", "get", "agents.codex.command")
 	if code != 0 || strings.TrimSpace(out) != "codex" {
 		t.Errorf("settings get agents.codex.command: exit %d, %q %q; want the default codex", code, out, errOut)
+	}
+}
+
+// TestGeminiRegistered: the registry line makes the Gemini CLI a managed
+// agent: a launcher, its command setting with the default `gemini`, and
+// doctor's check as a managed agent (no longer in the optional list).
+func TestGeminiRegistered(t *testing.T) {
+	if _, ok := agents()["gemini"]; !ok {
+		t.Error("the runtime has no gemini launcher")
+	}
+	var n int
+	for _, a := range doctorAgents() {
+		if a.Name == "gemini" {
+			n++
+			if !a.Managed || a.Setting != "agents.gemini.command" || a.Command != "gemini" {
+				t.Errorf("doctor checks gemini as %+v, want the managed agent with its setting", a)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("doctor lists gemini %d times, want once", n)
+	}
+	code, out, errOut := runCLI(t, "--data-dir", t.TempDir(), "settings", "get", "agents.gemini.command")
+	if code != 0 || strings.TrimSpace(out) != "gemini" {
+		t.Errorf("settings get agents.gemini.command: exit %d, %q %q; want the default gemini", code, out, errOut)
 	}
 }

@@ -76,6 +76,9 @@ type wire struct {
 	Error *struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
+		Data    struct {
+			Details string `json:"details"`
+		} `json:"data"`
 	} `json:"error"`
 	Params struct {
 		SessionID string `json:"sessionId"`
@@ -200,7 +203,14 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 	case methodSessionNew, methodSessionLoad:
 		s.loading = false
 		if w.Error != nil {
-			s.openErr = orDefault(sessions.SanitizeMessage(apiMessage(w.Error.Message)), method+" failed")
+			// "Internal error" says nothing; its details' first line does
+			// (measured: `Invalid session identifier "…"` for a session
+			// that has no model reply yet, which the CLI does not list).
+			msg := apiMessage(w.Error.Message)
+			if d, _, _ := strings.Cut(strings.TrimSpace(w.Error.Data.Details), "\n"); d != "" {
+				msg = d
+			}
+			s.openErr = orDefault(sessions.SanitizeMessage(msg), method+" failed")
 			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(method + " failed: " + s.openErr)}}, true
 		}
 		sid, verb := "", "started"

@@ -175,10 +175,18 @@ func TestProcessRealPermission(t *testing.T) {
 }
 
 // TestProcessRealCancelAndResume: session/cancel aborts a silent stream; a
-// new process loads the session and its turn completes.
+// new process loads the session and its turn completes. (The CLI lists,
+// and so loads, only sessions with a model reply: the first turn gives it
+// one.)
 func TestProcessRealCancelAndResume(t *testing.T) {
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
+	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
+		t.Fatal(err)
+	}
+	if evs := collect(t, p, turnEnd); last(evs).Kind != sessions.EvTurnCompleted {
+		t.Fatalf("first turn: %v", kinds(evs))
+	}
 	if err := p.SendPrompt("[[scenario:stall]] go"); err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +213,9 @@ func TestProcessRealCancelAndResume(t *testing.T) {
 		t.Errorf("after closing its input: exit %d signal %q err %v, want a clean exit", code, sig, err)
 	}
 	q := w.start(t, "yolo", sid)
+	if _, err := q.session(); err != nil {
+		t.Fatalf("%v; stderr %q", err, q.StderrTail())
+	}
 	if err := q.SendPrompt("[[scenario:stall]] again"); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +228,7 @@ func TestProcessRealCancelAndResume(t *testing.T) {
 			t.Errorf("resumed session %q, want %q", e.AgentSessionID, sid)
 		}
 	}
-	if n := len(w.api.Requests("stall")); n != 2 {
+	if n := len(w.api.Requests("stall")); n != 2 || w.api.Requests("stall")[1].UserText != "again" {
 		t.Errorf("%d requests, want the stalled one and the resumed one", n)
 	}
 }
