@@ -231,8 +231,13 @@ func TestGeminiE2ERateLimitDrain(t *testing.T) {
 		t.Errorf("failure %+v needs_attention %v session %s pid %d (was %s, %d) after the continue",
 			s.Failure, s.NeedsAttention, s.AgentSessionID, s.PID, held.AgentSessionID, held.PID)
 	}
-	if got := h.statuses("429then_ok"); !slices.Equal(got, []int{429, 429, 200}) {
-		t.Errorf("the fake API answered %v, want the CLI's two 429s, then the continue's 200", got)
+	if got := h.statuses("429then_ok"); !slices.Equal(got, []int{429, 429}) {
+		t.Errorf("the fake API answered %v, want the CLI's two 429s", got)
+	}
+	// The CLI drops a prompt that failed from its history, so the
+	// continue carries no scenario marker: it is a plain "text" request.
+	if !h.nudged("text") {
+		t.Error("the fake API never received the continue")
 	}
 	h.expectTimeline(id, []string{},
 		"state_changed:working", "state_changed:errored",
@@ -323,7 +328,9 @@ func TestGeminiE2EAgentKilledMidCommand(t *testing.T) {
 			h.orphans = append(h.orphans, pid)
 		}
 	}
-	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
+	// The resume may wait for the next minute (gemini.loadDelay: the CLI's
+	// session/load defect within the minute the session was recorded in).
+	s := h.waitForWithin(id, "the resumed turn to complete", 3*time.Minute, ce2eReview(2))
 	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
 		t.Errorf("after the resume: pid %d (alive %v) session %s; want a new process on session %s (killed pid %d)",
 			s.PID, s.ProcessAlive, s.AgentSessionID, before.AgentSessionID, before.PID)

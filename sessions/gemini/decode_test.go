@@ -2,6 +2,8 @@ package gemini
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -253,4 +255,42 @@ func FuzzDecodeLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadDelay: a session/load waits for the next minute only when the
+// session's newest chat file is from the current one (the CLI's defect
+// described at loadDelay).
+func TestLoadDelay(t *testing.T) {
+	now := time.Date(2026, 11, 30, 22, 31, 40, 0, time.UTC)
+	const id = "49b83a5c-d08d-4475-a5c1-6b08133b4130"
+	cases := []struct {
+		name  string
+		files []string
+		want  time.Duration
+	}{
+		{"no chat file", nil, 0},
+		{"created in an earlier minute", []string{"session-2026-11-30T22-30-49b83a5c.jsonl"}, 0},
+		{"created this minute", []string{"session-2026-11-30T22-30-49b83a5c.jsonl", "session-2026-11-30T22-31-49b83a5c.jsonl"}, 21 * time.Second},
+		{"another session this minute", []string{"session-2026-11-30T22-31-0937f38a.jsonl"}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			chats := filepath.Join(home, ".gemini", "tmp", "work", "chats")
+			if err := os.MkdirAll(chats, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range c.files {
+				if err := os.WriteFile(filepath.Join(chats, f), []byte("{}\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := loadDelay(home, id, now); got != c.want {
+				t.Errorf("loadDelay = %s, want %s", got, c.want)
+			}
+		})
+	}
+	if got := chatsHome([]string{"HOME=/a", "X=1", "HOME=/b"}); got != "/b" {
+		t.Errorf("chatsHome = %q, want the last HOME", got)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,10 +22,11 @@ const CommandSetting = "agents.gemini.command"
 // stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
 const stderrKeep = 8 << 10
 
-// readyWait bounds how long a prompt waits for the session to open when no
-// write timeout is set: the CLI answers initialize about 5 s after it
-// starts (measured on 0.61.0, two shared cores), so a minute means never.
-const readyWait = time.Minute
+// readyWait bounds how long a prompt waits for the session to open: the
+// CLI answers initialize about 5 s after it starts (measured on 0.61.0, two
+// shared cores), and a session/load may first wait up to a minute (see
+// loadDelay), so two minutes means never.
+const readyWait = 2 * time.Minute
 
 // noCompaction is why Compact cannot do what it is asked: ACP has no
 // compaction request and 0.61.0's ACP commands have no /compress (measured);
@@ -163,7 +165,16 @@ func Start(opts ProcessOptions) (*Process, error) {
 		if opts.ResumeID != "" {
 			id := p.id()
 			p.dec.expectLoad(id, opts.ResumeID)
-			err = p.write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd))
+			if wait := loadDelay(chatsHome(opts.Env), opts.ResumeID, time.Now()); wait > 0 {
+				go func() {
+					time.Sleep(wait)
+					if p.write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd)) != nil {
+						_ = p.CloseInput()
+					}
+				}()
+			} else {
+				err = p.write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd))
+			}
 		} else {
 			err = p.call(methodSessionNew, func(id int64) []byte { return SessionNewRequest(id, opts.Cwd) })
 		}
@@ -393,4 +404,50 @@ func (p *Process) Wait() (int, string, error) {
 		err = nil // a non-zero exit is an outcome, not a failure to wait
 	}
 	return code, sig, err
+}
+
+// chatsHome is the home directory the CLI keeps its chats under: HOME as the
+// process will see it (the last value in env wins, as for exec).
+func chatsHome(env []string) string {
+	home := os.Getenv("HOME")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	return home
+}
+
+// chatNameRE reads the minute out of a chat file's name
+// (session-2026-11-30T22-31-49b83a5c.jsonl, UTC).
+var chatNameRE = regexp.MustCompile(`^session-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2})-[0-9a-f]{8}\.jsonl?$`)
+
+// loadDelay works around a defect of Gemini CLI 0.61.0 (measured): its
+// session/load starts recording the session before it reads it, into
+// ~/.gemini/tmp/<project>/chats/session-<minute>-<id8>.jsonl named after
+// the current minute. When that is the minute the session's newest chat
+// file was created in (a resume within the same minute: a crash and the
+// supervisor's quick resume), the new recording lands in that very file,
+// resets its message list, and the load then finds no conversation
+// ("No previous sessions found for this project") and the history is lost
+// to the CLI. A load in a later minute writes a new file and works. So the
+// load waits for the next minute when the newest file is from this one.
+func loadDelay(home, sessionID string, now time.Time) time.Duration {
+	if home == "" || len(sessionID) < 8 {
+		return 0
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+sessionID[:8]+".json*"))
+	now = now.UTC()
+	minute := now.Truncate(time.Minute)
+	for _, f := range files {
+		m := chatNameRE.FindStringSubmatch(filepath.Base(f))
+		if m == nil {
+			continue
+		}
+		t, err := time.Parse("2006-01-02T15-04", m[1])
+		if err == nil && t.Equal(minute) {
+			return minute.Add(time.Minute).Sub(now) + time.Second
+		}
+	}
+	return 0
 }

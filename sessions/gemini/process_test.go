@@ -184,25 +184,26 @@ func TestProcessRealCancelAndResume(t *testing.T) {
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
 		t.Fatal(err)
 	}
-	if evs := collect(t, p, turnEnd); last(evs).Kind != sessions.EvTurnCompleted {
-		t.Fatalf("first turn: %v", kinds(evs))
+	var sid string
+	evs := collect(t, p, turnEnd)
+	for _, e := range evs {
+		if e.Kind == sessions.EvSessionInit {
+			sid = e.AgentSessionID
+		}
+	}
+	if last(evs).Kind != sessions.EvTurnCompleted || sid == "" {
+		t.Fatalf("first turn: %v, session %q", kinds(evs), sid)
 	}
 	if err := p.SendPrompt("[[scenario:stall]] go"); err != nil {
 		t.Fatal(err)
 	}
-	evs := collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
+	evs = collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
 	if err := p.Interrupt(); err != nil {
 		t.Fatal(err)
 	}
 	evs = append(evs, collect(t, p, turnEnd)...)
 	if last(evs).Kind != sessions.EvTurnAborted {
 		t.Fatalf("events %v, want the turn aborted", kinds(evs))
-	}
-	var sid string
-	for _, e := range evs {
-		if e.Kind == sessions.EvSessionInit {
-			sid = e.AgentSessionID
-		}
 	}
 	if err := p.CloseInput(); err != nil {
 		t.Fatal(err)
@@ -228,8 +229,8 @@ func TestProcessRealCancelAndResume(t *testing.T) {
 			t.Errorf("resumed session %q, want %q", e.AgentSessionID, sid)
 		}
 	}
-	if n := len(w.api.Requests("stall")); n != 2 || w.api.Requests("stall")[1].UserText != "again" {
-		t.Errorf("%d requests, want the stalled one and the resumed one", n)
+	if reqs := w.api.Requests("stall"); len(reqs) != 2 || !strings.HasSuffix(reqs[1].UserText, "again") {
+		t.Errorf("requests %+v, want the stalled one and the resumed one", reqs)
 	}
 }
 
