@@ -268,3 +268,37 @@ func TestProcessRealFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessRealQueuedPrompt: a prompt sent while a turn runs is not a
+// second session/prompt (which would abort the first): it waits and starts
+// the next turn, announced as a session init so Apply starts that turn.
+// Compact, which ACP cannot do, fails its turn at once with the reason.
+func TestProcessRealQueuedPrompt(t *testing.T) {
+	w := newRealWorld(t)
+	p := w.start(t, "yolo", "")
+	if err := p.SendPrompt("[[scenario:text]] first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendPrompt("second"); err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, p, turnEnd)
+	if last(evs).Kind != sessions.EvTurnCompleted {
+		t.Fatalf("first turn: %v", kinds(evs))
+	}
+	evs = collect(t, p, turnEnd)
+	if len(evs) == 0 || evs[0].Kind != sessions.EvSessionInit || last(evs).Kind != sessions.EvTurnCompleted {
+		t.Fatalf("queued turn: %v, want it announced, then completed", kinds(evs))
+	}
+	reqs := w.api.Requests("text")
+	if len(reqs) != 2 || !strings.HasSuffix(reqs[1].UserText, "second") {
+		t.Errorf("requests %+v, want the first prompt's, then the queued one's", reqs)
+	}
+	if err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	evs = collect(t, p, turnEnd)
+	if e := last(evs); e.Kind != sessions.EvTurnFailed || !strings.Contains(e.Failure.Message, "no compaction") {
+		t.Errorf("compact: %v %+v, want the turn failed with the reason", e.Kind, e.Failure)
+	}
+}
