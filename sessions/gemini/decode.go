@@ -211,7 +211,12 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 				msg = d
 			}
 			s.openErr = orDefault(sessions.SanitizeMessage(msg), method+" failed")
-			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(method + " failed: " + s.openErr)}}, true
+			// The turn the app started for its prompt cannot run: it fails
+			// with the reason, classified (an auth error is auth), instead
+			// of waiting for the stall chain to find it silent.
+			f := s.classify(w.Error.Code, msg)
+			f.Message = sessions.SanitizeMessage("could not open the session: " + f.Message)
+			return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: f}}, true
 		}
 		sid, verb := "", "started"
 		if w.Result != nil {

@@ -85,6 +85,8 @@ func TestDecodeStream(t *testing.T) {
 			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.Overloaded, time.Time{}},
 		{"session gone", []string{lineNew, lineNotFound},
 			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.OtherFailure, time.Time{}},
+		{"session cannot be loaded", []string{`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}}`},
+			[]sessions.EventKind{sessions.EvTurnFailed}, sessions.OtherFailure, time.Time{}},
 		{"context window check", []string{lineNew, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"max_tokens"}}`},
 			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.ContextOverflow, time.Time{}},
 	}
