@@ -204,8 +204,8 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 		s.loading = false
 		if w.Error != nil {
 			// "Internal error" says nothing; its details' first line does
-			// (measured: `Invalid session identifier "…"` for a session
-			// that has no model reply yet, which the CLI does not list).
+			// (measured: `No previous sessions found for this project.`,
+			// `Invalid session identifier "…"`).
 			msg := apiMessage(w.Error.Message)
 			if d, _, _ := strings.Cut(strings.TrimSpace(w.Error.Data.Details), "\n"); d != "" {
 				msg = d

@@ -175,9 +175,7 @@ func TestProcessRealPermission(t *testing.T) {
 }
 
 // TestProcessRealCancelAndResume: session/cancel aborts a silent stream; a
-// new process loads the session and its turn completes. (The CLI lists,
-// and so loads, only sessions with a model reply: the first turn gives it
-// one.)
+// new process loads the session and its turn completes.
 func TestProcessRealCancelAndResume(t *testing.T) {
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
