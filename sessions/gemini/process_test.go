@@ -12,6 +12,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/fakeapi"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // These tests run the real Gemini CLI (`make test` installs the pinned one;
@@ -298,5 +299,52 @@ func TestProcessRealQueuedPrompt(t *testing.T) {
 	evs = collect(t, p, turnEnd)
 	if e := last(evs); e.Kind != sessions.EvTurnFailed || !strings.Contains(e.Failure.Message, "no compaction") {
 		t.Errorf("compact: %v %+v, want the turn failed with the reason", e.Kind, e.Failure)
+	}
+}
+
+// TestReapOrphanReal: the real `gemini --acp` mid-turn (which does not exit
+// when its input closes) is recognized and stopped; a program that is not
+// gemini --acp is left alone.
+func TestReapOrphanReal(t *testing.T) {
+	w := newRealWorld(t)
+	p := w.start(t, "yolo", "")
+	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
+	if err := p.CloseInput(); err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := ReapOrphan(p.PID())
+	if !stopped || err != nil {
+		args, _ := proctree.CommandArgs(p.PID())
+		t.Fatalf("ReapOrphan(%q) = %v, %v; want stopped", args, stopped, err)
+	}
+	for range p.Events() {
+	}
+	_, _, _ = p.Wait()
+	if proctree.Alive(p.PID()) {
+		t.Error("the orphan still runs")
+	}
+}
+
+func TestIsGeminiACP(t *testing.T) {
+	cases := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"node", "/x/node_modules/.bin/gemini", "--acp"}, true},
+		{[]string{"node", "--max-old-space-size=4096", "/x/bundle/gemini.js", "--acp", "--approval-mode", "yolo"}, true},
+		{[]string{"node", "/x/node_modules/.bin/gemini", "-p", "hi"}, false},
+		{[]string{"node", "/x/other.js", "--acp"}, false},
+		{[]string{"--acp"}, false},
+	}
+	for _, c := range cases {
+		if got := isGeminiACP(c.args); got != c.want {
+			t.Errorf("isGeminiACP(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+	if stopped, err := ReapOrphan(os.Getpid()); stopped || err != nil {
+		t.Errorf("ReapOrphan(the test itself) = %v, %v; want left alone", stopped, err)
 	}
 }
