@@ -349,3 +349,33 @@ func TestGeminiE2EAgentKilledMidCommand(t *testing.T) {
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestGeminiE2EAppKilledMidTurn: the app killed with SIGKILL while a Gemini
+// turn is in flight comes back with the session Interrupted, stops the
+// `gemini --acp` the dead app left behind (it does not exit when its input
+// closes mid-turn), resumes the session in a new process and nudges it to
+// completion.
+func TestGeminiE2EAppKilledMidTurn(t *testing.T) {
+	h := geminiE2EStart(t, ce2eFast...)
+	id := h.newGemini("[[scenario:stall]] go")
+	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.AgentSessionID != "" && len(h.api.Requests("stall")) > 0
+	})
+	h.killApp()
+	h.startApp()
+	s := h.waitForWithin(id, "the resumed turn to complete", 3*time.Minute, ce2eReview(2))
+	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
+		t.Errorf("after the restart: pid %d (alive %v) session %q; before: pid %d session %q",
+			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
+	}
+	if claudeE2EAlive(before.PID) {
+		t.Errorf("the gemini %d of the killed app still runs next to the resumed %d", before.PID, s.PID)
+	}
+	if !h.nudged("") {
+		t.Error("the fake API never received the continuation nudge")
+	}
+	h.expectTimeline(id, []string{"process_started"},
+		"process_started", "state_changed:working", "boot_reconciled",
+		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
