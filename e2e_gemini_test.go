@@ -374,8 +374,17 @@ func TestGeminiE2EAppKilledMidTurn(t *testing.T) {
 	if !h.nudged("") {
 		t.Error("the fake API never received the continuation nudge")
 	}
-	h.expectTimeline(id, []string{"process_started"},
+	rows := h.expectTimeline(id, []string{"process_started"},
 		"process_started", "state_changed:working", "boot_reconciled",
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	// The supervisor, not the CLI, ended the old process: the reap is
+	// recorded with the boot decision.
+	for _, r := range rows {
+		if r.Kind == "boot_reconciled" {
+			if o, _ := r.detail()["orphan"].(string); !strings.Contains(o, "was stopped") {
+				t.Errorf("boot_reconciled %s records no stopped orphan", r.Detail)
+			}
+		}
+	}
 	h.stopApp()
 }
