@@ -9,6 +9,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
+	"github.com/session-supervisor/session-supervisor/sessions/gemini"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -21,6 +22,7 @@ var agentRegistry = sessions.MustRegistry(
 	claude.Agent{},
 	codex.Agent{},
 	copilot.Agent{},
+	gemini.Agent{},
 )
 
 // externalSources find the sessions the app did not launch (an agent started

@@ -36,7 +36,6 @@ func doctorAgents() []doctor.Agent {
 // otherAgentCLIs are agent CLIs doctor reports on though the app does not
 // launch them yet.
 var otherAgentCLIs = []doctor.Agent{
-	{Name: "gemini", Command: "gemini", Install: "npm install -g @google/gemini-cli"},
 	{Name: "opencode", Command: "opencode", Install: "npm install -g opencode-ai"},
 }
 
