@@ -12,6 +12,10 @@ CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
 # The real Codex CLI, the same way (sessions/codex/fakeapi.CodexVersion).
 CODEX_VERSION := 0.171.0
 CODEX_BIN := $(CURDIR)/.cache/codex/node_modules/.bin/codex
+# The real OpenCode CLI, the same way (sessions/opencode/fakeapi.OpenCodeVersion);
+# its npm package carries the native binary for the platform.
+OPENCODE_VERSION := 1.18.33
+OPENCODE_BIN := $(CURDIR)/.cache/opencode/node_modules/.bin/opencode
 # The interactive CLI for the terminal-session test (terminal_cli_e2e_test.go):
 # its session registry and inbox socket need >= 2.1.224, which the pin above
 # predates (two of the other end-to-end tests fail on 2.1.328, so that pin stays).
@@ -57,14 +61,18 @@ $(CODEX_BIN):
 	npm install --prefix $(CURDIR)/.cache/codex --no-audit --no-fund @openai/codex@$(CODEX_VERSION)
 	$(CODEX_BIN) --version
 
+$(OPENCODE_BIN):
+	npm install --prefix $(CURDIR)/.cache/opencode --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION)
+	$(OPENCODE_BIN) --version
+
 $(CLAUDE_INTERACTIVE_BIN):
 	npm install --prefix $(CURDIR)/.cache/claude-interactive --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_INTERACTIVE_VERSION)
 	$(CLAUDE_INTERACTIVE_BIN) --version
 
 # E2E_REQUIRED makes the end-to-end tests fail, not skip, when a real CLI
 # is missing: under `make test` every one is installed first.
-unit: $(CLAUDE_BIN) $(CODEX_BIN) $(CLAUDE_INTERACTIVE_BIN)
-	CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
+unit: $(CLAUDE_BIN) $(CODEX_BIN) $(CLAUDE_INTERACTIVE_BIN) $(OPENCODE_BIN)
+	CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) OPENCODE_BIN=$(OPENCODE_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # The Windows cross-build is part of the tests so it never silently breaks.
 test: test-deps lint unit build-windows

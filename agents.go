@@ -5,6 +5,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
+	"github.com/session-supervisor/session-supervisor/sessions/opencode"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -16,6 +17,7 @@ import (
 var agentRegistry = sessions.MustRegistry(
 	claude.Agent{},
 	codex.Agent{},
+	opencode.Agent{},
 )
 
 // externalSources find the sessions the app did not launch (an agent started

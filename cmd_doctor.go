@@ -37,7 +37,6 @@ func doctorAgents() []doctor.Agent {
 // launch them yet.
 var otherAgentCLIs = []doctor.Agent{
 	{Name: "gemini", Command: "gemini", Install: "npm install -g @google/gemini-cli"},
-	{Name: "opencode", Command: "opencode", Install: "npm install -g opencode-ai"},
 	{Name: "copilot", Command: "copilot", Install: "npm install -g @github/copilot"},
 }
 

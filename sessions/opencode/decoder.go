@@ -22,6 +22,15 @@ import (
 // generous while still capping what one event can cost.
 const DefaultMaxEvent = 16 << 20
 
+// readBufSize is the bufio buffer: a typical event fits, so its data is
+// copied once, from the buffer.
+const readBufSize = 64 << 10
+
+// idleRelease is how many events in a row must fit the read buffer before
+// the buffers grown for a big event are dropped: a burst of big tool parts
+// reuses them, and a session back to small events does not pin megabytes.
+const idleRelease = 32
+
 // maxMaxEvent caps maxEvent so the limit arithmetic cannot overflow.
 const maxMaxEvent = 1 << 30
 
@@ -55,6 +64,9 @@ type Decoder struct {
 	// data assembles the event being read; acc a line longer than the
 	// read buffer.
 	data, acc []byte
+	// small counts the events in a row that fit the read buffer: after
+	// idleRelease of them, buffers grown for a big event are dropped.
+	small int
 	// oversize: the event being read passed maxEvent; the rest of it is
 	// dropped.
 	oversize bool
@@ -73,7 +85,7 @@ func NewDecoder(r io.Reader, maxEvent int, session string) *Decoder {
 		maxEvent = DefaultMaxEvent
 	}
 	maxEvent = min(maxEvent, maxMaxEvent)
-	return &Decoder{br: bufio.NewReaderSize(r, 64<<10), maxEvent: maxEvent, st: state{session: session, now: time.Now}}
+	return &Decoder{br: bufio.NewReaderSize(r, readBufSize), maxEvent: maxEvent, st: state{session: session, now: time.Now}}
 }
 
 // SetSession names our session: events of other sessions are ignored.
@@ -119,7 +131,7 @@ func (d *Decoder) Next() (Frame, error) {
 		if d.err != nil {
 			return Frame{}, d.err
 		}
-		line, tooLong, err := d.readLine()
+		line, long, tooLong, err := d.readLine()
 		if err != nil {
 			d.err = err
 		}
@@ -138,7 +150,16 @@ func (d *Decoder) Next() (Frame, error) {
 			// event:, id:, retry: and comments carry nothing the decoder
 			// uses (the type is in the data).
 			if field, value, _ := bytes.Cut(trimmed, []byte(":")); string(field) == "data" {
-				d.add(bytes.TrimPrefix(value, []byte(" ")))
+				value = bytes.TrimPrefix(value, []byte(" "))
+				if long && len(d.data) == 0 && !d.oversize {
+					// A big event's line was assembled in acc already:
+					// it becomes the event's data without a second copy,
+					// and the data buffer is the next line's acc.
+					d.acc, d.data = d.data[:0], value
+					d.small = 0
+				} else {
+					d.add(value)
+				}
 			}
 		}
 		if err != nil {
@@ -153,11 +174,11 @@ func (d *Decoder) Next() (Frame, error) {
 
 // readLine reads one line; a line over maxEvent is reported too long and
 // not kept. A line that fits the read buffer is returned without a copy.
-func (d *Decoder) readLine() ([]byte, bool, error) {
+func (d *Decoder) readLine() (line []byte, long, tooLong bool, err error) {
 	d.acc = d.acc[:0]
-	tooLong := false
 	for {
-		chunk, err := d.br.ReadSlice('\n')
+		var chunk []byte
+		chunk, err = d.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull || len(d.acc) > 0 || tooLong {
 			if !tooLong && len(d.acc)+len(chunk) > d.maxEvent {
 				tooLong, d.acc = true, d.acc[:0]
@@ -168,13 +189,9 @@ func (d *Decoder) readLine() ([]byte, bool, error) {
 			if err == bufio.ErrBufferFull {
 				continue
 			}
-			line := d.acc
-			if cap(d.acc) > 1<<20 {
-				d.acc = nil
-			}
-			return line, tooLong, err
+			return d.acc, true, tooLong, err
 		}
-		return chunk, false, err
+		return chunk, false, false, err
 	}
 }
 
@@ -201,10 +218,14 @@ func (d *Decoder) add(b []byte) {
 func (d *Decoder) flush() (Frame, bool) {
 	defer func() {
 		d.oversize = false
-		if cap(d.data) > 1<<20 {
-			d.data = nil
-		} else {
-			d.data = d.data[:0]
+		d.data = d.data[:0]
+		if d.small++; d.small == idleRelease {
+			if cap(d.data) > readBufSize {
+				d.data = nil
+			}
+			if cap(d.acc) > readBufSize {
+				d.acc = nil
+			}
 		}
 	}()
 	d.mu.Lock()

@@ -113,6 +113,9 @@ func Permission(mode string) string {
 	return ""
 }
 
+// tap, when set (by the capturing tool), sees the raw event stream.
+var tap func(io.Reader) io.Reader
+
 // Args is the command line (after the program name): the server on a free
 // port of the loopback interface only. (`opencode serve` has no unix
 // socket; its default hostname is 127.0.0.1 already, and it is named so a
@@ -265,7 +268,11 @@ func (p *Process) open(listening <-chan string, opts ProcessOptions) (io.ReadClo
 		resp.Body.Close()
 		return nil, fmt.Errorf("opencode event stream: HTTP %d", resp.StatusCode)
 	}
-	dec := NewDecoder(resp.Body, opts.MaxEvent, "")
+	var stream io.Reader = resp.Body
+	if tap != nil {
+		stream = tap(stream)
+	}
+	dec := NewDecoder(stream, opts.MaxEvent, "")
 	p.mu.Lock()
 	p.dec = dec
 	p.mu.Unlock()
