@@ -158,8 +158,10 @@ func TestOpenCodeE2ETool(t *testing.T) {
 	w.waitMessage(t, "the review", ce2eSessionMsg(id, ce2eIn(sessions.WaitingOnUser, sessions.WaitReview)))
 	var running, finished bool
 	for _, s := range w.sessionStates(id) {
-		if s.State == sessions.Working && len(s.OpenTools) == 1 && s.OpenTools[0].Name == "bash" {
-			running = true
+		for _, c := range s.OpenTools {
+			if s.State == sessions.Working && len(s.OpenTools) == 1 && c.Name == "bash" {
+				running = true
+			}
 		}
 		if running && s.State == sessions.Working && len(s.OpenTools) == 0 {
 			finished = true
