@@ -281,8 +281,13 @@ func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
 		t.Errorf("failure %+v needs_attention %v turn %d after the compaction", s.Failure, s.NeedsAttention, s.TurnGeneration)
 	}
 	reqs := h.api.Requests("overflow_once")
-	if len(reqs) != 3 || reqs[0].Status != 400 || reqs[1].Tools != 0 || reqs[2].Status != 200 {
-		t.Errorf("requests %+v, want the overflow, the summary (no tools) and the continued turn", reqs)
+	if len(reqs) != 2 || reqs[0].Status != 400 || reqs[1].Tools != 0 || reqs[1].Status != 200 {
+		t.Errorf("requests %+v, want the overflow, then the summary (no tools)", reqs)
+	}
+	// After the compaction the history is the summary (which has no
+	// marker): OpenCode's continuation of the turn is a plain request.
+	if cont := h.api.Requests("text"); len(cont) != 1 || cont[0].Tools == 0 || cont[0].Status != 200 {
+		t.Errorf("continuation requests %+v, want one with the tools, answered", cont)
 	}
 	h.expectTimeline(id, []string{},
 		"state_changed:working", "state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)")
@@ -327,7 +332,7 @@ func TestOpenCodeE2EAuthEscalated(t *testing.T) {
 		t.Errorf("the fake API answered %v, want one 401 (OpenCode does not retry it)", got)
 	}
 	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored", "state_changed:recovering", "state_changed:errored", "escalated")
+		"state_changed:working", "state_changed:errored", "auth_resume", "state_changed:errored", "escalated")
 	h.stopApp()
 }
 
