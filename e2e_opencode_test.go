@@ -305,6 +305,7 @@ func TestOpenCodeE2EOverflowUnrecoverable(t *testing.T) {
 		t.Errorf("escalated as %s with %+v, want errored context_overflow", s.State, s.Failure)
 	}
 	labels := h.labels(id, []string{})
+	t.Logf("timeline: %s", strings.Join(labels, ", "))
 	if !slices.Contains(labels, "escalated") || !slices.Contains(labels, "state_changed:compacting") {
 		t.Errorf("timeline %s, want a compaction and the escalation", strings.Join(labels, ", "))
 	}

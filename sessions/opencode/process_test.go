@@ -3,6 +3,7 @@
 package opencode
 
 import (
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -177,6 +178,9 @@ func TestProcessTurns(t *testing.T) {
 			if !sessionRE.MatchString(init.AgentSessionID) {
 				t.Fatalf("session id %q", init.AgentSessionID)
 			}
+			if tc.scenario == "text" {
+				checkLocked(t, p.Process)
+			}
 			if err := p.SendPrompt("[[scenario:" + tc.scenario + "]] go"); err != nil {
 				t.Fatal(err)
 			}
@@ -300,4 +304,29 @@ func TestProcessStartFailures(t *testing.T) {
 		t.Errorf("wait: %v", err)
 	}
 	_ = os.Remove(w.cwd)
+}
+
+// checkLocked: the server listens on 127.0.0.1 only and refuses a request
+// without the process's password.
+func checkLocked(t *testing.T, p *Process) {
+	t.Helper()
+	p.mu.Lock()
+	base := p.base
+	p.mu.Unlock()
+	if !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Fatalf("the server listens on %q", base)
+	}
+	resp, err := http.Get(base + "/session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a request without the password got HTTP %d, want 401", resp.StatusCode)
+	}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OPENCODE_SERVER_PASSWORD=") {
+			t.Error("the password leaked into this process's environment")
+		}
+	}
 }
