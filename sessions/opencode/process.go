@@ -16,10 +16,12 @@ import (
 	"os/exec"
 	"regexp"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // CommandSetting is the setting that names the OpenCode executable; errors
@@ -153,7 +155,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if perm := Permission(opts.PermissionMode); perm != "" {
 		cmd.Env = append(cmd.Env, "OPENCODE_PERMISSION="+perm)
 	}
-	setProcessGroup(cmd)
+	proctree.SetGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating stdout for opencode: %w", err)
@@ -335,7 +337,7 @@ func (p *Process) stop() {
 		return
 	default:
 	}
-	_ = p.Signal(terminate)
+	_ = p.Signal(syscall.SIGTERM) // a kill on Windows (proctree.SignalGroup)
 	go func() {
 		t := time.NewTimer(stopGrace)
 		defer t.Stop()
@@ -553,13 +555,13 @@ func (p *Process) CloseInput() error {
 }
 
 // Signal signals the process group.
-func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.cmd.Process, sig) }
+func (p *Process) Signal(sig os.Signal) error { return proctree.SignalGroup(p.cmd.Process, sig) }
 
 // Wait waits for the process (call after Events is closed) and reports its
 // exit code, or the signal that killed it.
 func (p *Process) Wait() (int, string, error) {
 	<-p.exited
-	code, sig := exitStatus(p.cmd.ProcessState)
+	code, sig := proctree.ExitStatus(p.cmd.ProcessState)
 	err := p.waitErr
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {

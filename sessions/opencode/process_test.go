@@ -144,6 +144,19 @@ func TestProcessTurns(t *testing.T) {
 			if end.Kind != sessions.EvTurnCompleted {
 				t.Errorf("turn ended %s %+v, want completed", end.Kind, end.Failure)
 			}
+			// Between turns, closing the input stops the server at once
+			// (a shutdown of the app) and no prompt is taken after it.
+			if err := p.CloseInput(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.SendPrompt("more"); err == nil {
+				t.Error("a prompt was taken after CloseInput")
+			}
+			for range p.Events() {
+			}
+			if code, sig, err := p.Wait(); err != nil || sig != "" && sig != syscall.SIGTERM.String() {
+				t.Errorf("after CloseInput: exit %d signal %q err %v, want a stop by SIGTERM", code, sig, err)
+			}
 		}},
 		{"tool", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
 			if end.Kind != sessions.EvTurnCompleted || !p.has(sessions.EvToolStarted) || !p.has(sessions.EvToolFinished) {
