@@ -244,7 +244,10 @@ func (p *Process) run(listening <-chan string, opts ProcessOptions) {
 
 // open waits for the server, subscribes to its events and opens the session.
 func (p *Process) open(listening <-chan string, opts ProcessOptions) (io.ReadCloser, error) {
-	t := time.NewTimer(p.bound)
+	// A boot is slower than a request (3–11 s measured on a loaded
+	// machine): it gets the longer of the two bounds.
+	wait := max(p.bound, startWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	var base string
 	select {
@@ -252,7 +255,7 @@ func (p *Process) open(listening <-chan string, opts ProcessOptions) (io.ReadClo
 	case <-p.exited:
 		return nil, errors.New("opencode exited before its server listened")
 	case <-t.C:
-		return nil, fmt.Errorf("opencode's server did not listen within %s: %w", p.bound, os.ErrDeadlineExceeded)
+		return nil, fmt.Errorf("opencode's server did not listen within %s: %w", wait, os.ErrDeadlineExceeded)
 	}
 	p.mu.Lock()
 	p.base = base
