@@ -390,3 +390,26 @@ func TestOpenCodeE2EAgentKilledMidTool(t *testing.T) {
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestOpenCodeE2EDeny: `deny` rejects the command (with the user's
+// message); it never runs and the turn ends.
+func TestOpenCodeE2EDeny(t *testing.T) {
+	h := openCodeE2EStart(t, fakeapi.Config{})
+	id := h.newOpenCode("[[scenario:write]] make it", "--permission-mode", "default")
+	h.waitFor(id, "the permission request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
+	h.mustCLI("deny", id, "--message", "not now")
+	s := h.waitFor(id, "the turn to end", func(s sessions.Session) bool { return !s.InTurn && s.Permission == nil })
+	if _, err := os.Stat(filepath.Join(h.work, "build", "out.txt")); err == nil {
+		t.Error("the denied command ran")
+	}
+	// OpenCode ends the turn on a rejection (the tool part errors, the
+	// loop stops): a review, not a failure.
+	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitReview || !s.Failure.IsZero() {
+		t.Errorf("after the denial: %s (%s) failure %+v, want a review", s.State, s.Evidence, s.Failure)
+	}
+	h.expectTimeline(id, []string{"process_started", "prompt_sent", "permission_answered"},
+		"process_started", "prompt_sent", "state_changed:working",
+		"state_changed:waiting_on_user(permission)", "permission_answered", "state_changed:working",
+		"state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
