@@ -9,7 +9,10 @@ import (
 // Agent is OpenCode's entry in the agent registry (sessions.Registry).
 type Agent struct{}
 
-var _ sessions.ManagedAgent = Agent{}
+var (
+	_ sessions.ManagedAgent = Agent{}
+	_ sessions.OrphanReaper = Agent{}
+)
 
 // Name is the agent's identifier: sessions store it, and its command
 // setting is agents.opencode.command (CommandSetting).
