@@ -413,3 +413,35 @@ func TestOpenCodeE2EDeny(t *testing.T) {
 		"state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
+
+// TestOpenCodeE2EAppKilledMidTurn: the app killed with SIGKILL while an
+// OpenCode turn is in flight comes back with the session Interrupted, stops
+// the server the dead app left behind, resumes the session in a new server
+// and nudges it to completion.
+func TestOpenCodeE2EAppKilledMidTurn(t *testing.T) {
+	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
+	id := h.newOpenCode("[[scenario:stall]] go")
+	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.AgentSessionID != "" && len(h.api.Requests("stall")) > 0
+	})
+	h.killApp()
+	if !claudeE2EAlive(before.PID) {
+		t.Fatalf("the server %d died with the app; nothing to reap", before.PID)
+	}
+	h.startApp()
+	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
+	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
+		t.Errorf("after the restart: pid %d (alive %v) session %q; before: pid %d session %q",
+			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
+	}
+	if claudeE2EAlive(before.PID) {
+		t.Errorf("the opencode %d of the killed app still runs next to the resumed %d", before.PID, s.PID)
+	}
+	if !h.sawText("stall", core.NudgeText) {
+		t.Error("the fake API never received the continuation nudge")
+	}
+	h.expectTimeline(id, []string{"process_started"},
+		"process_started", "state_changed:working", "boot_reconciled",
+		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
