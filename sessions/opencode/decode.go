@@ -215,38 +215,61 @@ func (s *state) event(w *wire) ([]sessions.Event, bool) {
 		return nil, true
 	}
 	if s.session != "" && p.SessionID != "" && p.SessionID != s.session {
-		if s.children[p.SessionID] && strings.HasPrefix(w.Type, "message.") {
+		child := s.children[p.SessionID]
+		switch {
+		case child && strings.HasPrefix(w.Type, "message."):
 			return one(sessions.EvActivity, "subagent working"), true
+		case child && (strings.HasPrefix(w.Type, "permission.") || strings.HasPrefix(w.Type, "question.")):
+			// A subagent's permission ask holds our turn: it is ours
+			// to show and answer (request ids are server-wide).
+			return s.ours(w), true
 		}
 		// Another session on the same server (or a subagent's
 		// bookkeeping): not ours.
 		return nil, true
 	}
+	return s.ours(w), s.known(w.Type)
+}
+
+// known reports whether the decoder knows an event type of our session.
+func (s *state) known(typ string) bool {
+	switch typ {
+	case "session.status", "session.error", "session.compacted", "message.updated", "message.part.updated",
+		"message.part.delta", "permission.asked", "question.asked", "permission.replied", "question.replied",
+		"question.rejected", "todo.updated":
+		return true
+	}
+	return false
+}
+
+// ours maps an event of our session (or a subagent's request).
+func (s *state) ours(w *wire) []sessions.Event {
+	p := &w.Properties
 	switch w.Type {
 	case "session.status":
-		return s.status(p), true
+		return s.status(p)
 	case "session.error":
 		if p.Error == nil {
-			return nil, true
+			return nil
 		}
 		e := *p.Error
 		s.lastError = &e
-		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("error reported: " + e.Name)}}, true
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("error reported: " + e.Name)}}
 	case "session.compacted":
 		if s.compacting {
 			s.compacting = false
-			return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}, true
+			return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}
 		}
-		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "session compacted"}}, true
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "session compacted"}}
 	case "message.updated":
-		return s.message(p), true
+		return s.message(p)
 	case "message.part.updated":
-		return s.part(p), true
+		return s.part(p)
 	case "message.part.delta":
 		if s.roles[p.Part.MessageID] == "user" {
-			return nil, true
+			return nil
 		}
-		return one(sessions.EvActivity, "writing a reply"), true
+		return one(sessions.EvActivity, "writing a reply")
 	case "permission.asked", "question.asked":
 		reason, tool := sessions.WaitPermission, orDefault(p.Permission, "permission")
 		if w.Type == "question.asked" {
@@ -254,19 +277,19 @@ func (s *state) event(w *wire) ([]sessions.Event, bool) {
 		}
 		s.pending = remember(s.pending, p.ID, true)
 		return []sessions.Event{{Kind: sessions.EvWaitingOnUser, Reason: reason, CallID: p.Tool.CallID,
-			Name: sessions.SanitizeMessage(tool), Permission: &sessions.Permission{RequestID: p.ID, Tool: sessions.SanitizeMessage(tool)}}}, true
+			Name: sessions.SanitizeMessage(tool), Permission: &sessions.Permission{RequestID: p.ID, Tool: sessions.SanitizeMessage(tool)}}}
 	case "permission.replied", "question.replied", "question.rejected":
 		if !s.pending[p.RequestID] {
 			// Answered by us: the app recorded the answer when it sent it.
-			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "request answered"}}, true
+			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "request answered"}}
 		}
 		delete(s.pending, p.RequestID)
 		return []sessions.Event{{Kind: sessions.EvUserAnswered, Detail: "request answered elsewhere",
-			Permission: &sessions.Permission{RequestID: p.RequestID}}}, true
+			Permission: &sessions.Permission{RequestID: p.RequestID}}}
 	case "todo.updated":
-		return one(sessions.EvActivity, "planning"), true
+		return one(sessions.EvActivity, "planning")
 	}
-	return nil, false
+	return nil
 }
 
 // forget marks a request the app answered, so its reply event is not taken

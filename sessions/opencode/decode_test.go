@@ -186,6 +186,9 @@ func TestDecodeSessionFilter(t *testing.T) {
 		{`{"type":"session.created","properties":{"sessionID":"ses_child","info":{"id":"ses_child","parentID":"ses_ours"}}}`, []sessions.EventKind{sessions.EvActivity}},
 		{`{"type":"message.part.updated","properties":{"sessionID":"ses_child","part":{"type":"tool","tool":"bash","callID":"c9","state":{"status":"running"}}}}`, []sessions.EventKind{sessions.EvActivity}},
 		{`{"type":"session.status","properties":{"sessionID":"ses_child","status":{"type":"idle"}}}`, nil},
+		// A subagent's permission ask holds our turn; another session's does not.
+		{`{"type":"permission.asked","properties":{"id":"per_c","sessionID":"ses_child","permission":"bash"}}`, []sessions.EventKind{sessions.EvWaitingOnUser}},
+		{`{"type":"permission.asked","properties":{"id":"per_o","sessionID":"ses_other","permission":"bash"}}`, nil},
 		{`{"type":"session.error","properties":{"sessionID":"ses_other","error":{"name":"APIError","data":{"message":"x","statusCode":401}}}}`, nil},
 		{`{"type":"session.status","properties":{"sessionID":"ses_ours","status":{"type":"idle"}}}`, []sessions.EventKind{sessions.EvTurnCompleted}},
 		{`{"type":"session.status","properties":{"sessionID":"ses_ours","status":{"type":"idle"}}}`, nil},
