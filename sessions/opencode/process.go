@@ -180,6 +180,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	go func() {
 		p.waitErr = cmd.Wait()
 		cancel()
+		p.client.CloseIdleConnections()
 		close(p.exited)
 	}()
 	listening := make(chan string, 1)
