@@ -3,25 +3,10 @@
 package codex
 
 import (
-	"bytes"
-	"fmt"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
-)
 
-// orphanTermGrace is how long an orphan gets to exit after SIGTERM before
-// SIGKILL; orphanKillWait bounds the wait after SIGKILL.
-const (
-	orphanTermGrace = 3 * time.Second
-	orphanKillWait  = 2 * time.Second
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // ReapOrphan stops an orphaned Codex process an earlier run of the app lost.
@@ -33,37 +18,13 @@ func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
 // codex program running app-server (the npm wrapper, `node …/codex.js
 // app-server`, or the native binary), so a reused pid is left alone. SIGTERM
 // to the group, then SIGKILL after a grace; commands Codex runs in
-// pseudo-terminals of their own are found through /proc and stopped with it.
-func ReapOrphan(pid int) (bool, error) {
-	if pid <= 0 || !processAlive(pid) || !isManagedCodex(pid) {
-		return false, nil
-	}
-	if err := proctree.SignalTree(pid, syscall.SIGTERM); err != nil {
-		if err == syscall.ESRCH {
-			return false, nil
-		}
-		return false, fmt.Errorf("stopping orphaned codex %d: %w", pid, err)
-	}
-	if waitGone(pid, orphanTermGrace) {
-		return true, nil
-	}
-	_ = proctree.SignalTree(pid, syscall.SIGKILL)
-	if waitGone(pid, orphanKillWait) {
-		return true, nil
-	}
-	return true, fmt.Errorf("orphaned codex %d survived SIGKILL", pid)
-}
+// pseudo-terminals of their own are found through /proc and stopped with it
+// (proctree.ReapGroup).
+func ReapOrphan(pid int) (bool, error) { return proctree.ReapGroup(pid, "codex", isManagedCodex) }
 
-// isManagedCodex reports whether pid leads its process group and runs a
-// codex program with the app server's arguments.
-func isManagedCodex(pid int) bool {
-	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
-		return false
-	}
-	args, ok := commandArgs(pid)
-	if !ok {
-		return false
-	}
+// isManagedCodex reports whether a command line is a codex program with the
+// app server's arguments.
+func isManagedCodex(args []string) bool {
 	i := slices.Index(args, Args()[0])
 	if i < 1 {
 		return false
@@ -74,46 +35,4 @@ func isManagedCodex(pid int) bool {
 		}
 	}
 	return false
-}
-
-// commandArgs returns pid's arguments: from /proc on Linux, from ps (split
-// on spaces) elsewhere.
-func commandArgs(pid int) ([]string, bool) {
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil || len(b) == 0 {
-			return nil, false
-		}
-		return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00"), true
-	}
-	out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
-	if err != nil {
-		return nil, false
-	}
-	return strings.Fields(string(out)), true
-}
-
-// processAlive reports whether pid runs; a zombie does not.
-func processAlive(pid int) bool {
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-			return b[i+2] != 'Z' && b[i+2] != 'X'
-		}
-	}
-	return syscall.Kill(pid, 0) == nil
-}
-
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }
