@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -523,7 +524,19 @@ func (p *Process) Compact() error {
 	p.mu.Unlock()
 	m := dec.Model()
 	if m.ProviderID == "" {
-		return errors.New("opencode: no model known for the session yet; nothing to compact")
+		// No answer seen yet on this server (a session resumed in a new
+		// one): the configured model is the one OpenCode would use.
+		var cfg struct {
+			Model string `json:"model"`
+		}
+		if err := p.call(http.MethodGet, "/config", nil, &cfg); err != nil {
+			return err
+		}
+		provider, model, ok := strings.Cut(cfg.Model, "/")
+		if !ok || provider == "" || model == "" {
+			return errors.New("opencode: no model known for the session; nothing to compact with")
+		}
+		m = Model{ProviderID: provider, ModelID: model}
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Minute)
