@@ -10,6 +10,7 @@ import (
 	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	"github.com/session-supervisor/session-supervisor/sessions/opencode"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -23,6 +24,7 @@ var agentRegistry = sessions.MustRegistry(
 	codex.Agent{},
 	copilot.Agent{},
 	gemini.Agent{},
+	opencode.Agent{},
 )
 
 // externalSources find the sessions the app did not launch (an agent started

@@ -16,11 +16,11 @@ func TestAgentsRegistered(t *testing.T) {
 	for _, a := range agentInfos() {
 		names = append(names, a.Name()+"="+a.DisplayName())
 	}
-	want := []string{"claude=Claude Code", "codex=Codex", "copilot=Copilot CLI", "gemini=Gemini CLI"}
+	want := []string{"claude=Claude Code", "codex=Codex", "copilot=Copilot CLI", "gemini=Gemini CLI", "opencode=OpenCode"}
 	if !slices.Equal(names, want) {
 		t.Errorf("New session lists %v, want %v", names, want)
 	}
-	for _, name := range []string{"claude", "codex", "copilot", "gemini"} {
+	for _, name := range []string{"claude", "codex", "copilot", "gemini", "opencode"} {
 		t.Run(name, func(t *testing.T) {
 			if _, ok := agents()[name]; !ok {
 				t.Errorf("the runtime has no %s launcher", name)

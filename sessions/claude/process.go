@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"strconv"
@@ -79,7 +80,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	cmd := exec.Command(path, Args(opts.Launch)...)
 	cmd.Dir = opts.Cwd
 	cmd.Env = append(os.Environ(), opts.Env...)
-	setProcessGroup(cmd)
+	proctree.SetGroup(cmd)
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating stdin for claude: %w", err)
@@ -183,14 +184,14 @@ func (p *Process) CloseInput() error {
 }
 
 // Signal signals the process group.
-func (p *Process) Signal(sig os.Signal) error { return signalGroup(p.cmd.Process, sig) }
+func (p *Process) Signal(sig os.Signal) error { return proctree.SignalGroup(p.cmd.Process, sig) }
 
 // Wait waits for the process (call after Events is closed) and reports its
 // exit code, or the signal that killed it.
 func (p *Process) Wait() (int, string, error) {
 	err := p.cmd.Wait()
 	_ = p.CloseInput()
-	code, sig := exitStatus(p.cmd.ProcessState)
+	code, sig := proctree.ExitStatus(p.cmd.ProcessState)
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
 		err = nil // a non-zero exit is an outcome, not a failure to wait

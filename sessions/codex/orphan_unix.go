@@ -5,7 +5,6 @@ package codex
 import (
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
@@ -19,14 +18,13 @@ func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
 // codex program running app-server (the npm wrapper, `node …/codex.js
 // app-server`, or the native binary), so a reused pid is left alone. SIGTERM
 // to the group, then SIGKILL after a grace; commands Codex runs in
-// pseudo-terminals of their own are found through /proc and stopped with it.
-func ReapOrphan(pid int) (bool, error) {
-	return proctree.ReapGroupLeader(pid, "codex", isCodexAppServer)
-}
+// pseudo-terminals of their own are found through /proc and stopped with it
+// (proctree.ReapGroup).
+func ReapOrphan(pid int) (bool, error) { return proctree.ReapGroup(pid, "codex", isManagedCodex) }
 
-// isCodexAppServer reports whether a command line runs a codex program
-// with the app server's arguments.
-func isCodexAppServer(args []string) bool {
+// isManagedCodex reports whether a command line is a codex program with the
+// app server's arguments.
+func isManagedCodex(args []string) bool {
 	i := slices.Index(args, Args()[0])
 	if i < 1 {
 		return false
@@ -38,20 +36,3 @@ func isCodexAppServer(args []string) bool {
 	}
 	return false
 }
-
-// isManagedCodex reports whether pid leads its process group and runs a
-// codex program with the app server's arguments.
-func isManagedCodex(pid int) bool {
-	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
-		return false
-	}
-	args, ok := commandArgs(pid)
-	return ok && isCodexAppServer(args)
-}
-
-// The helpers the tests use, from proctree.
-var (
-	commandArgs  = proctree.CommandArgs
-	processAlive = proctree.Alive
-	waitGone     = proctree.WaitGone
-)

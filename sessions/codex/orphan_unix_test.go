@@ -3,6 +3,7 @@
 package codex
 
 import (
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func startSleeper(t *testing.T, name string, group bool, args ...string) *exec.C
 	})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if args, ok := commandArgs(cmd.Process.Pid); ok && strings.HasSuffix(args[0], name) {
+		if args, ok := proctree.CommandArgs(cmd.Process.Pid); ok && strings.HasSuffix(args[0], name) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -61,7 +62,7 @@ func TestReapOrphan(t *testing.T) {
 		if err != nil || !stopped {
 			t.Fatalf("ReapOrphan = %v, %v; want stopped", stopped, err)
 		}
-		if !waitGone(cmd.Process.Pid, time.Second) {
+		if !proctree.WaitGone(cmd.Process.Pid, time.Second) {
 			t.Error("the process still runs")
 		}
 	})
@@ -82,7 +83,7 @@ func TestReapOrphan(t *testing.T) {
 		if stopped, err := ReapOrphan(cmd.Process.Pid); stopped || err != nil {
 			t.Errorf("ReapOrphan = %v, %v; want left alone", stopped, err)
 		}
-		if !processAlive(cmd.Process.Pid) {
+		if !proctree.Alive(cmd.Process.Pid) {
 			t.Error("a process in the test's own group was stopped")
 		}
 	})

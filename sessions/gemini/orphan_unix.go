@@ -21,7 +21,7 @@ func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
 // process group leader whose command line is a gemini program (the npm
 // bin or bundle/gemini.js) run with --acp, so a reused pid is left alone.
 func ReapOrphan(pid int) (bool, error) {
-	return proctree.ReapGroupLeader(pid, "gemini", isGeminiACP)
+	return proctree.ReapGroup(pid, "gemini", isGeminiACP)
 }
 
 func isGeminiACP(args []string) bool {

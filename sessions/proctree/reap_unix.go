@@ -14,27 +14,27 @@ import (
 	"time"
 )
 
-// orphanTermGrace is how long an orphan gets to exit after SIGTERM before
-// SIGKILL; orphanKillWait bounds the wait after SIGKILL.
+// The grace an orphan gets to exit after SIGTERM before SIGKILL, and the
+// bound on the wait after SIGKILL.
 const (
-	orphanTermGrace = 3 * time.Second
-	orphanKillWait  = 2 * time.Second
+	reapTermGrace = 3 * time.Second
+	reapKillWait  = 2 * time.Second
 )
 
-// ReapGroupLeader stops an agent process an earlier run of the app launched
-// and lost when it died, so a resumed session does not run next to it. It
-// acts only on a process group leader (the app starts every agent in a
-// group of its own) whose command line ours recognizes, so a reused pid is
-// left alone: SIGTERM to the tree, then SIGKILL after a grace. what names
-// the agent in errors.
-func ReapGroupLeader(pid int, what string, ours func(args []string) bool) (bool, error) {
+// ReapGroup stops the agent process pid that an earlier run of the app
+// launched and lost when it died, so a resumed session does not run next
+// to it. It acts only on a live process group leader whose arguments match
+// accepts (the adapter's own launch line), so a reused pid is left alone:
+// SIGTERM to the tree, then SIGKILL after a grace. It reports whether it
+// stopped a process; what names the agent in errors.
+func ReapGroup(pid int, what string, matches func(args []string) bool) (bool, error) {
 	if pid <= 0 || !Alive(pid) {
 		return false, nil
 	}
 	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
 		return false, nil
 	}
-	if args, ok := CommandArgs(pid); !ok || !ours(args) {
+	if args, ok := CommandArgs(pid); !ok || !matches(args) {
 		return false, nil
 	}
 	if err := SignalTree(pid, syscall.SIGTERM); err != nil {
@@ -43,11 +43,11 @@ func ReapGroupLeader(pid int, what string, ours func(args []string) bool) (bool,
 		}
 		return false, fmt.Errorf("stopping orphaned %s %d: %w", what, pid, err)
 	}
-	if WaitGone(pid, orphanTermGrace) {
+	if WaitGone(pid, reapTermGrace) {
 		return true, nil
 	}
 	_ = SignalTree(pid, syscall.SIGKILL)
-	if WaitGone(pid, orphanKillWait) {
+	if WaitGone(pid, reapKillWait) {
 		return true, nil
 	}
 	return true, fmt.Errorf("orphaned %s %d survived SIGKILL", what, pid)
@@ -84,7 +84,7 @@ func Alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-// WaitGone waits up to limit for pid to stop running.
+// WaitGone waits up to limit for pid to be gone.
 func WaitGone(pid int, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	for Alive(pid) {
