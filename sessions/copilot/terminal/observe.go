@@ -1,0 +1,148 @@
+package terminal
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	claudeterm "github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+)
+
+// Observe follows one session: its process and its events file's tail
+// (found again at every look: /new or a resumed session moves the TUI to
+// another directory). It sends an EvObserved whenever the inferred state
+// changes or the file grows (growth is activity: the stall clock), and
+// ends with EvSessionEnded when the process is gone.
+func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
+	if es.PID <= 0 {
+		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
+	}
+	out := make(chan sessions.Event, 8)
+	o := &observer{src: s, es: es}
+	if w, ok := s.workspaceFor(es); ok {
+		// The events written so far are the past.
+		o.follow(w, true)
+	}
+	go o.run(ctx, out)
+	return out, nil
+}
+
+// observer is one Observe loop's memory.
+type observer struct {
+	src     *Source
+	es      sessions.ExternalSession
+	space   Workspace
+	tail    *claudeterm.Tailer
+	sum     Summary
+	last    sessions.ObservedState
+	emitted bool
+	// turns is the summary's turn count at the last observation.
+	turns int
+	// history: the events existed when following began, so the turns the
+	// first read finds are not news.
+	history bool
+}
+
+// follow starts tailing a session's events (the first found, or another
+// session the TUI moved to).
+func (o *observer) follow(w Workspace, history bool) {
+	o.space, o.tail, o.history = w, claudeterm.NewTailer(w.Events()), history
+	o.sum.Reset()
+	o.turns = 0
+}
+
+func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
+	defer close(out)
+	wake := o.src.wake(ctx, o.dirs)
+	for {
+		evs, done := o.step()
+		for _, ev := range evs {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+	}
+}
+
+// dirs are the directories whose change is news: the session's, else
+// session-state, where it will appear.
+func (o *observer) dirs() []string {
+	if o.tail != nil {
+		return []string{o.space.Dir}
+	}
+	return []string{o.src.StateDir()}
+}
+
+// step reads what changed and returns the events to send; done is true
+// when the session ended.
+func (o *observer) step() (evs []sessions.Event, done bool) {
+	alive, known := o.src.probe(o.es.PID, o.es.StartedAt)
+	if w, ok := o.src.workspaceFor(o.es); ok && w.Dir != o.space.Dir {
+		// Found, or another session (/new, /resume): its turns are new
+		// unless it already has some (a resumed session's past).
+		o.follow(w, o.tail == nil)
+	}
+	var lines [][]byte
+	exists := false
+	if o.tail != nil {
+		var reset bool
+		lines, reset, _ = o.tail.Poll()
+		if reset {
+			o.sum.Reset()
+			o.turns = 0
+		}
+		first := reset && o.history
+		if reset {
+			o.history = false // a later truncation or re-creation brings new turns
+		}
+		for _, l := range lines {
+			o.sum.Feed(l)
+		}
+		if first {
+			o.turns = o.sum.Turns // the past, except a turn still in flight (below)
+		}
+		exists = o.sum.Records > 0 || len(lines) > 0
+	}
+	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Events: exists, Summary: o.sum})
+	if st.Name = claudeterm.Title(o.sum.FirstPrompt); st.Name == "" {
+		st.Name = o.last.Name
+	}
+	delta := o.sum.Turns - o.turns
+	o.turns = o.sum.Turns
+	if st.InTurn && !o.last.InTurn && delta == 0 {
+		// The first read began inside a turn: it is the one in flight.
+		delta = 1
+	}
+	st.NewTurns = delta
+	gone := known && !alive
+	// A change of state is news; the turn count of the last one is not.
+	same := st
+	same.NewTurns = o.last.NewTurns
+	if !o.emitted || same != o.last || len(lines) > 0 || gone {
+		evs = append(evs, o.observed(st))
+	}
+	if gone {
+		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
+			Detail: fmt.Sprintf("process %d is gone (the Copilot terminal was closed, or it was killed)", o.es.PID)}), true
+	}
+	return evs, false
+}
+
+func (o *observer) observed(st sessions.ObservedState) sessions.Event {
+	o.last, o.emitted = st, true
+	id := o.sum.SessionID
+	if id == "" {
+		id = o.space.ID
+	}
+	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: id, PID: o.es.PID, Observed: &st}
+}
