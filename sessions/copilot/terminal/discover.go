@@ -80,10 +80,9 @@ func Interactive(argv []string) (ok bool, wantID string) {
 			}
 		case valueFlags[name] && !hasValue:
 			i++
-		case !strings.HasPrefix(name, "-"):
-			// A positional word that is no subcommand: the TUI takes it
-			// (or rejects it and exits): not ours to judge.
 		}
+		// Any other word that is no subcommand the TUI takes (or rejects
+		// and exits): not ours to judge.
 	}
 	return true, wantID
 }

@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	claudeterm "github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
@@ -18,13 +19,19 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
 	}
 	out := make(chan sessions.Event, 8)
+	go s.newObserver(es).run(ctx, out)
+	return out, nil
+}
+
+func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 	o := &observer{src: s, es: es}
 	if w, ok := s.workspaceFor(es); ok {
-		// The events written so far are the past.
-		o.follow(w, true)
+		// The events written so far are the past; a file that appears
+		// later (at the first prompt) is all news.
+		_, err := os.Stat(w.Events())
+		o.follow(w, err == nil)
 	}
-	go o.run(ctx, out)
-	return out, nil
+	return o
 }
 
 // observer is one Observe loop's memory.
@@ -140,9 +147,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 
 func (o *observer) observed(st sessions.ObservedState) sessions.Event {
 	o.last, o.emitted = st, true
-	id := o.sum.SessionID
-	if id == "" {
-		id = o.space.ID
-	}
+	// The directory's name is the id `copilot --resume` takes.
+	id := orDefault(o.space.ID, o.sum.SessionID)
 	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: id, PID: o.es.PID, Observed: &st}
 }
