@@ -21,7 +21,7 @@ func TestInteractive(t *testing.T) {
 		{[]string{bin, "--resume=" + id}, true, id},
 		{[]string{bin, "-r", id}, true, id},
 		{[]string{bin, "--resume", "--banner"}, true, ""}, // the picker
-		{[]string{bin, "--resume=my-name"}, true, ""},      // a name, not an id
+		{[]string{bin, "--resume=my-name"}, true, ""},     // a name, not an id
 		{[]string{bin, "--session-id", id}, true, id},
 		{[]string{bin, "-C", "/w", "--continue"}, true, ""},
 		// The app's own turns, and anyone's prompt mode.

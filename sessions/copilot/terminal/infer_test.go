@@ -111,7 +111,9 @@ func TestPermissionEvidenceQuotesTheCommand(t *testing.T) {
 // turn, failures are classified by the managed decoder, compaction, an
 // abort, a question.
 func TestInferSyntheticRules(t *testing.T) {
-	ev := func(typ, data string) []byte { return []byte(`{"type":"` + typ + `","data":` + data + `,"timestamp":"2026-11-30T10:00:00Z"}`) }
+	ev := func(typ, data string) []byte {
+		return []byte(`{"type":"` + typ + `","data":` + data + `,"timestamp":"2026-11-30T10:00:00Z"}`)
+	}
 	var (
 		user     = ev("user.message", `{"content":"fix it"}`)
 		start    = ev("assistant.turn_start", `{"turnId":"0"}`)
