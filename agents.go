@@ -9,6 +9,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
+	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -31,6 +32,7 @@ func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
 		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
 		&codexterminal.Source{Notify: watch.Dirs},
+		&copilotterminal.Source{Notify: watch.Dirs},
 	}
 }
 
