@@ -136,6 +136,9 @@ func (w *copilotTUI) typeLine(text string) {
 // the listed sessions is managed).
 func TestTerminalCopilotRealTUI(t *testing.T) {
 	w := startCopilotTUI(t)
+	// A managed session beside it, in the same COPILOT_HOME: its turn's
+	// `copilot` process is the same native binary, in prompt mode.
+	managed := w.h.newCopilot("[[scenario:text]] hi")
 	w.typeLine("run it [[scenario:tool]]")
 	s := w.observed(30*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
 	t.Logf("working: %s", s.Evidence)
@@ -167,10 +170,20 @@ func TestTerminalCopilotRealTUI(t *testing.T) {
 	if reqs := w.h.api.Requests("tool"); len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].ToolOutput, "hi") {
 		w.fail("the fake saw %+v, want the command's output last", reqs)
 	}
+	m := w.h.waitFor(managed, "the managed turn's review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.TurnGeneration == 1
+	})
+	if reqs := w.h.api.Requests("text"); len(reqs) == 0 {
+		w.fail("the managed turn never reached the fake")
+	}
+	var observed []sessions.Session
 	for _, s := range w.h.ls() {
-		if s.Source != sessions.Observed {
-			w.fail("a session the app did not start is listed as %v: %+v", s.Source, s)
+		if s.Source == sessions.Observed {
+			observed = append(observed, s)
 		}
+	}
+	if len(observed) != 1 || observed[0].AgentSessionID == m.AgentSessionID || m.Source != sessions.Managed {
+		w.fail("the app's own prompt-mode turn was observed as a terminal session: %+v (managed %+v)", observed, m)
 	}
 	t.Logf("evidence: %s (%s after the start)", r.Evidence, time.Since(w.start).Round(time.Millisecond))
 }
@@ -207,4 +220,14 @@ func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
 		w.fail("nudged a terminal Copilot: %+v", s.Nudge)
 	}
 	t.Logf("evidence: %s", s.Evidence)
+	// "Resume in the background": a managed Copilot session on the same
+	// session id, with the nudge, which the model answers.
+	id := strings.TrimSpace(w.h.mustCLI("resume", s.ID))
+	r := w.h.waitForWithin(id, "the resumed turn's review", 90*time.Second, func(r sessions.Session) bool {
+		return r.State == sessions.WaitingOnUser && r.WaitReason == sessions.WaitReview
+	})
+	if r.Source != sessions.Managed || r.Agent != "copilot" || r.AgentSessionID != s.AgentSessionID || r.ResumedFrom != s.ID || !w.h.nudgedCopilot("slowtool") {
+		w.fail("the resumed session: %+v", r)
+	}
+	t.Logf("resumed in the background: %s", r.Evidence)
 }
