@@ -1,9 +1,9 @@
 package terminal
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
@@ -28,9 +28,8 @@ import (
 // line is the part of an event read here: one json.Unmarshal, the rest
 // (system prompt, tool results) skipped unallocated.
 type line struct {
-	Type      string `json:"type"`
-	Timestamp string `json:"timestamp"`
-	Data      struct {
+	Type string `json:"type"`
+	Data struct {
 		SessionID string `json:"sessionId"`
 		// user.message
 		Content string `json:"content"`
@@ -99,7 +98,6 @@ type Summary struct {
 	// Shutdown: the TUI wrote its clean exit.
 	Shutdown    bool
 	FirstPrompt string
-	LastAt      time.Time
 }
 
 // maxOpen bounds the lists a broken file could grow.
@@ -110,15 +108,26 @@ func (s *Summary) Reset() { *s = Summary{} }
 
 // Feed reads one line. A line that is not an event is counted and skipped.
 func (s *Summary) Feed(raw []byte) {
+	if typ := leadingType(raw); decoded[typ] {
+		// The managed decoder's alone: one pass over what can be a tool's
+		// whole result.
+		evs, info, _ := copilot.DecodeLine(raw)
+		if info.Skip == copilot.SkipMalformed {
+			s.Skipped++
+			return
+		}
+		s.Records++
+		for _, ev := range evs {
+			s.apply(ev)
+		}
+		return
+	}
 	var l line
 	if err := json.Unmarshal(raw, &l); err != nil || l.Type == "" {
 		s.Skipped++
 		return
 	}
 	s.Records++
-	if at, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
-		s.LastAt = at
-	}
 	d := &l.Data
 	switch l.Type {
 	case "session.start", "session.resume":
@@ -169,6 +178,21 @@ func (s *Summary) Feed(raw []byte) {
 			s.apply(ev)
 		}
 	}
+}
+
+// leadingType is the event's type when the line starts with it, as
+// Copilot writes every event ({"type":"…","data":…}); "" otherwise (the
+// line is then parsed whole).
+func leadingType(raw []byte) string {
+	const prefix = `{"type":"`
+	if !bytes.HasPrefix(raw, []byte(prefix)) {
+		return ""
+	}
+	head := raw[len(prefix):min(len(raw), len(prefix)+64)]
+	if i := bytes.IndexByte(head, '"'); i > 0 {
+		return string(head[:i])
+	}
+	return ""
 }
 
 func (s *Summary) startTurn() {

@@ -11,7 +11,7 @@ import (
 )
 
 // readLines is a testdata events file's lines.
-func readLines(t *testing.T, name string) [][]byte {
+func readLines(t testing.TB, name string) [][]byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -150,7 +150,8 @@ func TestInferSyntheticRules(t *testing.T) {
 		{"a question answered", [][]byte{user, start, ev("user_input.requested", `{"requestId":"q1"}`), ev("user_input.completed", `{"requestId":"q1"}`)}, sessions.Working, 0, 0, 1, ""},
 		{"a retry", [][]byte{user, start, ev("assistant.turn_retry", `{"reason":"429"}`)}, sessions.Working, 0, 0, 1, ""},
 		{"shutdown mid-turn", [][]byte{user, start, ev("session.shutdown", `{}`)}, sessions.WaitingOnUser, sessions.WaitReview, 0, 1, ""},
-		{"not an event", [][]byte{[]byte("garbage"), []byte(`{"no":"type"}`)}, sessions.Idle, 0, 0, 0, ""},
+		{"keys in another order", [][]byte{user, start, []byte(`{"data":{"toolCallId":"c9","toolName":"grep"},"type":"tool.execution_start"}`)}, sessions.Working, 0, 0, 1, "grep"},
+		{"not an event", [][]byte{[]byte("garbage"), []byte(`{"no":"type"}`), []byte(`{"type":"tool.execution_start","data":`)}, sessions.Idle, 0, 0, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sum Summary
