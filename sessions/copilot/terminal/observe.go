@@ -36,15 +36,12 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 
 // observer is one Observe loop's memory.
 type observer struct {
-	src     *Source
-	es      sessions.ExternalSession
-	space   Workspace
-	tail    *claudeterm.Tailer
-	sum     Summary
-	last    sessions.ObservedState
-	emitted bool
-	// turns is the summary's turn count at the last observation.
-	turns int
+	src   *Source
+	es    sessions.ExternalSession
+	space Workspace
+	tail  *claudeterm.Tailer
+	sum   Summary
+	emit  claudeterm.Emitter
 	// history: the events existed when following began, so the turns the
 	// first read finds are not news.
 	history bool
@@ -55,30 +52,11 @@ type observer struct {
 func (o *observer) follow(w Workspace, history bool) {
 	o.space, o.tail, o.history = w, claudeterm.NewTailer(w.Events()), history
 	o.sum.Reset()
-	o.turns = 0
+	o.emit.SetTurns(0)
 }
 
 func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	defer close(out)
-	wake := o.src.wake(ctx, o.dirs)
-	for {
-		evs, done := o.step()
-		for _, ev := range evs {
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		}
-	}
+	claudeterm.Follow(ctx, out, o.src.wake(ctx, o.dirs), o.step)
 }
 
 // dirs are the directories whose change is news: the session's, else
@@ -106,7 +84,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		lines, reset, _ = o.tail.Poll()
 		if reset {
 			o.sum.Reset()
-			o.turns = 0
+			o.emit.SetTurns(0)
 		}
 		first := reset && o.history
 		if reset {
@@ -116,26 +94,14 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 			o.sum.Feed(l)
 		}
 		if first {
-			o.turns = o.sum.Turns // the past, except a turn still in flight (below)
+			o.emit.SetTurns(o.sum.Turns) // the past, except a turn still in flight
 		}
 		exists = o.sum.Records > 0 || len(lines) > 0
 	}
 	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Events: exists, Summary: o.sum})
-	if st.Name = claudeterm.Title(o.sum.FirstPrompt); st.Name == "" {
-		st.Name = o.last.Name
-	}
-	delta := o.sum.Turns - o.turns
-	o.turns = o.sum.Turns
-	if st.InTurn && !o.last.InTurn && delta == 0 {
-		// The first read began inside a turn: it is the one in flight.
-		delta = 1
-	}
-	st.NewTurns = delta
+	st.Name = claudeterm.Title(o.sum.FirstPrompt)
 	gone := known && !alive
-	// A change of state is news; the turn count of the last one is not.
-	same := st
-	same.NewTurns = o.last.NewTurns
-	if !o.emitted || same != o.last || len(lines) > 0 || gone {
+	if st, send := o.emit.Next(st, o.sum.Turns, len(lines) > 0, gone); send {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
@@ -146,7 +112,6 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 }
 
 func (o *observer) observed(st sessions.ObservedState) sessions.Event {
-	o.last, o.emitted = st, true
 	// The directory's name is the id `copilot --resume` takes.
 	id := orDefault(o.space.ID, o.sum.SessionID)
 	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: id, PID: o.es.PID, Observed: &st}
