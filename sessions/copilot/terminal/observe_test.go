@@ -343,3 +343,46 @@ func TestObserveQuickFirstTurnIsNews(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+// A TUI found before its session directory is paired (Copilot creates the
+// directory, then its lock and workspace.yaml) is looked at again within
+// a second, not at the next poll.
+func TestWatchListsAStartingTUISoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.src.Poll = time.Hour
+		w.proc.Started = time.Now()
+		var paired atomic.Bool
+		proc := w.proc
+		w.src.Procs = func() ([]Proc, error) {
+			p := proc
+			if !paired.Load() {
+				p.Held = nil
+			}
+			return []Proc{p}, nil
+		}
+		if err := os.Remove(filepath.Join(w.dir, "workspace.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := w.src.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list := <-ch; len(list) != 0 {
+			t.Fatalf("listed before its session: %+v", list)
+		}
+		paired.Store(true) // its lock, at the next scan
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case list := <-ch:
+			if len(list) != 1 || list[0].AgentSessionID != sid {
+				t.Fatalf("%+v", list)
+			}
+		default:
+			t.Fatal("not listed within a second and a half")
+		}
+	})
+}

@@ -56,7 +56,18 @@ type Source struct {
 	procs    []Proc
 	lastScan time.Time
 	scanErr  error
+	// starting: a young TUI has no session directory paired yet (it
+	// creates the directory, its lock and workspace.yaml in turn as it
+	// starts, and only the first is a change Watch is notified of).
+	starting bool
 }
+
+// startupWindow is how long after its start an unpaired TUI is looked at
+// again every startupRescan rather than at the next notification or poll.
+const (
+	startupWindow = 30 * time.Second
+	startupRescan = time.Second
+)
 
 // The agent this source observes: the same CLI the app launches as
 // "copilot", so "Resume in the background" starts it managed on the same
@@ -167,7 +178,14 @@ func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
 	// Only a process with its session is listed: the directory exists from
 	// the TUI's start, so one without is a subcommand or a process still
 	// starting.
-	procs = slices.DeleteFunc(procs, func(p Proc) bool { _, ok := s.pairs[p.PID]; return !ok })
+	s.starting = false
+	procs = slices.DeleteFunc(procs, func(p Proc) bool {
+		_, ok := s.pairs[p.PID]
+		if !ok && time.Since(p.Started) < startupWindow {
+			s.starting = true
+		}
+		return !ok
+	})
 	s.procs, s.scanErr = procs, nil
 	return s.procs, s.pairs, nil
 }
@@ -283,10 +301,17 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 					last, first = list, false
 				}
 			}
+			var retry <-chan time.Time
+			s.mu.Lock()
+			if s.starting {
+				retry = time.After(startupRescan)
+			}
+			s.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
+			case <-retry:
 			}
 		}
 	}()
