@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
+	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
 )
 
 // copilotTUI is the app and one real interactive Copilot CLI (the TUI) in
@@ -67,11 +68,14 @@ func startCopilotTUI(t *testing.T, env ...string) *copilotTUI {
 		w.ptmx.Close()
 	})
 	s := w.observed(60*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
+	listed := time.Since(w.start)
 	w.native = s.PID
-	t.Logf("listed after %s: pid %d (the loader is %d), session %s, %s", time.Since(w.start).Round(time.Millisecond), w.native, w.cmd.Process.Pid, s.AgentSessionID, s.Evidence)
-	if _, err := os.Stat(filepath.Join(w.copilotHome, "session-state", s.AgentSessionID)); s.AgentSessionID == "" || err != nil {
-		w.fail("the session id %q names no session directory", s.AgentSessionID)
+	ws, err := copilotterminal.ReadWorkspace(filepath.Join(w.copilotHome, "session-state", s.AgentSessionID))
+	if s.AgentSessionID == "" || err != nil || ws.ID != s.AgentSessionID {
+		w.fail("the session id %q names no session directory: %v", s.AgentSessionID, err)
 	}
+	t.Logf("listed after %s (Copilot created the session %s after the start): pid %d (the loader is %d), session %s, %s",
+		listed.Round(time.Millisecond), ws.Created.Sub(w.start).Round(time.Millisecond), w.native, w.cmd.Process.Pid, s.AgentSessionID, s.Evidence)
 	if s.Cwd != h.work || s.State != sessions.Idle {
 		w.fail("before the first prompt: %+v", s)
 	}
