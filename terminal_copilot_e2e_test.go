@@ -38,8 +38,10 @@ type copilotTUI struct {
 	start  time.Time
 }
 
-func startCopilotTUI(t *testing.T, env ...string) *copilotTUI {
-	h := copilotE2EStart(t)
+// startCopilotTUI starts the app (with settings, name-value pairs) and the
+// TUI (with env added to the hermetic environment).
+func startCopilotTUI(t *testing.T, env []string, settings ...string) *copilotTUI {
+	h := copilotE2EStart(t, settings...)
 	bin := fakeapi.CopilotBinary(t)
 	w := &copilotTUI{t: t, h: h, copilotHome: filepath.Join(h.home, ".copilot")}
 	if err := os.MkdirAll(w.copilotHome, 0o700); err != nil {
@@ -139,7 +141,7 @@ func (w *copilotTUI) typeLine(text string) {
 // app's own prompt-mode turns are never listed (none ran here, and none of
 // the listed sessions is managed).
 func TestTerminalCopilotRealTUI(t *testing.T) {
-	w := startCopilotTUI(t)
+	w := startCopilotTUI(t, nil)
 	// A managed session beside it, in the same COPILOT_HOME: its turn's
 	// `copilot` process is the same native binary, in prompt mode.
 	managed := w.h.newCopilot("[[scenario:text]] hi")
@@ -209,7 +211,7 @@ func (w *copilotTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool
 // app shows Interrupted and escalates; nothing is sent to it (it has no
 // way in). COPILOT_ALLOW_ALL spares the approval.
 func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
-	w := startCopilotTUI(t, "COPILOT_ALLOW_ALL=true")
+	w := startCopilotTUI(t, []string{"COPILOT_ALLOW_ALL=true"})
 	w.typeLine("run the slow one [[scenario:slowtool]]")
 	w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
 		return s.State == sessions.Working && strings.Contains(s.Evidence, "command")
@@ -234,4 +236,21 @@ func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
 		w.fail("the resumed session: %+v", r)
 	}
 	t.Logf("resumed in the background: %s", r.Evidence)
+}
+
+// A turn that fails on 401 (after Copilot's own retries): Errored (auth)
+// from the session.error in its events; the auth wait passes, and the
+// continue the recovery would send cannot reach a Copilot terminal (no
+// inbox): the app escalates with the evidence, and the model never sees a
+// nudge.
+func TestTerminalCopilotRealTUIAuthEscalates(t *testing.T) {
+	w := startCopilotTUI(t, nil, "supervisor.auth_retry_minutes", "0.05")
+	w.typeLine("hello [[scenario:401]]")
+	s := w.observed(60*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
+		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
+	})
+	if !strings.Contains(s.Evidence, "no way in") || s.Nudge.Attempts != 0 || w.h.nudgedCopilot("401") {
+		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
 }
