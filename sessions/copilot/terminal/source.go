@@ -28,6 +28,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	claudeterm "github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
@@ -72,10 +73,10 @@ const (
 // The agent this source observes: the same CLI the app launches as
 // "copilot", so "Resume in the background" starts it managed on the same
 // session id.
-func (*Source) Name() string           { return "copilot" }
-func (*Source) DisplayName() string    { return "Copilot CLI" }
-func (*Source) DefaultCommand() string { return "copilot" }
-func (*Source) InstallHint() string    { return "npm install -g @github/copilot" }
+func (*Source) Name() string           { return copilot.Agent{}.Name() }
+func (*Source) DisplayName() string    { return copilot.Agent{}.DisplayName() }
+func (*Source) DefaultCommand() string { return copilot.Agent{}.DefaultCommand() }
+func (*Source) InstallHint() string    { return copilot.Agent{}.InstallHint() }
 
 var _ sessions.ExternalSource = (*Source)(nil)
 
