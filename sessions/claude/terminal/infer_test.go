@@ -160,7 +160,7 @@ func TestRuleStackEveryRuleReachable(t *testing.T) {
 
 func TestResetTime(t *testing.T) {
 	saigon, _ := time.LoadLocation("Asia/Saigon")
-	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC) // 17:00 in Saigon
+	at := time.Date(2026, 11, 30, 10, 0, 16, 0, time.UTC) // 17:00 in Saigon
 	cases := []struct {
 		text string
 		want time.Time
@@ -169,6 +169,9 @@ func TestResetTime(t *testing.T) {
 		{"limit reached · resets 3pm (Asia/Saigon)", time.Date(2026, 12, 1, 15, 0, 0, 0, saigon)},
 		{"…reset time was 11:20am Asia/Saigon", time.Date(2026, 12, 1, 11, 20, 0, 0, saigon)},
 		{"resets 12:30am", time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC)},
+		// Named to the minute, rounded down: the error's own minute is this
+		// reset (the end of that minute), not tomorrow's.
+		{"You've hit your 5-hour limit · resets 10am (UTC)", time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC)},
 		{"Number of requests has exceeded your rate limit", time.Time{}},
 	}
 	for _, tc := range cases {
@@ -197,5 +200,23 @@ func TestTitle(t *testing.T) {
 func TestMangle(t *testing.T) {
 	if got := Mangle("/home/user/work/my_proj.v2"); got != "-home-user-work-my-proj-v2" {
 		t.Fatalf("Mangle = %q", got)
+	}
+}
+
+// A plan's usage limit as 2.1.328 writes it (measured against the fake
+// API's unified rate-limit headers): the text names the reset to the minute
+// ("10:48pm" for 22:48:16), the record carries the exact second. The exact
+// reset wins; the minute alone once read as tomorrow's 22:48.
+func TestUsageLimitResetIsTheRecordsExactSecond(t *testing.T) {
+	rec := `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiError":"usage_limit_reached","apiErrorStatus":429,` +
+		`"apiErrorParams":{"rate_limit_info":{"status":"rejected","resetsAt":1796078896,"rateLimitType":"five_hour"}},` +
+		`"message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your 5-hour limit · resets 10:48pm (UTC)"}]},"timestamp":"2026-11-30T22:48:04.724Z"}`
+	var sum Summary
+	sum.Feed([]byte(recPrompt))
+	sum.Feed([]byte(rec))
+	st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+	want := time.Unix(1796078896, 0)
+	if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(want) {
+		t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, want)
 	}
 }
