@@ -63,6 +63,7 @@ const (
 	recCompactCmd = `{"type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>"}}`
 	recBoundary   = `{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`
 	recMeta       = `{"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: resumed"}}`
+	recPeer       = `{"type":"user","isMeta":true,"turnOrigin":"peer","origin":{"kind":"peer","from":"uds:session-supervisor"},"message":{"role":"user","content":"Another Claude session sent a message:\nYour previous turn was interrupted before it finished. Please continue where you left off."},"timestamp":"2026-11-30T10:00:09Z"}`
 	recSidechain  = `{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sub"}]}}`
 )
 
@@ -109,6 +110,7 @@ func TestRuleStack(t *testing.T) {
 		{"compacting", []string{recPrompt, recEnd, recCompactCmd}, SessionFile{Status: "busy"}, false, sessions.Compacting, 0, 0, true, "compacting", "compact"},
 		{"compaction done", []string{recPrompt, recEnd, recCompactCmd, recBoundary}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
 		{"a meta note is no prompt", []string{recMeta}, SessionFile{}, false, sessions.Idle, 0, 0, false, "idle", "nothing in flight"},
+		{"a message from the inbox starts a turn", []string{recPrompt, recEnd, recPeer}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
 		{"a subagent's line is progress", []string{recPrompt, recToolUse, recToolResult, recEnd, recSidechain}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
 		{"process gone mid-turn", []string{recPrompt, recToolUse}, SessionFile{Status: "busy"}, true, sessions.Interrupted, 0, 0, false, "process gone", "gone mid-turn"},
 		{"process gone after the turn", []string{recPrompt, recEnd}, SessionFile{}, true, sessions.Idle, 0, 0, false, "process gone", "gone"},
@@ -218,5 +220,18 @@ func TestUsageLimitResetIsTheRecordsExactSecond(t *testing.T) {
 	want := time.Unix(1796078896, 0)
 	if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(want) {
 		t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, want)
+	}
+}
+
+// A nudge through the inbox socket is written (2.1.328, measured) as a meta
+// user record with turnOrigin "peer": it is a new turn, so the app gives it
+// a new generation whether or not it saw the session file say busy.
+func TestInboxMessageCountsAsATurn(t *testing.T) {
+	var sum Summary
+	for _, r := range []string{recPrompt, recEnd, recMeta, recPeer} {
+		sum.Feed([]byte(r))
+	}
+	if sum.Turns != 2 || !sum.InTurn || sum.FirstPrompt != "fix the build" {
+		t.Fatalf("turns %d, in turn %v, first prompt %q; want the typed prompt and the inbox message as two turns", sum.Turns, sum.InTurn, sum.FirstPrompt)
 	}
 }

@@ -73,6 +73,7 @@ type record struct {
 	Timestamp        string          `json:"timestamp"`
 	IsSidechain      bool            `json:"isSidechain"`
 	IsMeta           bool            `json:"isMeta"`
+	TurnOrigin       string          `json:"turnOrigin"`
 	IsCompactSummary bool            `json:"isCompactSummary"`
 	IsAPIError       bool            `json:"isApiErrorMessage"`
 	APIErrorStatus   int             `json:"apiErrorStatus"`
@@ -167,8 +168,11 @@ func (s *Summary) feedUser(r record, at time.Time) {
 	case strings.HasPrefix(text, "[Request interrupted by user"):
 		s.endTurn()
 		s.StoppedByUser = true
-	case r.IsMeta || r.IsCompactSummary:
+	case r.IsMeta && r.TurnOrigin != "peer" || r.IsCompactSummary:
 		// The CLI's own notes (a resume, a compaction summary): no turn.
+		// A message from the inbox socket (a peer's, the supervisor's
+		// nudge) is written as meta too, but it starts a turn: 2.1.328
+		// marks it turnOrigin "peer".
 		if r.IsCompactSummary {
 			s.Compacting = false
 		}
