@@ -11,7 +11,6 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
@@ -36,15 +35,31 @@ func (w *ptyWorld) timeline(id string) []ce2eRow {
 	return rows
 }
 
-// after returns the first row of kind at or after index from (and its
-// index), or -1.
-func after(rows []ce2eRow, from int, kind string) (ce2eRow, int) {
-	for i := max(from, 0); i < len(rows); i++ {
-		if rows[i].Kind == kind {
-			return rows[i], i
+// recovered reads the session's timeline and returns the first rows of
+// kinds found one after the other, in that order. It fails the test when
+// one is missing, or when any nudge failed or the session was escalated:
+// a recovery that took needs neither.
+func (w *ptyWorld) recovered(id string, kinds ...string) []ce2eRow {
+	w.t.Helper()
+	rows := w.timeline(id)
+	var found []ce2eRow
+	i := 0
+	for _, kind := range kinds {
+		for i < len(rows) && rows[i].Kind != kind {
+			i++
+		}
+		if i == len(rows) {
+			w.fail("the timeline lacks %v in that order (found %d):\n%s", kinds, len(found), dumpTimeline(rows))
+		}
+		found = append(found, rows[i])
+		i++
+	}
+	for _, r := range rows {
+		if r.Kind == core.TimelineNudgeFailed || r.Kind == core.TimelineEscalated {
+			w.fail("%s:\n%s", r.Kind, dumpTimeline(rows))
 		}
 	}
-	return ce2eRow{}, -1
+	return found
 }
 
 func dumpTimeline(rows []ce2eRow) string {
@@ -76,7 +91,9 @@ func (w *ptyWorld) nudgedRequest(since time.Time) (fakeapi.Entry, bool) {
 //     headers with status rejected): 2.1.328 does not retry, writes the
 //     error with the exact reset (apiErrorParams.rate_limit_info.resetsAt)
 //     and arms its own automatic continue 30–90 s after the reset; the
-//     supervisor's comes first, at the reset within a tick.
+//     supervisor's comes first, at the reset within a tick. (Measured: the
+//     CLI's own continue still fires afterwards, a second turn the test
+//     does not wait for.)
 //   - An API key's per-minute 429 (retry-after 1 s) past the CLI's retries
 //     (CLAUDE_CODE_MAX_RETRIES=2 in the hermetic environment: three
 //     attempts, about 2.5 s): the CLI writes no reset, so the supervisor
@@ -150,24 +167,13 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 
 			// The timeline: the hold, the continue at the reset (within a
 			// tick), its nudge verified as arrived, nothing failed.
-			rows := w.timeline(s.ID)
-			_, sched := after(rows, 0, core.TimelineRateLimitDrain)
-			cont, ci := after(rows, sched+1, core.TimelineRateLimitDrain)
-			sent, si := after(rows, ci+1, core.TimelineNudgeSent)
-			if sched < 0 || ci < 0 || si < 0 {
-				w.fail("the timeline lacks the hold, the continue or nudge_sent:\n%s", dumpTimeline(rows))
-			}
-			if failed, _ := after(rows, 0, core.TimelineNudgeFailed); failed.Kind != "" {
-				w.fail("a nudge failed:\n%s", dumpTimeline(rows))
-			}
+			rows := w.recovered(s.ID, core.TimelineRateLimitDrain, core.TimelineRateLimitDrain, core.TimelineNudgeSent)
+			cont, sent := rows[1], rows[2]
 			if late := cont.Time.Sub(held.Supervision.NextAttemptAt); late < 0 || late > ptyTick+2*time.Second {
-				w.fail("continued %s after the hold's end %v, want at it (within a tick):\n%s", late, held.Supervision.NextAttemptAt, dumpTimeline(rows))
+				w.fail("continued %s after the hold's end %v, want at it (within a tick)", late, held.Supervision.NextAttemptAt)
 			}
 			if !strings.Contains(sent.message(), "arrived") || sent.detail()["urgent"] != false {
 				w.fail("nudge_sent says %q (urgent %v), want an ordinary nudge that arrived", sent.message(), sent.detail()["urgent"])
-			}
-			if attempt, _ := after(rows, ci, supervisor.TimelineNudgeAttempt); attempt.Kind != "" {
-				t.Logf("intent: %s", attempt.message())
 			}
 			t.Logf("continued %s after the reset; nudge verified %s later (%s)", cont.Time.Sub(reset).Round(time.Millisecond),
 				sent.Time.Sub(cont.Time).Round(time.Millisecond), sent.message())
@@ -223,19 +229,8 @@ func TestTerminalRealCLIStall(t *testing.T) {
 		t.Errorf("escalated: %+v", s)
 	}
 
-	rows := w.timeline(s.ID)
-	_, mi := after(rows, 0, core.TimelineMarkedSuspect)
-	intr, ii := after(rows, mi+1, core.TimelineStallInterrupt)
-	sent, si := after(rows, ii+1, core.TimelineNudgeSent)
-	if mi < 0 || ii < 0 || si < 0 {
-		w.fail("the timeline lacks marked_suspect, stall_interrupt or nudge_sent in that order:\n%s", dumpTimeline(rows))
-	}
-	if failed, _ := after(rows, 0, core.TimelineNudgeFailed); failed.Kind != "" {
-		w.fail("a nudge failed:\n%s", dumpTimeline(rows))
-	}
-	if esc, _ := after(rows, 0, core.TimelineEscalated); esc.Kind != "" {
-		w.fail("escalated:\n%s", dumpTimeline(rows))
-	}
+	rows := w.recovered(s.ID, core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineNudgeSent)
+	intr, sent := rows[1], rows[2]
 	if sent.detail()["urgent"] != true || !strings.Contains(sent.message(), "priority now") {
 		w.fail("nudge_sent says %q (urgent %v), want the urgent nudge", sent.message(), sent.detail()["urgent"])
 	}
