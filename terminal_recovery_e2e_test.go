@@ -23,8 +23,8 @@ import (
 // ptyTick is the app's tick in these tests: the fastest the settings allow.
 const ptyTick = 5 * time.Second
 
-// timeline is the session's `timeline ID --json` (newest first), oldest
-// first.
+// timeline is the session's timeline, oldest first (`timeline ID --json`
+// lists the newest first).
 func (w *ptyWorld) timeline(id string) []ce2eRow {
 	w.t.Helper()
 	var rows []ce2eRow
