@@ -17,6 +17,15 @@ CODEX_BIN := $(CURDIR)/.cache/codex/node_modules/.bin/codex
 # a Node loader plus the native binary of npm's platform package.
 COPILOT_VERSION := 1.0.102
 COPILOT_BIN := $(CURDIR)/.cache/copilot/node_modules/.bin/copilot
+
+# The real Gemini CLI, the same way (sessions/gemini/fakeapi.GeminiVersion).
+GEMINI_VERSION := 0.61.0
+GEMINI_BIN := $(CURDIR)/.cache/gemini/node_modules/.bin/gemini
+
+# The real OpenCode CLI, the same way (sessions/opencode/fakeapi.OpenCodeVersion);
+# its npm package carries the native binary for the platform.
+OPENCODE_VERSION := 1.18.33
+OPENCODE_BIN := $(CURDIR)/.cache/opencode/node_modules/.bin/opencode
 # The interactive CLI for the terminal-session test (terminal_cli_e2e_test.go):
 # its session registry and inbox socket need >= 2.1.224, which the pin above
 # predates (two of the other end-to-end tests fail on 2.1.328, so that pin stays).
@@ -72,14 +81,22 @@ $(COPILOT_BIN):
 	npm install --prefix $(CURDIR)/.cache/copilot --no-audit --no-fund @github/copilot@$(COPILOT_VERSION)
 	$(COPILOT_BIN) --version
 
+$(GEMINI_BIN):
+	npm install --prefix $(CURDIR)/.cache/gemini --no-audit --no-fund @google/gemini-cli@$(GEMINI_VERSION)
+	$(GEMINI_BIN) --version
+
+$(OPENCODE_BIN):
+	npm install --prefix $(CURDIR)/.cache/opencode --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION)
+	$(OPENCODE_BIN) --version
+
 $(CLAUDE_INTERACTIVE_BIN):
 	npm install --prefix $(CURDIR)/.cache/claude-interactive --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_INTERACTIVE_VERSION)
 	$(CLAUDE_INTERACTIVE_BIN) --version
 
 # E2E_REQUIRED makes the end-to-end tests fail, not skip, when a real CLI
 # is missing: under `make test` every one is installed first.
-unit: $(CLAUDE_BIN) $(CODEX_BIN) $(COPILOT_BIN) $(CLAUDE_INTERACTIVE_BIN)
-	CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) COPILOT_BIN=$(COPILOT_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 30m ./...
+unit: $(CLAUDE_BIN) $(CODEX_BIN) $(COPILOT_BIN) $(GEMINI_BIN) $(OPENCODE_BIN) $(CLAUDE_INTERACTIVE_BIN)
+	CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) COPILOT_BIN=$(COPILOT_BIN) GEMINI_BIN=$(GEMINI_BIN) OPENCODE_BIN=$(OPENCODE_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 45m ./...
 
 # The Windows cross-build is part of the tests so it never silently breaks.
 test: test-deps lint unit build-windows

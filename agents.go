@@ -9,6 +9,9 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
+	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	"github.com/session-supervisor/session-supervisor/sessions/opencode"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -21,6 +24,8 @@ var agentRegistry = sessions.MustRegistry(
 	claude.Agent{},
 	codex.Agent{},
 	copilot.Agent{},
+	gemini.Agent{},
+	opencode.Agent{},
 )
 
 // externalSources find the sessions the app did not launch (an agent started
@@ -31,6 +36,7 @@ func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
 		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
 		&codexterminal.Source{Notify: watch.Dirs},
+		&copilotterminal.Source{Notify: watch.Dirs},
 	}
 }
 

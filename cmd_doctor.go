@@ -15,29 +15,14 @@ import (
 )
 
 // doctorAgents is the agent CLIs doctor looks for: every agent in the
-// registry (the app launches them; each has its agents.NAME.command), then
-// the CLIs the app does not launch yet, as information.
+// registry (the app launches each; each has its agents.NAME.command).
 func doctorAgents() []doctor.Agent {
 	var out []doctor.Agent
-	known := map[string]bool{}
 	for _, a := range agentRegistry.All() {
-		known[a.Name()] = true
 		out = append(out, doctor.Agent{Name: a.Name(), Command: a.DefaultCommand(), Setting: storage.AgentCommandKey(a.Name()),
 			Display: a.DisplayName(), Managed: true, Install: a.InstallHint()})
 	}
-	for _, a := range otherAgentCLIs {
-		if !known[a.Name] {
-			out = append(out, a)
-		}
-	}
 	return out
-}
-
-// otherAgentCLIs are agent CLIs doctor reports on though the app does not
-// launch them yet.
-var otherAgentCLIs = []doctor.Agent{
-	{Name: "gemini", Command: "gemini", Install: "npm install -g @google/gemini-cli"},
-	{Name: "opencode", Command: "opencode", Install: "npm install -g opencode-ai"},
 }
 
 func cmdDoctor(c *cli, args []string) error {

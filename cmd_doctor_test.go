@@ -96,7 +96,7 @@ func TestDoctorHealthyDataDirectory(t *testing.T) {
 		"service":        {"warn", "not installed", "fix: session-supervisor service install"},
 		"agent claude":   {"ok", "2.1.197 (Claude Code)"},
 		"agent codex":    {"ok", "codex-cli 0.50.0"},
-		"agent gemini":   {"warn", "not found on PATH (optional", "fix: npm install -g @google/gemini-cli"},
+		"agent gemini":   {"warn", "not found on PATH: the app runs, but cannot start Gemini CLI sessions", "fix: npm install -g @google/gemini-cli"},
 		"agent opencode": {"warn", "exit status 3: boom", "fix: reinstall it: npm install -g opencode-ai"},
 		"agent copilot":  {"warn", "not found on PATH: the app runs, but cannot start Copilot CLI sessions", "fix: npm install -g @github/copilot"},
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +118,9 @@ type ptyOptions struct {
 	// before, when set, runs once the app runs and before the CLI starts
 	// (what the CLI reads only at start: its hooks).
 	before func(*ptyWorld)
+	// cliEnv are KEY=VALUE pairs for the CLI in the terminal, after its
+	// hermetic environment; a bare KEY removes that variable.
+	cliEnv []string
 }
 
 func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
@@ -173,6 +177,13 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 	w.cmd = exec.Command(bin, args...)
 	w.cmd.Dir = work
 	w.cmd.Env = append(fakeapi.HermeticEnv(home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run)
+	for _, kv := range o.cliEnv {
+		if k, _, set := strings.Cut(kv, "="); !set {
+			w.cmd.Env = slices.DeleteFunc(w.cmd.Env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+			continue
+		}
+		w.cmd.Env = append(w.cmd.Env, kv)
+	}
 	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@
 package codex
 
 import (
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // startSleeper runs a program called name (a copy of sh) with args, in its
@@ -45,7 +45,7 @@ func startSleeper(t *testing.T, name string, group bool, args ...string) *exec.C
 	})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if args, ok := commandArgs(cmd.Process.Pid); ok && strings.HasSuffix(args[0], name) {
+		if args, ok := procscan.Cmdline(cmd.Process.Pid); ok && strings.HasSuffix(args[0], name) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -63,7 +63,7 @@ func TestReapOrphan(t *testing.T) {
 		if err != nil || !stopped {
 			t.Fatalf("ReapOrphan = %v, %v; want stopped", stopped, err)
 		}
-		if !proctree.WaitGone(cmd.Process.Pid, time.Second, processAlive) {
+		if !proctree.WaitGone(cmd.Process.Pid, time.Second, proctree.Alive) {
 			t.Error("the process still runs")
 		}
 	})
@@ -84,7 +84,7 @@ func TestReapOrphan(t *testing.T) {
 		if stopped, err := ReapOrphan(cmd.Process.Pid); stopped || err != nil {
 			t.Errorf("ReapOrphan = %v, %v; want left alone", stopped, err)
 		}
-		if !processAlive(cmd.Process.Pid) {
+		if !proctree.Alive(cmd.Process.Pid) {
 			t.Error("a process in the test's own group was stopped")
 		}
 	})

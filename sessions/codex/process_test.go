@@ -4,6 +4,7 @@ package codex
 
 import (
 	"errors"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,7 +113,7 @@ func TestRealPlainReplyThenSecondTurn(t *testing.T) {
 		t.Fatalf("pid %d", p.PID())
 	}
 	// The orphan reaper would know this process for a managed app server.
-	if args, _ := commandArgs(p.PID()); !isManagedCodex(p.PID()) {
+	if args, _ := procscan.Cmdline(p.PID()); !isManagedCodex(args) {
 		t.Errorf("the real app server (%q) is not recognized as managed", args)
 	}
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {

@@ -64,20 +64,22 @@ func Environ(pid int) ([]string, error) {
 }
 
 // Named lists the processes whose kernel name (/proc/PID/comm, the
-// executable's base name cut to 15 bytes) is comm. A process that exits
-// during the scan is left out; one whose details cannot be read (another
-// user's) is listed with what could be read.
-func Named(comm string) ([]Proc, error) {
+// executable's base name cut to 15 bytes, or the name the program gave its
+// main thread) is one of comms. A process that exits during the scan is
+// left out; one whose details cannot be read (another user's) is listed
+// with what could be read.
+func Named(comms ...string) ([]Proc, error) {
 	pids, err := PIDs()
 	if err != nil {
 		return nil, err
 	}
-	if len(comm) > 15 {
-		comm = comm[:15]
+	want := map[string]bool{}
+	for _, c := range comms {
+		want[c[:min(len(c), 15)]] = true
 	}
 	var out []Proc
 	for _, pid := range pids {
-		if c, ok := Comm(pid); !ok || c != comm {
+		if c, ok := Comm(pid); !ok || !want[c] {
 			continue
 		}
 		p, st := Probe(pid)
@@ -111,6 +113,17 @@ func OpenFiles(pid int, pattern string) []string {
 		}
 	}
 	return out
+}
+
+// StdinTerminal reports whether pid's standard input is a terminal (an
+// interactive program in a terminal window, not one fed by a pipe); known
+// is false when its descriptors cannot be read (another user's process).
+func StdinTerminal(pid int) (tty, known bool) {
+	target, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/0")
+	if err != nil {
+		return false, false
+	}
+	return strings.HasPrefix(target, "/dev/pts/") || strings.HasPrefix(target, "/dev/tty"), true
 }
 
 // Env is the value of the variable name in pid's initial environment; ok

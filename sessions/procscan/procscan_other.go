@@ -35,7 +35,7 @@ func Environ(pid int) ([]string, error) { return nil, ErrNotProbed }
 
 // Named cannot read the process table on this platform yet: the source
 // that asks finds no process (and says so), rather than guessing.
-func Named(comm string) ([]Proc, error) { return nil, nil }
+func Named(comms ...string) ([]Proc, error) { return nil, nil }
 
 // OpenFiles cannot tell on this platform.
 func OpenFiles(pid int, pattern string) []string { return nil }
@@ -45,3 +45,6 @@ func Probe(pid int) (Proc, State) { return Proc{PID: pid}, Unknown }
 
 // Env cannot tell on this platform.
 func Env(pid int, name string) (string, bool) { return "", false }
+
+// StdinTerminal cannot tell on this platform.
+func StdinTerminal(pid int) (bool, bool) { return false, false }

@@ -172,3 +172,48 @@ func TestZombie(t *testing.T) {
 		t.Errorf("Alive of a zombie = %v, %v", alive, known)
 	}
 }
+
+// Named takes several kernel names (a program that renames its main
+// thread shows that name, not its executable's), and StdinTerminal tells a
+// process fed by a pipe from one reading a terminal.
+func TestNamedSeveralAndStdinTerminal(t *testing.T) {
+	cmd := exec.Command("sleep", "300")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	procs, err := Named("no-such-name", "sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(procs, func(p Proc) bool { return p.PID == cmd.Process.Pid }) {
+		t.Fatalf("pid %d not among %+v", cmd.Process.Pid, procs)
+	}
+	if procs, _ := Named("no-such-name"); slices.ContainsFunc(procs, func(p Proc) bool { return p.PID == cmd.Process.Pid }) {
+		t.Fatal("listed under another name")
+	}
+	if tty, known := StdinTerminal(cmd.Process.Pid); tty || !known {
+		t.Fatalf("a pipe: StdinTerminal = %v, %v", tty, known)
+	}
+	// A terminal: the controlling terminal device when this test has one,
+	// else /dev/tty cannot be opened and only the pipe is checked.
+	if fh, err := os.Open("/dev/tty"); err == nil {
+		fh.Close()
+		term := exec.Command("sleep", "300")
+		term.Stdin, _ = os.Open("/dev/tty")
+		if err := term.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { term.Process.Kill(); term.Wait() })
+		if tty, known := StdinTerminal(term.Process.Pid); !tty || !known {
+			t.Fatalf("a terminal: StdinTerminal = %v, %v", tty, known)
+		}
+	}
+	if _, known := StdinTerminal(1 << 30); known {
+		t.Fatal("a missing process is not known")
+	}
+}

@@ -95,7 +95,10 @@ func ruleAPIError(ev Evidence) (sessions.ObservedState, bool) {
 func turnDied(e *APIError, witness string) (sessions.Failure, string) {
 	f := sessions.Failure{Kind: failureKind(e), Message: e.Text}
 	if f.Kind == sessions.RateLimit {
-		f.RetryAt = ResetTime(e.Text, e.At)
+		f.RetryAt = e.ResetsAt
+		if f.RetryAt.IsZero() {
+			f.RetryAt = ResetTime(e.Text, e.At)
+		}
 	}
 	s := fmt.Sprintf("the turn died on an API error (%s%s)", f.Kind.Label(), orEmpty("; "+witness, witness))
 	if !f.RetryAt.IsZero() {

@@ -63,6 +63,7 @@ const (
 	recCompactCmd = `{"type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>"}}`
 	recBoundary   = `{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`
 	recMeta       = `{"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: resumed"}}`
+	recPeer       = `{"type":"user","isMeta":true,"turnOrigin":"peer","origin":{"kind":"peer","from":"uds:session-supervisor"},"message":{"role":"user","content":"Another Claude session sent a message:\nYour previous turn was interrupted before it finished. Please continue where you left off."},"timestamp":"2026-11-30T10:00:09Z"}`
 	recSidechain  = `{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sub"}]}}`
 )
 
@@ -109,6 +110,7 @@ func TestRuleStack(t *testing.T) {
 		{"compacting", []string{recPrompt, recEnd, recCompactCmd}, SessionFile{Status: "busy"}, false, sessions.Compacting, 0, 0, true, "compacting", "compact"},
 		{"compaction done", []string{recPrompt, recEnd, recCompactCmd, recBoundary}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
 		{"a meta note is no prompt", []string{recMeta}, SessionFile{}, false, sessions.Idle, 0, 0, false, "idle", "nothing in flight"},
+		{"a message from the inbox starts a turn", []string{recPrompt, recEnd, recPeer}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
 		{"a subagent's line is progress", []string{recPrompt, recToolUse, recToolResult, recEnd, recSidechain}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
 		{"process gone mid-turn", []string{recPrompt, recToolUse}, SessionFile{Status: "busy"}, true, sessions.Interrupted, 0, 0, false, "process gone", "gone mid-turn"},
 		{"process gone after the turn", []string{recPrompt, recEnd}, SessionFile{}, true, sessions.Idle, 0, 0, false, "process gone", "gone"},
@@ -160,7 +162,7 @@ func TestRuleStackEveryRuleReachable(t *testing.T) {
 
 func TestResetTime(t *testing.T) {
 	saigon, _ := time.LoadLocation("Asia/Saigon")
-	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC) // 17:00 in Saigon
+	at := time.Date(2026, 11, 30, 10, 0, 16, 0, time.UTC) // 17:00 in Saigon
 	cases := []struct {
 		text string
 		want time.Time
@@ -169,6 +171,9 @@ func TestResetTime(t *testing.T) {
 		{"limit reached · resets 3pm (Asia/Saigon)", time.Date(2026, 12, 1, 15, 0, 0, 0, saigon)},
 		{"…reset time was 11:20am Asia/Saigon", time.Date(2026, 12, 1, 11, 20, 0, 0, saigon)},
 		{"resets 12:30am", time.Date(2026, 12, 1, 0, 30, 0, 0, time.UTC)},
+		// Named to the minute, rounded down: the error's own minute is this
+		// reset (the end of that minute), not tomorrow's.
+		{"You've hit your 5-hour limit · resets 10am (UTC)", time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC)},
 		{"Number of requests has exceeded your rate limit", time.Time{}},
 	}
 	for _, tc := range cases {
@@ -197,5 +202,36 @@ func TestTitle(t *testing.T) {
 func TestMangle(t *testing.T) {
 	if got := Mangle("/home/user/work/my_proj.v2"); got != "-home-user-work-my-proj-v2" {
 		t.Fatalf("Mangle = %q", got)
+	}
+}
+
+// A plan's usage limit as 2.1.328 writes it (measured against the fake
+// API's unified rate-limit headers): the text names the reset to the minute
+// ("10:48pm" for 22:48:16), the record carries the exact second. The exact
+// reset wins; the minute alone once read as tomorrow's 22:48.
+func TestUsageLimitResetIsTheRecordsExactSecond(t *testing.T) {
+	rec := `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiError":"usage_limit_reached","apiErrorStatus":429,` +
+		`"apiErrorParams":{"rate_limit_info":{"status":"rejected","resetsAt":1796078896,"rateLimitType":"five_hour"}},` +
+		`"message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your 5-hour limit · resets 10:48pm (UTC)"}]},"timestamp":"2026-11-30T22:48:04.724Z"}`
+	var sum Summary
+	sum.Feed([]byte(recPrompt))
+	sum.Feed([]byte(rec))
+	st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+	want := time.Unix(1796078896, 0)
+	if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(want) {
+		t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, want)
+	}
+}
+
+// A nudge through the inbox socket is written (2.1.328, measured) as a meta
+// user record with turnOrigin "peer": it is a new turn, so the app gives it
+// a new generation whether or not it saw the session file say busy.
+func TestInboxMessageCountsAsATurn(t *testing.T) {
+	var sum Summary
+	for _, r := range []string{recPrompt, recEnd, recMeta, recPeer} {
+		sum.Feed([]byte(r))
+	}
+	if sum.Turns != 2 || !sum.InTurn || sum.FirstPrompt != "fix the build" {
+		t.Fatalf("turns %d, in turn %v, first prompt %q; want the typed prompt and the inbox message as two turns", sum.Turns, sum.InTurn, sum.FirstPrompt)
 	}
 }

@@ -51,6 +51,11 @@ type APIError struct {
 	Code string
 	Text string
 	At   time.Time
+	// ResetsAt is the rate limit's exact reset when the record carries it
+	// (apiErrorParams.rate_limit_info.resetsAt, unix seconds, written by
+	// 2.1.328 for a plan's usage limit); the text names it only to the
+	// minute.
+	ResetsAt time.Time
 }
 
 // Retry is the CLI's own backoff after an API error.
@@ -68,6 +73,7 @@ type record struct {
 	Timestamp        string          `json:"timestamp"`
 	IsSidechain      bool            `json:"isSidechain"`
 	IsMeta           bool            `json:"isMeta"`
+	TurnOrigin       string          `json:"turnOrigin"`
 	IsCompactSummary bool            `json:"isCompactSummary"`
 	IsAPIError       bool            `json:"isApiErrorMessage"`
 	APIErrorStatus   int             `json:"apiErrorStatus"`
@@ -81,6 +87,12 @@ type record struct {
 		StopReason *string         `json:"stop_reason"`
 		Content    json.RawMessage `json:"content"`
 	} `json:"message"`
+	// APIErrorParams.RateLimitInfo.ResetsAt is a usage limit's reset.
+	APIErrorParams struct {
+		RateLimitInfo struct {
+			ResetsAt float64 `json:"resetsAt"`
+		} `json:"rate_limit_info"`
+	} `json:"apiErrorParams"`
 }
 
 type block struct {
@@ -156,8 +168,11 @@ func (s *Summary) feedUser(r record, at time.Time) {
 	case strings.HasPrefix(text, "[Request interrupted by user"):
 		s.endTurn()
 		s.StoppedByUser = true
-	case r.IsMeta || r.IsCompactSummary:
+	case r.IsMeta && r.TurnOrigin != "peer" || r.IsCompactSummary:
 		// The CLI's own notes (a resume, a compaction summary): no turn.
+		// A message from the inbox socket (a peer's, the supervisor's
+		// nudge) is written as meta too, but it starts a turn: 2.1.328
+		// marks it turnOrigin "peer".
 		if r.IsCompactSummary {
 			s.Compacting = false
 		}
@@ -180,6 +195,10 @@ func (s *Summary) feedAssistant(r record, at time.Time) {
 		_ = json.Unmarshal(r.Error, &word)
 		s.Retry = nil
 		s.APIError = &APIError{Status: r.APIErrorStatus, Code: word, Text: text, At: at}
+		// Unix seconds; anything past year 5000 is garbage.
+		if sec := r.APIErrorParams.RateLimitInfo.ResetsAt; sec > 0 && sec < 95617584000 {
+			s.APIError.ResetsAt = time.Unix(int64(sec), 0)
+		}
 		s.InTurn, s.Open = false, nil
 		return
 	}
@@ -251,7 +270,10 @@ func (s *Summary) closeTool(id string) {
 var resetPattern = regexp.MustCompile(`(?i)reset(?:s| time was)\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\s*\(?([A-Za-z_]+/[A-Za-z_]+)?\)?`)
 
 // ResetTime is the next time of day named in a usage-limit message, after
-// at; zero when the message names none.
+// at; zero when the message names none. The CLI names the reset to the
+// minute, rounded down ("resets 10:48pm" for 22:48:16), so a time in the
+// error's own minute is that reset, not tomorrow's: it is taken as the end
+// of that minute, when the limit has surely lifted.
 func ResetTime(text string, at time.Time) time.Time {
 	m := resetPattern.FindStringSubmatch(text)
 	if m == nil {
@@ -280,6 +302,9 @@ func ResetTime(text string, at time.Time) time.Time {
 	}
 	local := at.In(loc)
 	t := time.Date(local.Year(), local.Month(), local.Day(), h, min, 0, 0, loc)
+	if !t.After(at) && at.Sub(t) < time.Minute {
+		return t.Add(time.Minute)
+	}
 	if !t.After(at) {
 		t = t.AddDate(0, 0, 1)
 	}

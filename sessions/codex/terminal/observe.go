@@ -35,10 +35,7 @@ type observer struct {
 	rollout Rollout
 	tail    *claudeterm.Tailer
 	sum     Summary
-	last    sessions.ObservedState
-	emitted bool
-	// turns is the rollout's task_started count at the last observation.
-	turns int
+	emit    claudeterm.Emitter
 	// history: the rollout existed when following began, so the turns its
 	// first read finds are not news.
 	history bool
@@ -48,30 +45,11 @@ type observer struct {
 func (o *observer) follow(r Rollout, history bool) {
 	o.rollout, o.tail, o.history = r, claudeterm.NewTailer(r.Path), history
 	o.sum.Reset()
-	o.turns = 0
+	o.emit.SetTurns(0)
 }
 
 func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	defer close(out)
-	wake := o.src.wake(ctx, o.dirs)
-	for {
-		evs, done := o.step()
-		for _, ev := range evs {
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		}
-	}
+	claudeterm.Follow(ctx, out, o.src.wake(ctx, o.dirs), o.step)
 }
 
 // dirs are the directories whose change is news: the rollout's, else the
@@ -98,7 +76,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		lines, reset, _ = o.tail.Poll()
 		if reset {
 			o.sum.Reset()
-			o.turns = 0
+			o.emit.SetTurns(0)
 		}
 		first := reset && o.history
 		if reset {
@@ -108,25 +86,13 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 			o.sum.Feed(l)
 		}
 		if first {
-			o.turns = o.sum.Turns // the past, except a turn still in flight (below)
+			o.emit.SetTurns(o.sum.Turns) // the past, except a turn still in flight
 		}
 	}
 	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Rollout: o.tail != nil, Summary: o.sum})
-	if st.Name = claudeterm.Title(o.sum.FirstPrompt); st.Name == "" {
-		st.Name = o.last.Name
-	}
-	delta := o.sum.Turns - o.turns
-	o.turns = o.sum.Turns
-	if st.InTurn && !o.last.InTurn && delta == 0 {
-		// The first read began inside a turn: it is the one in flight.
-		delta = 1
-	}
-	st.NewTurns = delta
+	st.Name = claudeterm.Title(o.sum.FirstPrompt)
 	gone := known && !alive
-	// A change of state is news; the turn count of the last one is not.
-	same := st
-	same.NewTurns = o.last.NewTurns
-	if !o.emitted || same != o.last || len(lines) > 0 || gone {
+	if st, send := o.emit.Next(st, o.sum.Turns, len(lines) > 0, gone); send {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
@@ -137,6 +103,5 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 }
 
 func (o *observer) observed(st sessions.ObservedState) sessions.Event {
-	o.last, o.emitted = st, true
 	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: o.rollout.Meta.ID, PID: o.es.PID, Observed: &st}
 }

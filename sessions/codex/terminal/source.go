@@ -256,50 +256,9 @@ func (s *Source) dayDirs(from, to time.Time) []string {
 func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
 
 // wake merges the notifications for dirs with the rescan interval; the
-// dirs can change (a day passes, the rollout is found) through watchDirs.
+// dirs can change through dirs.
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	go func() {
-		var notes <-chan struct{}
-		var current []string
-		stop := func() {}
-		defer func() { stop() }()
-		t := time.NewTicker(s.poll())
-		defer t.Stop()
-		for {
-			if d := dirs(); s.Notify != nil && !slices.Equal(d, current) {
-				stop()
-				current = d
-				notes, stop = s.subscribe(ctx, d)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-notes:
-				if !ok {
-					notes = nil
-					continue
-				}
-			case <-t.C:
-			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return out
-}
-
-// subscribe starts Notify for dirs until the returned stop is called.
-func (s *Source) subscribe(ctx context.Context, dirs []string) (<-chan struct{}, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	ch, err := s.Notify(ctx, dirs)
-	if err != nil {
-		cancel()
-		return nil, func() {}
-	}
-	return ch, cancel
+	return claudeterm.Wake(ctx, s.Notify, s.poll(), dirs)
 }
 
 // today is the day directory a new rollout would be written to.

@@ -1,0 +1,68 @@
+package opencode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchStream is a realistic session: every captured event stream, then
+// tool rounds whose completed part carries 1 MB of output (OpenCode repeats
+// a command's output in the tool part's state and metadata), with text
+// deltas between them.
+func benchStream(b *testing.B, rounds int) []byte {
+	b.Helper()
+	var buf bytes.Buffer
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.sse"))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.Write(data)
+	}
+	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
+	for i := range rounds {
+		id := fmt.Sprintf("call_bench_%d", i)
+		fmt.Fprintf(&buf, `data: {"type":"message.part.updated","properties":{"sessionID":"ses_b","part":{"id":"prt_%d","messageID":"msg_b","sessionID":"ses_b","type":"tool","tool":"bash","callID":"%s","state":{"status":"running","input":{"command":"make"}}}}}`+"\n\n", i, id)
+		for range 20 {
+			buf.WriteString(`data: {"type":"message.part.delta","properties":{"sessionID":"ses_b","messageID":"msg_b","partID":"prt_t","field":"text","delta":"building "}}` + "\n\n")
+		}
+		fmt.Fprintf(&buf, `data: {"type":"message.part.updated","properties":{"sessionID":"ses_b","part":{"id":"prt_%d","messageID":"msg_b","sessionID":"ses_b","type":"tool","tool":"bash","callID":"%s","state":{"status":"completed","input":{"command":"make"},"output":%s,"metadata":{"output":%s,"exit":0}}}}}`+"\n\n", i, id, out, out)
+	}
+	return buf.Bytes()
+}
+
+func benchDecode(b *testing.B, rounds, maxEvent int) {
+	stream := benchStream(b, rounds)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := NewDecoder(bytes.NewReader(stream), maxEvent, "")
+		for {
+			_, err := d.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if d.Stats().Skipped() != 0 {
+			b.Fatalf("events skipped: %+v", d.Stats())
+		}
+	}
+}
+
+// BenchmarkDecodeStream: the captures plus four 2 MB tool parts.
+func BenchmarkDecodeStream(b *testing.B) { benchDecode(b, 4, 0) }
+
+// BenchmarkDecodeStreamSmall is the captures alone: the per-event cost of
+// ordinary traffic.
+func BenchmarkDecodeStreamSmall(b *testing.B) { benchDecode(b, 0, 0) }

@@ -1,0 +1,148 @@
+package fakeapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// OpenCodeVersion is the OpenCode release the end-to-end tests pin; the
+// Makefile installs the same one.
+const OpenCodeVersion = "1.18.33"
+
+// Config are the choices a test makes about OpenCode's config.
+type Config struct {
+	// Permission is OpenCode's "permission" setting (nil: its defaults,
+	// which run bash and edits without asking); {"bash": "ask"} makes a
+	// command wait for the app's answer.
+	Permission map[string]string
+}
+
+// ConfigPath is where WriteConfig puts the config under home (given to
+// OpenCode as OPENCODE_CONFIG).
+func ConfigPath(home string) string { return filepath.Join(home, "opencode-test.json") }
+
+// WriteConfig writes OpenCode's config under home with the fake at baseURL
+// as the only provider ("fake", model "m1", limits given so nothing is
+// looked up on models.dev), autoupdate and sharing off. It also marks the
+// global config directory's plugin dependency as installed: OpenCode
+// otherwise runs `npm install @opencode-ai/plugin` there in the background
+// at every start (measured on 1.18.33: a request to registry.npmjs.org).
+func WriteConfig(home, baseURL string, c Config) error {
+	cfg := map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"fake": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Fake",
+			"options": map[string]any{"baseURL": baseURL, "apiKey": "sk-fake"},
+			"models":  map[string]any{"m1": map[string]any{"name": "m1", "limit": map[string]any{"context": 128000, "output": 8192}}},
+		}},
+		"model":             "fake/m1",
+		"small_model":       "fake/m1",
+		"enabled_providers": []string{"fake"},
+		"autoupdate":        false,
+		"share":             "disabled",
+	}
+	if c.Permission != nil {
+		cfg["permission"] = c.Permission
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("opencode fakeapi: %w", err)
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("opencode fakeapi: %w", err)
+	}
+	if err := os.WriteFile(ConfigPath(home), b, 0o600); err != nil {
+		return fmt.Errorf("opencode fakeapi: writing the config: %w", err)
+	}
+	global := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(filepath.Join(global, "node_modules"), 0o700); err != nil {
+		return fmt.Errorf("opencode fakeapi: %w", err)
+	}
+	lock := `{"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}`
+	if err := os.WriteFile(filepath.Join(global, "package-lock.json"), []byte(lock), 0o600); err != nil {
+		return fmt.Errorf("opencode fakeapi: seeding the plugin lock: %w", err)
+	}
+	return nil
+}
+
+// HermeticEnv is the whole environment of an OpenCode run that keeps its
+// state under home (HOME and every XDG directory), reads the config
+// WriteConfig wrote, fetches no model list and no update, and sends any
+// other traffic to the refusing proxy at proxyURL ("" leaves the proxy out).
+// Only PATH is inherited, for the commands OpenCode runs.
+func HermeticEnv(home, proxyURL string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := []string{
+		"PATH=" + path,
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"OPENCODE_CONFIG=" + ConfigPath(home),
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_AUTOUPDATE=1",
+		"OPENCODE_DISABLE_SHARE=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_CLAUDE_CODE=1",
+	}
+	if proxyURL != "" {
+		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
+			env = append(env, k+"="+proxyURL)
+		}
+		for _, k := range []string{"NO_PROXY", "no_proxy"} {
+			env = append(env, k+"=127.0.0.1,localhost")
+		}
+	}
+	return env
+}
+
+// OpenCodeBinary finds the real OpenCode CLI for an end-to-end test:
+// $OPENCODE_BIN, else the copy `make test` installs under the module root.
+// Without it the test fails when E2E_REQUIRED or CI is set and skips
+// otherwise.
+func OpenCodeBinary(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("OPENCODE_BIN")
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(root, ".cache", "opencode", "node_modules", ".bin", "opencode")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		msg := fmt.Sprintf("the real OpenCode CLI is not at %s (%v); `make test` installs it "+
+			"(npm install --prefix .cache/opencode opencode-ai@%s), or set OPENCODE_BIN", bin, err, OpenCodeVersion)
+		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

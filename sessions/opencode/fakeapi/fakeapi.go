@@ -1,0 +1,364 @@
+// Package fakeapi is a fake OpenAI-compatible chat completions API for
+// end-to-end tests that drive the real OpenCode CLI (its custom provider
+// "@ai-sdk/openai-compatible" posts to {baseURL}/chat/completions with
+// stream: true). It listens on 127.0.0.1 only and picks its behaviour from a
+// [[scenario:NAME]] marker in the request's messages (the last one, so a
+// later prompt of the same session selects its own), so a test selects a
+// scenario by its prompt alone.
+//
+// OpenCode also asks the model for a session title (a request whose system
+// prompt says "title generator"); those are answered at once and logged
+// under the scenario "title", so they never use up a scenario's attempts.
+// Everything but POST /v1/chat/completions is a 404, which makes an
+// unexpected endpoint visible in the request log.
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TitleScenario is the scenario title requests are logged under.
+const TitleScenario = "title"
+
+// Entry records one handled request.
+type Entry struct {
+	Method, Path string
+	// Scenario and Attempt (1-based, per scenario) are set for
+	// /v1/chat/completions.
+	Scenario string
+	Attempt  int
+	Status   int
+	// ToolOutput is the content of the request's last message when it is
+	// a tool result (the CLI sending back what a command printed).
+	ToolOutput string
+	// UserText is the text of the request's last user message.
+	UserText string
+	// Tools is how many tools the request offered (OpenCode's compaction
+	// summary request offers none).
+	Tools int
+	At    time.Time
+}
+
+// Reply is what one request gets.
+type Reply struct {
+	// Status, when not 200, is sent with ErrorBody.
+	Status    int
+	ErrorBody string
+	// Header is added to the response (retry-after on a 429).
+	Header map[string]string
+	// Text is an assistant message; Command, when set, is a call of
+	// OpenCode's bash tool instead.
+	Command string
+	Text    string
+	// Stall holds the stream open after its first chunk until the server
+	// closes or the client goes away.
+	Stall bool
+}
+
+// ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
+// toolOutput is the tool result the request carries last, if any.
+type ScenarioFunc func(n int, toolOutput string) Reply
+
+// Server is a running fake.
+type Server struct {
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	scenarios map[string]ScenarioFunc
+	attempts  map[string]int
+	log       []Entry
+	closed    bool
+}
+
+// Start serves on a free port of 127.0.0.1.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("opencode fakeapi: listen: %w", err)
+	}
+	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.completions)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
+		http.Error(w, "opencode fakeapi: no route", http.StatusNotFound)
+	})
+	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the provider's baseURL: the SDK appends /chat/completions.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
+
+// Close stops the server, releasing stalled streams.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	_ = s.srv.Close()
+	s.wg.Wait()
+}
+
+// Handle registers or replaces a scenario.
+func (s *Server) Handle(name string, fn ScenarioFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scenarios[name] = fn
+}
+
+// Log is a copy of the handled requests.
+func (s *Server) Log() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Entry(nil), s.log...)
+}
+
+// Requests returns the chat completion requests of one scenario.
+func (s *Server) Requests(scenario string) []Entry {
+	var out []Entry
+	for _, e := range s.Log() {
+		if e.Path == "/v1/chat/completions" && e.Scenario == scenario {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.wg.Add(1)
+		defer s.wg.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) record(e Entry) {
+	e.At = time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, e)
+}
+
+var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
+
+// message is one chat message: content is a string or a list of parts.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (m message) text() string {
+	var str string
+	if json.Unmarshal(m.Content, &str) == nil {
+		return str
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+type request struct {
+	Messages []message        `json:"messages"`
+	Tools    []map[string]any `json:"tools"`
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	var req request
+	_ = json.Unmarshal(body, &req)
+	scenario := "text"
+	if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].text(), "title generator") {
+		scenario = TitleScenario
+	} else if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
+		scenario = string(m[len(m)-1][1])
+	}
+	var toolOut, userText string
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
+		toolOut = req.Messages[n-1].text()
+		if toolOut == "" {
+			toolOut = "(empty)"
+		}
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			userText = req.Messages[i].text()
+			break
+		}
+	}
+	s.mu.Lock()
+	s.attempts[scenario]++
+	n := s.attempts[scenario]
+	fn := s.scenarios[scenario]
+	s.mu.Unlock()
+	if fn == nil {
+		fn = s.scenarios["text"]
+	}
+	rep := fn(n, toolOut)
+	status := rep.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status,
+		ToolOutput: toolOut, UserText: userText, Tools: len(req.Tools)})
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
+	if status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, rep.ErrorBody)
+		return
+	}
+	s.stream(r, w, rep, n)
+}
+
+// stream writes the chat.completion.chunk SSE stream the OpenAI SDK parses:
+// deltas, a finish_reason, a usage chunk, [DONE].
+func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	id := fmt.Sprintf("chatcmpl_%d_%d", time.Now().UnixNano(), n)
+	created := time.Now().Unix()
+	send := func(choices []any, extra map[string]any) {
+		v := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": "m1", "choices": choices}
+		for k, x := range extra {
+			v[k] = x
+		}
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	choice := func(delta map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
+	}
+	if rep.Stall {
+		send(choice(map[string]any{"role": "assistant", "content": "Working on it"}, nil), nil)
+		select {
+		case <-s.done:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Minute):
+		}
+		return
+	}
+	if rep.Command != "" {
+		args, _ := json.Marshal(map[string]string{"command": rep.Command, "description": "Runs the command"})
+		send(choice(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
+			"index": 0, "id": fmt.Sprintf("call_%s", id), "type": "function",
+			"function": map[string]any{"name": "bash", "arguments": string(args)},
+		}}}, nil), nil)
+		send(choice(map[string]any{}, "tool_calls"), nil)
+	} else {
+		send(choice(map[string]any{"role": "assistant", "content": ""}, nil), nil)
+		for _, word := range strings.SplitAfter(rep.Text, " ") {
+			send(choice(map[string]any{"content": word}, nil), nil)
+		}
+		send(choice(map[string]any{}, "stop"), nil)
+	}
+	send([]any{}, map[string]any{"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// The error bodies an OpenAI-compatible API sends. The overflow message is
+// one OpenCode classifies as ContextOverflowError (its pattern "maximum
+// context length is N tokens", measured on 1.18.33).
+const (
+	Body429      = `{"error":{"message":"Rate limit reached for requests","type":"rate_limit_exceeded","code":"rate_limit_exceeded"}}`
+	Body401      = `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`
+	Body529      = `{"error":{"message":"The server is overloaded, please try again later","type":"overloaded_error"}}`
+	BodyOverflow = `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`
+)
+
+// RateLimitAttempts is how many times OpenCode 1.18.33 sends a request that
+// keeps getting a retryable 429 before it gives up (the first try and five
+// retries, measured).
+const RateLimitAttempts = 6
+
+// RetryAfterSeconds is the retry-after the 429 scenarios send: short, so
+// OpenCode's own retries take seconds.
+const RetryAfterSeconds = 1
+
+// Builtin are the scenarios every server knows.
+func Builtin() map[string]ScenarioFunc {
+	text := func(int, string) Reply { return Reply{Text: "Hello from the fake model."} }
+	failThen := func(k int, fail Reply) ScenarioFunc {
+		return func(n int, _ string) Reply {
+			if n <= k {
+				return fail
+			}
+			return Reply{Text: "Hello after the failures."}
+		}
+	}
+	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
+	rate := Reply{Status: 429, ErrorBody: Body429, Header: map[string]string{"retry-after": fmt.Sprint(RetryAfterSeconds)}}
+	return map[string]ScenarioFunc{
+		"text":        text,
+		TitleScenario: func(int, string) Reply { return Reply{Text: "Fake title"} },
+		"tool": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "The command printed hi."}
+			}
+			return Reply{Command: "sleep 1; echo hi"}
+		},
+		// slowtool runs a minute-long command once; any later request
+		// (its output, or a nudge after the agent was killed) is answered.
+		"slowtool": func(n int, _ string) Reply {
+			if n > 1 {
+				return Reply{Text: "The slow command finished."}
+			}
+			return Reply{Command: "sleep 60; echo done"}
+		},
+		"write": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "Created build/out.txt."}
+			}
+			return Reply{Command: "mkdir -p build && touch build/out.txt"}
+		},
+		"429": always(rate),
+		// More 429s than OpenCode retries, then answers: the supervisor's
+		// continue after the drain gets through.
+		"429past_retries": failThen(RateLimitAttempts, rate),
+		"401":             always(Reply{Status: 401, ErrorBody: Body401}),
+		"529":             always(Reply{Status: 529, ErrorBody: Body529}),
+		"overflow":        always(Reply{Status: 400, ErrorBody: BodyOverflow}),
+		// One overflow: OpenCode compacts (a summary request without
+		// tools, answered) and continues the turn.
+		"overflow_once": failThen(1, Reply{Status: 400, ErrorBody: BodyOverflow}),
+		"stall":         failThen(1, Reply{Stall: true}),
+		"hang":          always(Reply{Stall: true}),
+	}
+}

@@ -1,0 +1,7 @@
+//go:build windows
+
+package opencode
+
+// ReapOrphan cannot identify an orphaned OpenCode server safely on Windows
+// (no process groups to check); it leaves it alone.
+func (Agent) ReapOrphan(int) (bool, error) { return false, nil }

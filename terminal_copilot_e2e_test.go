@@ -1,0 +1,256 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
+	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
+)
+
+// copilotTUI is the app and one real interactive Copilot CLI (the TUI) in
+// a pseudo-terminal, both on a temporary COPILOT_HOME, BYOK on the fake
+// chat completions API, offline, everything else refused by the proxy
+// (copilotE2EStart). The TUI needs no login with BYOK and COPILOT_OFFLINE
+// (measured on 1.0.102); the working directory is trusted beforehand in
+// config.json (trusted_folders), which spares the folder-trust dialog.
+type copilotTUI struct {
+	t           *testing.T
+	h           *cpe2e
+	copilotHome string
+	cmd         *exec.Cmd
+	ptmx        *os.File
+	scr         *codexScreen
+	// native is the TUI's native process (the npm `copilot` is a Node
+	// loader that spawnSyncs it: the session is its child), once listed.
+	native int
+	start  time.Time
+}
+
+// startCopilotTUI starts the app (with settings, name-value pairs) and the
+// TUI (with env added to the hermetic environment).
+func startCopilotTUI(t *testing.T, env []string, settings ...string) *copilotTUI {
+	h := copilotE2EStart(t, settings...)
+	bin := fakeapi.CopilotBinary(t)
+	w := &copilotTUI{t: t, h: h, copilotHome: filepath.Join(h.home, ".copilot")}
+	if err := os.MkdirAll(w.copilotHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`{"trusted_folders": [%q]}`, h.work)
+	if err := os.WriteFile(filepath.Join(w.copilotHome, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.cmd = exec.Command(bin)
+	w.cmd.Dir = h.work
+	w.cmd.Env = append(append(append([]string{}, h.env...), "TERM=xterm-256color"), env...)
+	w.start = time.Now()
+	var err error
+	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.scr = &codexScreen{ptmx: w.ptmx}
+	go func() { _, _ = w.ptmx.WriteTo(w.scr) }()
+	t.Cleanup(func() {
+		// The whole terminal session: the loader and the native TUI
+		// (pty.Start made the loader a session and group leader).
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		w.cmd.Wait()
+		w.ptmx.Close()
+	})
+	s := w.observed(60*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
+	listed := time.Since(w.start)
+	w.native = s.PID
+	ws, err := copilotterminal.ReadWorkspace(filepath.Join(w.copilotHome, "session-state", s.AgentSessionID))
+	if s.AgentSessionID == "" || err != nil || ws.ID != s.AgentSessionID {
+		w.fail("the session id %q names no session directory: %v", s.AgentSessionID, err)
+	}
+	t.Logf("listed after %s (Copilot created the session %s after the start): pid %d (the loader is %d), session %s, %s",
+		listed.Round(time.Millisecond), ws.Created.Sub(w.start).Round(time.Millisecond), w.native, w.cmd.Process.Pid, s.AgentSessionID, s.Evidence)
+	if s.Cwd != h.work || s.State != sessions.Idle {
+		w.fail("before the first prompt: %+v", s)
+	}
+	// The prompt line is drawn with the status bar ("… · tab next tab").
+	for deadline := time.Now().Add(60 * time.Second); !w.scr.has("next tab"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.fail("the TUI never drew its prompt")
+		}
+	}
+	time.Sleep(time.Second) // the input box takes keys a moment after it is drawn
+	return w
+}
+
+func (w *copilotTUI) fail(format string, args ...any) {
+	w.t.Helper()
+	var tl string
+	for _, s := range w.h.ls() {
+		tl += fmt.Sprintf("%+v\n", s)
+	}
+	var evs []string
+	m, _ := filepath.Glob(filepath.Join(w.copilotHome, "session-state", "*", "events.jsonl"))
+	for _, p := range m {
+		b, _ := os.ReadFile(p)
+		for _, l := range strings.Split(string(b), "\n") {
+			evs = append(evs, l[:min(len(l), 160)])
+		}
+	}
+	w.t.Fatalf(format+"\nsessions:\n%s\nevents:\n%s\nthe terminal showed:\n%s", append(args, tl, strings.Join(evs, "\n"), w.scr.String())...)
+}
+
+// observed waits until `ls --json` lists the TUI's session satisfying ok.
+func (w *copilotTUI) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	w.t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		for _, s := range w.h.ls() {
+			if s.Source == sessions.Observed && s.Agent == "copilot" && (w.native == 0 || s.PID == w.native) && ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			w.fail("no observed Copilot session %s within %s", what, limit)
+		}
+	}
+}
+
+// typeLine types text, then Enter as a separate write, as a person types.
+func (w *copilotTUI) typeLine(text string) {
+	if _, err := w.ptmx.Write([]byte(text)); err != nil {
+		w.t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// The TUI is found in the process table as it starts, paired with its
+// session directory, and followed through a turn from its events.jsonl:
+// working, waiting on the user while the command waits for approval in the
+// terminal, working again once approved, then waiting for review — the
+// app's own prompt-mode turns are never listed (none ran here, and none of
+// the listed sessions is managed).
+func TestTerminalCopilotRealTUI(t *testing.T) {
+	w := startCopilotTUI(t, nil)
+	// A managed session beside it, in the same COPILOT_HOME: its turn's
+	// `copilot` process is the same native binary, in prompt mode.
+	managed := w.h.newCopilot("[[scenario:text]] hi")
+	w.typeLine("run it [[scenario:tool]]")
+	s := w.observed(30*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
+	t.Logf("working: %s", s.Evidence)
+	p := w.observed(30*time.Second, "waiting for the approval", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.InTurn
+	})
+	t.Logf("permission: %s", p.Evidence)
+	// Approved where it runs ("1. Yes" is selected: Enter), again while a
+	// slow machine has not taken it yet.
+	approved := func(s sessions.Session) bool { return s.WaitReason != sessions.WaitPermission }
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := w.ptmx.Write([]byte("\r")); err != nil {
+			t.Fatal(err)
+		}
+		if w.waitFor(3*time.Second, approved) {
+			break
+		}
+		if time.Now().After(deadline) {
+			w.fail("the approval never reached the events")
+		}
+	}
+	r := w.observed(30*time.Second, "waiting on the user for review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
+	})
+	if r.Name != "run it [[scenario:tool]]" || r.AgentSessionID != s.AgentSessionID {
+		w.fail("the name %q is not the prompt, or the session id changed: %+v", r.Name, r)
+	}
+	// The command really ran: its output went back to the model.
+	if reqs := w.h.api.Requests("tool"); len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].ToolOutput, "hi") {
+		w.fail("the fake saw %+v, want the command's output last", reqs)
+	}
+	m := w.h.waitFor(managed, "the managed turn's review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.TurnGeneration == 1
+	})
+	if reqs := w.h.api.Requests("text"); len(reqs) == 0 {
+		w.fail("the managed turn never reached the fake")
+	}
+	var observed []sessions.Session
+	for _, s := range w.h.ls() {
+		if s.Source == sessions.Observed {
+			observed = append(observed, s)
+		}
+	}
+	if len(observed) != 1 || observed[0].AgentSessionID == m.AgentSessionID || m.Source != sessions.Managed {
+		w.fail("the app's own prompt-mode turn was observed as a terminal session: %+v (managed %+v)", observed, m)
+	}
+	t.Logf("evidence: %s (%s after the start)", r.Evidence, time.Since(w.start).Round(time.Millisecond))
+}
+
+// waitFor reports whether the TUI's session satisfies ok within limit.
+func (w *copilotTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, s := range w.h.ls() {
+			if s.Source == sessions.Observed && s.PID == w.native && ok(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Killed mid-turn (SIGKILL of the terminal's processes while its command
+// runs): the process is gone, the events show no end of the turn, and the
+// app shows Interrupted and escalates; nothing is sent to it (it has no
+// way in). COPILOT_ALLOW_ALL spares the approval.
+func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
+	w := startCopilotTUI(t, []string{"COPILOT_ALLOW_ALL=true"})
+	w.typeLine("run the slow one [[scenario:slowtool]]")
+	w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
+		return s.State == sessions.Working && strings.Contains(s.Evidence, "command")
+	})
+	if err := syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s := w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
+		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+	})
+	if s.Nudge.Attempts != 0 || w.h.nudgedCopilot("slowtool") {
+		w.fail("nudged a terminal Copilot: %+v", s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+	// "Resume in the background": a managed Copilot session on the same
+	// session id, with the nudge, which the model answers.
+	id := strings.TrimSpace(w.h.mustCLI("resume", s.ID))
+	r := w.h.waitForWithin(id, "the resumed turn's review", 90*time.Second, func(r sessions.Session) bool {
+		return r.State == sessions.WaitingOnUser && r.WaitReason == sessions.WaitReview
+	})
+	if r.Source != sessions.Managed || r.Agent != "copilot" || r.AgentSessionID != s.AgentSessionID || r.ResumedFrom != s.ID || !w.h.nudgedCopilot("slowtool") {
+		w.fail("the resumed session: %+v", r)
+	}
+	t.Logf("resumed in the background: %s", r.Evidence)
+}
+
+// A turn that fails on 401 (after Copilot's own retries): Errored (auth)
+// from the session.error in its events; the auth wait passes, and the
+// continue the recovery would send cannot reach a Copilot terminal (no
+// inbox): the app escalates with the evidence, and the model never sees a
+// nudge.
+func TestTerminalCopilotRealTUIAuthEscalates(t *testing.T) {
+	w := startCopilotTUI(t, nil, "supervisor.auth_retry_minutes", "0.05")
+	w.typeLine("hello [[scenario:401]]")
+	s := w.observed(60*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
+		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
+	})
+	if !strings.Contains(s.Evidence, "no way in") || s.Nudge.Attempts != 0 || w.h.nudgedCopilot("401") {
+		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
+	}
+	t.Logf("evidence: %s", s.Evidence)
+}
