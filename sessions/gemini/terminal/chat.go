@@ -138,6 +138,9 @@ type Summary struct {
 	// sync) is not news about the turn.
 	seen map[string]bool
 	turn map[string]bool
+	// prompt is the id of the last prompt (written again, it is the same
+	// turn).
+	prompt string
 }
 
 // Reset forgets everything read.
@@ -211,10 +214,11 @@ func (s *Summary) user(r record) {
 		}
 	}
 	t := strings.TrimSpace(text.String())
-	if t == "" || strings.HasPrefix(t, sessionContext) {
+	if t == "" || strings.HasPrefix(t, sessionContext) || r.ID == s.prompt {
 		return
 	}
 	// A new prompt: a new turn.
+	s.prompt = r.ID
 	s.Turns++
 	clear(s.turn)
 	s.turn[r.ID] = true

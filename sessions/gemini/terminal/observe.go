@@ -43,13 +43,13 @@ type observer struct {
 	// turns is the summary's prompt count at the last observation.
 	turns int
 	// history: the chat existed when following began, so the turns its
-	// first read finds are not news.
-	history bool
+	// first read finds are not news; read: it has been read once.
+	history, read bool
 }
 
 // follow starts tailing a chat file (the first found, or another one).
 func (o *observer) follow(c Chat, history bool) {
-	o.chat, o.tail, o.history = c, claudeterm.NewTailer(c.Path), history
+	o.chat, o.tail, o.history, o.read = c, claudeterm.NewTailer(c.Path), history, false
 	o.sum.Reset()
 	o.turns = 0
 }
@@ -103,14 +103,16 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 			o.sum.Reset()
 			o.turns = 0
 		}
-		first := reset && o.history
-		if reset {
-			o.history = false // a later truncation or replacement brings new turns
-		}
+		// Read again from its start: the file was there before we followed
+		// it, or it is the one already read, rewritten by the CLI (an
+		// unreadable file replaced with the same history): its turns are
+		// the past. A file found after we began is read as news.
+		past := reset && (o.history || o.read)
+		o.read = o.read || reset
 		for _, l := range lines {
 			o.sum.Feed(l)
 		}
-		if first {
+		if past {
 			o.turns = o.sum.Turns // the past, except a turn still in flight (below)
 		}
 	}
