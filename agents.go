@@ -10,6 +10,7 @@ import (
 	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	geminiterminal "github.com/session-supervisor/session-supervisor/sessions/gemini/terminal"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -33,6 +34,7 @@ func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
 		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
 		&codexterminal.Source{Notify: watch.Dirs},
+		&geminiterminal.Source{Notify: watch.Dirs},
 	}
 }
 
