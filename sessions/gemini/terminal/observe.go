@@ -27,7 +27,7 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 		// The chat exists already: the turns it holds are the past.
 		o.follow(c, true)
 	}
-	go o.run(ctx, out)
+	go claudeterm.Relay(ctx, s.wake(ctx, o.dirs), o.step, out)
 	return out, nil
 }
 
@@ -52,29 +52,6 @@ func (o *observer) follow(c Chat, history bool) {
 	o.chat, o.tail, o.history, o.read = c, claudeterm.NewTailer(c.Path), history, false
 	o.sum.Reset()
 	o.turns = 0
-}
-
-func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	defer close(out)
-	wake := o.src.wake(ctx, o.dirs)
-	for {
-		evs, done := o.step()
-		for _, ev := range evs {
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		}
-	}
 }
 
 // dirs are the directories whose change is news: the chat's, else tmp/,

@@ -237,51 +237,9 @@ func (s *Source) chats(procs []Proc) []Chat {
 // and its start (a later process reusing the pid starts later).
 func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
 
-// wake merges the notifications for dirs with the rescan interval; dirs
-// is asked again after every wake (a project directory appears).
+// wake merges the notifications for dirs with the rescan interval.
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	go func() {
-		var notes <-chan struct{}
-		var current []string
-		stop := func() {}
-		defer func() { stop() }()
-		t := time.NewTicker(s.poll())
-		defer t.Stop()
-		for {
-			if d := dirs(); s.Notify != nil && !slices.Equal(d, current) {
-				stop()
-				current = d
-				notes, stop = s.subscribe(ctx, d)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-notes:
-				if !ok {
-					notes = nil
-					continue
-				}
-			case <-t.C:
-			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return out
-}
-
-// subscribe starts Notify for dirs until the returned stop is called.
-func (s *Source) subscribe(ctx context.Context, dirs []string) (<-chan struct{}, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	ch, err := s.Notify(ctx, dirs)
-	if err != nil {
-		cancel()
-		return nil, func() {}
-	}
-	return ch, cancel
+	return claudeterm.Wake(ctx, s.Notify, s.poll(), dirs)
 }
 
 // watchDirs are the directories whose change is news to discovery: the
@@ -304,37 +262,18 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find the Gemini CLI's sessions in")
 	}
-	out := make(chan []sessions.ExternalSession, 1)
-	wake := s.wake(ctx, s.watchDirs)
-	go func() {
-		defer close(out)
-		var last []sessions.ExternalSession
-		first := true
-		for {
-			if procs, pairs, err := s.scan(); err == nil {
-				list := make([]sessions.ExternalSession, 0, len(procs))
-				for _, p := range procs {
-					list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: pairs[p.PID].Meta.SessionID,
-						Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
-				}
-				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
-				if first || !slices.Equal(list, last) {
-					select {
-					case out <- list:
-					case <-ctx.Done():
-						return
-					}
-					last, first = list, false
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			}
+	return claudeterm.WatchList(ctx, s.wake(ctx, s.watchDirs), func() ([]sessions.ExternalSession, error) {
+		procs, pairs, err := s.scan()
+		if err != nil {
+			return nil, err
 		}
-	}()
-	return out, nil
+		list := make([]sessions.ExternalSession, 0, len(procs))
+		for _, p := range procs {
+			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: pairs[p.PID].Meta.SessionID,
+				Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
+		}
+		return list, nil
+	}), nil
 }
 
 // Alive probes the session's process.
