@@ -18,14 +18,14 @@ import (
 // world is a Gemini home in a temporary directory, one fake process in it
 // (its liveness set by the test) and an observer stepped by hand.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	src   *Source
 	proc  Proc
 	alive atomic.Bool
 	o     *observer
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	w := &world{t: t, proc: Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond)}}
 	w.alive.Store(true)
 	home := filepath.Join(t.TempDir(), ".gemini")
@@ -96,7 +96,7 @@ func (w *world) chatPath(id string) string {
 	return filepath.Join(w.src.TmpDir(), slug, "chats", "session-2026-11-30T22-54-"+id[:8]+".jsonl")
 }
 
-func appendTo(t *testing.T, path string, data ...string) {
+func appendTo(t testing.TB, path string, data ...string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
