@@ -160,7 +160,8 @@ func TestTerminalGeminiRealTUI(t *testing.T) {
 // Killed mid-turn (SIGKILL of the whole terminal session while its command
 // runs under yolo): the process is gone, the chat file shows no end of the
 // turn, and the app shows Interrupted and escalates; nothing is sent to it
-// (it has no way in).
+// (it has no way in). The user's "Resume in the background" then continues
+// the same Gemini session managed.
 func TestTerminalGeminiRealTUIKilledMidTurn(t *testing.T) {
 	w := startGeminiTUI(t, "--approval-mode", "yolo")
 	w.send("run the slow one [[scenario:slowtool]]", "slowtool")
@@ -177,4 +178,28 @@ func TestTerminalGeminiRealTUIKilledMidTurn(t *testing.T) {
 		w.fail("reached into a Gemini terminal: %+v, %d requests", s.Nudge, len(w.h.api.Requests("slowtool")))
 	}
 	t.Logf("evidence: %s", s.Evidence)
+	// "Resume in the background": the managed launcher loads the same
+	// Gemini session (its id is the chat's) over ACP and continues it.
+	sid := s.AgentSessionID
+	w.h.mustCLI("resume", s.ID)
+	var managed sessions.Session
+	for deadline := time.Now().Add(150 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		for _, m := range w.h.ls() {
+			if m.ResumedFrom == s.ID {
+				managed = m
+			}
+		}
+		if managed.State == sessions.WaitingOnUser && managed.WaitReason == sessions.WaitReview {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, tl, _ := w.h.cli("timeline", managed.ID)
+			w.fail("the resumed session did not complete: %+v\n%s", managed, tl)
+		}
+	}
+	reqs := w.h.api.Requests("slowtool")
+	if managed.Source != sessions.Managed || managed.Agent != "gemini" || managed.AgentSessionID != sid || len(reqs) < 2 {
+		w.fail("resumed as %+v (want a managed gemini session on %s), the fake saw %d requests", managed, sid, len(reqs))
+	}
+	t.Logf("resumed as %s on %s: %s", managed.ID, sid, managed.Evidence)
 }
