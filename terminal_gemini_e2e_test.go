@@ -36,8 +36,8 @@ type geminiTUI struct {
 	start time.Time
 }
 
-func startGeminiTUI(t *testing.T, args ...string) *geminiTUI {
-	h := geminiE2EStart(t)
+func startGeminiTUI(t *testing.T, settings []string, args ...string) *geminiTUI {
+	h := geminiE2EStart(t, settings...)
 	w := &geminiTUI{t: t, h: h}
 	w.cmd = exec.Command(fakeapi.GeminiBinary(t), args...)
 	w.cmd.Dir = h.work
@@ -133,7 +133,7 @@ func TestTerminalGeminiRealTUI(t *testing.T) {
 	// The command takes seconds, so that the turn is seen working through
 	// `ls` (a quick turn ends between two looks; the tool is run without a
 	// prompt: sleep is not on the CLI's read-only list).
-	w := startGeminiTUI(t, "--approval-mode", "yolo")
+	w := startGeminiTUI(t, nil, "--approval-mode", "yolo")
 	w.h.api.Handle("slowecho", func(_ int, out string) fakeapi.Reply {
 		if out != "" {
 			return fakeapi.Reply{Text: "The command printed: " + strings.TrimSpace(out)}
@@ -160,46 +160,83 @@ func TestTerminalGeminiRealTUI(t *testing.T) {
 // Killed mid-turn (SIGKILL of the whole terminal session while its command
 // runs under yolo): the process is gone, the chat file shows no end of the
 // turn, and the app shows Interrupted and escalates; nothing is sent to it
-// (it has no way in). The user's "Resume in the background" then continues
-// the same Gemini session managed.
+// (it has no way in). With supervisor.resume_terminal_sessions on, the app
+// instead resumes the same Gemini session in the background (managed, over
+// ACP), which completes the work.
 func TestTerminalGeminiRealTUIKilledMidTurn(t *testing.T) {
-	w := startGeminiTUI(t, "--approval-mode", "yolo")
-	w.send("run the slow one [[scenario:slowtool]]", "slowtool")
-	w.observed(60*time.Second, "running the command", func(s sessions.Session) bool {
-		return s.State == sessions.Working && strings.Contains(s.Evidence, "has not completed")
+	for _, auto := range []bool{false, true} {
+		t.Run(map[bool]string{false: "escalated", true: "resumed by the setting"}[auto], func(t *testing.T) {
+			var settings []string
+			if auto {
+				settings = []string{"supervisor.resume_terminal_sessions", "true", "supervisor.tick_seconds", "5"}
+			}
+			w := startGeminiTUI(t, settings, "--approval-mode", "yolo")
+			w.send("run the slow one [[scenario:slowtool]]", "slowtool")
+			s := w.observed(60*time.Second, "running the command", func(s sessions.Session) bool {
+				return s.State == sessions.Working && strings.Contains(s.Evidence, "running a tool")
+			})
+			sid := s.AgentSessionID
+			if err := syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if !auto {
+				s := w.observed(60*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
+					return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+				})
+				if s.Nudge.Attempts != 0 || len(w.h.api.Requests("slowtool")) != 1 {
+					w.fail("reached into a Gemini terminal: %+v, %d requests", s.Nudge, len(w.h.api.Requests("slowtool")))
+				}
+				t.Logf("evidence: %s", s.Evidence)
+				return
+			}
+			var managed sessions.Session
+			for deadline := time.Now().Add(180 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				for _, m := range w.h.ls() {
+					if m.ResumedFrom == s.ID {
+						managed = m
+					}
+				}
+				if managed.State == sessions.WaitingOnUser && managed.WaitReason == sessions.WaitReview {
+					break
+				}
+				if time.Now().After(deadline) {
+					_, tl, _ := w.h.cli("timeline", managed.ID)
+					w.fail("the resumed session did not complete: %+v\n%s", managed, tl)
+				}
+			}
+			reqs := w.h.api.Requests("slowtool")
+			if managed.Source != sessions.Managed || managed.Agent != "gemini" || managed.AgentSessionID != sid || len(reqs) < 2 {
+				w.fail("resumed as %+v (want a managed gemini session on %s), the fake saw %d requests", managed, sid, len(reqs))
+			}
+			t.Logf("resumed as %s on %s: %s", managed.ID, sid, managed.Evidence)
+		})
+	}
+}
+
+// In the default approval mode a command that writes is put to the user in
+// the terminal; the chat file shows the model's call with nothing written
+// for it and nothing runs under the CLI, so the app shows Waiting on user
+// (permission) until it is allowed where it runs, then the turn's review.
+func TestTerminalGeminiRealTUIApproval(t *testing.T) {
+	w := startGeminiTUI(t, nil)
+	w.send("make the build dir [[scenario:write]]", "write")
+	s := w.observed(60*time.Second, "waiting for permission", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.InTurn
 	})
-	if err := syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	t.Logf("evidence: %s", s.Evidence)
+	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("Allow once"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.fail("the TUI drew no approval prompt")
+		}
+	}
+	// "1. Allow once", chosen where it runs.
+	if _, err := w.ptmx.Write([]byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	s := w.observed(60*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
-		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+	w.observed(60*time.Second, "waiting on the user for review", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
 	})
-	if s.Nudge.Attempts != 0 || len(w.h.api.Requests("slowtool")) != 1 {
-		w.fail("reached into a Gemini terminal: %+v, %d requests", s.Nudge, len(w.h.api.Requests("slowtool")))
+	if _, err := os.Stat(filepath.Join(w.h.work, "build", "out.txt")); err != nil {
+		w.fail("the allowed command did not run: %v", err)
 	}
-	t.Logf("evidence: %s", s.Evidence)
-	// "Resume in the background": the managed launcher loads the same
-	// Gemini session (its id is the chat's) over ACP and continues it.
-	sid := s.AgentSessionID
-	w.h.mustCLI("resume", s.ID)
-	var managed sessions.Session
-	for deadline := time.Now().Add(150 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		for _, m := range w.h.ls() {
-			if m.ResumedFrom == s.ID {
-				managed = m
-			}
-		}
-		if managed.State == sessions.WaitingOnUser && managed.WaitReason == sessions.WaitReview {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, tl, _ := w.h.cli("timeline", managed.ID)
-			w.fail("the resumed session did not complete: %+v\n%s", managed, tl)
-		}
-	}
-	reqs := w.h.api.Requests("slowtool")
-	if managed.Source != sessions.Managed || managed.Agent != "gemini" || managed.AgentSessionID != sid || len(reqs) < 2 {
-		w.fail("resumed as %+v (want a managed gemini session on %s), the fake saw %d requests", managed, sid, len(reqs))
-	}
-	t.Logf("resumed as %s on %s: %s", managed.ID, sid, managed.Evidence)
 }

@@ -14,3 +14,6 @@ func Probe(pid int) (Proc, State) { return Proc{PID: pid}, Unknown }
 
 // Env cannot tell on this platform.
 func Env(pid int, name string) (string, bool) { return "", false }
+
+// Children cannot tell on this platform.
+func Children(pid int) (int, bool) { return 0, false }

@@ -133,6 +133,10 @@ type Summary struct {
 	// FirstPrompt is the session's first prompt, for its name.
 	FirstPrompt string
 	Failure     Failure
+	// PendingSince is when the model's tool call was written (CallPending):
+	// an approval prompt is told from a running tool by how long nothing
+	// runs under the CLI since.
+	PendingSince time.Time
 	// seen are the message ids read, and turn the ones since the last
 	// prompt: a re-append of an older message (its tokens, a history
 	// sync) is not news about the turn.
@@ -233,6 +237,9 @@ func (s *Summary) gemini(r record) {
 		var text string
 		_ = json.Unmarshal(r.Content, &text)
 		if strings.TrimSpace(text) == "" {
+			if s.Phase != CallPending {
+				s.PendingSince = r.Timestamp
+			}
 			s.Phase, s.Tool = CallPending, ""
 		} else {
 			s.Phase, s.Tool = Replied, ""

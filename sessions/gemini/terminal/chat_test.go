@@ -148,3 +148,34 @@ func TestPhaseString(t *testing.T) {
 		t.Errorf("%s %s", Cancelled, Phase(99))
 	}
 }
+
+// A pending tool call (the real approval-prompt and killed-mid-tool files)
+// is told apart by what runs under the CLI: a child process is the tool
+// running; none for seconds is the approval prompt the file does not show;
+// unknown, or too soon to tell, says both.
+func TestPendingCallByChildren(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		children int
+		known    bool
+		after    time.Duration
+		state    sessions.State
+		wait     sessions.WaitReason
+		evidence string
+	}{
+		{"approval-prompt.jsonl", 0, true, 5 * time.Second, sessions.WaitingOnUser, sessions.WaitPermission, "waits for your approval"},
+		{"approval-prompt.jsonl", 0, true, time.Second, sessions.Working, sessions.NoWait, "running, or waiting for your approval"},
+		{"approval-prompt.jsonl", 0, false, time.Minute, sessions.Working, sessions.NoWait, "running, or waiting for your approval"},
+		{"killed-mid-tool.jsonl", 1, true, time.Minute, sessions.Working, sessions.NoWait, "running a tool"},
+	} {
+		s := feedFile(t, tc.file, -1)
+		if s.PendingSince.IsZero() {
+			t.Fatalf("%s: no pending time", tc.file)
+		}
+		st, _ := Infer(Evidence{PID: 7, Alive: true, Known: true, Chat: true, Summary: s,
+			Children: tc.children, ChildrenKnown: tc.known, Now: s.PendingSince.Add(tc.after)})
+		if st.State != tc.state || st.Wait != tc.wait || !st.InTurn || !strings.Contains(st.Evidence, tc.evidence) {
+			t.Errorf("%s with %d children (%v) after %s: %s/%s %q", tc.file, tc.children, tc.known, tc.after, st.State, st.Wait, st.Evidence)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
@@ -18,7 +19,19 @@ type Evidence struct {
 	// Chat is false until the session's chat file is found.
 	Chat    bool
 	Summary Summary
+	// Children is how many processes run under the CLI's (ChildrenKnown
+	// false: not looked at, or cannot tell); read while a tool call is
+	// pending.
+	Children      int
+	ChildrenKnown bool
+	// Now is the moment of the look.
+	Now time.Time
 }
+
+// approvalAfter is how long a pending tool call with nothing running under
+// the CLI is taken for an approval prompt rather than a quick tool that has
+// not written its result yet.
+const approvalAfter = 3 * time.Second
 
 // Rule is one step of the stack: it matches or not, and when it matches it
 // decides the state and writes the evidence sentence.
@@ -104,6 +117,14 @@ func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
 
 func ruleApproval(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Summary
+	if t.Phase == CallPending && ev.ChildrenKnown && ev.Children == 0 && !t.PendingSince.IsZero() &&
+		ev.Now.Sub(t.PendingSince) >= approvalAfter {
+		// Measured (0.61.0): the approval prompt writes nothing, the call
+		// is written once it completed, and a command runs as a child of
+		// the CLI; a call pending for seconds with no child waits for you.
+		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true,
+			Evidence: "a tool call waits for your approval in the terminal (nothing runs under the CLI and the call has not completed)"}, true
+	}
 	if t.Phase != Approval {
 		return sessions.ObservedState{}, false
 	}
@@ -118,9 +139,13 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 		return sessions.ObservedState{State: sessions.Working, InTurn: true, Tool: t.Tool,
 			Evidence: fmt.Sprintf("running %s", orDefault(t.Tool, "a tool"))}, true
 	case CallPending:
+		if ev.ChildrenKnown && ev.Children > 0 {
+			return sessions.ObservedState{State: sessions.Working, InTurn: true,
+				Evidence: "running a tool (a process runs under the CLI)"}, true
+		}
 		// The call is written only once it completed: until then it runs,
-		// or its approval prompt waits in the terminal (the file cannot
-		// tell which; a long wait goes suspect and is escalated).
+		// or its approval prompt waits in the terminal (the file alone
+		// cannot tell which).
 		return sessions.ObservedState{State: sessions.Working, InTurn: true,
 			Evidence: "the model called a tool that has not completed (running, or waiting for your approval in the terminal)"}, true
 	}

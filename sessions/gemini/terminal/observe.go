@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	claudeterm "github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
@@ -96,7 +97,11 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	if o.sum.SessionID == "" {
 		o.sum.SessionID = o.chat.Meta.SessionID // a tail window past the first line
 	}
-	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Chat: o.tail != nil, Summary: o.sum})
+	ev := Evidence{PID: o.es.PID, Alive: alive, Known: known, Chat: o.tail != nil, Summary: o.sum, Now: time.Now()}
+	if o.sum.Phase == CallPending && alive {
+		ev.Children, ev.ChildrenKnown = o.src.children(o.es.PID)
+	}
+	st, _ := Infer(ev)
 	if st.Name = claudeterm.Title(o.sum.FirstPrompt); st.Name == "" {
 		st.Name = o.last.Name
 	}

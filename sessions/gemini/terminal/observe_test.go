@@ -22,7 +22,9 @@ type world struct {
 	src   *Source
 	proc  Proc
 	alive atomic.Bool
-	o     *observer
+	// children is how many processes run under the fake CLI.
+	children atomic.Int32
+	o        *observer
 }
 
 func newWorld(t testing.TB) *world {
@@ -41,6 +43,7 @@ func newWorld(t testing.TB) *world {
 		Probe: func(pid int, started time.Time) (bool, bool) {
 			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
 		},
+		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == w.proc.PID },
 	}
 	return w
 }
@@ -167,6 +170,10 @@ func TestObserveOneSession(t *testing.T) {
 	st, _ = w.observed()
 	if st.State != sessions.Working || st.NewTurns != 1 || !strings.Contains(st.Evidence, "has not completed") {
 		t.Fatalf("the pending call: %+v", st)
+	}
+	w.children.Store(1) // the command starts under the CLI
+	if st, _ = w.observed(); st.State != sessions.Working || st.NewTurns != 0 || !strings.Contains(st.Evidence, "running a tool") {
+		t.Fatalf("the command running: %+v", st)
 	}
 	w.alive.Store(false)
 	evs, done := w.step()

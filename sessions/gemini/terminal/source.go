@@ -47,6 +47,10 @@ type Source struct {
 	// Probe tells whether the process that started at started still runs
 	// (default procscan.Alive).
 	Probe func(pid int, started time.Time) (alive, known bool)
+	// Children counts the processes running under pid (default
+	// procscan.Children): a tool call pending with none is an approval
+	// prompt.
+	Children func(pid int) (n int, known bool)
 
 	mu       sync.Mutex
 	metas    map[string]Meta
@@ -98,6 +102,13 @@ func (s *Source) probe(pid int, started time.Time) (bool, bool) {
 		return s.Probe(pid, started)
 	}
 	return procscan.Alive(pid, started)
+}
+
+func (s *Source) children(pid int) (int, bool) {
+	if s.Children != nil {
+		return s.Children(pid)
+	}
+	return procscan.Children(pid)
 }
 
 // ScanProcs lists the interactive Gemini CLI processes in the process
