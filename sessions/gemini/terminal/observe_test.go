@@ -302,3 +302,31 @@ func TestWatchAndObserveLoop(t *testing.T) {
 }
 
 func list0(w *world) sessions.ExternalSession { return w.es() }
+
+// A pending call with nothing running under the CLI becomes an approval
+// prompt at the first look past approvalAfter: the poll brings it, the
+// file does not change.
+func TestObserveLoopApprovalAfterPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.src.Poll = 2 * time.Second
+		path := w.chatPath(sid1)
+		call := fmt.Sprintf(`{"id":"g1","timestamp":%q,"type":"gemini","content":""}`+"\n", time.Now().UTC().Format(time.RFC3339Nano))
+		appendTo(t, path, w.meta(sid1), seed, prompt("p1", "make it"), call)
+		start := time.Now()
+		evs, err := w.src.Observe(t.Context(), w.es())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := <-evs; ev.Observed.State != sessions.Working {
+			t.Fatalf("at once: %+v", ev.Observed)
+		}
+		ev := <-evs
+		if ev.Observed.State != sessions.WaitingOnUser || ev.Observed.Wait != sessions.WaitPermission || !ev.Observed.InTurn {
+			t.Fatalf("later: %+v", ev.Observed)
+		}
+		if d := time.Since(start); d < approvalAfter || d > approvalAfter+w.src.Poll {
+			t.Fatalf("the approval was seen after %s", d)
+		}
+	})
+}
