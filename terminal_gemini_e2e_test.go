@@ -204,6 +204,13 @@ func TestTerminalGeminiRealTUIKilledMidTurn(t *testing.T) {
 					w.fail("the resumed session did not complete: %+v\n%s", managed, tl)
 				}
 			}
+			// The managed `gemini --acp` (and its relaunched child) is the
+			// app's own: never listed as a terminal session.
+			for _, m := range w.h.ls() {
+				if m.Source == sessions.Observed && m.ID != s.ID {
+					w.fail("the app's own Gemini process was observed as a terminal session: %+v", m)
+				}
+			}
 			reqs := w.h.api.Requests("slowtool")
 			if managed.Source != sessions.Managed || managed.Agent != "gemini" || managed.AgentSessionID != sid || len(reqs) < 2 {
 				w.fail("resumed as %+v (want a managed gemini session on %s), the fake saw %d requests", managed, sid, len(reqs))
