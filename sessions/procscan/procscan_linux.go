@@ -153,3 +153,27 @@ var bootTime = sync.OnceValue(func() time.Time {
 	}
 	return time.Time{}
 })
+
+// Children counts the live processes whose parent is pid (known false when
+// the table cannot be read): a CLI that runs a tool as a child process is
+// running it, one with no child at all is not.
+func Children(pid int) (n int, known bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	boot := bootTime()
+	for _, e := range ents {
+		if c, err := strconv.Atoi(e.Name()); err != nil || c <= 0 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if p, st := parseStat(b, boot); st == Running && p.PPID == pid {
+			n++
+		}
+	}
+	return n, true
+}
