@@ -11,6 +11,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	geminiterminal "github.com/session-supervisor/session-supervisor/sessions/gemini/terminal"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -37,6 +38,7 @@ func externalSources(dataDir string) []supervisor.ExternalSource {
 		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
 		&codexterminal.Source{Notify: watch.Dirs},
 		&copilotterminal.Source{Notify: watch.Dirs},
+		&geminiterminal.Source{Notify: watch.Dirs},
 	}
 }
 

@@ -50,6 +50,14 @@ func requestContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
+// launchContext bounds a request that starts an agent (new, resume): the
+// app answers once the agent took its prompt, and an agent can take a
+// minute to get there (Gemini CLI 0.61.0 waits out the minute its chat was
+// created in before it can load it again).
+func launchContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*time.Minute)
+}
+
 func cmdNew(c *cli, args []string) error {
 	fs := c.newFlags("new")
 	agent := fs.String("agent", "claude", "agent CLI")
@@ -74,7 +82,7 @@ func cmdNew(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := requestContext()
+	ctx, cancel := launchContext()
 	defer cancel()
 	s, err := cl.Launch(ctx, supervisor.LaunchRequest{Agent: *agent, Cwd: abs, Name: *name, PermissionMode: *mode, Prompt: strings.Join(pos, " ")})
 	if err != nil {
@@ -232,7 +240,7 @@ func cmdResume(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := requestContext()
+	ctx, cancel := launchContext()
 	defer cancel()
 	s, err := cl.Resume(ctx, pos[0])
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
@@ -90,10 +92,10 @@ func (w *ptyWorld) nudgedRequest(since time.Time) (fakeapi.Entry, bool) {
 //   - A plan's usage limit (a subscription login, the unified rate-limit
 //     headers with status rejected): 2.1.328 does not retry, writes the
 //     error with the exact reset (apiErrorParams.rate_limit_info.resetsAt)
-//     and arms its own automatic continue 30–90 s after the reset; the
-//     supervisor's comes first, at the reset within a tick. (Measured: the
-//     CLI's own continue still fires afterwards, a second turn the test
-//     does not wait for.)
+//     and announces its own automatic continue 30–90 s after the reset. The
+//     supervisor holds past that window (terminal.AutoContinueWindow) so
+//     the session gets one prompt, not two: the CLI's own continue runs
+//     the turn, and the supervisor sends nothing.
 //   - An API key's per-minute 429 (retry-after 1 s) past the CLI's retries
 //     (CLAUDE_CODE_MAX_RETRIES=2 in the hermetic environment: three
 //     attempts, about 2.5 s): the CLI writes no reset, so the supervisor
@@ -109,9 +111,12 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 		reset func(first time.Time) time.Time
 		// exact: the reset is the API's and shown as the failure's retry time.
 		exact bool
+		// cliContinues: the CLI continues by itself after the reset, and
+		// the supervisor's continue waits past its window.
+		cliContinues bool
 	}{
 		{
-			name:     "a plan's usage limit, continued at its reset",
+			name:     "a plan's usage limit, continued by the CLI itself after its reset",
 			scenario: "429unified",
 			// The CLI reads the unified rate-limit headers only for a
 			// subscription login.
@@ -120,7 +125,8 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 			reset: func(first time.Time) time.Time {
 				return time.Unix(first.Add(fakeapi.UnifiedRateLimitWindow).Unix(), 0)
 			},
-			exact: true,
+			exact:        true,
+			cliContinues: true,
 		},
 		{
 			name:     "an API key's 429 past the CLI's retries, continued after the backoff",
@@ -151,6 +157,9 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 				w.fail("no request reached the fake API")
 			}
 			reset := tc.reset(log[0].At)
+			if tc.cliContinues {
+				reset = reset.Add(terminal.AutoContinueWindow)
+			}
 			if tc.exact {
 				if !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {
 					w.fail("held with retry at %v, next attempt %v; want the API's reset %v", held.Failure.RetryAt, held.Supervision.NextAttemptAt, reset)
@@ -163,6 +172,30 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 			s := w.observed(time.Until(held.Supervision.NextAttemptAt)+90*time.Second, "in review after the continued turn", review(2))
 			if !s.Failure.IsZero() || s.NeedsAttention {
 				t.Errorf("failure %+v, needs attention %v after the continued turn", s.Failure, s.NeedsAttention)
+			}
+
+			if tc.cliContinues {
+				// The CLI's own continue ran the turn before the
+				// supervisor's was due: nothing was sent.
+				for _, r := range w.timeline(s.ID) {
+					if r.Kind == core.TimelineNudgeSent || r.Kind == supervisor.TimelineNudgeAttempt || r.Kind == core.TimelineNudgeFailed {
+						w.fail("the supervisor sent a nudge though the CLI continued by itself:\n%s", dumpTimeline(w.timeline(s.ID)))
+					}
+				}
+				var got []int
+				for _, e := range w.api.Log() {
+					if e.Request != nil {
+						got = append(got, e.Status)
+						if e.Status == 200 && strings.Contains(e.Request.LastUserText(), core.NudgeText) {
+							w.fail("the model got the supervisor's nudge though the CLI continued by itself")
+						}
+					}
+				}
+				if !slices.Equal(got, tc.statuses) {
+					w.fail("the fake API answered %v, want %v", got, tc.statuses)
+				}
+				t.Logf("the CLI continued by itself; the supervisor would have at %v", held.Supervision.NextAttemptAt.Format("15:04:05"))
+				return
 			}
 
 			// The timeline: the hold, the continue at the reset (within a

@@ -533,3 +533,12 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// ClassifyError classifies a failure the CLI reported outside a stream of
+// ours (the text of an "error" record in the chat file of a session started
+// in a terminal: "[API Error: <the API's JSON body>]"); code is the HTTP
+// status when known (0 otherwise) and now dates a rate limit's reset.
+func ClassifyError(code int, msg string, now time.Time) sessions.Failure {
+	s := state{clock: func() time.Time { return now }}
+	return s.classify(code, msg)
+}

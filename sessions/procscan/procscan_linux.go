@@ -198,3 +198,22 @@ var bootTime = sync.OnceValue(func() time.Time {
 	}
 	return time.Time{}
 })
+
+// Children counts the live processes whose parent is pid (known false when
+// the table cannot be read): a CLI that runs a tool as a child process is
+// running it, one with no child at all is not.
+func Children(pid int) (n int, known bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	pids, err := PIDs()
+	if err != nil {
+		return 0, false
+	}
+	for _, c := range pids {
+		if p, st := Probe(c); st == Running && p.PPID == pid {
+			n++
+		}
+	}
+	return n, true
+}

@@ -48,3 +48,6 @@ func Env(pid int, name string) (string, bool) { return "", false }
 
 // StdinTerminal cannot tell on this platform.
 func StdinTerminal(pid int) (bool, bool) { return false, false }
+
+// Children cannot tell on this platform.
+func Children(pid int) (int, bool) { return 0, false }

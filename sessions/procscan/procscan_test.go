@@ -217,3 +217,33 @@ func TestNamedSeveralAndStdinTerminal(t *testing.T) {
 		t.Fatal("a missing process is not known")
 	}
 }
+
+// Children counts a real process's live children: none, then one.
+func TestChildren(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "read line; sleep 300")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	if n, known := Children(cmd.Process.Pid); n != 0 || !known {
+		t.Fatalf("before: %d, %v", n, known)
+	}
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := Children(cmd.Process.Pid); n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sleep child was never counted")
+		}
+	}
+	if n, known := Children(-1); n != 0 || known {
+		t.Fatalf("no pid: %d, %v", n, known)
+	}
+}

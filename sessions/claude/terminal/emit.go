@@ -1,10 +1,6 @@
 package terminal
 
-import (
-	"context"
-
-	"github.com/session-supervisor/session-supervisor/sessions"
-)
+import "github.com/session-supervisor/session-supervisor/sessions"
 
 // Emitter decides what an observer that tails a file sends, the same way
 // for every source: an EvObserved on every change of the inferred state,
@@ -46,29 +42,4 @@ func (e *Emitter) Next(st sessions.ObservedState, turns int, grew, gone bool) (s
 	}
 	e.last, e.emitted = st, true
 	return st, true
-}
-
-// Follow is an observer's loop: it steps at once and after every wake,
-// sends what the step returns, and closes out when the step says the
-// session ended or ctx ends.
-func Follow(ctx context.Context, out chan<- sessions.Event, wake <-chan struct{}, step func() ([]sessions.Event, bool)) {
-	defer close(out)
-	for {
-		evs, done := step()
-		for _, ev := range evs {
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		}
-	}
 }

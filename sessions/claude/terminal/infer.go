@@ -90,6 +90,12 @@ func ruleAPIError(ev Evidence) (sessions.ObservedState, bool) {
 	return sessions.ObservedState{State: sessions.Errored, Failure: f, Evidence: ev2}, true
 }
 
+// AutoContinueWindow is how long after a usage limit's reset the CLI's own
+// announced continue is given before the supervisor continues the session
+// (2.1.328 schedules it 30–90 s after the reset, and was seen 108 s after
+// it on a loaded machine; a margin on top).
+const AutoContinueWindow = 3 * time.Minute
+
 // turnDied is the failure an API error is and its evidence sentence;
 // witness, when set, names where it was seen.
 func turnDied(e *APIError, witness string) (sessions.Failure, string) {
@@ -103,6 +109,14 @@ func turnDied(e *APIError, witness string) (sessions.Failure, string) {
 	s := fmt.Sprintf("the turn died on an API error (%s%s)", f.Kind.Label(), orEmpty("; "+witness, witness))
 	if !f.RetryAt.IsZero() {
 		s += fmt.Sprintf("; the limit resets at %s", f.RetryAt.Format("15:04 MST"))
+		if e.AutoContinue {
+			// The CLI continues by itself after the reset; a nudge at the
+			// reset as well would make two prompts. The supervisor's
+			// continue waits past the CLI's window and is needed only if
+			// the CLI did not continue (a new turn ends the failure).
+			f.RetryAt = f.RetryAt.Add(AutoContinueWindow)
+			s += fmt.Sprintf("; Claude Code continues by itself after it, and the app only if it has not by %s", f.RetryAt.Format("15:04:05 MST"))
+		}
 	}
 	return f, s
 }

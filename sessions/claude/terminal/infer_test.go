@@ -46,25 +46,26 @@ func TestInferOnRealTranscript(t *testing.T) {
 // Synthetic records in the CLI's shapes (agent-cli-protocols.md §1.3 and
 // the measured session file).
 const (
-	recPrompt     = `{"type":"user","message":{"role":"user","content":"fix the build"},"timestamp":"2026-11-30T10:00:00Z"}`
-	recToolUse    = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"timestamp":"2026-11-30T10:00:01Z"}`
-	recToolResult = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"timestamp":"2026-11-30T10:00:05Z"}`
-	recAsk        = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"q1","name":"AskUserQuestion"}]}}`
-	recPlan       = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"p1","name":"ExitPlanMode"}]}}`
-	recEnd        = `{"type":"assistant","message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"done"}]}}`
-	recPartial    = `{"type":"assistant","message":{"role":"assistant","stop_reason":null,"content":[{"type":"text","text":"thinking"}]}}`
-	recDuration   = `{"type":"system","subtype":"turn_duration","durationMs":59902}`
-	recRateLimit  = `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your session limit · resets 9:50pm (Asia/Saigon)"}]},"timestamp":"2026-11-30T10:00:00Z"}`
-	recOverloaded = `{"type":"assistant","isApiErrorMessage":true,"error":"server_error","message":{"content":[{"type":"text","text":"API Error: 529 Overloaded."}]}}`
-	recTooLong    = `{"type":"assistant","isApiErrorMessage":true,"error":"invalid_request","message":{"content":[{"type":"text","text":"Prompt is too long"}]}}`
-	recNotError   = `{"type":"assistant","isApiErrorMessage":false,"message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"[Request interrupted by user]"}]}}`
-	recRetry      = `{"type":"system","subtype":"api_error","level":"error","error":{"status":529,"message":"529 overloaded"},"retryInMs":601,"retryAttempt":1,"maxRetries":10,"timestamp":"2026-11-30T10:00:00Z"}`
-	recInterrupt  = `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}`
-	recCompactCmd = `{"type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>"}}`
-	recBoundary   = `{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`
-	recMeta       = `{"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: resumed"}}`
-	recPeer       = `{"type":"user","isMeta":true,"turnOrigin":"peer","origin":{"kind":"peer","from":"uds:session-supervisor"},"message":{"role":"user","content":"Another Claude session sent a message:\nYour previous turn was interrupted before it finished. Please continue where you left off."},"timestamp":"2026-11-30T10:00:09Z"}`
-	recSidechain  = `{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sub"}]}}`
+	recPrompt       = `{"type":"user","message":{"role":"user","content":"fix the build"},"timestamp":"2026-11-30T10:00:00Z"}`
+	recToolUse      = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"timestamp":"2026-11-30T10:00:01Z"}`
+	recToolResult   = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"timestamp":"2026-11-30T10:00:05Z"}`
+	recAsk          = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"q1","name":"AskUserQuestion"}]}}`
+	recPlan         = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"p1","name":"ExitPlanMode"}]}}`
+	recEnd          = `{"type":"assistant","message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"done"}]}}`
+	recPartial      = `{"type":"assistant","message":{"role":"assistant","stop_reason":null,"content":[{"type":"text","text":"thinking"}]}}`
+	recDuration     = `{"type":"system","subtype":"turn_duration","durationMs":59902}`
+	recRateLimit    = `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your session limit · resets 9:50pm (Asia/Saigon)"}]},"timestamp":"2026-11-30T10:00:00Z"}`
+	recOverloaded   = `{"type":"assistant","isApiErrorMessage":true,"error":"server_error","message":{"content":[{"type":"text","text":"API Error: 529 Overloaded."}]}}`
+	recTooLong      = `{"type":"assistant","isApiErrorMessage":true,"error":"invalid_request","message":{"content":[{"type":"text","text":"Prompt is too long"}]}}`
+	recNotError     = `{"type":"assistant","isApiErrorMessage":false,"message":{"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"[Request interrupted by user]"}]}}`
+	recRetry        = `{"type":"system","subtype":"api_error","level":"error","error":{"status":529,"message":"529 overloaded"},"retryInMs":601,"retryAttempt":1,"maxRetries":10,"timestamp":"2026-11-30T10:00:00Z"}`
+	recInterrupt    = `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}`
+	recCompactCmd   = `{"type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>"}}`
+	recBoundary     = `{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`
+	recMeta         = `{"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: resumed"}}`
+	recPeer         = `{"type":"user","isMeta":true,"turnOrigin":"peer","origin":{"kind":"peer","from":"uds:session-supervisor"},"message":{"role":"user","content":"Another Claude session sent a message:\nYour previous turn was interrupted before it finished. Please continue where you left off."},"timestamp":"2026-11-30T10:00:09Z"}`
+	recAutoContinue = `{"type":"user","isMeta":true,"turnOrigin":"auto_continuation","origin":{"kind":"auto-continuation"},"promptSource":"system","message":{"role":"user","content":"Your claude.ai usage limit has reset. Continue the task you were working on when the limit was reached; do not repeat work that is already complete."},"timestamp":"2026-11-30T10:00:09Z"}`
+	recSidechain    = `{"type":"assistant","isSidechain":true,"message":{"role":"assistant","content":[{"type":"text","text":"sub"}]}}`
 )
 
 // at is a status time in Unix ms, seconds after the records' 10:00:00.
@@ -223,15 +224,70 @@ func TestUsageLimitResetIsTheRecordsExactSecond(t *testing.T) {
 	}
 }
 
-// A nudge through the inbox socket is written (2.1.328, measured) as a meta
-// user record with turnOrigin "peer": it is a new turn, so the app gives it
-// a new generation whether or not it saw the session file say busy.
-func TestInboxMessageCountsAsATurn(t *testing.T) {
-	var sum Summary
-	for _, r := range []string{recPrompt, recEnd, recMeta, recPeer} {
-		sum.Feed([]byte(r))
+// After a plan's usage limit 2.1.328 announces that it continues the turn
+// by itself after the reset (measured: a system/informational record, then
+// a prompt of its own 30–90 s after the reset). The supervisor's continue
+// then waits past that window, so the session gets one prompt, not two;
+// once the user cancels the CLI's continue (Esc), it is due at the reset.
+func TestUsageLimitAutoContinueDefersTheContinue(t *testing.T) {
+	limit := `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,` +
+		`"apiErrorParams":{"rate_limit_info":{"status":"rejected","resetsAt":1796078896}},` +
+		`"message":{"model":"<synthetic>","content":[{"type":"text","text":"You've hit your 5-hour limit · resets 10:48pm (UTC)"}]},"timestamp":"2026-11-30T22:48:04.724Z"}`
+	notice := `{"type":"system","subtype":"informational","content":"Usage limit reached · continuing automatically at 10:48pm · esc to cancel","isMeta":false,"timestamp":"2026-11-30T22:48:05.000Z","level":"notice"}`
+	cancel := `{"type":"system","subtype":"informational","content":"Automatic continue cancelled","timestamp":"2026-11-30T22:48:09.000Z","level":"notice"}`
+	other := `{"type":"system","subtype":"informational","content":"Something else","timestamp":"2026-11-30T22:48:06.000Z"}`
+	reset := time.Unix(1796078896, 0)
+	for _, tc := range []struct {
+		name    string
+		records []string
+		want    time.Time
+		says    string
+	}{
+		{"no notice: at the reset", []string{recPrompt, limit}, reset, ""},
+		{"another notice: at the reset", []string{recPrompt, limit, other}, reset, ""},
+		{"the CLI continues by itself: after its window", []string{recPrompt, limit, notice}, reset.Add(AutoContinueWindow), "continues by itself"},
+		{"cancelled: at the reset again", []string{recPrompt, limit, notice, cancel}, reset, ""},
+		{"a notice before any error means nothing", []string{recPrompt, notice, limit}, reset, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum Summary
+			for _, r := range tc.records {
+				sum.Feed([]byte(r))
+			}
+			st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+			if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(tc.want) {
+				t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, tc.want)
+			}
+			if tc.says != "" && !strings.Contains(st.Evidence, tc.says) {
+				t.Errorf("evidence %q does not say %q", st.Evidence, tc.says)
+			}
+		})
 	}
-	if sum.Turns != 2 || !sum.InTurn || sum.FirstPrompt != "fix the build" {
-		t.Fatalf("turns %d, in turn %v, first prompt %q; want the typed prompt and the inbox message as two turns", sum.Turns, sum.InTurn, sum.FirstPrompt)
+}
+
+// A nudge through the inbox socket (turnOrigin "peer") and the CLI's own
+// continue after a usage limit resets (turnOrigin "auto_continuation") are
+// written (2.1.328, measured) as meta user records: each is a new turn, so
+// the app gives it a new generation whether or not it saw the session file
+// say busy. A meta record with no origin is the CLI's own note.
+func TestInboxMessageCountsAsATurn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rec  string
+		want int
+	}{
+		{"an inbox message", recPeer, 2},
+		{"the CLI's continue after a usage limit", recAutoContinue, 2},
+		{"a meta note", recMeta, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum Summary
+			for _, r := range []string{recPrompt, recEnd, recMeta, tc.rec} {
+				sum.Feed([]byte(r))
+			}
+			if sum.Turns != tc.want || sum.InTurn != (tc.want == 2) || sum.FirstPrompt != "fix the build" {
+				t.Fatalf("turns %d, in turn %v, first prompt %q; want %d turns", sum.Turns, sum.InTurn, sum.FirstPrompt, tc.want)
+			}
+		})
 	}
 }

@@ -56,6 +56,11 @@ type APIError struct {
 	// 2.1.328 for a plan's usage limit); the text names it only to the
 	// minute.
 	ResetsAt time.Time
+	// AutoContinue: the CLI announced it continues the turn by itself
+	// after the usage limit resets ("Usage limit reached · continuing
+	// automatically at …", a system/informational record; 2.1.328 does so
+	// 30–90 s after the reset), and the user has not cancelled it.
+	AutoContinue bool
 }
 
 // Retry is the CLI's own backoff after an API error.
@@ -168,11 +173,13 @@ func (s *Summary) feedUser(r record, at time.Time) {
 	case strings.HasPrefix(text, "[Request interrupted by user"):
 		s.endTurn()
 		s.StoppedByUser = true
-	case r.IsMeta && r.TurnOrigin != "peer" || r.IsCompactSummary:
+	case r.IsMeta && r.TurnOrigin == "" || r.IsCompactSummary:
 		// The CLI's own notes (a resume, a compaction summary): no turn.
-		// A message from the inbox socket (a peer's, the supervisor's
-		// nudge) is written as meta too, but it starts a turn: 2.1.328
-		// marks it turnOrigin "peer".
+		// A message that starts a turn without being typed is written as
+		// meta too, but 2.1.328 names where the turn came from: a message
+		// from the inbox socket (a peer's, the supervisor's nudge) is
+		// turnOrigin "peer", the CLI's own continue after a usage limit
+		// resets "auto_continuation".
 		if r.IsCompactSummary {
 			s.Compacting = false
 		}
@@ -234,6 +241,18 @@ func (s *Summary) feedSystem(r record, at time.Time) {
 		s.Retry = rt
 	case "compact_boundary":
 		s.Compacting = false
+	case "informational":
+		if s.APIError == nil {
+			return
+		}
+		var text string
+		_ = json.Unmarshal(r.Content, &text)
+		switch {
+		case strings.Contains(text, "continuing automatically"):
+			s.APIError.AutoContinue = true
+		case strings.Contains(text, "Automatic continue cancelled"):
+			s.APIError.AutoContinue = false
+		}
 	}
 }
 

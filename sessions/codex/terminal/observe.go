@@ -24,7 +24,7 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 		// The rollout exists already: the turns it holds are the past.
 		o.follow(r, true)
 	}
-	go o.run(ctx, out)
+	go claudeterm.Relay(ctx, s.wake(ctx, o.dirs), o.step, out)
 	return out, nil
 }
 
@@ -46,10 +46,6 @@ func (o *observer) follow(r Rollout, history bool) {
 	o.rollout, o.tail, o.history = r, claudeterm.NewTailer(r.Path), history
 	o.sum.Reset()
 	o.emit.SetTurns(0)
-}
-
-func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	claudeterm.Follow(ctx, out, o.src.wake(ctx, o.dirs), o.step)
 }
 
 // dirs are the directories whose change is news: the rollout's, else the

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -256,7 +255,7 @@ func (s *Source) dayDirs(from, to time.Time) []string {
 func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
 
 // wake merges the notifications for dirs with the rescan interval; the
-// dirs can change through dirs.
+// dirs can change (a day passes, the rollout is found).
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
 	return claudeterm.Wake(ctx, s.Notify, s.poll(), dirs)
 }
@@ -272,39 +271,21 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find Codex's sessions in")
 	}
-	out := make(chan []sessions.ExternalSession, 1)
 	// CODEX_HOME itself changes when a TUI starts (its logs and state
 	// databases); the day directory when a rollout is created.
 	wake := s.wake(ctx, func() []string { return []string{s.Home(), s.SessionsDir(), s.today()} })
-	go func() {
-		defer close(out)
-		var last []sessions.ExternalSession
-		first := true
-		for {
-			if procs, pairs, err := s.scan(); err == nil {
-				list := make([]sessions.ExternalSession, 0, len(procs))
-				for _, p := range procs {
-					list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: pairs[p.PID].Meta.ID,
-						Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
-				}
-				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
-				if first || !slices.Equal(list, last) {
-					select {
-					case out <- list:
-					case <-ctx.Done():
-						return
-					}
-					last, first = list, false
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			}
+	return claudeterm.WatchList(ctx, wake, func() ([]sessions.ExternalSession, error) {
+		procs, pairs, err := s.scan()
+		if err != nil {
+			return nil, err
 		}
-	}()
-	return out, nil
+		list := make([]sessions.ExternalSession, 0, len(procs))
+		for _, p := range procs {
+			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: pairs[p.PID].Meta.ID,
+				Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
+		}
+		return list, nil
+	}), nil
 }
 
 // Alive probes the session's process.

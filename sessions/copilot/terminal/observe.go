@@ -56,7 +56,7 @@ func (o *observer) follow(w Workspace, history bool) {
 }
 
 func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	claudeterm.Follow(ctx, out, o.src.wake(ctx, o.dirs), o.step)
+	claudeterm.Relay(ctx, o.src.wake(ctx, o.dirs), o.step, out)
 }
 
 // dirs are the directories whose change is news: the session's, else
