@@ -18,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // codexScreen keeps what the TUI drew and answers its cursor-position
@@ -251,22 +252,87 @@ func TestTerminalCodexRealTUIApproval(t *testing.T) {
 // Killed mid-turn (SIGKILL while its command runs): the process is gone,
 // the rollout shows no end of the turn, and the app shows Interrupted and
 // escalates; nothing is sent to it (it has no way in) and nothing typed.
+// "Resume in the background" (`resume ID` after the escalation, or by
+// itself with supervisor.resume_terminal_sessions) launches the app's
+// managed Codex (`codex app-server`, thread/resume) on the same thread, in
+// the same directory, on the same CODEX_HOME and fake API (the app and the
+// TUI share one environment), with the constant nudge: that turn completes,
+// both ends record the other, and the terminal session leaves the
+// needs-attention set.
 func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
-	w := startCodexTUI(t, fakeapi.Config{})
-	w.typeLine("run the slow one [[scenario:slowtool]]")
-	w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
-		return s.State == sessions.Working && strings.Contains(s.Evidence, "exec_command")
-	})
-	if err := syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, auto := range []bool{false, true} {
+		t.Run(map[bool]string{false: "escalated then resumed by the user", true: "resumed by the setting"}[auto], func(t *testing.T) {
+			var settings []string
+			if auto {
+				settings = []string{"supervisor.resume_terminal_sessions", "true", "supervisor.tick_seconds", "5"}
+			}
+			w := startCodexTUI(t, fakeapi.Config{}, settings...)
+			w.typeLine("run the slow one [[scenario:slowtool]]")
+			s := w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
+				return s.State == sessions.Working && strings.Contains(s.Evidence, "exec_command")
+			})
+			thread := s.AgentSessionID
+			if err := syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			if !auto {
+				s = w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
+					return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
+				})
+				// The TUI's one request (its title request is filed apart):
+				// nothing reached the thread after the kill.
+				if reqs := w.h.api.Requests("slowtool"); s.Nudge.Attempts != 0 || len(reqs) != 1 {
+					w.fail("reached into a Codex terminal: %+v, the fake saw %+v", s.Nudge, reqs)
+				}
+				t.Logf("escalated %s after the kill: %s", time.Since(killed).Round(time.Millisecond), s.Evidence)
+				w.h.mustCLI("resume", s.ID)
+			}
+			// The terminal session settles, pointing at the managed one.
+			s = w.observed(60*time.Second, "resumed", func(s sessions.Session) bool {
+				return s.State == sessions.Idle && !s.NeedsAttention && strings.Contains(s.Evidence, "resumed in the background")
+			})
+			var managed sessions.Session
+			for _, m := range w.h.ls() {
+				if m.ResumedFrom == s.ID {
+					managed = m
+				}
+			}
+			if managed.ID == "" {
+				w.fail("no managed session resumed from %s", s.ID)
+			}
+			m := w.h.waitFor(managed.ID, "the resumed turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+			t.Logf("the resumed turn completed %s after the kill: %s", time.Since(killed).Round(time.Millisecond), m.Evidence)
+			if m.Source != sessions.Managed || m.Agent != "codex" || m.Cwd != w.h.work || m.AgentSessionID != thread || thread == "" {
+				w.fail("resumed as %+v, want a managed codex session in %s on thread %s", m, w.h.work, thread)
+			}
+			// The nudge was the last user input of a request on the thread:
+			// the request is filed under slowtool because its history holds
+			// the TUI's prompt (the marker is nowhere else), so the app
+			// server resumed the TUI's thread, not a new one.
+			reqs := w.h.api.Requests("slowtool")
+			if len(reqs) < 2 || reqs[0].UserText == core.NudgeText || !w.h.nudgedCodex("slowtool") {
+				w.fail("the fake saw %+v, want the TUI's request, then the nudge", reqs)
+			}
+			// The managed app server is the app's own: never listed as a
+			// terminal session.
+			for _, o := range w.h.ls() {
+				if o.Source == sessions.Observed && o.ID != s.ID {
+					w.fail("the app's own Codex was observed as a terminal session: %+v", o)
+				}
+			}
+			by := map[bool]string{false: "user", true: "supervisor"}[auto]
+			for id, kind := range map[string]string{s.ID: "resumed_as", managed.ID: "resumed_from"} {
+				row := w.h.findRow(w.h.timeline(id), kind)
+				if row.detail()["by"] != by {
+					t.Errorf("%s's %s row was not by the %s: %s", id, kind, by, row.Detail)
+				}
+			}
+			if s = w.h.show(s.ID); s.NeedsAttention || s.State != sessions.Idle {
+				w.fail("the terminal session after the resume: %+v", s)
+			}
+		})
 	}
-	s := w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
-		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
-	})
-	if s.Nudge.Attempts != 0 {
-		w.fail("nudged a terminal Codex: %+v", s.Nudge)
-	}
-	t.Logf("evidence: %s", s.Evidence)
 }
 
 // A turn that fails on 401: Errored (auth) from the rollout's

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -151,6 +152,14 @@ func (s *Server) record(e Entry) {
 	s.log = append(s.log, e)
 }
 
+// TitleScenario files the interactive TUI's thread-title requests (their
+// last user message starts with titlePrompt), whatever prompt they quote.
+const TitleScenario = "title"
+
+// titlePrompt opens the instruction the 0.171.0 TUI sends, beside a turn's
+// first request, to name the thread.
+const titlePrompt = "Generate a concise, single-line task title"
+
 var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 
 // request is the part of a Responses request the fake reads.
@@ -193,6 +202,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	var req request
 	_ = json.Unmarshal(body, &req)
+	if strings.HasPrefix(req.lastUserText(), titlePrompt) {
+		// The TUI's side request for a thread title quotes the prompt, and
+		// with it the marker: filed under the prompt's scenario it would
+		// race the turn's own request for the scenario's first attempt.
+		scenario = TitleScenario
+	}
 	var toolOut string
 	if n := len(req.Input); n > 0 && req.Input[n-1].Type == "function_call_output" {
 		var str string
@@ -314,7 +329,8 @@ func Builtin() map[string]ScenarioFunc {
 	}
 	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
 	return map[string]ScenarioFunc{
-		"text": text,
+		"text":        text,
+		TitleScenario: func(int, string) Reply { return Reply{Text: "Run the task"} },
 		"tool": func(_ int, out string) Reply {
 			if out != "" {
 				return Reply{Text: "The command printed hi."}
