@@ -2,11 +2,12 @@ package fakeapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // OpenCodeVersion is the OpenCode release the end-to-end tests pin; the
@@ -111,38 +112,6 @@ func HermeticEnv(home, proxyURL string) []string {
 // otherwise.
 func OpenCodeBinary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("OPENCODE_BIN")
-	if bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, ".cache", "opencode", "node_modules", ".bin", "opencode")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("the real OpenCode CLI is not at %s (%v); `make test` installs it "+
-			"(npm install --prefix .cache/opencode opencode-ai@%s), or set OPENCODE_BIN", bin, err, OpenCodeVersion)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return fakeserver.Binary(t, fakeserver.CLI{Title: "OpenCode CLI", Env: "OPENCODE_BIN", Dir: "opencode", Bin: "opencode",
+		Package: "opencode-ai", Version: OpenCodeVersion})
 }
