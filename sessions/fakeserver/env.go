@@ -87,3 +87,21 @@ func ModuleRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// ProxyEnv is the environment that sends a CLI's traffic through the
+// refusing proxy at proxyURL (every spelling of the proxy variables, both
+// cases: runtimes and the tools they spawn disagree on which they read),
+// with loopback exempt so the fake API stays reachable. "" is none.
+func ProxyEnv(proxyURL string) []string {
+	if proxyURL == "" {
+		return nil
+	}
+	var env []string
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
+		env = append(env, k+"="+proxyURL)
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		env = append(env, k+"=127.0.0.1,localhost")
+	}
+	return env
+}

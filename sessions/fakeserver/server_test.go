@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,25 @@ func TestModuleRootHoldsGoMod(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("ModuleRoot = %q: %v", root, err)
+	}
+}
+
+func TestProxyEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"no proxy", "", nil},
+		{"every spelling, loopback exempt", "http://127.0.0.1:9", []string{
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9",
+			"http_proxy=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9", "all_proxy=http://127.0.0.1:9",
+			"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProxyEnv(tc.url); !slices.Equal(got, tc.want) {
+				t.Fatalf("ProxyEnv(%q) = %q, want %q", tc.url, got, tc.want)
+			}
+		})
 	}
 }

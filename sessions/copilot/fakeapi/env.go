@@ -42,15 +42,7 @@ func HermeticEnv(home, cacheDir, baseURL, proxyURL string) []string {
 		"COPILOT_MODEL=" + Model,
 		"NO_COLOR=1",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // SharedCacheDir is where the tests let Copilot unpack its runtime: one

@@ -73,15 +73,7 @@ func HermeticEnv(home, baseURL, proxyURL string) []string {
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 		"NO_COLOR=1",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every

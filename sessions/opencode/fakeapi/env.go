@@ -95,15 +95,7 @@ func HermeticEnv(home, proxyURL string) []string {
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // OpenCodeBinary finds the real OpenCode CLI for an end-to-end test:
