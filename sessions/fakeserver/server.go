@@ -21,43 +21,60 @@ import (
 // one an unknown marker falls back to.
 const DefaultScenario = "text"
 
-// Server is a running fake whose log holds entries E and whose scenarios are
-// functions F. A fake's own Server embeds it, so Close, Handle and Log are
-// the fake's.
-type Server[E, F any] struct {
-	name  string
-	stamp func(E, time.Time) E
-	ln    net.Listener
-	srv   *http.Server
-	done  chan struct{}
-	wg    sync.WaitGroup
+// Entry records one handled request.
+type Entry struct {
+	Method, Path string
+	// Scenario and Attempt (1-based, per scenario) are set for the fake's
+	// model route.
+	Scenario string
+	Attempt  int
+	Status   int
+	// ToolOutput is the output of the tool call the request ends with (the
+	// CLI sending back what a command printed), if any.
+	ToolOutput string
+	// UserText is the text of the request's last user message.
+	UserText string
+	// Tools is how many tools the request offered, for the fakes that
+	// count them (OpenCode's compaction summary request offers none).
+	Tools int
+	At    time.Time
+}
+
+// Server is a running fake whose scenarios are functions F. A fake's own
+// Server embeds it, so Close, Handle and Log are the fake's.
+type Server[F any] struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+	wg   sync.WaitGroup
 
 	mu        sync.Mutex
 	scenarios map[string]F
 	attempts  map[string]int
-	log       []E
+	log       []Entry
 	closed    bool
 }
 
 // Listen takes a free port of 127.0.0.1 for a fake called name (the prefix
 // of its errors and of the 404 body, e.g. "codex fakeapi") that knows
-// scenarios; stamp sets an entry's time as it is recorded. Nothing is served
-// until Serve, so the fake can route to itself first.
-func Listen[E, F any](name string, scenarios map[string]F, stamp func(E, time.Time) E) (*Server[E, F], error) {
+// scenarios. Nothing is served until Serve, so the fake can route to itself
+// first.
+func Listen[F any](name string, scenarios map[string]F) (*Server[F], error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen: %w", name, err)
 	}
-	return &Server[E, F]{name: name, stamp: stamp, ln: ln, done: make(chan struct{}), scenarios: scenarios, attempts: map[string]int{}}, nil
+	return &Server[F]{name: name, ln: ln, done: make(chan struct{}), scenarios: scenarios, attempts: map[string]int{}}, nil
 }
 
 // Serve serves mux with a catch-all for every other route: the request is
-// logged as miss(r) and answered by notFound, or when it is nil by a plain
+// logged as a 404 and answered by notFound, or when it is nil by a plain
 // 404 "NAME: no route", which makes an unexpected endpoint visible in the
 // log.
-func (s *Server[E, F]) Serve(mux *http.ServeMux, miss func(*http.Request) E, notFound http.HandlerFunc) {
+func (s *Server[F]) Serve(mux *http.ServeMux, notFound http.HandlerFunc) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.Record(miss(r))
+		s.Record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
 		if notFound != nil {
 			notFound(w, r)
 			return
@@ -69,10 +86,10 @@ func (s *Server[E, F]) Serve(mux *http.ServeMux, miss func(*http.Request) E, not
 }
 
 // Addr is the host:port the fake listens on.
-func (s *Server[E, F]) Addr() string { return s.ln.Addr().String() }
+func (s *Server[F]) Addr() string { return s.ln.Addr().String() }
 
 // Close stops the server, releasing stalled streams.
-func (s *Server[E, F]) Close() {
+func (s *Server[F]) Close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -90,22 +107,22 @@ func (s *Server[E, F]) Close() {
 }
 
 // Handle registers or replaces a scenario.
-func (s *Server[E, F]) Handle(name string, fn F) {
+func (s *Server[F]) Handle(name string, fn F) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scenarios[name] = fn
 }
 
 // Log is a copy of the handled requests.
-func (s *Server[E, F]) Log() []E {
+func (s *Server[F]) Log() []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]E(nil), s.log...)
+	return append([]Entry(nil), s.log...)
 }
 
 // Record adds one handled request to the log, stamped now.
-func (s *Server[E, F]) Record(e E) {
-	e = s.stamp(e, time.Now())
+func (s *Server[F]) Record(e Entry) {
+	e.At = time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, e)
@@ -114,7 +131,7 @@ func (s *Server[E, F]) Record(e E) {
 // Attempt counts one more request of scenario and returns its number
 // (1-based, per scenario) and the scenario's function, the default
 // scenario's when the name is unknown.
-func (s *Server[E, F]) Attempt(scenario string) (int, F) {
+func (s *Server[F]) Attempt(scenario string) (int, F) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.attempts[scenario]++
@@ -127,7 +144,7 @@ func (s *Server[E, F]) Attempt(scenario string) (int, F) {
 
 // Stall holds a stream open until the server closes, cancel is closed (nil:
 // never) or ten minutes pass.
-func (s *Server[E, F]) Stall(cancel <-chan struct{}) {
+func (s *Server[F]) Stall(cancel <-chan struct{}) {
 	select {
 	case <-s.done:
 	case <-cancel:
@@ -135,7 +152,7 @@ func (s *Server[E, F]) Stall(cancel <-chan struct{}) {
 	}
 }
 
-func (s *Server[E, F]) track(h http.Handler) http.Handler {
+func (s *Server[F]) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.wg.Add(1)
 		defer s.wg.Done()

@@ -9,26 +9,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
-
-type entry struct {
-	Path   string
-	Status int
-	At     time.Time
-}
 
 type scenario func(n int) string
 
 // stalled is told when a request of the stall scenario holds its stream.
 var stalled = make(chan struct{}, 1)
 
-func start(t *testing.T) *Server[entry, scenario] {
+func start(t *testing.T) *Server[scenario] {
 	t.Helper()
 	s, err := Listen("test fake", map[string]scenario{
 		DefaultScenario: func(n int) string { return "default" },
 		"stall":         func(n int) string { return "stall" },
-	}, func(e entry, at time.Time) entry { e.At = at; return e })
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +34,10 @@ func start(t *testing.T) *Server[entry, scenario] {
 			s.Stall(nil)
 			return
 		}
-		s.Record(entry{Path: r.URL.Path, Status: http.StatusOK})
+		s.Record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusOK})
 		_, _ = io.WriteString(w, fn(n))
 	})
-	s.Serve(mux, func(r *http.Request) entry { return entry{Path: r.URL.Path, Status: http.StatusNotFound} }, nil)
+	s.Serve(mux, nil)
 	t.Cleanup(s.Close)
 	return s
 }
@@ -84,8 +77,8 @@ func TestServerRoutesScenariosAndLogs(t *testing.T) {
 			if len(log) != before+1 {
 				t.Fatalf("log grew by %d, want 1", len(log)-before)
 			}
-			if e := log[len(log)-1]; e.Path != tc.path || e.Status != tc.status || e.At.IsZero() {
-				t.Fatalf("logged %+v, want path %s status %d stamped", e, tc.path, tc.status)
+			if e := log[len(log)-1]; e.Method != tc.method || e.Path != tc.path || e.Status != tc.status || e.At.IsZero() {
+				t.Fatalf("logged %+v, want %s %s status %d stamped", e, tc.method, tc.path, tc.status)
 			}
 		})
 	}

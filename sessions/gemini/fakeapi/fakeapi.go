@@ -20,7 +20,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
@@ -30,20 +29,7 @@ import (
 const Model = "gemini-2.5-flash"
 
 // Entry records one handled request.
-type Entry struct {
-	Method, Path string
-	// Scenario and Attempt (1-based, per scenario) are set for
-	// streamGenerateContent.
-	Scenario string
-	Attempt  int
-	Status   int
-	// ToolOutput is the output of the function response the request ends
-	// with (the CLI sending back what a tool printed), if any.
-	ToolOutput string
-	// UserText is the text of the request's last user turn.
-	UserText string
-	At       time.Time
-}
+type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
 type Reply struct {
@@ -68,21 +54,19 @@ type ScenarioFunc func(n int, toolOutput string) Reply
 
 // Server is a running fake.
 type Server struct {
-	*fakeserver.Server[Entry, ScenarioFunc]
+	*fakeserver.Server[ScenarioFunc]
 }
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	fs, err := fakeserver.Listen("gemini fakeapi", Builtin(), func(e Entry, at time.Time) Entry { e.At = at; return e })
+	fs, err := fakeserver.Listen("gemini fakeapi", Builtin())
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{fs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1beta/models/{call}", s.models)
-	s.Serve(mux, func(r *http.Request) Entry {
-		return Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound}
-	}, func(w http.ResponseWriter, r *http.Request) {
+	s.Serve(mux, func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "gemini fakeapi: no route "+r.URL.Path)
 	})
 	return s, nil

@@ -28,23 +28,7 @@ import (
 const TitleScenario = "title"
 
 // Entry records one handled request.
-type Entry struct {
-	Method, Path string
-	// Scenario and Attempt (1-based, per scenario) are set for
-	// /v1/chat/completions.
-	Scenario string
-	Attempt  int
-	Status   int
-	// ToolOutput is the content of the request's last message when it is
-	// a tool result (the CLI sending back what a command printed).
-	ToolOutput string
-	// UserText is the text of the request's last user message.
-	UserText string
-	// Tools is how many tools the request offered (OpenCode's compaction
-	// summary request offers none).
-	Tools int
-	At    time.Time
-}
+type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
 type Reply struct {
@@ -68,21 +52,19 @@ type ScenarioFunc func(n int, toolOutput string) Reply
 
 // Server is a running fake.
 type Server struct {
-	*fakeserver.Server[Entry, ScenarioFunc]
+	*fakeserver.Server[ScenarioFunc]
 }
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	fs, err := fakeserver.Listen("opencode fakeapi", Builtin(), func(e Entry, at time.Time) Entry { e.At = at; return e })
+	fs, err := fakeserver.Listen("opencode fakeapi", Builtin())
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{fs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.completions)
-	s.Serve(mux, func(r *http.Request) Entry {
-		return Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound}
-	}, nil)
+	s.Serve(mux, nil)
 	return s, nil
 }
 
