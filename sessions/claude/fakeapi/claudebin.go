@@ -1,11 +1,9 @@
 package fakeapi
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // ClaudeVersion is the Claude Code release the end-to-end tests pin; the
@@ -19,39 +17,11 @@ const ClaudeVersion = "2.1.197"
 // naming what is missing.
 func ClaudeBinary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("CLAUDE_BIN")
-	if bin == "" {
-		root, err := ModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, ".cache", "claude", "node_modules", ".bin", "claude")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("the real Claude Code CLI is not at %s (%v); `make test` installs it "+
-			"(npm install --prefix .cache/claude @anthropic-ai/claude-code@%s), or set CLAUDE_BIN", bin, err, ClaudeVersion)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
+	return fakeserver.Binary(t, fakeserver.CLI{Title: "Claude Code CLI", Env: "CLAUDE_BIN", Dir: "claude", Bin: "claude",
+		Package: "@anthropic-ai/claude-code", Version: ClaudeVersion})
 }
 
 // ModuleRoot walks up from the working directory to the one holding go.mod.
 func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return fakeserver.ModuleRoot()
 }

@@ -1,11 +1,9 @@
 package fakeapi
 
 import (
-	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // HermeticEnv is the complete environment (for exec.Cmd.Env) of a Claude
@@ -68,19 +66,5 @@ func StartRefusingProxy() (url string, closeFn func(), err error) {
 // refused request (method and target host), for tests that report what the
 // CLI tried to reach.
 func startRefusingProxy(onRefuse func(method, host string)) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("fakeapi: proxy listen: %w", err)
-	}
-	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if onRefuse != nil {
-				onRefuse(r.Method, r.Host)
-			}
-			http.Error(w, "fakeapi: test proxy refuses "+r.Method+" "+r.Host, http.StatusForbidden)
-		}),
-	}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+	return fakeserver.StartRefusingProxy("fakeapi", onRefuse)
 }

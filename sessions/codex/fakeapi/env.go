@@ -1,14 +1,13 @@
 package fakeapi
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // CodexVersion is the Codex CLI release the end-to-end tests pin; the
@@ -92,33 +91,14 @@ func HermeticEnv(home, codexHome, proxyURL string) []string {
 		APIKeyEnv + "=sk-fake",
 		"RUST_LOG=error",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every
 // request (CONNECT included) with 403, so a CLI that tries to reach another
 // host fails fast instead of leaving the machine.
 func StartRefusingProxy() (url string, closeFn func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("codex fakeapi: proxy listen: %w", err)
-	}
-	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "codex fakeapi: test proxy refuses "+r.Method+" "+r.Host, http.StatusForbidden)
-		}),
-	}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+	return fakeserver.StartRefusingProxy("codex fakeapi", nil)
 }
 
 // CodexBinary finds the real Codex CLI for an end-to-end test: $CODEX_BIN,
@@ -126,38 +106,6 @@ func StartRefusingProxy() (url string, closeFn func(), err error) {
 // test fails when E2E_REQUIRED or CI is set and skips otherwise.
 func CodexBinary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("CODEX_BIN")
-	if bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, ".cache", "codex", "node_modules", ".bin", "codex")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("the real Codex CLI is not at %s (%v); `make test` installs it "+
-			"(npm install --prefix .cache/codex @openai/codex@%s), or set CODEX_BIN", bin, err, CodexVersion)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return fakeserver.Binary(t, fakeserver.CLI{Title: "Codex CLI", Env: "CODEX_BIN", Dir: "codex", Bin: "codex",
+		Package: "@openai/codex", Version: CodexVersion})
 }

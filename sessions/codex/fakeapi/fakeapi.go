@@ -13,29 +13,15 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // Entry records one handled request.
-type Entry struct {
-	Method, Path string
-	// Scenario and Attempt (1-based, per scenario) are set for /v1/responses.
-	Scenario string
-	Attempt  int
-	Status   int
-	// ToolOutput reports that the request carried a function call's output
-	// as its last input item (the CLI sending back what a command printed).
-	ToolOutput string
-	// UserText is the text of the request's last user message.
-	UserText string
-	At       time.Time
-}
+type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
 type Reply struct {
@@ -65,66 +51,24 @@ type ScenarioFunc func(n int, toolOutput string) Reply
 
 // Server is a running fake.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	mu        sync.Mutex
-	scenarios map[string]ScenarioFunc
-	attempts  map[string]int
-	log       []Entry
-	closed    bool
+	*fakeserver.Server[ScenarioFunc]
 }
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fs, err := fakeserver.Listen("codex fakeapi", Builtin())
 	if err != nil {
-		return nil, fmt.Errorf("codex fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	s := &Server{fs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/responses", s.responses)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
-		http.Error(w, "codex fakeapi: no route", http.StatusNotFound)
-	})
-	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	s.Serve(mux, nil)
 	return s, nil
 }
 
 // URL is the provider base_url: Codex appends /responses.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
-
-// Close stops the server, releasing stalled streams.
-func (s *Server) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.done)
-	_ = s.srv.Close()
-	s.wg.Wait()
-}
-
-// Handle registers or replaces a scenario.
-func (s *Server) Handle(name string, fn ScenarioFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = fn
-}
-
-// Log is a copy of the handled requests.
-func (s *Server) Log() []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Entry(nil), s.log...)
-}
+func (s *Server) URL() string { return "http://" + s.Addr() + "/v1" }
 
 // Requests returns the /v1/responses requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
@@ -137,21 +81,6 @@ func (s *Server) Requests(scenario string) []Entry {
 	return out
 }
 
-func (s *Server) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.wg.Add(1)
-		defer s.wg.Done()
-		h.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) record(e Entry) {
-	e.At = time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log = append(s.log, e)
-}
-
 // TitleScenario files the interactive TUI's thread-title requests (their
 // last user message starts with titlePrompt), whatever prompt they quote.
 const TitleScenario = "title"
@@ -159,8 +88,6 @@ const TitleScenario = "title"
 // titlePrompt opens the instruction the 0.171.0 TUI sends, beside a turn's
 // first request, to name the thread.
 const titlePrompt = "Generate a concise, single-line task title"
-
-var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 
 // request is the part of a Responses request the fake reads.
 type request struct {
@@ -191,15 +118,12 @@ func (r *request) lastUserText() string {
 }
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, err := fakeserver.ReadBody(r)
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	scenario := "text"
-	if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
-		scenario = string(m[len(m)-1][1])
-	}
+	scenario := fakeserver.Scenario(body)
 	var req request
 	_ = json.Unmarshal(body, &req)
 	if strings.HasPrefix(req.lastUserText(), titlePrompt) {
@@ -220,27 +144,15 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			toolOut = "(empty)"
 		}
 	}
-	s.mu.Lock()
-	s.attempts[scenario]++
-	n := s.attempts[scenario]
-	fn := s.scenarios[scenario]
-	s.mu.Unlock()
-	if fn == nil {
-		fn = s.scenarios["text"]
-	}
+	n, fn := s.Attempt(scenario)
 	rep := fn(n, toolOut)
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: req.lastUserText()})
+	status := fakeserver.Status(rep.Status)
+	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: req.lastUserText()})
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
 	if status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, rep.ErrorBody)
+		fakeserver.WriteError(w, status, rep.ErrorBody)
 		return
 	}
 	s.stream(w, rep, n)
@@ -260,21 +172,11 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 	}
 	send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
 	if rep.Stall {
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Minute):
-		}
+		s.Stall(nil)
 		return
 	}
 	if rep.Cut {
-		if hj, ok := w.(http.Hijacker); ok {
-			if c, _, err := hj.Hijack(); err == nil {
-				if tc, ok := c.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				_ = c.Close()
-			}
-		}
+		fakeserver.Cut(w)
 		return
 	}
 	var item map[string]any

@@ -1,15 +1,13 @@
 package fakeapi
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // CopilotVersion is the Copilot CLI release the end-to-end tests pin; the
@@ -44,15 +42,7 @@ func HermeticEnv(home, cacheDir, baseURL, proxyURL string) []string {
 		"COPILOT_MODEL=" + Model,
 		"NO_COLOR=1",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // SharedCacheDir is where the tests let Copilot unpack its runtime: one
@@ -69,30 +59,24 @@ func SharedCacheDir() (string, error) {
 // request (CONNECT included) with 403 and counts them, so a CLI that tries
 // to reach another host fails fast instead of leaving the machine.
 func StartRefusingProxy() (url string, refused func() int, closeFn func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("copilot fakeapi: proxy listen: %w", err)
-	}
 	var (
 		mu sync.Mutex
 		n  int
 	)
-	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			n++
-			mu.Unlock()
-			http.Error(w, "copilot fakeapi: test proxy refuses "+r.Method+" "+r.Host, http.StatusForbidden)
-		}),
+	url, closeFn, err = fakeserver.StartRefusingProxy("copilot fakeapi", func(string, string) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+	})
+	if err != nil {
+		return "", nil, nil, err
 	}
-	go func() { _ = srv.Serve(ln) }()
 	count := func() int {
 		mu.Lock()
 		defer mu.Unlock()
 		return n
 	}
-	return "http://" + ln.Addr().String(), count, func() { _ = srv.Close() }, nil
+	return url, count, closeFn, nil
 }
 
 // CopilotBinary finds the real Copilot CLI for an end-to-end test:
@@ -101,38 +85,6 @@ func StartRefusingProxy() (url string, refused func() int, closeFn func(), err e
 // otherwise.
 func CopilotBinary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("COPILOT_BIN")
-	if bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, ".cache", "copilot", "node_modules", ".bin", "copilot")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("the real Copilot CLI is not at %s (%v); `make test` installs it "+
-			"(npm install --prefix .cache/copilot @github/copilot@%s), or set COPILOT_BIN", bin, err, CopilotVersion)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return fakeserver.Binary(t, fakeserver.CLI{Title: "Copilot CLI", Env: "COPILOT_BIN", Dir: "copilot", Bin: "copilot",
+		Package: "@github/copilot", Version: CopilotVersion})
 }

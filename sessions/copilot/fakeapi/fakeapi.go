@@ -14,28 +14,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // Entry records one handled request.
-type Entry struct {
-	Method, Path string
-	// Scenario and Attempt (1-based, per scenario) are set for completions.
-	Scenario string
-	Attempt  int
-	Status   int
-	// ToolOutput is the content of the request's last message when it is
-	// a tool result (the CLI sending back what a command printed).
-	ToolOutput string
-	// UserText is the text of the request's last user message.
-	UserText string
-	At       time.Time
-}
+type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
 type Reply struct {
@@ -59,16 +47,7 @@ type ScenarioFunc func(n int, toolOutput string) Reply
 
 // Server is a running fake.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	mu        sync.Mutex
-	scenarios map[string]ScenarioFunc
-	attempts  map[string]int
-	log       []Entry
-	closed    bool
+	*fakeserver.Server[ScenarioFunc]
 }
 
 // CompletionsPath is the one route the fake serves.
@@ -76,52 +55,19 @@ const CompletionsPath = "/v1/chat/completions"
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fs, err := fakeserver.Listen("copilot fakeapi", Builtin())
 	if err != nil {
-		return nil, fmt.Errorf("copilot fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	s := &Server{fs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+CompletionsPath, s.completions)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
-		http.Error(w, "copilot fakeapi: no route", http.StatusNotFound)
-	})
-	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	s.Serve(mux, nil)
 	return s, nil
 }
 
 // URL is the provider base URL: Copilot appends /chat/completions.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
-
-// Close stops the server, releasing stalled streams.
-func (s *Server) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.done)
-	_ = s.srv.Close()
-	s.wg.Wait()
-}
-
-// Handle registers or replaces a scenario.
-func (s *Server) Handle(name string, fn ScenarioFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = fn
-}
-
-// Log is a copy of the handled requests.
-func (s *Server) Log() []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Entry(nil), s.log...)
-}
+func (s *Server) URL() string { return "http://" + s.Addr() + "/v1" }
 
 // Requests returns the completions requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
@@ -133,23 +79,6 @@ func (s *Server) Requests(scenario string) []Entry {
 	}
 	return out
 }
-
-func (s *Server) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.wg.Add(1)
-		defer s.wg.Done()
-		h.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) record(e Entry) {
-	e.At = time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log = append(s.log, e)
-}
-
-var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 
 // request is the part of a chat completions request the fake reads.
 type request struct {
@@ -180,15 +109,12 @@ func text(raw json.RawMessage) string {
 var datetimeRE = regexp.MustCompile(`^\s*<current_datetime>[^<]*</current_datetime>\s*`)
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, err := fakeserver.ReadBody(r)
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	scenario := "text"
-	if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
-		scenario = string(m[len(m)-1][1])
-	}
+	scenario := fakeserver.Scenario(body)
 	var req request
 	_ = json.Unmarshal(body, &req)
 	var toolOut, userText string
@@ -204,27 +130,15 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	s.mu.Lock()
-	s.attempts[scenario]++
-	n := s.attempts[scenario]
-	fn := s.scenarios[scenario]
-	s.mu.Unlock()
-	if fn == nil {
-		fn = s.scenarios["text"]
-	}
+	n, fn := s.Attempt(scenario)
 	rep := fn(n, toolOut)
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: userText})
+	status := fakeserver.Status(rep.Status)
+	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: userText})
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
 	if status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, rep.ErrorBody)
+		fakeserver.WriteError(w, status, rep.ErrorBody)
 		return
 	}
 	s.stream(w, rep, n)
@@ -250,21 +164,11 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 	}
 	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	if rep.Stall {
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Minute):
-		}
+		s.Stall(nil)
 		return
 	}
 	if rep.Cut {
-		if hj, ok := w.(http.Hijacker); ok {
-			if c, _, err := hj.Hijack(); err == nil {
-				if tc, ok := c.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				_ = c.Close()
-			}
-		}
+		fakeserver.Cut(w)
 		return
 	}
 	finish := "stop"

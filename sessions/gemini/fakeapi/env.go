@@ -2,14 +2,12 @@ package fakeapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // GeminiVersion is the Gemini CLI release the end-to-end tests pin; the
@@ -75,15 +73,7 @@ func HermeticEnv(home, baseURL, proxyURL string) []string {
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 		"NO_COLOR=1",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every
@@ -91,18 +81,7 @@ func HermeticEnv(home, baseURL, proxyURL string) []string {
 // host (measured: play.googleapis.com for usage statistics when they are
 // on) fails fast instead of leaving the machine.
 func StartRefusingProxy() (url string, closeFn func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("gemini fakeapi: proxy listen: %w", err)
-	}
-	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "gemini fakeapi: test proxy refuses "+r.Method+" "+r.Host, http.StatusForbidden)
-		}),
-	}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+	return fakeserver.StartRefusingProxy("gemini fakeapi", nil)
 }
 
 // GeminiBinary finds the real Gemini CLI for an end-to-end test:
@@ -111,38 +90,6 @@ func StartRefusingProxy() (url string, closeFn func(), err error) {
 // otherwise.
 func GeminiBinary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("GEMINI_BIN")
-	if bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, ".cache", "gemini", "node_modules", ".bin", "gemini")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("the real Gemini CLI is not at %s (%v); `make test` installs it "+
-			"(npm install --prefix .cache/gemini @google/gemini-cli@%s), or set GEMINI_BIN", bin, err, GeminiVersion)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return fakeserver.Binary(t, fakeserver.CLI{Title: "Gemini CLI", Env: "GEMINI_BIN", Dir: "gemini", Bin: "gemini",
+		Package: "@google/gemini-cli", Version: GeminiVersion})
 }

@@ -18,12 +18,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // Model is the model the hermetic settings select (an explicit model: the
@@ -31,20 +29,7 @@ import (
 const Model = "gemini-2.5-flash"
 
 // Entry records one handled request.
-type Entry struct {
-	Method, Path string
-	// Scenario and Attempt (1-based, per scenario) are set for
-	// streamGenerateContent.
-	Scenario string
-	Attempt  int
-	Status   int
-	// ToolOutput is the output of the function response the request ends
-	// with (the CLI sending back what a tool printed), if any.
-	ToolOutput string
-	// UserText is the text of the request's last user turn.
-	UserText string
-	At       time.Time
-}
+type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
 type Reply struct {
@@ -69,66 +54,26 @@ type ScenarioFunc func(n int, toolOutput string) Reply
 
 // Server is a running fake.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	mu        sync.Mutex
-	scenarios map[string]ScenarioFunc
-	attempts  map[string]int
-	log       []Entry
-	closed    bool
+	*fakeserver.Server[ScenarioFunc]
 }
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fs, err := fakeserver.Listen("gemini fakeapi", Builtin())
 	if err != nil {
-		return nil, fmt.Errorf("gemini fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	s := &Server{fs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1beta/models/{call}", s.models)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
+	s.Serve(mux, func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "gemini fakeapi: no route "+r.URL.Path)
 	})
-	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
 
 // URL is the GOOGLE_GEMINI_BASE_URL: the SDK appends /v1beta/models/….
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
-
-// Close stops the server, releasing stalled streams.
-func (s *Server) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.done)
-	_ = s.srv.Close()
-	s.wg.Wait()
-}
-
-// Handle registers or replaces a scenario.
-func (s *Server) Handle(name string, fn ScenarioFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = fn
-}
-
-// Log is a copy of the handled requests.
-func (s *Server) Log() []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Entry(nil), s.log...)
-}
+func (s *Server) URL() string { return "http://" + s.Addr() }
 
 // Requests returns the streamGenerateContent requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
@@ -140,23 +85,6 @@ func (s *Server) Requests(scenario string) []Entry {
 	}
 	return out
 }
-
-func (s *Server) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.wg.Add(1)
-		defer s.wg.Done()
-		h.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) record(e Entry) {
-	e.At = time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log = append(s.log, e)
-}
-
-var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 
 // request is the part of a GenerateContentRequest the fake reads.
 type request struct {
@@ -200,48 +128,33 @@ func (r *request) lastUser() (text, toolOut string) {
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	call := r.PathValue("call")
 	_, method, _ := strings.Cut(call, ":")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, err := fakeserver.ReadBody(r)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "read")
 		return
 	}
 	switch method {
 	case "countTokens":
-		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusOK})
+		s.Record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusOK})
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"totalTokens":10}`)
 		return
 	case "streamGenerateContent":
 	default:
-		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
+		s.Record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "gemini fakeapi: "+method+" is not served")
 		return
 	}
-	scenario := "text"
-	if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
-		scenario = string(m[len(m)-1][1])
-	}
+	scenario := fakeserver.Scenario(body)
 	var req request
 	_ = json.Unmarshal(body, &req)
 	userText, toolOut := req.lastUser()
-	s.mu.Lock()
-	s.attempts[scenario]++
-	n := s.attempts[scenario]
-	fn := s.scenarios[scenario]
-	s.mu.Unlock()
-	if fn == nil {
-		fn = s.scenarios["text"]
-	}
+	n, fn := s.Attempt(scenario)
 	rep := fn(n, toolOut)
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: userText})
+	status := fakeserver.Status(rep.Status)
+	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: userText})
 	if status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, rep.ErrorBody)
+		fakeserver.WriteError(w, status, rep.ErrorBody)
 		return
 	}
 	s.stream(w, rep)
@@ -276,20 +189,10 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply) {
 	switch {
 	case rep.Stall:
 		send(chunk([]map[string]any{{"text": "Looking"}}, "", 0))
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Minute):
-		}
+		s.Stall(nil)
 	case rep.Cut:
 		send(chunk([]map[string]any{{"text": "Looking"}}, "", 0))
-		if hj, ok := w.(http.Hijacker); ok {
-			if c, _, err := hj.Hijack(); err == nil {
-				if tc, ok := c.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				_ = c.Close()
-			}
-		}
+		fakeserver.Cut(w)
 	case rep.Command != "":
 		send(chunk([]map[string]any{{"functionCall": map[string]any{
 			"name": "run_shell_command", "args": map[string]any{"command": rep.Command, "description": "run the command"}}}}, "STOP", prompt))

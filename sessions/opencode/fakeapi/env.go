@@ -2,11 +2,12 @@ package fakeapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // OpenCodeVersion is the OpenCode release the end-to-end tests pin; the
@@ -94,15 +95,7 @@ func HermeticEnv(home, proxyURL string) []string {
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
 	}
-	if proxyURL != "" {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"} {
-			env = append(env, k+"="+proxyURL)
-		}
-		for _, k := range []string{"NO_PROXY", "no_proxy"} {
-			env = append(env, k+"=127.0.0.1,localhost")
-		}
-	}
-	return env
+	return append(env, fakeserver.ProxyEnv(proxyURL)...)
 }
 
 // OpenCodeBinary finds the real OpenCode CLI for an end-to-end test:
@@ -111,38 +104,6 @@ func HermeticEnv(home, proxyURL string) []string {
 // otherwise.
 func OpenCodeBinary(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("OPENCODE_BIN")
-	if bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, ".cache", "opencode", "node_modules", ".bin", "opencode")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("the real OpenCode CLI is not at %s (%v); `make test` installs it "+
-			"(npm install --prefix .cache/opencode opencode-ai@%s), or set OPENCODE_BIN", bin, err, OpenCodeVersion)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return fakeserver.Binary(t, fakeserver.CLI{Title: "OpenCode CLI", Env: "OPENCODE_BIN", Dir: "opencode", Bin: "opencode",
+		Package: "opencode-ai", Version: OpenCodeVersion})
 }

@@ -17,35 +17,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // TitleScenario is the scenario title requests are logged under.
 const TitleScenario = "title"
 
 // Entry records one handled request.
-type Entry struct {
-	Method, Path string
-	// Scenario and Attempt (1-based, per scenario) are set for
-	// /v1/chat/completions.
-	Scenario string
-	Attempt  int
-	Status   int
-	// ToolOutput is the content of the request's last message when it is
-	// a tool result (the CLI sending back what a command printed).
-	ToolOutput string
-	// UserText is the text of the request's last user message.
-	UserText string
-	// Tools is how many tools the request offered (OpenCode's compaction
-	// summary request offers none).
-	Tools int
-	At    time.Time
-}
+type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
 type Reply struct {
@@ -69,66 +52,24 @@ type ScenarioFunc func(n int, toolOutput string) Reply
 
 // Server is a running fake.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	mu        sync.Mutex
-	scenarios map[string]ScenarioFunc
-	attempts  map[string]int
-	log       []Entry
-	closed    bool
+	*fakeserver.Server[ScenarioFunc]
 }
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fs, err := fakeserver.Listen("opencode fakeapi", Builtin())
 	if err != nil {
-		return nil, fmt.Errorf("opencode fakeapi: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, done: make(chan struct{}), scenarios: Builtin(), attempts: map[string]int{}}
+	s := &Server{fs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.completions)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
-		http.Error(w, "opencode fakeapi: no route", http.StatusNotFound)
-	})
-	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	s.Serve(mux, nil)
 	return s, nil
 }
 
 // URL is the provider's baseURL: the SDK appends /chat/completions.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
-
-// Close stops the server, releasing stalled streams.
-func (s *Server) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.done)
-	_ = s.srv.Close()
-	s.wg.Wait()
-}
-
-// Handle registers or replaces a scenario.
-func (s *Server) Handle(name string, fn ScenarioFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scenarios[name] = fn
-}
-
-// Log is a copy of the handled requests.
-func (s *Server) Log() []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Entry(nil), s.log...)
-}
+func (s *Server) URL() string { return "http://" + s.Addr() + "/v1" }
 
 // Requests returns the chat completion requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
@@ -140,23 +81,6 @@ func (s *Server) Requests(scenario string) []Entry {
 	}
 	return out
 }
-
-func (s *Server) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.wg.Add(1)
-		defer s.wg.Done()
-		h.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) record(e Entry) {
-	e.At = time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log = append(s.log, e)
-}
-
-var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 
 // message is one chat message: content is a string or a list of parts.
 type message struct {
@@ -187,18 +111,16 @@ type request struct {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, err := fakeserver.ReadBody(r)
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
 	var req request
 	_ = json.Unmarshal(body, &req)
-	scenario := "text"
+	scenario := fakeserver.Scenario(body)
 	if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].text(), "title generator") {
 		scenario = TitleScenario
-	} else if m := markerRE.FindAllSubmatch(body, -1); len(m) > 0 {
-		scenario = string(m[len(m)-1][1])
 	}
 	var toolOut, userText string
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
@@ -213,28 +135,16 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	s.mu.Lock()
-	s.attempts[scenario]++
-	n := s.attempts[scenario]
-	fn := s.scenarios[scenario]
-	s.mu.Unlock()
-	if fn == nil {
-		fn = s.scenarios["text"]
-	}
+	n, fn := s.Attempt(scenario)
 	rep := fn(n, toolOut)
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	s.record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status,
+	status := fakeserver.Status(rep.Status)
+	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status,
 		ToolOutput: toolOut, UserText: userText, Tools: len(req.Tools)})
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
 	if status != http.StatusOK {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, rep.ErrorBody)
+		fakeserver.WriteError(w, status, rep.ErrorBody)
 		return
 	}
 	s.stream(r, w, rep, n)
@@ -265,11 +175,7 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int
 	}
 	if rep.Stall {
 		send(choice(map[string]any{"role": "assistant", "content": "Working on it"}, nil), nil)
-		select {
-		case <-s.done:
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Minute):
-		}
+		s.Stall(r.Context().Done())
 		return
 	}
 	if rep.Command != "" {

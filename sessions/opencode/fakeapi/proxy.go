@@ -1,11 +1,11 @@
 package fakeapi
 
-import codexfake "github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
+import "github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 
 // StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every
-// request with 403 (the Codex fake's: the same proxy serves every CLI), so
-// OpenCode trying to reach another host fails fast instead of leaving the
-// machine.
+// request with 403, so OpenCode trying to reach another host fails fast
+// instead of leaving the machine. It refuses in the Codex fake's words, as
+// it did when it was that fake's proxy.
 func StartRefusingProxy() (url string, closeFn func(), err error) {
-	return codexfake.StartRefusingProxy()
+	return fakeserver.StartRefusingProxy("codex fakeapi", nil)
 }
