@@ -33,9 +33,6 @@ type e2eReq struct {
 
 // e2eOpts are the per-test choices an agent's setup may need to honour.
 type e2eOpts struct {
-	// asks: the agent is configured so that commands need approval (Codex's
-	// approval_policy on-request); the others ask by permission mode.
-	asks bool
 	// longIdle: the agent's own stream idle timeout is set past the
 	// supervisor's stall limits (Codex would otherwise give up first).
 	longIdle bool
@@ -194,6 +191,52 @@ func (h *agentE2E) checkIdentity(s sessions.Session) {
 	}
 }
 
+// checkContinued checks that a turn (what) after first ran in the same
+// agent session: on the same live process, or for a process per turn in a
+// new one.
+func (h *agentE2E) checkContinued(what string, first, s sessions.Session) {
+	h.t.Helper()
+	perTurn := h.agent.processPerTurn
+	if s.AgentSessionID != first.AgentSessionID || perTurn && s.PID == first.PID || !perTurn && (s.PID != first.PID || !s.ProcessAlive) {
+		h.t.Errorf("%s ran on pid %d (alive %v) session %s; the turn before on pid %d session %s (a process per turn: %v)",
+			what, s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID, perTurn)
+	}
+}
+
+// startFakeAPI starts an agent's fake model API (its fakeapi.Start), closed
+// with the test.
+func startFakeAPI[S interface{ Close() }](h *ce2eHarness, start func() (S, error)) S {
+	h.t.Helper()
+	api, err := start()
+	if err != nil {
+		h.t.Fatalf("starting the fake API: %v", err)
+	}
+	h.t.Cleanup(api.Close)
+	return api
+}
+
+// startRefusingProxy starts an agent's loopback proxy that refuses every
+// connection (its fakeapi.StartRefusingProxy), closed with the test, and
+// returns its URL.
+func startRefusingProxy(h *ce2eHarness, start func() (string, func(), error)) string {
+	h.t.Helper()
+	url, closeProxy, err := start()
+	if err != nil {
+		h.t.Fatalf("starting the refusing proxy: %v", err)
+	}
+	h.t.Cleanup(closeProxy)
+	return url
+}
+
+// e2eReqs converts a fake API's request records with conv.
+func e2eReqs[E any](entries []E, conv func(E) e2eReq) []e2eReq {
+	out := make([]e2eReq, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, conv(e))
+	}
+	return out
+}
+
 // orphanAfterKill records, as orphans for the cleanup, the processes of
 // this test other than the app and the killed agent (the command the agent
 // ran in a terminal of its own outlives it).
@@ -310,12 +353,7 @@ func e2eSecondPrompt(t *testing.T, a *e2eAgent) {
 	first := h.waitFor(id, "the first reply", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
 	h.mustCLI("send", id, "second")
 	s := h.waitFor(id, "the second reply", ce2eReview(2))
-	if s.AgentSessionID != first.AgentSessionID ||
-		a.processPerTurn && s.PID == first.PID ||
-		!a.processPerTurn && (s.PID != first.PID || !s.ProcessAlive) {
-		t.Errorf("turn 2 ran on pid %d (alive %v) session %s; turn 1 on pid %d session %s (a process per turn: %v)",
-			s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID, a.processPerTurn)
-	}
+	h.checkContinued("turn 2", first, s)
 	reqs := h.requests("text")
 	if len(reqs) != 2 || reqs[1].UserText != "second" {
 		t.Errorf("requests %+v, want two, the second carrying the prompt", reqs)
@@ -336,12 +374,7 @@ func e2eStallInterruptNudge(t *testing.T, a *e2eAgent) {
 	id := h.launch("[[scenario:stall]] go")
 	first := h.waitFor(id, "the silent stream to be suspect", ce2eIn(sessions.Suspect))
 	s := h.waitFor(id, "the nudged turn to complete", ce2eReview(2))
-	if s.AgentSessionID != first.AgentSessionID ||
-		a.processPerTurn && s.PID == first.PID ||
-		!a.processPerTurn && (s.PID != first.PID || !s.ProcessAlive) {
-		t.Errorf("the nudge ran on pid %d (alive %v) session %s; the stalled turn on pid %d session %s (a process per turn: %v)",
-			s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID, a.processPerTurn)
-	}
+	h.checkContinued("the nudge", first, s)
 	if a.processPerTurn && claudeE2EAlive(first.PID) {
 		t.Errorf("the interrupted turn's process %d still runs", first.PID)
 	}

@@ -28,20 +28,9 @@ var codexE2EAgent = &e2eAgent{
 	name:   "codex",
 	binary: fakeapi.CodexBinary,
 	setup: func(h *ce2eHarness, o e2eOpts) (any, func(string) []e2eReq) {
-		api, err := fakeapi.Start()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(api.Close)
-		proxyURL, closeProxy, err := fakeapi.StartRefusingProxy()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(closeProxy)
+		api := startFakeAPI(h, fakeapi.Start)
+		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
 		cfg, _ := o.config.(fakeapi.Config)
-		if o.asks {
-			cfg.ApprovalPolicy = "on-request"
-		}
 		if o.longIdle {
 			cfg.StreamIdleTimeout = 5 * time.Minute
 		}
@@ -51,11 +40,9 @@ var codexE2EAgent = &e2eAgent{
 		}
 		h.env = fakeapi.HermeticEnv(h.home, codexHome, proxyURL)
 		return api, func(scenario string) []e2eReq {
-			var out []e2eReq
-			for _, e := range api.Requests(scenario) {
-				out = append(out, e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput})
-			}
-			return out
+			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
+				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
+			})
 		}
 	},
 	sessionIDOK:  func(id string) bool { return id != "" }, // the thread id

@@ -31,11 +31,7 @@ var copilotE2EAgent = &e2eAgent{
 	name:   "copilot",
 	binary: fakeapi.CopilotBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
-		api, err := fakeapi.Start()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(api.Close)
+		api := startFakeAPI(h, fakeapi.Start)
 		proxyURL, refused, closeProxy, err := fakeapi.StartRefusingProxy()
 		if err != nil {
 			h.t.Fatal(err)
@@ -52,11 +48,9 @@ var copilotE2EAgent = &e2eAgent{
 		}
 		h.env = fakeapi.HermeticEnv(h.home, cache, api.URL(), proxyURL)
 		return api, func(scenario string) []e2eReq {
-			var out []e2eReq
-			for _, e := range api.Requests(scenario) {
-				out = append(out, e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput})
-			}
-			return out
+			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
+				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
+			})
 		}
 	},
 	newFlags:          []string{"--permission-mode", "bypassPermissions"},

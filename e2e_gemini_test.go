@@ -25,16 +25,8 @@ var geminiE2EAgent = &e2eAgent{
 	name:   "gemini",
 	binary: fakeapi.GeminiBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
-		api, err := fakeapi.Start()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(api.Close)
-		proxyURL, closeProxy, err := fakeapi.StartRefusingProxy()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(closeProxy)
+		api := startFakeAPI(h, fakeapi.Start)
+		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
 		if err := fakeapi.WriteSettings(h.home, fakeapi.Config{}); err != nil {
 			h.t.Fatal(err)
 		}
@@ -44,11 +36,9 @@ var geminiE2EAgent = &e2eAgent{
 			if scenario == "" {
 				entries = api.Log()
 			}
-			var out []e2eReq
-			for _, e := range entries {
-				out = append(out, e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput})
-			}
-			return out
+			return e2eReqs(entries, func(e fakeapi.Entry) e2eReq {
+				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
+			})
 		}
 	},
 	newFlags:     []string{"--permission-mode", "bypassPermissions"},

@@ -28,26 +28,16 @@ var openCodeE2EAgent = &e2eAgent{
 	name:   "opencode",
 	binary: fakeapi.OpenCodeBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
-		api, err := fakeapi.Start()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(api.Close)
-		proxyURL, closeProxy, err := fakeapi.StartRefusingProxy()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(closeProxy)
+		api := startFakeAPI(h, fakeapi.Start)
+		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
 		if err := fakeapi.WriteConfig(h.home, api.URL(), fakeapi.Config{}); err != nil {
 			h.t.Fatal(err)
 		}
 		h.env = fakeapi.HermeticEnv(h.home, proxyURL)
 		return api, func(scenario string) []e2eReq {
-			var out []e2eReq
-			for _, e := range api.Requests(scenario) {
-				out = append(out, e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput})
-			}
-			return out
+			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
+				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
+			})
 		}
 	},
 	sessionIDOK:       func(id string) bool { return strings.HasPrefix(id, "ses_") },
