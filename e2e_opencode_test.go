@@ -6,229 +6,106 @@ package main
 // 13): the app binary runs headless, launches `opencode serve` for a
 // session created with `new --agent opencode`, and OpenCode talks only to
 // the fake chat completions API (sessions/opencode/fakeapi) on loopback,
-// everything else refused by a proxy. They reuse the Claude suite's harness
-// (e2e_claude_test.go): the same app runs, CLI commands, waits, timeline
-// checks and cleanup (every process with the test's HOME is killed at the
-// end).
+// everything else refused by a proxy. The scenarios all managed agents
+// share are in e2e_agents_test.go; here are OpenCode's description and its
+// own tests.
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode/fakeapi"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
-// oce2e is one OpenCode test's world on top of the shared harness.
-type oce2e struct {
-	*ce2eHarness
-	api *fakeapi.Server
-}
-
-// openCodeE2EStart sets up a test's fake API, OpenCode's hermetic HOME and
-// the app.
-func openCodeE2EStart(t *testing.T, cfg fakeapi.Config, settings ...string) *oce2e {
-	t.Helper()
-	bin := fakeapi.OpenCodeBinary(t)
-	appBin, _ := testBinaries(t)
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
-	proxyURL, closeProxy, err := fakeapi.StartRefusingProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeProxy)
-	data, err := os.MkdirTemp("", "sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(data) })
-	h := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir()}
-	if err := fakeapi.WriteConfig(h.home, api.URL(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	// The app inherits this environment and the CLI inherits the app's.
-	h.env = fakeapi.HermeticEnv(h.home, proxyURL)
-	// No session bus: the notifier must not autolaunch a dbus-daemon
-	// under this HOME (it would outlive the app).
-	h.env = append(h.env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(h.home, "no-bus"))
-	t.Cleanup(h.cleanup)
-	h.mustCLI("settings", "set", "agents.opencode.command", bin)
-	for i := 0; i+1 < len(settings); i += 2 {
-		h.mustCLI("settings", "set", settings[i], settings[i+1])
-	}
-	h.startApp()
-	return &oce2e{ce2eHarness: h, api: api}
-}
-
-// newOpenCode launches a managed OpenCode session in the work directory.
-func (h *oce2e) newOpenCode(prompt string, flags ...string) string {
-	h.t.Helper()
-	args := append([]string{"new", "--agent", "opencode", "--cwd", h.work}, flags...)
-	id := strings.TrimSpace(h.mustCLI(append(args, prompt)...))
-	if id == "" || strings.ContainsAny(id, " \n\t") {
-		h.t.Fatalf("new printed %q, want the session id alone", id)
-	}
-	return id
-}
-
-func (h *oce2e) statuses(scenario string) []int {
-	var out []int
-	for _, e := range h.api.Requests(scenario) {
-		out = append(out, e.Status)
-	}
-	return out
-}
-
-func (h *oce2e) sawText(scenario, text string) bool {
-	for _, e := range h.api.Requests(scenario) {
-		if strings.Contains(e.UserText, text) {
-			return true
+// openCodeE2EAgent: one `opencode serve` for the session (turns on the same
+// server and session); the npm package's bin is the native binary itself,
+// no wrapper, so a crash is that process dying; it outlives an app killed
+// with SIGKILL.
+var openCodeE2EAgent = &e2eAgent{
+	name:   "opencode",
+	binary: fakeapi.OpenCodeBinary,
+	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
+		api := startFakeAPI(h, fakeapi.Start)
+		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
+		if err := fakeapi.WriteConfig(h.home, api.URL(), fakeapi.Config{}); err != nil {
+			h.t.Fatal(err)
 		}
-	}
-	return false
+		h.env = fakeapi.HermeticEnv(h.home, proxyURL)
+		return api, func(scenario string) []e2eReq {
+			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
+				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
+			})
+		}
+	},
+	sessionIDOK:       func(id string) bool { return strings.HasPrefix(id, "ses_") },
+	tool:              "bash",
+	orphanSurvivesApp: true,
+	afterPlainReply:   checkOpenCodeOffline,
 }
 
-// checkOffline: nothing but the fake API was asked for anything (the
-// proxy refuses the rest; an unexpected route on the fake is a 404).
-func (h *oce2e) checkOffline() {
+// checkOpenCodeOffline: nothing but the fake API was asked for anything
+// (the proxy refuses the rest; an unexpected route on the fake is a 404).
+func checkOpenCodeOffline(h *agentE2E) {
 	h.t.Helper()
-	for _, e := range h.api.Log() {
+	for _, e := range h.api.(*fakeapi.Server).Log() {
 		if e.Status == 404 {
 			h.t.Errorf("OpenCode asked the fake API for %s %s", e.Method, e.Path)
 		}
 	}
 }
 
-func (h *oce2e) checkIdentity(s sessions.Session) {
-	h.t.Helper()
-	if s.Agent != "opencode" || s.Source != sessions.Managed || s.Cwd != h.work {
-		h.t.Errorf("agent %q source %v cwd %q, want opencode, managed, %q", s.Agent, s.Source, s.Cwd, h.work)
-	}
-	if !strings.HasPrefix(s.AgentSessionID, "ses_") {
-		h.t.Errorf("agent_session_id %q: the session id was not decoded", s.AgentSessionID)
-	}
-	if s.PID <= 0 || s.Evidence == "" {
-		h.t.Errorf("pid %d evidence %q", s.PID, s.Evidence)
-	}
+// oce2e is one OpenCode test's world.
+type oce2e struct {
+	*agentE2E
+	api *fakeapi.Server
 }
 
-// TestOpenCodeE2EPlainReply: a plain reply ends the turn waiting for
-// review; ack makes it idle and the server stays for the next prompt.
-func TestOpenCodeE2EPlainReply(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{})
-	id := h.newOpenCode("[[scenario:text]] hi", "--name", "plain")
-	s := h.waitFor(id, "the reply to be waiting for review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	h.checkIdentity(s)
-	if s.TurnGeneration != 1 || s.InTurn || !s.Failure.IsZero() || s.NeedsAttention || !s.ProcessAlive || s.SkippedLines != 0 {
-		t.Errorf("after the reply: turn %d in_turn %v failure %+v needs_attention %v alive %v skipped %d",
-			s.TurnGeneration, s.InTurn, s.Failure, s.NeedsAttention, s.ProcessAlive, s.SkippedLines)
-	}
-	h.mustCLI("ack", id)
-	s = h.waitFor(id, "ack to make it idle", ce2eIn(sessions.Idle))
-	if !s.ProcessAlive {
-		t.Error("ack ended the agent process; it should stay for the next prompt")
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent", "acknowledged"},
-		"process_started", "prompt_sent", "state_changed:working",
-		"state_changed:waiting_on_user(review)", "acknowledged", "state_changed:idle")
-	if got := h.statuses("text"); !slices.Equal(got, []int{200}) {
-		t.Errorf("the fake API answered %v, want one 200", got)
-	}
-	h.checkOffline()
-	h.stopApp()
+// openCodeE2EStart starts an OpenCode test's fake API, hermetic HOME and
+// app.
+func openCodeE2EStart(t *testing.T, settings ...string) *oce2e {
+	t.Helper()
+	h := startAgentE2E(t, openCodeE2EAgent, e2eOpts{}, settings...)
+	return &oce2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
 }
 
-// TestOpenCodeE2ETool: a bash call is an open tool while it runs, then the
-// turn completes with its output sent back.
-func TestOpenCodeE2ETool(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{})
-	w := h.watch()
-	id := h.newOpenCode("[[scenario:tool]] run it")
-	h.waitFor(id, "the tool turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	w.waitMessage(t, "the review", ce2eSessionMsg(id, ce2eIn(sessions.WaitingOnUser, sessions.WaitReview)))
-	var running, finished bool
-	for _, s := range w.sessionStates(id) {
-		for _, c := range s.OpenTools {
-			if s.State == sessions.Working && len(s.OpenTools) == 1 && c.Name == "bash" {
-				running = true
-			}
-		}
-		if running && s.State == sessions.Working && len(s.OpenTools) == 0 {
-			finished = true
-		}
-	}
-	if !running || !finished {
-		t.Errorf("the stream never showed bash open and then finished (running %v, finished %v)", running, finished)
-		for _, s := range w.sessionStates(id) {
-			t.Logf("  %s: %s (open %d)", s.State, s.Evidence, len(s.OpenTools))
-		}
-	}
-	reqs := h.api.Requests("tool")
-	if len(reqs) != 2 || !strings.Contains(reqs[1].ToolOutput, "hi") {
-		t.Errorf("requests %+v, want the call and then its output hi", reqs)
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
-		"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
-
-// TestOpenCodeE2ESecondPrompt: `send` starts turn 2 on the same server and
-// OpenCode session.
-func TestOpenCodeE2ESecondPrompt(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{})
-	id := h.newOpenCode("[[scenario:text]] first")
-	first := h.waitFor(id, "the first reply", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	h.mustCLI("send", id, "second")
-	s := h.waitFor(id, "the second reply", ce2eReview(2))
-	if s.PID != first.PID || !s.ProcessAlive || s.AgentSessionID != first.AgentSessionID {
-		t.Errorf("turn 2 ran on pid %d (alive %v) session %s; turn 1 on pid %d session %s",
-			s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID)
-	}
-	reqs := h.api.Requests("text")
-	if len(reqs) != 2 || reqs[1].UserText != "second" {
-		t.Errorf("requests %+v, want two, the second carrying the prompt", reqs)
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
-		"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)",
-		"prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
+// TestOpenCodeE2E runs the scenarios every managed agent shares: plain
+// reply, bash, second prompt, stall (abort), agent killed, app killed.
+func TestOpenCodeE2E(t *testing.T) { runAgentE2E(t, openCodeE2EAgent) }
 
 // TestOpenCodeE2EApprove: under the permission mode "default" (bash asks)
 // a command waits on the user; `approve` runs it.
 func TestOpenCodeE2EApprove(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{})
-	id := h.newOpenCode("[[scenario:write]] make it", "--permission-mode", "default")
-	s := h.waitFor(id, "the permission request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
-	if s.Permission == nil || s.Permission.Tool != "bash" || !s.InTurn {
-		t.Fatalf("permission %+v in_turn %v, want a pending bash in a running turn", s.Permission, s.InTurn)
-	}
-	out := filepath.Join(h.work, "build", "out.txt")
-	if _, err := os.Stat(out); err == nil {
-		t.Fatal("build/out.txt exists before the command was approved")
-	}
-	h.mustCLI("approve", id)
-	s = h.waitFor(id, "the approved turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	if s.Permission != nil {
-		t.Errorf("permission %+v still pending", s.Permission)
-	}
-	if _, err := os.Stat(out); err != nil {
-		t.Errorf("the approved command did not run: %v", err)
+	h := openCodeE2EStart(t)
+	h.approveWrite()
+}
+
+// TestOpenCodeE2EDeny: `deny` rejects the command (with the user's
+// message); it never runs and the turn ends. OpenCode ends the turn on a
+// rejection (the tool part errors, the loop stops): a review, not a
+// failure.
+func TestOpenCodeE2EDeny(t *testing.T) {
+	h := openCodeE2EStart(t)
+	id, s := h.denyWrite()
+	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitReview || !s.Failure.IsZero() {
+		t.Errorf("after the denial: %s (%s) failure %+v, want a review", s.State, s.Evidence, s.Failure)
 	}
 	h.expectTimeline(id, []string{"process_started", "prompt_sent", "permission_answered"},
 		"process_started", "prompt_sent", "state_changed:working",
 		"state_changed:waiting_on_user(permission)", "permission_answered", "state_changed:working",
 		"state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
+
+// TestOpenCodeE2EAuthEscalated: a 401 (not retried by OpenCode) fails the
+// turn as auth; it is held for an auth resume, and with automatic recovery
+// switched off it is escalated.
+func TestOpenCodeE2EAuthEscalated(t *testing.T) {
+	h := openCodeE2EStart(t, ce2eFast...)
+	h.authEscalated([]int{401},
+		"state_changed:working", "state_changed:errored", "auth_resume", "state_changed:errored", "escalated")
 	h.stopApp()
 }
 
@@ -238,9 +115,9 @@ func TestOpenCodeE2EApprove(t *testing.T) {
 // provider's retry-after; the supervisor holds it and continues at that
 // time, on the same session, and the continued turn completes.
 func TestOpenCodeE2ERateLimitPastRetries(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
+	h := openCodeE2EStart(t, ce2eFast...)
 	w := h.watch()
-	id := h.newOpenCode("[[scenario:429past_retries]] hi")
+	id := h.launch("[[scenario:429past_retries]] hi")
 	first := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool { return s.AgentSessionID != "" })
 	s := h.waitForWithin(id, "the continued turn to complete", 3*time.Minute, ce2eReview(2))
 	if !s.Failure.IsZero() || s.NeedsAttention || s.AgentSessionID != first.AgentSessionID || s.PID != first.PID {
@@ -274,8 +151,8 @@ func TestOpenCodeE2ERateLimitPastRetries(t *testing.T) {
 // the session shows the compaction and the turn completes, with no
 // failure left for the supervisor.
 func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
-	id := h.newOpenCode("[[scenario:overflow_once]] hi")
+	h := openCodeE2EStart(t, ce2eFast...)
+	id := h.launch("[[scenario:overflow_once]] hi")
 	s := h.waitFor(id, "the turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
 	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 1 {
 		t.Errorf("failure %+v needs_attention %v turn %d after the compaction", s.Failure, s.NeedsAttention, s.TurnGeneration)
@@ -298,8 +175,8 @@ func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
 // overflows too, the turn fails as a context overflow; the supervisor's
 // compaction (summarize) fails the same way and the session is escalated.
 func TestOpenCodeE2EOverflowUnrecoverable(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
-	id := h.newOpenCode("[[scenario:overflow]] hi")
+	h := openCodeE2EStart(t, ce2eFast...)
+	id := h.launch("[[scenario:overflow]] hi")
 	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
 	if s.State != sessions.Errored || s.Failure.Kind != sessions.ContextOverflow {
 		t.Errorf("escalated as %s with %+v, want errored context_overflow", s.State, s.Failure)
@@ -309,139 +186,5 @@ func TestOpenCodeE2EOverflowUnrecoverable(t *testing.T) {
 	if !slices.Contains(labels, "escalated") || !slices.Contains(labels, "state_changed:compacting") {
 		t.Errorf("timeline %s, want a compaction and the escalation", strings.Join(labels, ", "))
 	}
-	h.stopApp()
-}
-
-// TestOpenCodeE2EAuthEscalated: a 401 (not retried by OpenCode) fails the
-// turn as auth; it is held for an auth resume, and with automatic recovery
-// switched off it is escalated.
-func TestOpenCodeE2EAuthEscalated(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
-	id := h.newOpenCode("[[scenario:401]] hi")
-	held := h.waitFor(id, "the auth hold", func(s sessions.Session) bool {
-		return s.State == sessions.Recovering && !s.InTurn
-	})
-	if held.Failure.Kind != sessions.Auth || held.NeedsAttention || !strings.Contains(held.Evidence, "resuming at") {
-		t.Errorf("hold: failure %+v needs_attention %v evidence %q", held.Failure, held.NeedsAttention, held.Evidence)
-	}
-	h.mustCLI("settings", "set", "supervisor.auto_recover_enabled", "false")
-	s := h.waitFor(id, "the escalation", func(s sessions.Session) bool { return s.NeedsAttention })
-	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
-		t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
-	}
-	if got := h.statuses("401"); !slices.Equal(got, []int{401}) {
-		t.Errorf("the fake API answered %v, want one 401 (OpenCode does not retry it)", got)
-	}
-	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored", "auth_resume", "state_changed:errored", "escalated")
-	h.stopApp()
-}
-
-// TestOpenCodeE2EStallInterruptNudge: a model stream that goes silent is
-// suspect, then interrupted (abort), and the nudge on the same server and
-// session completes the work.
-func TestOpenCodeE2EStallInterruptNudge(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, append([]string{
-		"supervisor.stall_suspect_minutes", "0.25", "supervisor.stall_hard_minutes", "0.5"}, ce2eFast...)...)
-	id := h.newOpenCode("[[scenario:stall]] go")
-	first := h.waitFor(id, "the silent stream to be suspect", ce2eIn(sessions.Suspect))
-	s := h.waitFor(id, "the nudged turn to complete", ce2eReview(2))
-	if s.PID != first.PID || !s.ProcessAlive || s.AgentSessionID != first.AgentSessionID {
-		t.Errorf("the nudge ran on pid %d (alive %v) session %s, want the live process %d session %s",
-			s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID)
-	}
-	if !h.sawText("stall", core.NudgeText) {
-		t.Error("the fake API never received the continuation nudge")
-	}
-	h.expectTimeline(id, []string{},
-		"state_changed:working", "marked_suspect", "stall_interrupt", "state_changed:interrupted",
-		"nudge_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
-
-// TestOpenCodeE2EAgentKilledMidTool: `opencode serve` (the npm package's
-// bin is the native binary itself, no wrapper) killed with SIGKILL while a
-// command runs is interrupted, and the nudge resumes the OpenCode session
-// in a new server, which completes the work.
-func TestOpenCodeE2EAgentKilledMidTool(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
-	id := h.newOpenCode("[[scenario:slowtool]] run it")
-	before := h.waitOpenTool(id, "bash")
-	h.waitProc("sleep 60")
-	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing opencode %d: %v", before.PID, err)
-	}
-	// The command it ran outlives it as an orphan.
-	for _, pid := range claudeE2EProcsWithHome(h.home) {
-		if pid != h.run.cmd.Process.Pid && pid != before.PID {
-			h.orphans = append(h.orphans, pid)
-		}
-	}
-	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
-	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
-		t.Errorf("after the resume: pid %d (alive %v) session %s; want a new process on session %s (killed pid %d)",
-			s.PID, s.ProcessAlive, s.AgentSessionID, before.AgentSessionID, before.PID)
-	}
-	if !h.sawText("slowtool", core.NudgeText) {
-		t.Error("the fake API never received the continuation nudge")
-	}
-	h.expectTimeline(id, []string{"process_started"},
-		"process_started", "state_changed:working", "state_changed:interrupted",
-		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
-
-// TestOpenCodeE2EDeny: `deny` rejects the command (with the user's
-// message); it never runs and the turn ends.
-func TestOpenCodeE2EDeny(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{})
-	id := h.newOpenCode("[[scenario:write]] make it", "--permission-mode", "default")
-	h.waitFor(id, "the permission request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
-	h.mustCLI("deny", id, "--message", "not now")
-	s := h.waitFor(id, "the turn to end", func(s sessions.Session) bool { return !s.InTurn && s.Permission == nil })
-	if _, err := os.Stat(filepath.Join(h.work, "build", "out.txt")); err == nil {
-		t.Error("the denied command ran")
-	}
-	// OpenCode ends the turn on a rejection (the tool part errors, the
-	// loop stops): a review, not a failure.
-	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitReview || !s.Failure.IsZero() {
-		t.Errorf("after the denial: %s (%s) failure %+v, want a review", s.State, s.Evidence, s.Failure)
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent", "permission_answered"},
-		"process_started", "prompt_sent", "state_changed:working",
-		"state_changed:waiting_on_user(permission)", "permission_answered", "state_changed:working",
-		"state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
-
-// TestOpenCodeE2EAppKilledMidTurn: the app killed with SIGKILL while an
-// OpenCode turn is in flight comes back with the session Interrupted, stops
-// the server the dead app left behind, resumes the session in a new server
-// and nudges it to completion.
-func TestOpenCodeE2EAppKilledMidTurn(t *testing.T) {
-	h := openCodeE2EStart(t, fakeapi.Config{}, ce2eFast...)
-	id := h.newOpenCode("[[scenario:stall]] go")
-	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
-		return s.State == sessions.Working && s.AgentSessionID != "" && len(h.api.Requests("stall")) > 0
-	})
-	h.killApp()
-	if !claudeE2EAlive(before.PID) {
-		t.Fatalf("the server %d died with the app; nothing to reap", before.PID)
-	}
-	h.startApp()
-	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
-	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
-		t.Errorf("after the restart: pid %d (alive %v) session %q; before: pid %d session %q",
-			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
-	}
-	if claudeE2EAlive(before.PID) {
-		t.Errorf("the opencode %d of the killed app still runs next to the resumed %d", before.PID, s.PID)
-	}
-	if !h.sawText("stall", core.NudgeText) {
-		t.Error("the fake API never received the continuation nudge")
-	}
-	h.expectTimeline(id, []string{"process_started"},
-		"process_started", "state_changed:working", "boot_reconciled",
-		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }

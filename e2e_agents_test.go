@@ -1,0 +1,569 @@
+//go:build linux
+
+package main
+
+// The scenarios every managed agent other than Claude Code (Codex, Gemini,
+// Copilot, OpenCode) runs the same way against its real CLI and its fake
+// model API: one description of each agent (e2eAgent: how its fake API and
+// environment are set up, how a session is launched, what differs in what
+// is measured) and one body of each scenario. The per-agent files keep
+// their agent's description and the tests that are truly its own. All of
+// it sits on the Claude suite's harness (e2e_claude_test.go).
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
+)
+
+// e2eReq is the part of a fake API's request record the shared scenarios
+// read; each fake API has its own entry type.
+type e2eReq struct {
+	Status     int
+	UserText   string
+	ToolOutput string
+}
+
+// e2eOpts are the per-test choices an agent's setup may need to honour.
+type e2eOpts struct {
+	// longIdle: the agent's own stream idle timeout is set past the
+	// supervisor's stall limits (Codex would otherwise give up first).
+	longIdle bool
+	// config, when set, is the agent's own fake API configuration (its
+	// fakeapi.Config) to start from.
+	config any
+}
+
+// e2eAgent describes one managed agent for the shared scenarios.
+type e2eAgent struct {
+	name string // the agent's name: `new --agent NAME`, agents.NAME.command
+	// binary finds the real CLI (skipping the test when there is none).
+	binary func(t testing.TB) string
+	// setup starts the fake API and the loopback-only proxy, writes the
+	// CLI's configuration under h.home and sets h.env; it returns the fake
+	// API (for the agent's own tests) and its requests of a scenario (""
+	// for every request it received).
+	setup func(h *ce2eHarness, o e2eOpts) (api any, requests func(scenario string) []e2eReq)
+	// newFlags go on every `new` unless the test chooses its own
+	// --permission-mode.
+	newFlags []string
+	// sessionIDOK tells whether the decoded agent session id is the
+	// agent's kind of id.
+	sessionIDOK func(id string) bool
+	// tool is the name of the open tool a shell command is (waitOpenTool);
+	// toolEvidence, when set, is what the evidence says while it runs,
+	// checked instead of the tool's name (as each suite measured it).
+	tool, toolEvidence string
+	// processPerTurn: every turn runs in a process of its own (Copilot's
+	// `-p`), so the process exits after a turn, the next prompt and the
+	// nudge after an interrupt run in a new one, and no process is alive
+	// between turns to check.
+	processPerTurn bool
+	// killGroup: the CLI is a wrapper around the native binary in the same
+	// process group, so a crash of the agent is the whole group dying.
+	killGroup bool
+	// nudgeAnywhere: the CLI drops a cancelled turn from the history it
+	// sends, so the nudge after a stall or an app restart carries no
+	// scenario marker (measured on Gemini) and is looked for in every
+	// request.
+	nudgeAnywhere bool
+	// orphanSurvivesApp: the agent's process outlives the app killed with
+	// SIGKILL (the test fails when it does not: nothing would be reaped).
+	orphanSurvivesApp bool
+	// reapRecorded: the boot decision records that the supervisor stopped
+	// the dead app's agent process.
+	reapRecorded bool
+	// unpinnedTimelines: the suite never pinned the tool and approval
+	// timelines for this agent; they are not asserted.
+	unpinnedTimelines bool
+	// waitPersisted, when set, waits until the CLI's own record of the
+	// session holds an event of typ (Copilot writes it about a second late:
+	// a kill before that loses the turn).
+	waitPersisted func(h *agentE2E, sessionID, typ string)
+	// afterPlainReply, when set, adds the agent's own checks to the plain
+	// reply scenario.
+	afterPlainReply func(h *agentE2E)
+}
+
+// agentE2E is one test's world: the shared harness, the agent and its fake
+// API's requests.
+type agentE2E struct {
+	*ce2eHarness
+	agent    *e2eAgent
+	api      any // the agent's own fake API server
+	requests func(scenario string) []e2eReq
+}
+
+// startAgentE2E sets up a test's fake API, the agent's hermetic
+// environment and the app, with settings (key, value pairs) applied first.
+func startAgentE2E(t *testing.T, a *e2eAgent, o e2eOpts, settings ...string) *agentE2E {
+	t.Helper()
+	bin := a.binary(t)
+	appBin, _ := testBinaries(t)
+	data, err := os.MkdirTemp("", "sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	h := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir()}
+	// The app inherits h.env and the CLI inherits the app's.
+	api, reqs := a.setup(h, o)
+	// No session bus: the notifier must not autolaunch a dbus-daemon
+	// under this HOME (it would outlive the app).
+	h.env = append(h.env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(h.home, "no-bus"))
+	t.Cleanup(h.cleanup)
+	h.mustCLI("settings", "set", "agents."+a.name+".command", bin)
+	for i := 0; i+1 < len(settings); i += 2 {
+		h.mustCLI("settings", "set", settings[i], settings[i+1])
+	}
+	h.startApp()
+	return &agentE2E{ce2eHarness: h, agent: a, api: api, requests: reqs}
+}
+
+// launch creates a managed session of the agent in the work directory and
+// returns its id.
+func (h *agentE2E) launch(prompt string, flags ...string) string {
+	h.t.Helper()
+	args := []string{"new", "--agent", h.agent.name, "--cwd", h.work}
+	if !slices.Contains(flags, "--permission-mode") {
+		args = append(args, h.agent.newFlags...)
+	}
+	args = append(args, flags...)
+	id := strings.TrimSpace(h.mustCLI(append(args, prompt)...))
+	if id == "" || strings.ContainsAny(id, " \n\t") {
+		h.t.Fatalf("new printed %q, want the session id alone", id)
+	}
+	return id
+}
+
+func (h *agentE2E) statuses(scenario string) []int {
+	var out []int
+	for _, e := range h.requests(scenario) {
+		out = append(out, e.Status)
+	}
+	return out
+}
+
+// expectStatuses checks the fake API's answers to a scenario's requests.
+func (h *agentE2E) expectStatuses(scenario string, want ...int) {
+	h.t.Helper()
+	if got := h.statuses(scenario); !slices.Equal(got, want) {
+		h.t.Errorf("the fake API answered %v to %s, want %v", got, scenario, want)
+	}
+}
+
+// nudged reports whether the fake API received the continuation nudge in a
+// request of scenario ("" for any request).
+func (h *agentE2E) nudged(scenario string) bool {
+	for _, e := range h.requests(scenario) {
+		if strings.Contains(e.UserText, core.NudgeText) {
+			return true
+		}
+	}
+	return false
+}
+
+// nudgedAfterCancel is nudged for a nudge that follows a cancelled turn.
+func (h *agentE2E) nudgedAfterCancel(scenario string) bool {
+	if h.agent.nudgeAnywhere {
+		scenario = ""
+	}
+	return h.nudged(scenario)
+}
+
+func (h *agentE2E) checkIdentity(s sessions.Session) {
+	h.t.Helper()
+	if s.Agent != h.agent.name || s.Source != sessions.Managed || s.Cwd != h.work {
+		h.t.Errorf("agent %q source %v cwd %q, want %s, managed, %q", s.Agent, s.Source, s.Cwd, h.agent.name, h.work)
+	}
+	if !h.agent.sessionIDOK(s.AgentSessionID) {
+		h.t.Errorf("agent_session_id %q: the agent's session id was not decoded", s.AgentSessionID)
+	}
+	if s.PID <= 0 || s.Evidence == "" {
+		h.t.Errorf("pid %d evidence %q", s.PID, s.Evidence)
+	}
+}
+
+// checkContinued checks that a turn (what) after first ran in the same
+// agent session: on the same live process, or for a process per turn in a
+// new one.
+func (h *agentE2E) checkContinued(what string, first, s sessions.Session) {
+	h.t.Helper()
+	perTurn := h.agent.processPerTurn
+	if s.AgentSessionID != first.AgentSessionID || perTurn && s.PID == first.PID || !perTurn && (s.PID != first.PID || !s.ProcessAlive) {
+		h.t.Errorf("%s ran on pid %d (alive %v) session %s; the turn before on pid %d session %s (a process per turn: %v)",
+			what, s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID, perTurn)
+	}
+}
+
+// startFakeAPI starts an agent's fake model API (its fakeapi.Start), closed
+// with the test.
+func startFakeAPI[S interface{ Close() }](h *ce2eHarness, start func() (S, error)) S {
+	h.t.Helper()
+	api, err := start()
+	if err != nil {
+		h.t.Fatalf("starting the fake API: %v", err)
+	}
+	h.t.Cleanup(api.Close)
+	return api
+}
+
+// startRefusingProxy starts an agent's loopback proxy that refuses every
+// connection (its fakeapi.StartRefusingProxy), closed with the test, and
+// returns its URL.
+func startRefusingProxy(h *ce2eHarness, start func() (string, func(), error)) string {
+	h.t.Helper()
+	url, closeProxy, err := start()
+	if err != nil {
+		h.t.Fatalf("starting the refusing proxy: %v", err)
+	}
+	h.t.Cleanup(closeProxy)
+	return url
+}
+
+// e2eReqs converts a fake API's request records with conv.
+func e2eReqs[E any](entries []E, conv func(E) e2eReq) []e2eReq {
+	out := make([]e2eReq, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, conv(e))
+	}
+	return out
+}
+
+// orphanAfterKill records, as orphans for the cleanup, the processes of
+// this test other than the app and the killed agent (the command the agent
+// ran in a terminal of its own outlives it).
+func (h *agentE2E) orphanAfterKill(killed int) {
+	for _, pid := range claudeE2EProcsWithHome(h.home) {
+		if pid != h.run.cmd.Process.Pid && pid != killed {
+			h.orphans = append(h.orphans, pid)
+		}
+	}
+}
+
+// e2eScenarios are the scenarios every managed agent runs the same way.
+var e2eScenarios = []struct {
+	name string
+	run  func(t *testing.T, a *e2eAgent)
+}{
+	{"PlainReply", e2ePlainReply},
+	{"Tool", e2eTool},
+	{"SecondPrompt", e2eSecondPrompt},
+	{"StallInterruptNudge", e2eStallInterruptNudge},
+	{"AgentKilledMidTool", e2eAgentKilledMidTool},
+	{"AppKilledMidTurn", e2eAppKilledMidTurn},
+}
+
+// runAgentE2E runs the shared scenarios for one agent, each as a subtest
+// with an app and fake API of its own.
+func runAgentE2E(t *testing.T, a *e2eAgent) {
+	for _, sc := range e2eScenarios {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, a) })
+	}
+}
+
+// e2ePlainReply: a plain reply ends the turn waiting for review; ack makes
+// it idle and the session stays ready for the next prompt (the agent's
+// process stays; for a process per turn, the turn's process exiting is not
+// the session ending).
+func e2ePlainReply(t *testing.T, a *e2eAgent) {
+	h := startAgentE2E(t, a, e2eOpts{})
+	id := h.launch("[[scenario:text]] hi", "--name", "plain")
+	s := h.waitFor(id, "the reply to be waiting for review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	h.checkIdentity(s)
+	if s.TurnGeneration != 1 || s.InTurn || !s.Failure.IsZero() || s.NeedsAttention || s.SkippedLines != 0 ||
+		!a.processPerTurn && !s.ProcessAlive {
+		t.Errorf("after the reply: turn %d in_turn %v failure %+v needs_attention %v alive %v skipped %d",
+			s.TurnGeneration, s.InTurn, s.Failure, s.NeedsAttention, s.ProcessAlive, s.SkippedLines)
+	}
+	if a.processPerTurn {
+		// The turn's process is gone; the session still is not.
+		deadline := time.Now().Add(30 * time.Second)
+		for claudeE2EAlive(s.PID) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	h.mustCLI("ack", id)
+	s = h.waitFor(id, "ack to make it idle", ce2eIn(sessions.Idle))
+	if !s.ProcessAlive || a.processPerTurn && s.NeedsAttention {
+		t.Errorf("after ack: alive %v needs_attention %v; the session stays ready for the next prompt", s.ProcessAlive, s.NeedsAttention)
+	}
+	h.expectTimeline(id, []string{"process_started", "prompt_sent", "acknowledged"},
+		"process_started", "prompt_sent", "state_changed:working",
+		"state_changed:waiting_on_user(review)", "acknowledged", "state_changed:idle")
+	h.expectStatuses("text", 200)
+	if a.afterPlainReply != nil {
+		a.afterPlainReply(h)
+	}
+	h.stopApp()
+}
+
+// e2eTool: a shell command (tools allowed by the agent's launch flags) is
+// an open tool while it runs, then the turn completes with its output sent
+// back.
+func e2eTool(t *testing.T, a *e2eAgent) {
+	h := startAgentE2E(t, a, e2eOpts{})
+	w := h.watch()
+	id := h.launch("[[scenario:tool]] run it")
+	h.waitFor(id, "the command turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	w.waitMessage(t, "the review", ce2eSessionMsg(id, ce2eIn(sessions.WaitingOnUser, sessions.WaitReview)))
+	var running, finished bool
+	for _, s := range w.sessionStates(id) {
+		if s.State == sessions.Working && len(s.OpenTools) == 1 {
+			for _, c := range s.OpenTools {
+				if a.toolEvidence != "" && strings.Contains(s.Evidence, a.toolEvidence) ||
+					a.toolEvidence == "" && c.Name == a.tool {
+					running = true
+				}
+			}
+		}
+		if running && s.State == sessions.Working && len(s.OpenTools) == 0 {
+			finished = true
+		}
+	}
+	if !running || !finished {
+		t.Errorf("the stream never showed the %s open and then finished (running %v, finished %v)", a.tool, running, finished)
+		for _, s := range w.sessionStates(id) {
+			t.Logf("  %s: %s (open %d)", s.State, s.Evidence, len(s.OpenTools))
+		}
+	}
+	reqs := h.requests("tool")
+	if len(reqs) != 2 || !strings.Contains(reqs[1].ToolOutput, "hi") {
+		t.Errorf("requests %+v, want the call and then its output hi", reqs)
+	}
+	if !a.unpinnedTimelines {
+		h.expectTimeline(id, []string{"process_started", "prompt_sent"},
+			"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
+	}
+	h.stopApp()
+}
+
+// e2eSecondPrompt: `send` starts turn 2 in the same agent session, on the
+// same process (or, for a process per turn, a new one resuming it).
+func e2eSecondPrompt(t *testing.T, a *e2eAgent) {
+	h := startAgentE2E(t, a, e2eOpts{})
+	id := h.launch("[[scenario:text]] first")
+	first := h.waitFor(id, "the first reply", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	h.mustCLI("send", id, "second")
+	s := h.waitFor(id, "the second reply", ce2eReview(2))
+	h.checkContinued("turn 2", first, s)
+	reqs := h.requests("text")
+	if len(reqs) != 2 || reqs[1].UserText != "second" {
+		t.Errorf("requests %+v, want two, the second carrying the prompt", reqs)
+	}
+	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
+		"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)",
+		"prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
+
+// e2eStallInterruptNudge: a model stream that goes silent is suspect, then
+// interrupted (the agent's own cancel), and the nudge in the same agent
+// session completes the work: on the live process, or for a process per
+// turn in a new one, the interrupted one gone.
+func e2eStallInterruptNudge(t *testing.T, a *e2eAgent) {
+	h := startAgentE2E(t, a, e2eOpts{longIdle: true}, append([]string{
+		"supervisor.stall_suspect_minutes", "0.25", "supervisor.stall_hard_minutes", "0.5"}, ce2eFast...)...)
+	id := h.launch("[[scenario:stall]] go")
+	first := h.waitFor(id, "the silent stream to be suspect", ce2eIn(sessions.Suspect))
+	s := h.waitFor(id, "the nudged turn to complete", ce2eReview(2))
+	h.checkContinued("the nudge", first, s)
+	if a.processPerTurn && claudeE2EAlive(first.PID) {
+		t.Errorf("the interrupted turn's process %d still runs", first.PID)
+	}
+	if !h.nudgedAfterCancel("stall") {
+		t.Error("the fake API never received the continuation nudge")
+	}
+	h.expectTimeline(id, []string{},
+		"state_changed:working", "marked_suspect", "stall_interrupt", "state_changed:interrupted",
+		"nudge_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
+
+// e2eAgentKilledMidTool: the agent killed with SIGKILL while a command runs
+// is interrupted, and the nudge resumes its session in a new process,
+// which completes the work.
+func e2eAgentKilledMidTool(t *testing.T, a *e2eAgent) {
+	h := startAgentE2E(t, a, e2eOpts{}, ce2eFast...)
+	id := h.launch("[[scenario:slowtool]] run it")
+	before := h.waitOpenTool(id, a.tool)
+	h.waitProc("sleep 60")
+	if a.waitPersisted != nil {
+		// The test is about the resume: kill once the turn is on disk.
+		a.waitPersisted(h, before.AgentSessionID, "tool.execution_start")
+	}
+	pid := before.PID
+	if a.killGroup {
+		pid = -pid
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing %s %d: %v", a.name, pid, err)
+	}
+	h.orphanAfterKill(before.PID)
+	// The resume may wait for the next minute (gemini.loadDelay: the CLI's
+	// session/load defect within the minute the session was recorded in).
+	s := h.waitForWithin(id, "the resumed turn to complete", 3*time.Minute, ce2eReview(2))
+	if s.PID == before.PID || s.AgentSessionID != before.AgentSessionID || !a.processPerTurn && !s.ProcessAlive {
+		t.Errorf("after the resume: pid %d (alive %v) session %s; want a new process on session %s (killed pid %d)",
+			s.PID, s.ProcessAlive, s.AgentSessionID, before.AgentSessionID, before.PID)
+	}
+	if !h.nudged("slowtool") {
+		t.Errorf("the fake API never received the continuation nudge: %+v", h.requests("slowtool"))
+	}
+	h.expectTimeline(id, []string{"process_started"},
+		"process_started", "state_changed:working", "state_changed:interrupted",
+		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	h.stopApp()
+}
+
+// e2eAppKilledMidTurn: the app killed with SIGKILL while a turn is in
+// flight comes back with the session Interrupted, stops the agent process
+// the dead app left behind (where it still runs), resumes the session in a
+// new process and nudges it to completion.
+func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
+	h := startAgentE2E(t, a, e2eOpts{longIdle: true}, ce2eFast...)
+	id := h.launch("[[scenario:stall]] go")
+	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.PID > 0 && s.AgentSessionID != "" && len(h.requests("stall")) > 0
+	})
+	if a.waitPersisted != nil {
+		a.waitPersisted(h, before.AgentSessionID, "user.message")
+	}
+	h.killApp()
+	if a.orphanSurvivesApp && !claudeE2EAlive(before.PID) {
+		t.Fatalf("the %s process %d died with the app; the test needs it orphaned", a.name, before.PID)
+	}
+	h.startApp()
+	s := h.waitForWithin(id, "the resumed turn to complete", 3*time.Minute, ce2eReview(2))
+	if s.PID == before.PID || s.AgentSessionID != before.AgentSessionID || !a.processPerTurn && !s.ProcessAlive {
+		t.Errorf("after the restart: pid %d (alive %v) session %q; before: pid %d session %q",
+			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
+	}
+	if claudeE2EAlive(before.PID) {
+		t.Errorf("the %s process %d of the killed app still runs next to the resumed %d", a.name, before.PID, s.PID)
+	}
+	if !h.nudgedAfterCancel("stall") {
+		t.Error("the fake API never received the continuation nudge")
+	}
+	rows := h.expectTimeline(id, []string{"process_started"},
+		"process_started", "state_changed:working", "boot_reconciled",
+		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	if a.reapRecorded {
+		// The supervisor, not the CLI, ended the old process: the reap is
+		// recorded with the boot decision.
+		for _, r := range rows {
+			if r.Kind == "boot_reconciled" {
+				if o, _ := r.detail()["orphan"].(string); !strings.Contains(o, "was stopped") {
+					t.Errorf("boot_reconciled %s records no stopped orphan", r.Detail)
+				}
+			}
+		}
+	}
+	h.stopApp()
+}
+
+// approveWrite: under the permission mode "default" a command that asks
+// waits on the user; `approve` answers it and the command runs.
+func (h *agentE2E) approveWrite() {
+	h.t.Helper()
+	id := h.launch("[[scenario:write]] make it", "--permission-mode", "default")
+	s := h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
+	if s.Permission == nil || s.Permission.Tool != h.agent.tool || !s.InTurn {
+		h.t.Fatalf("permission %+v in_turn %v, want a pending %s in a running turn", s.Permission, s.InTurn, h.agent.tool)
+	}
+	out := filepath.Join(h.work, "build", "out.txt")
+	if _, err := os.Stat(out); err == nil {
+		h.t.Fatal("build/out.txt exists before the command was approved")
+	}
+	h.mustCLI("approve", id)
+	s = h.waitFor(id, "the approved turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if s.Permission != nil {
+		h.t.Errorf("permission %+v still pending", s.Permission)
+	}
+	if _, err := os.Stat(out); err != nil {
+		h.t.Errorf("the approved command did not run: %v", err)
+	}
+	if !h.agent.unpinnedTimelines {
+		h.expectTimeline(id, []string{"process_started", "prompt_sent", "permission_answered"},
+			"process_started", "prompt_sent", "state_changed:working",
+			"state_changed:waiting_on_user(permission)", "permission_answered", "state_changed:working",
+			"state_changed:waiting_on_user(review)")
+	}
+	h.stopApp()
+}
+
+// denyWrite: `deny` (with the user's message) declines the command the
+// write scenario asks for; it never runs. It returns the session once the
+// turn has ended, for the agent's own checks of how it ended.
+func (h *agentE2E) denyWrite() (string, sessions.Session) {
+	h.t.Helper()
+	id := h.launch("[[scenario:write]] make it", "--permission-mode", "default")
+	h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
+	h.mustCLI("deny", id, "--message", "not now")
+	s := h.waitFor(id, "the turn to end", func(s sessions.Session) bool { return !s.InTurn && s.Permission == nil })
+	if _, err := os.Stat(filepath.Join(h.work, "build", "out.txt")); err == nil {
+		h.t.Error("the denied command ran")
+	}
+	return id, s
+}
+
+// rateLimitDrain: a 429 past the agent's own retries fails the turn with
+// rate_limit; the session is held in Recovering with a countdown and
+// continued in the same agent session, which completes. It returns the
+// held and the completed session for the agent's own checks.
+func (h *agentE2E) rateLimitDrain(scenario string, agentRetries bool) (held, done sessions.Session) {
+	h.t.Helper()
+	id := h.launch("[[scenario:" + scenario + "]] hi")
+	held = h.waitForWithin(id, "the drain hold", 3*time.Minute, func(s sessions.Session) bool {
+		return s.State == sessions.Recovering && !s.InTurn
+	})
+	if held.Failure.Kind != sessions.RateLimit || held.Supervision.NextAttemptAt.IsZero() {
+		h.t.Errorf("hold: failure %+v next attempt %v evidence %q; want rate_limit and a countdown",
+			held.Failure, held.Supervision.NextAttemptAt, held.Evidence)
+	}
+	done = h.waitForWithin(id, "the continued turn to complete", 3*time.Minute, ce2eReview(2))
+	if !done.Failure.IsZero() || done.NeedsAttention || done.AgentSessionID != held.AgentSessionID {
+		h.t.Errorf("failure %+v needs_attention %v session %s (was %s) after the continue",
+			done.Failure, done.NeedsAttention, done.AgentSessionID, held.AgentSessionID)
+	}
+	want := []string{"state_changed:working", "state_changed:errored",
+		"rate_limit_drain", "rate_limit_drain", "state_changed:working", "state_changed:waiting_on_user(review)"}
+	if agentRetries {
+		// Recovering first: the agent's own retries.
+		want = slices.Insert(want, 1, "state_changed:recovering")
+	}
+	h.expectTimeline(id, []string{}, want...)
+	return held, done
+}
+
+// authEscalated: a 401 is held for an auth resume; with automatic recovery
+// switched off it is escalated. The fake API answers statuses (the agent's
+// own retries); the timeline is asserted when given. It returns the held
+// session for the agent's own checks.
+func (h *agentE2E) authEscalated(statuses []int, timeline ...string) sessions.Session {
+	h.t.Helper()
+	id := h.launch("[[scenario:401]] hi")
+	held := h.waitFor(id, "the auth hold", func(s sessions.Session) bool {
+		return s.State == sessions.Recovering && !s.InTurn
+	})
+	if held.Failure.Kind != sessions.Auth || held.NeedsAttention || !strings.Contains(held.Evidence, "resuming at") {
+		h.t.Errorf("hold: failure %+v needs_attention %v evidence %q", held.Failure, held.NeedsAttention, held.Evidence)
+	}
+	h.mustCLI("settings", "set", "supervisor.auto_recover_enabled", "false")
+	s := h.waitFor(id, "the escalation", func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
+		h.t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
+	}
+	h.expectStatuses("401", statuses...)
+	if len(timeline) > 0 {
+		h.expectTimeline(id, []string{}, timeline...)
+	}
+	return held
+}
