@@ -113,7 +113,13 @@ func TestRealPlainReplyThenSecondTurn(t *testing.T) {
 		t.Fatalf("pid %d", p.PID())
 	}
 	// The orphan reaper would know this process for a managed app server.
-	if args, _ := procscan.Cmdline(p.PID()); !isManagedCodex(args) {
+	// Start returns before the child has exec'd, when its command line can
+	// still read empty: wait for it to be readable first.
+	var args []string
+	for deadline := time.Now().Add(10 * time.Second); len(args) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		args, _ = procscan.Cmdline(p.PID())
+	}
+	if !isManagedCodex(args) {
 		t.Errorf("the real app server (%q) is not recognized as managed", args)
 	}
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
