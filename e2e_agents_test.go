@@ -437,7 +437,8 @@ func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 		a.waitPersisted(h, before.AgentSessionID, "user.message")
 	}
 	h.killApp()
-	if a.orphanSurvivesApp && !claudeE2EAlive(before.PID) {
+	orphaned := claudeE2EAlive(before.PID)
+	if a.orphanSurvivesApp && !orphaned {
 		t.Fatalf("the %s process %d died with the app; the test needs it orphaned", a.name, before.PID)
 	}
 	h.startApp()
@@ -455,9 +456,12 @@ func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 	rows := h.expectTimeline(id, []string{"process_started"},
 		"process_started", "state_changed:working", "boot_reconciled",
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
-	if a.reapRecorded {
+	if a.reapRecorded && orphaned {
 		// The supervisor, not the CLI, ended the old process: the reap is
-		// recorded with the boot decision.
+		// recorded with the boot decision. (Gemini sometimes exits by
+		// itself once the dead app's pipe closes, before the new app
+		// boots: then there is nothing to reap, and the check above that
+		// it no longer runs is what holds.)
 		for _, r := range rows {
 			if r.Kind == "boot_reconciled" {
 				if o, _ := r.detail()["orphan"].(string); !strings.Contains(o, "was stopped") {
