@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"errors"
 	"fmt"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -31,13 +30,11 @@ type Process struct {
 	events chan sessions.Event
 	stderr *pipeio.Ring
 
-	mu sync.Mutex // guards stdin, closed, deadSince and ident
 	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
 	// only an *os.File pipe takes a write deadline.
-	stdin  *os.File
-	closed bool
-	// writeTimeout bounds one write (0: no deadline).
-	writeTimeout time.Duration
+	stdin *pipeio.Input
+
+	mu sync.Mutex // guards deadSince and ident
 	// deadSince is when Alive first found the process dead.
 	deadSince time.Time
 	// ident is the process's start time as Alive first saw it (see judge).
@@ -92,8 +89,8 @@ func Start(opts ProcessOptions) (*Process, error) {
 		stdin.Close()
 		return nil, fmt.Errorf("creating stdout for claude: %w", err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
-		writeTimeout: opts.WriteTimeout}
+	p := &Process{cmd: cmd, stdin: pipeio.NewInput(stdin, opts.WriteTimeout, "claude"), stderr: &pipeio.Ring{Max: stderrKeep},
+		events: make(chan sessions.Event, 64)}
 	cmd.Stderr = p.stderr
 	err = cmd.Start()
 	stdinR.Close() // the child holds its own copy
@@ -135,18 +132,7 @@ func (p *Process) Stats() Counters { return p.dec.Stats() }
 // StderrTail is the last few KB of stderr (diagnostics only; never persisted).
 func (p *Process) StderrTail() string { return p.stderr.String() }
 
-func (p *Process) write(line []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.New("the agent's input is closed")
-	}
-	broken, err := pipeio.WriteLine(p.stdin, line, p.writeTimeout, "claude")
-	if broken {
-		p.closed = true
-	}
-	return err
-}
+func (p *Process) write(line []byte) error { return p.stdin.WriteLine(line) }
 
 // SendPrompt sends a user message: a new turn, or part of the running one.
 func (p *Process) SendPrompt(text string) error { return p.write(UserMessage(text)) }
@@ -173,15 +159,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, message
 }
 
 // CloseInput closes stdin: the turn in flight finishes, then claude exits.
-func (p *Process) CloseInput() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	p.closed = true
-	return p.stdin.Close()
-}
+func (p *Process) CloseInput() error { return p.stdin.Close() }
 
 // Signal signals the process group (a terminating signal, its whole tree:
 // proctree.Signal).

@@ -41,13 +41,13 @@ type Process struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	mu sync.Mutex // guards stdin, closed and nextID
 	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
 	// only an *os.File pipe takes a write deadline.
-	stdin        *os.File
-	closed       bool
+	stdin        *pipeio.Input
 	writeTimeout time.Duration
-	nextID       int64
+
+	mu     sync.Mutex // guards nextID
+	nextID int64
 }
 
 // ProcessOptions says how to start one `codex app-server`.
@@ -127,7 +127,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		stdin.Close()
 		return nil, fmt.Errorf("creating stdout for codex: %w", err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
+	p := &Process{cmd: cmd, stdin: pipeio.NewInput(stdin, opts.WriteTimeout, "codex"), stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
 		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	err = cmd.Start()
@@ -241,18 +241,7 @@ func (p *Process) Stats() Counters { return p.dec.Stats() }
 // StderrTail is the last few KB of stderr (diagnostics only; never persisted).
 func (p *Process) StderrTail() string { return p.stderr.String() }
 
-func (p *Process) write(line []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.New("the agent's input is closed")
-	}
-	broken, err := pipeio.WriteLine(p.stdin, line, p.writeTimeout, "codex")
-	if broken {
-		p.closed = true
-	}
-	return err
-}
+func (p *Process) write(line []byte) error { return p.stdin.WriteLine(line) }
 
 // SendPrompt starts a turn with text, or steers the turn in flight with it
 // (turn/steer), as a prompt written mid-turn does for Claude Code. A prompt
@@ -330,15 +319,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ strin
 }
 
 // CloseInput closes stdin: app-server exits at the end of its input.
-func (p *Process) CloseInput() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	p.closed = true
-	return p.stdin.Close()
-}
+func (p *Process) CloseInput() error { return p.stdin.Close() }
 
 // Signal signals the process group (a terminating signal, its whole tree:
 // proctree.Signal).

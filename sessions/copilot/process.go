@@ -197,7 +197,7 @@ func (p *Process) SendPrompt(text string) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return errors.New("the agent's input is closed")
+		return pipeio.ErrInputClosed
 	}
 	if p.cur != nil {
 		p.queued = append(p.queued, text)

@@ -54,13 +54,13 @@ type Process struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	mu sync.Mutex // guards stdin, closed, nextID and queued
 	// stdin is the write end of an os.Pipe: only an *os.File takes a
 	// write deadline.
-	stdin        *os.File
-	closed       bool
+	stdin        *pipeio.Input
 	writeTimeout time.Duration
-	nextID       int64
+
+	mu     sync.Mutex // guards nextID and queued
+	nextID int64
 	// queued holds prompts sent while a turn runs: a second session/prompt
 	// would abort the first (0.61.0 aborts the pending prompt), so they are
 	// sent as the next turn when this one ends.
@@ -150,7 +150,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		stdin.Close()
 		return nil, fmt.Errorf("creating stdout for gemini: %w", err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
+	p := &Process{cmd: cmd, stdin: pipeio.NewInput(stdin, opts.WriteTimeout, "gemini"), stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
 		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	err = cmd.Start()
@@ -310,18 +310,7 @@ func (p *Process) Stats() Counters { return p.dec.Stats() }
 // StderrTail is the last few KB of stderr (diagnostics only; never persisted).
 func (p *Process) StderrTail() string { return p.stderr.String() }
 
-func (p *Process) write(line []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.New("the agent's input is closed")
-	}
-	broken, err := pipeio.WriteLine(p.stdin, line, p.writeTimeout, "gemini")
-	if broken {
-		p.closed = true
-	}
-	return err
-}
+func (p *Process) write(line []byte) error { return p.stdin.WriteLine(line) }
 
 // SendPrompt starts a turn with text; a prompt sent while a turn runs is
 // queued and starts the next turn when this one ends.
@@ -381,15 +370,7 @@ func (p *Process) Compact() error {
 }
 
 // CloseInput closes stdin: `gemini --acp` exits at the end of its input.
-func (p *Process) CloseInput() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil
-	}
-	p.closed = true
-	return p.stdin.Close()
-}
+func (p *Process) CloseInput() error { return p.stdin.Close() }
 
 // Signal signals the process group (a terminating signal, its whole tree:
 // proctree.Signal).

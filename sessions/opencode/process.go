@@ -467,7 +467,7 @@ func (p *Process) SendPrompt(text string) error {
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		return errors.New("the agent's input is closed")
+		return pipeio.ErrInputClosed
 	}
 	body := map[string]any{"parts": []any{map[string]any{"type": "text", "text": text}}}
 	return p.call(http.MethodPost, "/session/"+url.PathEscape(id)+"/prompt_async", body, nil)

@@ -55,3 +55,51 @@ func (r *Ring) String() string {
 	defer r.mu.Unlock()
 	return string(r.buf)
 }
+
+// ErrInputClosed is what a write to an agent's closed input returns.
+var ErrInputClosed = errors.New("the agent's input is closed")
+
+// Input is an agent process's stdin for line-based protocols: each line is
+// written whole under its own lock with WriteLine's deadline, a write that
+// broke the pipe closes it, and Close closes it once. Adapters share it so
+// the "closed once, never written after" rule lives in one place.
+type Input struct {
+	agent   string
+	timeout time.Duration
+
+	mu     sync.Mutex
+	f      *os.File
+	closed bool
+}
+
+// NewInput wraps f (the write end of an os.Pipe) for agent, bounding each
+// write by timeout (0: no bound).
+func NewInput(f *os.File, timeout time.Duration, agent string) *Input {
+	return &Input{agent: agent, timeout: timeout, f: f}
+}
+
+// WriteLine writes one line; after Close, or after a write that timed out,
+// it returns ErrInputClosed.
+func (in *Input) WriteLine(line []byte) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return ErrInputClosed
+	}
+	broken, err := WriteLine(in.f, line, in.timeout, in.agent)
+	if broken {
+		in.closed = true
+	}
+	return err
+}
+
+// Close closes the input once; later calls do nothing.
+func (in *Input) Close() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return nil
+	}
+	in.closed = true
+	return in.f.Close()
+}
