@@ -42,22 +42,6 @@ func (r *Runtime) Resume(ctx context.Context, id string) (sessions.Session, erro
 	return started, nil
 }
 
-// resumable says why s cannot be resumed in the background ("" when it
-// can): the same rule as view.Allows(s, view.Resume), which offers it.
-func resumable(s sessions.Session) string {
-	switch {
-	case s.Source == sessions.Managed:
-		return "it was launched by the app: send it a prompt or a nudge instead"
-	case s.InTurn || s.ProcessAlive:
-		return "its process still runs in its terminal"
-	case s.State != sessions.Interrupted && s.State != sessions.Errored:
-		return fmt.Sprintf("it is %s, not interrupted or failed", s.State.Label())
-	case s.AgentSessionID == "":
-		return "the agent's own session id is unknown"
-	}
-	return ""
-}
-
 // resumeInBackground launches e's agent session as a new managed session
 // with the nudge. It runs on e's queue; the launch and the nudge run on the
 // new session's own queue (so the tick never decides for it mid-launch),
@@ -66,7 +50,7 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 	r.mu.Lock()
 	s, h := e.s.Clone(), e.ext
 	r.mu.Unlock()
-	if why := resumable(s); why != "" {
+	if why := sessions.WhyNotResumable(s); why != "" {
 		return sessions.Session{}, nil, conflictf("session %s cannot be resumed in the background: %s", s.DisplayName(), why)
 	}
 	if _, ok := r.agents[s.Agent]; !ok {

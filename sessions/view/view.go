@@ -212,8 +212,7 @@ func Allows(s sessions.Session, a Action) bool {
 	case Approve, Deny:
 		return s.Permission != nil && s.State == sessions.WaitingOnUser
 	case Resume:
-		return s.Source != sessions.Managed && !s.InTurn && !s.ProcessAlive && s.AgentSessionID != "" &&
-			(s.State == sessions.Interrupted || s.State == sessions.Errored)
+		return sessions.WhyNotResumable(s) == ""
 	}
 	return false
 }

@@ -1,0 +1,22 @@
+package sessions
+
+import "fmt"
+
+// WhyNotResumable says why s cannot be resumed in the background as a
+// managed session ("" when it can): a session the app did not launch, whose
+// process is gone, that was interrupted or failed, and whose agent session
+// id is known. The runtime refuses with this reason and the views offer
+// "Resume in the background" exactly when it is "": one rule for both.
+func WhyNotResumable(s Session) string {
+	switch {
+	case s.Source == Managed:
+		return "it was launched by the app: send it a prompt or a nudge instead"
+	case s.InTurn || s.ProcessAlive:
+		return "its process still runs in its terminal"
+	case s.State != Interrupted && s.State != Errored:
+		return fmt.Sprintf("it is %s, not interrupted or failed", s.State.Label())
+	case s.AgentSessionID == "":
+		return "the agent's own session id is unknown"
+	}
+	return ""
+}
