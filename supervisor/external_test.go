@@ -240,7 +240,7 @@ func TestObservedProcessKilledMidTurnEscalates(t *testing.T) {
 	s := waitFor(t, g.rt, 2*time.Second, "interrupted", func(s sessions.Session) bool {
 		return s.State == sessions.Interrupted && s.NeedsAttention
 	})
-	if s.Nudge.Attempts != 0 || !strings.Contains(s.Evidence, "terminal process is gone") {
+	if s.Nudge.Attempts != 0 || !strings.Contains(s.Evidence, "is gone") || !strings.Contains(s.Evidence, "resume it in the background") {
 		t.Fatalf("%+v: %s", s.Nudge, s.Evidence)
 	}
 }

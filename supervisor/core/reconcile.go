@@ -348,7 +348,7 @@ func (r *reconciler) recover() {
 			return
 		}
 		r.clearRecovery()
-		r.escalate("its terminal process is gone, so nothing can reach it")
+		r.escalate("resume it in the background, or start it again in its terminal")
 		return
 	}
 	if n.Source != sessions.Managed && r.probe.Unreachable && !r.escalated() &&
