@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end tests of the whole app against the real Codex CLI (issue 12):
 // the app binary runs headless, launches `codex app-server` for a session

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end tests of the whole app against the real Claude Code CLI (issues
 // 3 and 4): the app binary runs headless as a child process, launches the

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests of the real binary: `run --headless` as a child process
 // with the scripted fakeclaude as its Claude Code, driven by the CLI
@@ -53,6 +53,7 @@ func newAppE2E(t *testing.T, script string) *appE2E {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	scriptPath := filepath.Join(t.TempDir(), "script.json")
+	reapAtCleanup(t, dir)
 	if err := os.WriteFile(scriptPath, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}

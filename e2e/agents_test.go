@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // The scenarios every managed agent other than Claude Code (Codex, Gemini,
 // Copilot, OpenCode) runs the same way against its real CLI and its fake

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end tests of the whole app against the real OpenCode CLI (issue
 // 13): the app binary runs headless, launches `opencode serve` for a

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -43,7 +43,17 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 	if s.Source != sessions.Hooked {
 		t.Fatalf("source %v", s.Source)
 	}
-	var st hookStatus
+	// `hooks status --json`, read as a user's script reads it.
+	var st struct {
+		Installed bool     `json:"installed"`
+		Events    []string `json:"events"`
+		Current   bool     `json:"current"`
+		Listening bool     `json:"listening"`
+		Received  *struct {
+			Events   int             `json:"events"`
+			Sessions json.RawMessage `json:"sessions"`
+		} `json:"received"`
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if err := json.Unmarshal([]byte(w.h.mustCLI("hooks", "status", "--json")), &st); err != nil {
 			t.Fatal(err)
@@ -59,7 +69,7 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 	if !st.Installed || !st.Current || !st.Listening || len(st.Events) != len(hooks.Events) {
 		t.Fatalf("hooks status: %+v", st)
 	}
-	t.Logf("events: %d, sessions: %+v", st.Received.Events, st.Received.Sessions)
+	t.Logf("events: %d, sessions: %s", st.Received.Events, st.Received.Sessions)
 
 	w.h.mustCLI("hooks", "uninstall")
 	if after, _ := os.ReadFile(settings); string(after) != string(before) {
@@ -75,7 +85,7 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 func TestTerminalRealCLIHooksAppDown(t *testing.T) {
 	w := startPTYWorldWith(t, ptyOptions{before: func(w *ptyWorld) {
 		settings := filepath.Join(w.home, ".claude", "settings.json")
-		prog := filepath.Join(filepath.Dir(w.h.bin), hookProgram())
+		prog := filepath.Join(filepath.Dir(w.h.bin), hooks.Sentinel) // linux: no .exe
 		dead := filepath.Join(t.TempDir(), "nobody.sock")
 		if _, err := hooks.InstallFile(settings, hooks.Command(prog, dead)); err != nil {
 			t.Fatal(err)

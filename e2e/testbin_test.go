@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -50,10 +50,10 @@ func testBinaries(t *testing.T) (app, fake string) {
 			}
 			return final
 		}
-		testBins.app = build("session-supervisor", ".")
-		testBins.fake = build("fakeclaude", "./sessions/claude/fakeclaude")
+		testBins.app = build("session-supervisor", "..")
+		testBins.fake = build("fakeclaude", "../sessions/claude/fakeclaude")
 		// The Claude Code hook, beside the app (where `hooks install` looks).
-		build("session-supervisor-hook", "./cmd/session-supervisor-hook")
+		build("session-supervisor-hook", "../cmd/session-supervisor-hook")
 	})
 	if testBuildErr != nil {
 		t.Fatal(testBuildErr)

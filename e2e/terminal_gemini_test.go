@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // The real interactive Gemini CLI (the TUI, 0.61.0) in a pseudo-terminal,
 // observed by the app from outside (sessions/gemini/terminal): both on a
