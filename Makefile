@@ -38,7 +38,7 @@ DIST := dist
 PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
 WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build hook run test lint unit bench clean package-linux build-windows
+.PHONY: all deps test-deps build hook run test lint unit e2e bench clean package-linux build-windows
 
 all: build
 
@@ -93,13 +93,29 @@ $(CLAUDE_INTERACTIVE_BIN):
 	npm install --prefix $(CURDIR)/.cache/claude-interactive --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_INTERACTIVE_VERSION)
 	$(CLAUDE_INTERACTIVE_BIN) --version
 
-# E2E_REQUIRED makes the end-to-end tests fail, not skip, when a real CLI
-# is missing: under `make test` every one is installed first.
-unit: $(CLAUDE_BIN) $(CODEX_BIN) $(COPILOT_BIN) $(GEMINI_BIN) $(OPENCODE_BIN) $(CLAUDE_INTERACTIVE_BIN)
-	CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) COPILOT_BIN=$(COPILOT_BIN) GEMINI_BIN=$(GEMINI_BIN) OPENCODE_BIN=$(OPENCODE_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1 $(GO) test -race -count=1 -timeout 45m ./...
+# The real CLIs the tests run, and E2E_REQUIRED, which makes a test that
+# needs one fail, not skip, when it is missing: under `make test` every one
+# is installed first.
+CLIS := $(CLAUDE_BIN) $(CODEX_BIN) $(COPILOT_BIN) $(GEMINI_BIN) $(OPENCODE_BIN) $(CLAUDE_INTERACTIVE_BIN)
+CLI_ENV := CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) COPILOT_BIN=$(COPILOT_BIN) GEMINI_BIN=$(GEMINI_BIN) OPENCODE_BIN=$(OPENCODE_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1
+# E2E_PARALLEL is how many end-to-end scenarios run at once: most of their
+# time is spent waiting on the supervisor's clock, not on a core.
+E2E_PARALLEL ?= 4
+
+# Every package but the end-to-end suites, with the race detector (some
+# adapter tests still run a real CLI against its fake API: they are the
+# adapter's own tests).
+unit: test-deps $(CLIS)
+	$(CLI_ENV) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
+
+# The end-to-end suites (e2e/): the real binary, the real CLIs, terminals,
+# the desktop under Xvfb. The driver needs no race detector (the binaries
+# it runs are built without one); its scenarios run in parallel.
+e2e: test-deps $(CLIS)
+	$(CLI_ENV) $(GO) test -count=1 -timeout 40m -parallel $(E2E_PARALLEL) ./e2e/
 
 # The Windows cross-build is part of the tests so it never silently breaks.
-test: test-deps lint unit build-windows
+test: test-deps lint unit e2e build-windows
 
 # The Linux release tarball: the binary, install.sh (puts everything in the
 # user's XDG directories), the desktop entry and the hicolor icons.

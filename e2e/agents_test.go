@@ -265,7 +265,10 @@ var e2eScenarios = []struct {
 // with an app and fake API of its own.
 func runAgentE2E(t *testing.T, a *e2eAgent) {
 	for _, sc := range e2eScenarios {
-		t.Run(sc.name, func(t *testing.T) { sc.run(t, a) })
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel() // each scenario has its own app, fake API and agent
+			sc.run(t, a)
+		})
 	}
 }
 

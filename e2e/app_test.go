@@ -260,6 +260,7 @@ const ae2eLines = `
 // `send`, `ack`, `watch --json` across a restart of the app, and `timeline`
 // with the app stopped.
 func TestE2EAppCommands(t *testing.T) {
+	t.Parallel()
 	h := newAppE2E(t, `{"turns": [
 		[{"wait_permission": {"command": "ls"}},`+ae2eLines+`],
 		[`+ae2eLines+`]
@@ -430,6 +431,7 @@ func TestE2EAppCommands(t *testing.T) {
 // TestE2EGracefulQuitFinishesTurn: Ctrl-C with a turn in flight waits for the
 // turn; the app exits 0 and the database shows the turn completed.
 func TestE2EGracefulQuitFinishesTurn(t *testing.T) {
+	t.Parallel()
 	h := newAppE2E(t, `{"turns": [[{"sleep_ms": 2500},`+ae2eLines+`]]}`)
 	h.start()
 	id := strings.TrimSpace(h.mustCLI("new", "--cwd", h.work, "busy"))
@@ -471,6 +473,7 @@ func TestE2EGracefulQuitFinishesTurn(t *testing.T) {
 // TestE2ESecondRunWhenHolderDoesNotAnswer: a second run whose data directory
 // is locked by a process that does not answer exits 1 naming that process.
 func TestE2ESecondRunWhenHolderDoesNotAnswer(t *testing.T) {
+	t.Parallel()
 	h := newAppE2E(t, `{"turns": [[]]}`)
 	lock, err := supervisor.AcquireLock(h.dir)
 	if err != nil {
@@ -487,6 +490,7 @@ func TestE2ESecondRunWhenHolderDoesNotAnswer(t *testing.T) {
 // answering is already the graceful quit (exit 0), never the default
 // signal death.
 func TestE2EQuitAsSoonAsItAnswers(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := newAppE2E(t, `{"turns": [[]]}`)

@@ -645,6 +645,7 @@ func (h *ce2eHarness) checkIdentity(s sessions.Session) {
 // TestClaudeE2EPlainReply: a plain reply ends the turn in
 // waiting_on_user(review); `ack` makes it idle.
 func TestClaudeE2EPlainReply(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
 	id := h.newSession("[[scenario:text]] hi", "--name", "plain")
 	s := h.waitFor(id, "the reply to be waiting for review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
@@ -689,6 +690,7 @@ func TestClaudeE2EPlainReply(t *testing.T) {
 // TestClaudeE2EBashTool: a Bash tool call is visible while it runs (an open
 // tool, evidence "running Bash") and the turn completes with its result.
 func TestClaudeE2EBashTool(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
 	w := h.watch()
 	id := h.newSession("[[scenario:tool]] run it")
@@ -734,6 +736,7 @@ func TestClaudeE2EBashTool(t *testing.T) {
 // TestClaudeE2ERateLimitRetried: two 429s the CLI retries itself put the
 // session in recovering with the CLI's countdown, then the answer arrives.
 func TestClaudeE2ERateLimitRetried(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
 	w := h.watch()
 	id := h.newSession("[[scenario:429then_ok]] hi")
@@ -767,6 +770,7 @@ func TestClaudeE2ERateLimitRetried(t *testing.T) {
 // TestClaudeE2EPromptTooLong: a prompt-too-long 400 is errored
 // context_overflow; with automatic recovery off it is escalated at once.
 func TestClaudeE2EPromptTooLong(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: []string{
 		"supervisor.auto_recover_enabled", "false", "supervisor.tick_seconds", "5"}})
 	id := h.newSession("[[scenario:too_long]] hi")
@@ -784,6 +788,7 @@ func TestClaudeE2EPromptTooLong(t *testing.T) {
 // TestClaudeE2EAuthFailure: a 401 (retried by the CLI, then given up) is
 // errored auth; with automatic recovery off it is escalated at once.
 func TestClaudeE2EAuthFailure(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: []string{
 		"supervisor.auto_recover_enabled", "false", "supervisor.tick_seconds", "5"}})
 	id := h.newSession("[[scenario:401]] hi")
@@ -805,6 +810,7 @@ func TestClaudeE2EAuthFailure(t *testing.T) {
 // TestClaudeE2EPermissionApproved: a Bash command that writes asks for
 // permission (default mode); `approve` runs it and the turn completes.
 func TestClaudeE2EPermissionApproved(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
 	id := h.newSession("[[scenario:write]] make it", "--permission-mode", "default")
 	s := h.waitFor(id, "the permission request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
@@ -835,6 +841,7 @@ func TestClaudeE2EPermissionApproved(t *testing.T) {
 
 // TestClaudeE2ESecondPrompt: `send` starts turn 2 on the same process.
 func TestClaudeE2ESecondPrompt(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
 	id := h.newSession("[[scenario:text]] first")
 	first := h.waitFor(id, "the first reply", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
@@ -888,6 +895,7 @@ func (h *ce2eHarness) nudged(scenario string) bool {
 // marked suspect, interrupted at the hard limit, and the continuation
 // nudge sent on the same process completes the work.
 func TestClaudeE2EStallInterruptNudge(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{
 		"supervisor.stall_suspect_minutes", "0.25", "supervisor.stall_hard_minutes", "0.5"}, ce2eFast...)})
 	id := h.newSession("[[scenario:stall]] go")
@@ -978,6 +986,7 @@ func (h *ce2eHarness) waitTranscript(agentSession, substr string) {
 // resumes its session in a new process (`claude --resume`), which
 // completes the work.
 func TestClaudeE2EAgentKilledMidTool(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	id := h.newSession("[[scenario:slowtool]] run it")
 	before := h.waitOpenTool(id, "Bash")
@@ -1037,6 +1046,7 @@ func TestClaudeE2EAgentKilledMidTool(t *testing.T) {
 // left behind must not go on working on the same session next to the
 // resumed one.
 func TestClaudeE2EAppKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	id := h.newSession("[[scenario:stall]] go")
 	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
@@ -1099,6 +1109,7 @@ func ce2eAfterCompaction(rows []ce2eRow) string {
 // single-exchange conversation ("Not enough messages to compact.") — then
 // retries the turn, which completes.
 func TestClaudeE2EOverflowFirstTurn(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	id := h.newSession("[[scenario:too_long_once]] hi")
 	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
@@ -1130,6 +1141,7 @@ func TestClaudeE2EOverflowFirstTurn(t *testing.T) {
 // own auto-compaction gives up first); the supervisor's /compact really
 // compacts the conversation, the turn is retried and completes.
 func TestClaudeE2EOverflowCompactRetry(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	id := h.newSession("[[scenario:too_long_2nd_turn]] first")
 	h.waitFor(id, "the first turn", ce2eReview(1))
@@ -1165,6 +1177,7 @@ func TestClaudeE2EOverflowCompactRetry(t *testing.T) {
 // reset time from the API key's 429: the policy's backoff, 1 minute) and
 // continued when it ends.
 func TestClaudeE2ERateLimitDrainBackoff(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	id := h.newSession("[[scenario:429x3then_ok]] hi")
 	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
@@ -1205,6 +1218,7 @@ func TestClaudeE2ERateLimitDrainBackoff(t *testing.T) {
 // session is held in Recovering until exactly that reset and then
 // continued.
 func TestClaudeE2ERateLimitDrainAtReset(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{
 		settings: ce2eFast,
 		// A subscription login instead of an API key: the CLI reads the
@@ -1253,6 +1267,7 @@ func TestClaudeE2ERateLimitDrainAtReset(t *testing.T) {
 // tick — it is escalated: Errored, needs_attention in `ls --json`, and the
 // escalation published; `ack` clears it.
 func TestClaudeE2EAuthEscalated(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	w := h.watch()
 	id := h.newSession("[[scenario:401]] hi")
@@ -1293,6 +1308,7 @@ func TestClaudeE2EAuthEscalated(t *testing.T) {
 // resumes (supervisor.auth_retry_minutes apart, shortened here), each
 // failing again, then escalation.
 func TestClaudeE2EAuthEscalatedAfterResumes(t *testing.T) {
+	t.Parallel()
 	settings := append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)
 	h := claudeE2EStart(t, ce2eOptions{settings: settings})
 	id := h.newSession("[[scenario:401]] hi")
@@ -1328,6 +1344,7 @@ func ce2eTransientRows(rows []ce2eRow) []ce2eRow {
 // the session in Recovering with a countdown and retries (a 1-minute
 // window: every wait 10 s) until a turn completes, without escalating.
 func TestClaudeE2ENetworkOutageWaitedOut(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{"supervisor.transient_window_minutes", "1"}, ce2eFast...)})
 	id := h.newSession("[[scenario:cut6then_ok]] hi")
 	held := h.waitFor(id, "the transient hold", func(s sessions.Session) bool {
@@ -1394,6 +1411,7 @@ func TestClaudeE2ENetworkOutageWaitedOut(t *testing.T) {
 // escalates once, with the agent's error in the evidence, and sends
 // nothing more.
 func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
+	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{"supervisor.transient_window_minutes", "0.25"}, ce2eFast...)})
 	w := h.watch()
 	id := h.newSession("[[scenario:cut]] hi")

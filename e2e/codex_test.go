@@ -73,11 +73,15 @@ func (h *cxe2e) nudgedCodex(scenario string) bool { return h.nudged(scenario) }
 
 // TestCodexE2E runs the scenarios every managed agent shares: plain reply,
 // command, second prompt, stall, agent killed, app killed.
-func TestCodexE2E(t *testing.T) { runAgentE2E(t, codexE2EAgent) }
+func TestCodexE2E(t *testing.T) {
+	t.Parallel()
+	runAgentE2E(t, codexE2EAgent)
+}
 
 // TestCodexE2EApprove: under approval_policy on-request a command that
 // asks to leave the sandbox waits on the user; `approve` runs it.
 func TestCodexE2EApprove(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{ApprovalPolicy: "on-request"})
 	h.approveWrite()
 }
@@ -85,6 +89,7 @@ func TestCodexE2EApprove(t *testing.T) {
 // TestCodexE2EDeny: `deny` declines the command; it never runs and the
 // turn goes on to its end, a review.
 func TestCodexE2EDeny(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{ApprovalPolicy: "on-request"})
 	_, s := h.denyWrite()
 	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitReview {
@@ -101,6 +106,7 @@ func TestCodexE2EDeny(t *testing.T) {
 // held in Recovering with a countdown (no reset time from an API key's 429:
 // the policy's 1 minute backoff) and continued, on the same thread.
 func TestCodexE2ERateLimitDrain(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
 	held, _ := h.rateLimitDrain("429then_ok", false)
 	if !strings.Contains(held.Evidence, "continuing at") {
@@ -115,6 +121,7 @@ func TestCodexE2ERateLimitDrain(t *testing.T) {
 // held for an auth resume; with automatic recovery switched off it is
 // escalated.
 func TestCodexE2EAuthEscalated(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
 	h.authEscalated([]int{401, 401, 401},
 		"state_changed:working", "state_changed:recovering", "state_changed:errored",
@@ -126,6 +133,7 @@ func TestCodexE2EAuthEscalated(t *testing.T) {
 // usageLimitExceeded, the window's reset from Codex's rate-limit snapshot)
 // is held in Recovering until exactly that reset, then continued.
 func TestCodexE2EUsageLimitAtReset(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
 	id := h.launch("[[scenario:usage_limit]] hi")
 	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
@@ -163,6 +171,7 @@ func TestCodexE2EUsageLimitAtReset(t *testing.T) {
 // summarizes the thread through the model) and the turn retried, which
 // completes.
 func TestCodexE2EOverflowCompactRetry(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
 	id := h.launch("[[scenario:too_long_once]] hi")
 	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
@@ -193,6 +202,7 @@ func TestCodexE2EOverflowCompactRetry(t *testing.T) {
 // TestCodexE2EAuthEscalatedAfterResumes: the whole auth budget — three
 // resumes of the thread, each failing with 401 again — then escalation.
 func TestCodexE2EAuthEscalatedAfterResumes(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)...)
 	id := h.launch("[[scenario:401]] hi")
 	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
@@ -217,6 +227,7 @@ func TestCodexE2EAuthEscalatedAfterResumes(t *testing.T) {
 // the user asked for is a review. (That it is never nudged afterwards is
 // the pure rule's, tested in supervisor.)
 func TestCodexE2EUserInterrupt(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{StreamIdleTimeout: 5 * time.Minute}, ce2eFast...)
 	h.api.Handle("hang", func(int, string) fakeapi.Reply { return fakeapi.Reply{Stall: true} })
 	id := h.launch("[[scenario:hang]] go")
@@ -239,6 +250,7 @@ func TestCodexE2EUserInterrupt(t *testing.T) {
 // fail the turn with a network failure; the supervisor holds it and retries
 // within its window, and the continued turn completes without escalation.
 func TestCodexE2ENetworkOutageWaitedOut(t *testing.T) {
+	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, append([]string{"supervisor.transient_window_minutes", "1"}, ce2eFast...)...)
 	id := h.launch("[[scenario:cut3then_ok]] hi")
 	held := h.waitFor(id, "the transient hold", func(s sessions.Session) bool {

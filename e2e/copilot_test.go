@@ -109,13 +109,17 @@ func (h *cpe2e) nudgedCopilot(scenario string) bool { return h.nudged(scenario) 
 // reply (the turn's process exiting is not the session ending), command,
 // second prompt (a new process resuming the session), stall, agent killed,
 // app killed.
-func TestCopilotE2E(t *testing.T) { runAgentE2E(t, copilotE2EAgent) }
+func TestCopilotE2E(t *testing.T) {
+	t.Parallel()
+	runAgentE2E(t, copilotE2EAgent)
+}
 
 // TestCopilotE2ERateLimitDrain: 429s past Copilot's own retries (it tries
 // six times, waiting the retry-after, assistant.turn_retry) fail the turn
 // with rate_limit (session.error errorType rate_limit); the session is held
 // in Recovering with a countdown and continued in the same Copilot session.
 func TestCopilotE2ERateLimitDrain(t *testing.T) {
+	t.Parallel()
 	h := copilotE2EStart(t, ce2eFast...)
 	held, _ := h.rateLimitDrain("429x6then_ok", true)
 	if !strings.Contains(held.Evidence, "continuing at") {
@@ -130,6 +134,7 @@ func TestCopilotE2ERateLimitDrain(t *testing.T) {
 // held for an auth resume, the key never in the failure; with automatic
 // recovery off it is escalated.
 func TestCopilotE2EAuthEscalated(t *testing.T) {
+	t.Parallel()
 	h := copilotE2EStart(t, ce2eFast...)
 	held := h.authEscalated([]int{401, 401, 401},
 		"state_changed:working", "state_changed:recovering", "state_changed:errored",
@@ -145,6 +150,7 @@ func TestCopilotE2EAuthEscalated(t *testing.T) {
 // errorType "query") is compacted (Copilot's /compact in a turn of its own,
 // which makes the summarizing call) and the turn retried, which completes.
 func TestCopilotE2EOverflowCompactRetry(t *testing.T) {
+	t.Parallel()
 	h := copilotE2EStart(t, ce2eFast...)
 	id := h.launch("[[scenario:too_long_second]] hi")
 	h.waitFor(id, "the first reply", ce2eReview(1))
@@ -175,6 +181,7 @@ func TestCopilotE2EOverflowCompactRetry(t *testing.T) {
 // the compaction fails and, the overflow budget spent, the session is
 // escalated rather than retried forever.
 func TestCopilotE2EOverflowFirstTurnEscalated(t *testing.T) {
+	t.Parallel()
 	h := copilotE2EStart(t, ce2eFast...)
 	id := h.launch("[[scenario:too_long]] hi")
 	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
@@ -195,6 +202,7 @@ func TestCopilotE2EOverflowFirstTurnEscalated(t *testing.T) {
 // to its process group, which Copilot answers with abort); a stop the user
 // asked for is a review, and the session takes the next prompt.
 func TestCopilotE2EUserInterrupt(t *testing.T) {
+	t.Parallel()
 	h := copilotE2EStart(t, ce2eFast...)
 	h.api.Handle("hang", func(n int, _ string) fakeapi.Reply {
 		if n == 1 {

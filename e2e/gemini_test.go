@@ -73,11 +73,15 @@ func geminiE2EStart(t *testing.T, settings ...string) *gme2e {
 // TestGeminiE2E runs the scenarios every managed agent shares: plain
 // reply, command, second prompt, stall (session/cancel), agent killed (the
 // resume is session/load, then session/prompt), app killed.
-func TestGeminiE2E(t *testing.T) { runAgentE2E(t, geminiE2EAgent) }
+func TestGeminiE2E(t *testing.T) {
+	t.Parallel()
+	runAgentE2E(t, geminiE2EAgent)
+}
 
 // TestGeminiE2EApprove: under the default permission mode the CLI asks
 // over ACP before a command; `approve` answers it and the command runs.
 func TestGeminiE2EApprove(t *testing.T) {
+	t.Parallel()
 	geminiE2EStart(t).approveWrite()
 }
 
@@ -86,6 +90,7 @@ func TestGeminiE2EApprove(t *testing.T) {
 // suggested delay as the reset; the session is held in Recovering and
 // continued on the same process and session, which completes.
 func TestGeminiE2ERateLimitDrain(t *testing.T) {
+	t.Parallel()
 	h := geminiE2EStart(t, ce2eFast...)
 	held, s := h.rateLimitDrain("429then_ok", false)
 	if held.Failure.RetryAt.IsZero() || s.PID != held.PID {
@@ -102,6 +107,7 @@ func TestGeminiE2ERateLimitDrain(t *testing.T) {
 // for an auth resume; with automatic recovery switched off it is
 // escalated.
 func TestGeminiE2EAuthEscalated(t *testing.T) {
+	t.Parallel()
 	h := geminiE2EStart(t, ce2eFast...)
 	h.authEscalated([]int{401})
 	h.stopApp()
@@ -112,6 +118,7 @@ func TestGeminiE2EAuthEscalated(t *testing.T) {
 // supervisor asks for fails at once with the reason, and the session is
 // escalated instead of retried unchanged.
 func TestGeminiE2EOverflowEscalated(t *testing.T) {
+	t.Parallel()
 	h := geminiE2EStart(t, ce2eFast...)
 	id := h.launch("[[scenario:too_long]] hi")
 	s := h.waitFor(id, "the escalation", func(s sessions.Session) bool { return s.NeedsAttention })

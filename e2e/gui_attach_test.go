@@ -27,6 +27,7 @@ import (
 //  3. The supervisor is killed: the desktop says so; restarted, the desktop
 //     shows its sessions again without being restarted itself.
 func TestDesktopAttachesToHeadlessSupervisor(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "Xvfb", "dbus-daemon")
 	bin, fake := testBinaries(t)
 	busAddr := startBus(t)

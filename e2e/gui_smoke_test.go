@@ -235,6 +235,7 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() bo
 }
 
 func TestDesktopSmoke(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "Xvfb", "dbus-daemon")
 	bin, fake := testBinaries(t)
 	busAddr := startBus(t)

@@ -73,11 +73,15 @@ func openCodeE2EStart(t *testing.T, settings ...string) *oce2e {
 
 // TestOpenCodeE2E runs the scenarios every managed agent shares: plain
 // reply, bash, second prompt, stall (abort), agent killed, app killed.
-func TestOpenCodeE2E(t *testing.T) { runAgentE2E(t, openCodeE2EAgent) }
+func TestOpenCodeE2E(t *testing.T) {
+	t.Parallel()
+	runAgentE2E(t, openCodeE2EAgent)
+}
 
 // TestOpenCodeE2EApprove: under the permission mode "default" (bash asks)
 // a command waits on the user; `approve` runs it.
 func TestOpenCodeE2EApprove(t *testing.T) {
+	t.Parallel()
 	h := openCodeE2EStart(t)
 	h.approveWrite()
 }
@@ -87,6 +91,7 @@ func TestOpenCodeE2EApprove(t *testing.T) {
 // rejection (the tool part errors, the loop stops): a review, not a
 // failure.
 func TestOpenCodeE2EDeny(t *testing.T) {
+	t.Parallel()
 	h := openCodeE2EStart(t)
 	id, s := h.denyWrite()
 	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitReview || !s.Failure.IsZero() {
@@ -103,6 +108,7 @@ func TestOpenCodeE2EDeny(t *testing.T) {
 // turn as auth; it is held for an auth resume, and with automatic recovery
 // switched off it is escalated.
 func TestOpenCodeE2EAuthEscalated(t *testing.T) {
+	t.Parallel()
 	h := openCodeE2EStart(t, ce2eFast...)
 	h.authEscalated([]int{401},
 		"state_changed:working", "state_changed:errored", "auth_resume", "state_changed:errored", "escalated")
@@ -115,6 +121,7 @@ func TestOpenCodeE2EAuthEscalated(t *testing.T) {
 // provider's retry-after; the supervisor holds it and continues at that
 // time, on the same session, and the continued turn completes.
 func TestOpenCodeE2ERateLimitPastRetries(t *testing.T) {
+	t.Parallel()
 	h := openCodeE2EStart(t, ce2eFast...)
 	w := h.watch()
 	id := h.launch("[[scenario:429past_retries]] hi")
@@ -151,6 +158,7 @@ func TestOpenCodeE2ERateLimitPastRetries(t *testing.T) {
 // the session shows the compaction and the turn completes, with no
 // failure left for the supervisor.
 func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
+	t.Parallel()
 	h := openCodeE2EStart(t, ce2eFast...)
 	id := h.launch("[[scenario:overflow_once]] hi")
 	s := h.waitFor(id, "the turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
@@ -175,6 +183,7 @@ func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
 // overflows too, the turn fails as a context overflow; the supervisor's
 // compaction (summarize) fails the same way and the session is escalated.
 func TestOpenCodeE2EOverflowUnrecoverable(t *testing.T) {
+	t.Parallel()
 	h := openCodeE2EStart(t, ce2eFast...)
 	id := h.launch("[[scenario:overflow]] hi")
 	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })

@@ -280,6 +280,7 @@ func review(gen int64) func(sessions.Session) bool {
 // turns to review, and its nudge through the inbox socket starts a third
 // turn in the idle session — nothing typed into the terminal.
 func TestTerminalRealCLI(t *testing.T) {
+	t.Parallel()
 	w := startPTYWorld(t)
 	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
 	t.Logf("listed %s after the session file appeared", time.Since(w.fileAt).Round(time.Millisecond))
@@ -319,6 +320,7 @@ func TestTerminalRealCLI(t *testing.T) {
 // "permission prompt" on 2.1.328), and the app shows Waiting on user
 // (permission) until it is answered in the terminal.
 func TestTerminalRealCLIPermission(t *testing.T) {
+	t.Parallel()
 	w := startPTYWorld(t, "--permission-mode", "default")
 	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
 	time.Sleep(time.Second)
@@ -340,6 +342,7 @@ func TestTerminalRealCLIPermission(t *testing.T) {
 // file is left behind, the pid is gone, and the app shows Interrupted and
 // escalates — no nudge can reach a dead process, and nothing is typed.
 func TestTerminalRealCLIKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	w := startPTYWorld(t)
 	w.observed(time.Second, "listed", func(sessions.Session) bool { return true })
 	time.Sleep(time.Second)

@@ -193,6 +193,7 @@ func (w *codexTUI) typeLine(text string) {
 // at the first prompt, and followed through the turn (working, its
 // command, then waiting on the user for review), as `ls --json` shows.
 func TestTerminalCodexRealTUI(t *testing.T) {
+	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{})
 	w.typeLine("run it [[scenario:tool]]")
 	// The command runs a second (sleep 1; echo hi): seen working on it.
@@ -217,6 +218,7 @@ func TestTerminalCodexRealTUI(t *testing.T) {
 // for it with no output, and the app shows Waiting on user (permission)
 // until it is approved where it runs.
 func TestTerminalCodexRealTUIApproval(t *testing.T) {
+	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{ApprovalPolicy: "on-request"})
 	w.typeLine("make the build dir [[scenario:write]]")
 	s := w.observed(30*time.Second, "waiting for permission", func(s sessions.Session) bool {
@@ -260,6 +262,7 @@ func TestTerminalCodexRealTUIApproval(t *testing.T) {
 // both ends record the other, and the terminal session leaves the
 // needs-attention set.
 func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	for _, auto := range []bool{false, true} {
 		t.Run(map[bool]string{false: "escalated then resumed by the user", true: "resumed by the setting"}[auto], func(t *testing.T) {
 			var settings []string
@@ -340,6 +343,7 @@ func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
 // send cannot reach a Codex terminal (no inbox): the app escalates with the
 // evidence instead, and the model never sees a nudge.
 func TestTerminalCodexRealTUIAuthEscalates(t *testing.T) {
+	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{}, "supervisor.auth_retry_minutes", "0.05")
 	w.typeLine("hello [[scenario:401]]")
 	s := w.observed(30*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {

@@ -141,6 +141,7 @@ func (w *copilotTUI) typeLine(text string) {
 // app's own prompt-mode turns are never listed (none ran here, and none of
 // the listed sessions is managed).
 func TestTerminalCopilotRealTUI(t *testing.T) {
+	t.Parallel()
 	w := startCopilotTUI(t, nil)
 	// A managed session beside it, in the same COPILOT_HOME: its turn's
 	// `copilot` process is the same native binary, in prompt mode.
@@ -211,6 +212,7 @@ func (w *copilotTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool
 // app shows Interrupted and escalates; nothing is sent to it (it has no
 // way in). COPILOT_ALLOW_ALL spares the approval.
 func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	w := startCopilotTUI(t, []string{"COPILOT_ALLOW_ALL=true"})
 	w.typeLine("run the slow one [[scenario:slowtool]]")
 	w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
@@ -244,6 +246,7 @@ func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
 // inbox): the app escalates with the evidence, and the model never sees a
 // nudge.
 func TestTerminalCopilotRealTUIAuthEscalates(t *testing.T) {
+	t.Parallel()
 	w := startCopilotTUI(t, nil, "supervisor.auth_retry_minutes", "0.05")
 	w.typeLine("hello [[scenario:401]]")
 	s := w.observed(60*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {

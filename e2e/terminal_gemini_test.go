@@ -130,6 +130,7 @@ func (w *geminiTUI) send(text, scenario string) {
 // through a turn with a command (working, then waiting on the user for
 // review), as `ls --json` shows; its session id is Gemini's.
 func TestTerminalGeminiRealTUI(t *testing.T) {
+	t.Parallel()
 	// The command takes seconds, so that the turn is seen working through
 	// `ls` (a quick turn ends between two looks; the tool is run without a
 	// prompt: sleep is not on the CLI's read-only list).
@@ -164,6 +165,7 @@ func TestTerminalGeminiRealTUI(t *testing.T) {
 // instead resumes the same Gemini session in the background (managed, over
 // ACP), which completes the work.
 func TestTerminalGeminiRealTUIKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	for _, auto := range []bool{false, true} {
 		t.Run(map[bool]string{false: "escalated", true: "resumed by the setting"}[auto], func(t *testing.T) {
 			var settings []string
@@ -225,6 +227,7 @@ func TestTerminalGeminiRealTUIKilledMidTurn(t *testing.T) {
 // for it and nothing runs under the CLI, so the app shows Waiting on user
 // (permission) until it is allowed where it runs, then the turn's review.
 func TestTerminalGeminiRealTUIApproval(t *testing.T) {
+	t.Parallel()
 	w := startGeminiTUI(t, nil)
 	w.send("make the build dir [[scenario:write]]", "write")
 	s := w.observed(60*time.Second, "waiting for permission", func(s sessions.Session) bool {

@@ -18,6 +18,7 @@ import (
 // `hooks status` counts the events. Uninstall gives the file back byte for
 // byte.
 func TestTerminalRealCLIHooked(t *testing.T) {
+	t.Parallel()
 	var settings string
 	var before []byte
 	w := startPTYWorldWith(t, ptyOptions{before: func(w *ptyWorld) {
@@ -83,6 +84,7 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 // program left "hookErrors":[] too — so the hook's own tests check that it
 // exits 0 silently; this checks the CLI is unaffected.)
 func TestTerminalRealCLIHooksAppDown(t *testing.T) {
+	t.Parallel()
 	w := startPTYWorldWith(t, ptyOptions{before: func(w *ptyWorld) {
 		settings := filepath.Join(w.home, ".claude", "settings.json")
 		prog := filepath.Join(filepath.Dir(w.h.bin), hooks.Sentinel) // linux: no .exe

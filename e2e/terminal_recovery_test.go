@@ -101,6 +101,7 @@ func (w *ptyWorld) nudgedRequest(since time.Time) (fakeapi.Entry, bool) {
 //     attempts, about 2.5 s): the CLI writes no reset, so the supervisor
 //     backs off its base delay (one minute) before continuing.
 func TestTerminalRealCLIRateLimit(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		scenario string
@@ -237,6 +238,7 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 // (the fake answers the nudge), and the turn completes; the timeline has
 // stall_interrupt and the verified, urgent nudge_sent.
 func TestTerminalRealCLIStall(t *testing.T) {
+	t.Parallel()
 	const suspect, hard = 6 * time.Second, 15 * time.Second
 	w := startPTYWorldWith(t, ptyOptions{settings: []string{
 		"supervisor.tick_seconds", "5",

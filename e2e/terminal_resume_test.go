@@ -24,6 +24,7 @@ import (
 // fake API and HOME, with the nudge: that turn completes, and both ends
 // record the other.
 func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
+	t.Parallel()
 	for _, auto := range []bool{false, true} {
 		t.Run(map[bool]string{false: "by the user", true: "by the setting"}[auto], func(t *testing.T) {
 			o := ptyOptions{managedClaude: fakeapi.ClaudeBinary(t)}
@@ -120,6 +121,7 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 // finds it in the process table, pairs it with the transcript its first
 // prompt writes, and follows its turn to review.
 func TestTerminalOldCLIFromProcessTable(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the process table is read from /proc")
 	}

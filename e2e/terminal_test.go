@@ -19,6 +19,7 @@ import (
 // itself: it is in `ls --json` with "source":"observed" within a second of
 // its session file appearing, and follows its turn as the transcript grows.
 func TestTerminalSessionAppearsInLs(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the pid probe reads /proc")
 	}
