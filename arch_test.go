@@ -3,11 +3,20 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const module = "github.com/session-supervisor/session-supervisor"
@@ -232,4 +241,325 @@ func TestArchitectureTable(t *testing.T) {
 	for _, v := range tableViolations(pkgs, table) {
 		t.Error(v)
 	}
+}
+
+// ARCHITECTURE.md names code in backticks. Every such mention outside a
+// fenced block (the diagrams) that has one of these two shapes must exist in
+// the tree as it is when the test runs:
+//
+//   - a path: letters, digits, '_', '-', '.' in '/'-separated parts, with a
+//     '/' in it or ending in ".go" (`sessions/claude`, `supervisor/loop.go`,
+//     `terminal/infer.go`, `agents.go`, `localeenv/`). It must be a file or
+//     directory of this module whose path is the mention or ends in
+//     "/"+mention, or a standard-library package (`testing/synctest`).
+//   - a package-qualified name: a lower-case identifier, a dot, an exported
+//     identifier, nothing else (`sessions.Apply`, `core.Reconcile`). Some
+//     package of this module whose directory is named like the qualifier must
+//     declare that name at top level in a non-test file.
+//
+// Everything else is not checked: a span with a space (commands), a
+// lower-case name after the dot (settings keys such as
+// `supervisor.tick_seconds`, JSON fields), `Type.Field`, calls with
+// parentheses, quotes, placeholders such as <id>, absolute paths (/proc,
+// /v1/health), and bare identifiers.
+
+type mention struct {
+	Line int
+	Kind string // mentionPath or mentionName
+	Text string
+}
+
+const (
+	mentionPath = "path"
+	mentionName = "name"
+)
+
+var (
+	mentionPathRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)*/?$`)
+	mentionNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*\.[A-Z][A-Za-z0-9_]*$`)
+)
+
+// mentionKind says which rule a backticked span falls under ("" for none).
+func mentionKind(s string) string {
+	switch {
+	case mentionNameRE.MatchString(s):
+		return mentionName
+	case mentionPathRE.MatchString(s) && (strings.Contains(s, "/") || strings.HasSuffix(s, ".go")):
+		return mentionPath
+	}
+	return ""
+}
+
+// docMentions returns the checked mentions of a Markdown text, in order, with
+// their line numbers. Fenced blocks are skipped; a span may run across a line
+// break, as Markdown allows.
+func docMentions(doc string) []mention {
+	var out []mention
+	inFence := false
+	var para []string // lines of the current run outside fences
+	start := 0        // line number of para[0]
+	flush := func() {
+		text := strings.Join(para, "\n")
+		for {
+			i := strings.IndexByte(text, '`')
+			if i < 0 {
+				break
+			}
+			j := strings.IndexByte(text[i+1:], '`')
+			if j < 0 {
+				break
+			}
+			span := text[i+1 : i+1+j]
+			line := start + strings.Count(text[:i], "\n")
+			if k := mentionKind(strings.TrimSpace(span)); k != "" {
+				out = append(out, mention{Line: line, Kind: k, Text: strings.TrimSpace(span)})
+			}
+			consumed := i + 1 + j + 1
+			start += strings.Count(text[:consumed], "\n")
+			text = text[consumed:]
+		}
+		para = nil
+	}
+	for n, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			flush()
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			flush()
+			continue
+		}
+		if para == nil {
+			start = n + 1
+		}
+		para = append(para, line)
+	}
+	flush()
+	return out
+}
+
+func TestArchMentionsExtractor(t *testing.T) {
+	cases := []struct {
+		name string
+		doc  string
+		want []mention
+	}{
+		{"package path", "the `sessions/claude` adapter", []mention{{1, mentionPath, "sessions/claude"}}},
+		{"file path", "see `supervisor/loop.go`.", []mention{{1, mentionPath, "supervisor/loop.go"}}},
+		{"relative file", "(`terminal/infer.go`, first match)", []mention{{1, mentionPath, "terminal/infer.go"}}},
+		{"bare go file", "the registry (`agents.go`)", []mention{{1, mentionPath, "agents.go"}}},
+		{"directory with slash", "see `localeenv/`", []mention{{1, mentionPath, "localeenv/"}}},
+		{"package name", "`sessions.Apply` and `core.Reconcile`", []mention{{1, mentionName, "sessions.Apply"}, {1, mentionName, "core.Reconcile"}}},
+		{"settings key", "every `supervisor.tick_seconds`", nil},
+		{"command", "`hooks install` and `make test`", nil},
+		{"type and field", "`Runtime.mu` and `Probe.Unreachable`", nil},
+		{"call", "in `t.TempDir()`", nil},
+		{"absolute and placeholder", "`/proc`, `/v1/health`, `session-state/<id>/`, `inuse.<pid>.hold`", nil},
+		{"json", "`\"priority\":\"now\"` and `.key`", nil},
+		{"bare identifier", "`ExternalSource` and `Tailer`", nil},
+		{"fenced block skipped", "```\n`sessions/nowhere`\n```\nthen `watch`/`sessions/x`", []mention{{4, mentionPath, "sessions/x"}}},
+		{"line numbers", "a\n\nb `x/y.go`\nc `p.Q`", []mention{{3, mentionPath, "x/y.go"}, {4, mentionName, "p.Q"}}},
+		{"span across a line break", "one `sessions/\nclaude` two `a/b`", []mention{{2, mentionPath, "a/b"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := docMentions(tc.doc); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// moduleTree lists the module's files and directories (slash-separated,
+// relative to root), leaving out hidden directories and build output.
+func moduleTree(root string) ([]string, error) {
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() {
+			switch name := d.Name(); {
+			case strings.HasPrefix(name, "."), name == "node_modules", rel == "bin", rel == "dist":
+				return filepath.SkipDir
+			}
+		}
+		paths = append(paths, filepath.ToSlash(rel))
+		return nil
+	})
+	return paths, err
+}
+
+// exportedNames parses the non-test Go files of every directory whose name is
+// one of pkgs and returns, per directory name, the exported top-level names
+// declared there (functions, types, variables, constants; not methods).
+func exportedNames(root string, tree []string, pkgs map[string]bool) (map[string]map[string]bool, error) {
+	out := map[string]map[string]bool{}
+	fset := token.NewFileSet()
+	for _, p := range tree {
+		dir, file := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		if dir == "" || !pkgs[path.Base(dir)] || !strings.HasSuffix(file, ".go") || strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(p)), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		names := out[path.Base(dir)]
+		if names == nil {
+			names = map[string]bool{}
+			out[path.Base(dir)] = names
+		}
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					names[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names[s.Name.Name] = true
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names[n.Name] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// staleMentions checks mentions against the module at root and says, for
+// each one that does not exist, what to fix.
+func staleMentions(root, docName string, ms []mention) ([]string, error) {
+	tree, err := moduleTree(root)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string]bool{}
+	for _, m := range ms {
+		if m.Kind == mentionName {
+			pkg, _, _ := strings.Cut(m.Text, ".")
+			pkgs[pkg] = true
+		}
+	}
+	names, err := exportedNames(root, tree, pkgs)
+	if err != nil {
+		return nil, err
+	}
+	goroot := build.Default.GOROOT
+	var out []string
+	for _, m := range ms {
+		switch m.Kind {
+		case mentionPath:
+			want := strings.TrimSuffix(m.Text, "/")
+			found := slices.ContainsFunc(tree, func(p string) bool { return p == want || strings.HasSuffix(p, "/"+want) })
+			if !found && goroot != "" {
+				if fi, err := os.Stat(filepath.Join(goroot, "src", filepath.FromSlash(want))); err == nil && fi.IsDir() {
+					found = true // a standard-library package
+				}
+			}
+			if !found {
+				out = append(out, fmt.Sprintf("%s:%d: `%s` is no file or directory of this module (moved or renamed? update the mention)", docName, m.Line, m.Text))
+			}
+		case mentionName:
+			pkg, name, _ := strings.Cut(m.Text, ".")
+			switch declared, ok := names[pkg]; {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s:%d: `%s`: this module has no package %q (moved or renamed? update the mention)", docName, m.Line, m.Text, pkg))
+			case !declared[name]:
+				out = append(out, fmt.Sprintf("%s:%d: `%s`: no package %q of this module declares %s (renamed or removed? update the mention)", docName, m.Line, m.Text, pkg, name))
+			}
+		}
+	}
+	return out, nil
+}
+
+func TestArchStaleMentionsNameWhatToFix(t *testing.T) {
+	root := t.TempDir()
+	for p, src := range map[string]string{
+		"sessions/apply.go":            "package sessions\n\nfunc Apply() {}\n\ntype Event struct{}\n\nfunc (Event) Method() {}\n",
+		"sessions/apply_test.go":       "package sessions\n\nfunc TestOnly() {}\n",
+		"supervisor/core/reconcile.go": "package core\n\nconst Policy = 1\n\nvar Reconcile, other = 1, 2\n",
+	} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		text  string
+		stale bool
+	}{
+		{"sessions", false},
+		{"sessions/apply.go", false},
+		{"core/reconcile.go", false}, // resolved by suffix
+		{"supervisor/core/", false},
+		{"testing/synctest", false}, // the standard library
+		{"sessions/claude", true},
+		{"ore/reconcile.go", true}, // a suffix match is on whole path parts
+		{"sessions.Apply", false},
+		{"sessions.Event", false},
+		{"core.Reconcile", false},
+		{"core.Policy", false},
+		{"sessions.Method", true},   // a method is not a package-level name
+		{"sessions.TestOnly", true}, // test files do not count
+		{"sessions.Gone", true},
+		{"moved.Apply", true},
+	}
+	for _, tc := range cases {
+		kind := mentionKind(tc.text)
+		if tc.text == "sessions" {
+			kind = mentionPath // a bare directory name is not extracted, but resolves
+		}
+		got, err := staleMentions(root, "DOC.md", []mention{{1, kind, tc.text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(got) > 0) != tc.stale {
+			t.Errorf("%s: got %v, stale want %v", tc.text, got, tc.stale)
+		}
+	}
+}
+
+// TestArchitectureMentionsExist checks every package, file and exported name
+// ARCHITECTURE.md mentions against the tree as it is now.
+func TestArchitectureMentionsExist(t *testing.T) {
+	begin := time.Now()
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := docMentions(string(doc))
+	if len(ms) < 20 {
+		t.Fatalf("found only %d checked mentions in ARCHITECTURE.md; is the extractor broken?", len(ms))
+	}
+	stale, err := staleMentions(".", "ARCHITECTURE.md", ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stale {
+		t.Error(s)
+	}
+	t.Logf("%d mentions checked in %v", len(ms), time.Since(begin))
 }
