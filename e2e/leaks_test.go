@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -150,4 +151,30 @@ func describeProcess(pid int) string {
 		cmd = cmd[:160] + "…"
 	}
 	return fmt.Sprintf("pid %d: %s", pid, cmd)
+}
+
+// The leak check finds what a killed CLI leaves: a tool in a session of its
+// own, reparented away from the test, known only by the HOME it inherited.
+func TestReapFindsAToolInASessionOfItsOwn(t *testing.T) {
+	t.Parallel()
+	home, other := t.TempDir(), t.TempDir()
+	tool := exec.Command("sleep", "300")
+	tool.Env = []string{"HOME=" + home}
+	tool.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := tool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { tool.Wait(); close(exited) }()
+	if left := reap(other); len(left) != 0 {
+		t.Fatalf("reaped %v for a directory the tool does not name", left)
+	}
+	left := reap(home)
+	if len(left) != 1 || !strings.Contains(left[0], fmt.Sprintf("pid %d: sleep 300", tool.Process.Pid)) {
+		t.Fatalf("reaped %v, want the tool (pid %d)", left, tool.Process.Pid)
+	}
+	<-exited // killed, not left to run out its 300 s
+	if pids := processesNaming([]string{home}); len(pids) != 0 {
+		t.Fatalf("still running: %v", pids)
+	}
 }
