@@ -1,0 +1,162 @@
+package copilotterm
+
+import (
+	"fmt"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Evidence is everything the rule stack reads about one session at one
+// moment: its process and its events' summary.
+type Evidence struct {
+	PID int
+	// Alive and Known are the process probe (Known false: cannot tell).
+	Alive, Known bool
+	// Events is false until the session's events.jsonl exists (Copilot
+	// writes it at the first prompt).
+	Events  bool
+	Summary Summary
+}
+
+// Rule is one step of the stack: it matches or not, and when it matches it
+// decides the state and writes the evidence sentence.
+type Rule struct {
+	Name  string
+	Match func(Evidence) (sessions.ObservedState, bool)
+}
+
+// Rules is the stack, walked in order; the first match wins.
+var Rules = []Rule{
+	{"process gone", ruleProcessGone},
+	{"turn failed", ruleFailed},
+	{"waiting on the user", ruleWaiting},
+	{"compacting", ruleCompacting},
+	{"open tool", ruleOpenTool},
+	{"turn in flight", ruleWorking},
+	{"turn ended", ruleTurnEnded},
+	{"idle", ruleIdle},
+}
+
+// Infer walks the rule stack and returns the first match's state and the
+// rule's name.
+func Infer(ev Evidence) (sessions.ObservedState, string) {
+	for _, r := range Rules {
+		if o, ok := r.Match(ev); ok {
+			return o, r.Name
+		}
+	}
+	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing observed"}, "idle"
+}
+
+func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
+	if !ev.Known || ev.Alive {
+		return sessions.ObservedState{}, false
+	}
+	if ev.Summary.InTurn {
+		return sessions.ObservedState{State: sessions.Interrupted,
+			Evidence: fmt.Sprintf("process %d is gone mid-turn (its events show no end of the turn)", ev.PID)}, true
+	}
+	return sessions.ObservedState{State: sessions.Idle, Evidence: fmt.Sprintf("process %d is gone", ev.PID)}, true
+}
+
+func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	if t.InTurn || t.Failure == nil {
+		return sessions.ObservedState{}, false
+	}
+	f := *t.Failure
+	return sessions.ObservedState{State: sessions.Errored, Failure: f,
+		Evidence: fmt.Sprintf("the turn failed (%s)", f.Kind.Label())}, true
+}
+
+func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	if !t.InTurn || len(t.Asks) == 0 {
+		return sessions.ObservedState{}, false
+	}
+	a := t.Asks[len(t.Asks)-1]
+	st := sessions.ObservedState{State: sessions.WaitingOnUser, Wait: a.Wait, InTurn: true, Tool: openTool(t)}
+	if a.Wait == sessions.WaitPermission {
+		st.Evidence = fmt.Sprintf("Copilot asks to run %s: approve or deny it in the terminal", orDefault(quoted(a.What), "a tool"))
+	} else {
+		st.Evidence = "Copilot asks you a question in the terminal"
+	}
+	return st, true
+}
+
+func ruleCompacting(ev Evidence) (sessions.ObservedState, bool) {
+	if !ev.Summary.Compacting {
+		return sessions.ObservedState{}, false
+	}
+	return sessions.ObservedState{State: sessions.Compacting, InTurn: ev.Summary.InTurn,
+		Evidence: "Copilot is compacting the conversation"}, true
+}
+
+func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	if !t.InTurn || len(t.Open) == 0 {
+		return sessions.ObservedState{}, false
+	}
+	name := openTool(t)
+	return sessions.ObservedState{State: sessions.Working, InTurn: true, Tool: name,
+		Evidence: fmt.Sprintf("running %s", name)}, true
+}
+
+func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	if !t.InTurn {
+		return sessions.ObservedState{}, false
+	}
+	text := "the events show a turn in flight"
+	if t.Retries > 0 {
+		text = fmt.Sprintf("the model call failed; Copilot retries (attempt %d)", t.Retries)
+	}
+	return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: text}, true
+}
+
+func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	switch {
+	case !t.Ended:
+		return sessions.ObservedState{}, false
+	case t.Aborted != "":
+		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
+			Evidence: "the turn was stopped in the terminal; waiting for review"}, true
+	}
+	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
+		Evidence: "the turn ended; waiting for review"}, true
+}
+
+func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {
+	if !ev.Events || ev.Summary.Turns == 0 {
+		return sessions.ObservedState{State: sessions.Idle, Evidence: "no prompt yet in the terminal"}, true
+	}
+	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing in flight"}, true
+}
+
+// openTool is the latest open tool's name ("" when none).
+func openTool(t Summary) string {
+	if len(t.Open) == 0 {
+		return ""
+	}
+	return orDefault(t.Open[len(t.Open)-1].Name, "a tool")
+}
+
+// quoted is a command as the evidence quotes it: one line, bounded.
+func quoted(s string) string {
+	if s == "" {
+		return ""
+	}
+	const limit = 80
+	r := []rune(s)
+	for i, c := range r {
+		if c == '\n' {
+			r = append(r[:i:i], '…')
+			break
+		}
+	}
+	if len(r) > limit {
+		r = append(r[:limit:limit], '…')
+	}
+	return "`" + sessions.SanitizeMessage(string(r)) + "`"
+}

@@ -1,0 +1,118 @@
+package copilotterm
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+)
+
+// Observe follows one session: its process and its events file's tail
+// (found again at every look: /new or a resumed session moves the TUI to
+// another directory). It sends an EvObserved whenever the inferred state
+// changes or the file grows (growth is activity: the stall clock), and
+// ends with EvSessionEnded when the process is gone.
+func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
+	if es.PID <= 0 {
+		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
+	}
+	out := make(chan sessions.Event, 8)
+	go s.newObserver(es).run(ctx, out)
+	return out, nil
+}
+
+func (s *Source) newObserver(es sessions.ExternalSession) *observer {
+	o := &observer{src: s, es: es}
+	if w, ok := s.workspaceFor(es); ok {
+		// The events written so far are the past; a file that appears
+		// later (at the first prompt) is all news.
+		_, err := os.Stat(w.Events())
+		o.follow(w, err == nil)
+	}
+	return o
+}
+
+// observer is one Observe loop's memory.
+type observer struct {
+	src   *Source
+	es    sessions.ExternalSession
+	space Workspace
+	tail  *observe.Tailer
+	sum   Summary
+	emit  observe.Emitter
+	// history: the events existed when following began, so the turns the
+	// first read finds are not news.
+	history bool
+}
+
+// follow starts tailing a session's events (the first found, or another
+// session the TUI moved to).
+func (o *observer) follow(w Workspace, history bool) {
+	o.space, o.tail, o.history = w, observe.NewTailer(w.Events()), history
+	o.sum.Reset()
+	o.emit.SetTurns(0)
+}
+
+func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
+	observe.Relay(ctx, o.src.wake(ctx, o.dirs), o.step, out)
+}
+
+// dirs are the directories whose change is news: the session's, else
+// session-state, where it will appear.
+func (o *observer) dirs() []string {
+	if o.tail != nil {
+		return []string{o.space.Dir}
+	}
+	return []string{o.src.StateDir()}
+}
+
+// step reads what changed and returns the events to send; done is true
+// when the session ended.
+func (o *observer) step() (evs []sessions.Event, done bool) {
+	alive, known := o.src.probe(o.es.PID, o.es.StartedAt)
+	if w, ok := o.src.workspaceFor(o.es); ok && w.Dir != o.space.Dir {
+		// Found, or another session (/new, /resume): its turns are new
+		// unless it already has some (a resumed session's past).
+		o.follow(w, o.tail == nil)
+	}
+	var lines [][]byte
+	exists := false
+	if o.tail != nil {
+		var reset bool
+		lines, reset, _ = o.tail.Poll()
+		if reset {
+			o.sum.Reset()
+			o.emit.SetTurns(0)
+		}
+		first := reset && o.history
+		if reset {
+			o.history = false // a later truncation or re-creation brings new turns
+		}
+		for _, l := range lines {
+			o.sum.Feed(l)
+		}
+		if first {
+			o.emit.SetTurns(o.sum.Turns) // the past, except a turn still in flight
+		}
+		exists = o.sum.Records > 0 || len(lines) > 0
+	}
+	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Events: exists, Summary: o.sum})
+	st.Name = observe.Title(o.sum.FirstPrompt)
+	gone := known && !alive
+	if st, send := o.emit.Next(st, o.sum.Turns, len(lines) > 0, gone); send {
+		evs = append(evs, o.observed(st))
+	}
+	if gone {
+		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
+			Detail: fmt.Sprintf("process %d is gone (the Copilot terminal was closed, or it was killed)", o.es.PID)}), true
+	}
+	return evs, false
+}
+
+func (o *observer) observed(st sessions.ObservedState) sessions.Event {
+	// The directory's name is the id `copilot --resume` takes.
+	id := orDefault(o.space.ID, o.sum.SessionID)
+	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: id, PID: o.es.PID, Observed: &st}
+}

@@ -1,0 +1,349 @@
+// Package terminal observes Copilot CLI sessions started in a terminal
+// (the interactive `copilot` TUI): it finds their processes in the process
+// table, pairs each with its session directory
+// ($COPILOT_HOME/session-state/<id>/), tails the directory's events.jsonl
+// and infers the session's state with an ordered rule stack (a
+// sessions.ExternalSource, like sessions/codex/codexterm).
+//
+// Copilot registers its interactive sessions nowhere but that directory,
+// which every session has (the app's own `copilot -p` turns too), so
+// discovery starts from the processes: the native `copilot` binary with a
+// terminal on its stdin, never a prompt-mode turn. Each TUI holds
+// session-state/<id>/inuse.<pid>.hold open while it has the session, which
+// pairs them exactly; a directory without a live TUI is never listed.
+// Copilot offers no inbox: a stalled or failed terminal session is
+// escalated with the evidence, never nudged.
+package copilotterm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
+
+// Source is the Copilot terminal source: a sessions.ExternalSource.
+type Source struct {
+	// CopilotHome is Copilot's home; empty means $COPILOT_HOME, else
+	// ~/.copilot.
+	CopilotHome string
+	// Notify wakes the source at once on a change in the session
+	// directories (the fsnotify adapter, package watch); nil leaves it to
+	// Poll.
+	Notify observe.Notify
+	// Poll is the rescan interval: a process can exit without touching a
+	// file (default 5 s with Notify, 2 s without).
+	Poll time.Duration
+	// Procs lists the live interactive Copilot processes (default: the
+	// process table).
+	Procs func() ([]Proc, error)
+	// Probe tells whether the process that started at started still runs
+	// (default procscan.Alive).
+	Probe func(pid int, started time.Time) (alive, known bool)
+
+	mu       sync.Mutex
+	spaces   map[string]Workspace
+	pairs    map[int]Workspace
+	procs    []Proc
+	lastScan time.Time
+	scanErr  error
+	// starting: a young TUI has no session directory paired yet (it
+	// creates the directory, its lock and workspace.yaml in turn as it
+	// starts, and only the first is a change Watch is notified of).
+	starting bool
+}
+
+// startupWindow is how long after its start an unpaired TUI is looked at
+// again every startupRescan rather than at the next notification or poll.
+const (
+	startupWindow = 30 * time.Second
+	startupRescan = time.Second
+)
+
+// The agent this source observes: the same CLI the app launches as
+// "copilot", so "Resume in the background" starts it managed on the same
+// session id.
+func (*Source) Name() string           { return copilot.Agent{}.Name() }
+func (*Source) DisplayName() string    { return copilot.Agent{}.DisplayName() }
+func (*Source) DefaultCommand() string { return copilot.Agent{}.DefaultCommand() }
+func (*Source) InstallHint() string    { return copilot.Agent{}.InstallHint() }
+
+var _ sessions.ExternalSource = (*Source)(nil)
+
+// Home is Copilot's home directory ("" when there is none to find).
+func (s *Source) Home() string {
+	if s.CopilotHome != "" {
+		return s.CopilotHome
+	}
+	if d := os.Getenv("COPILOT_HOME"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".copilot")
+}
+
+// StateDir holds one directory per session.
+func (s *Source) StateDir() string { return filepath.Join(s.Home(), "session-state") }
+
+func (s *Source) poll() time.Duration {
+	switch {
+	case s.Poll > 0:
+		return s.Poll
+	case s.Notify != nil:
+		return 5 * time.Second
+	}
+	return 2 * time.Second
+}
+
+func (s *Source) probe(pid int, started time.Time) (bool, bool) {
+	if s.Probe != nil {
+		return s.Probe(pid, started)
+	}
+	return procscan.Alive(pid, started)
+}
+
+// kernelNames are the names a native copilot process shows in the table:
+// 1.0.102 names its main thread "MainThread" (measured), an older or
+// another build keeps its executable's name.
+var kernelNames = []string{"MainThread", "copilot"}
+
+// ScanProcs lists the interactive Copilot processes in the process table:
+// the native binary, reading a terminal (a prompt-mode turn, the app's or
+// anyone's, reads a pipe or a file), not a subcommand.
+func ScanProcs() ([]Proc, error) {
+	all, err := procscan.Named(kernelNames...)
+	if err != nil {
+		return nil, err
+	}
+	var out []Proc
+	for _, p := range all {
+		ok, want := Interactive(p.Argv)
+		if !ok || p.Cwd == "" {
+			continue
+		}
+		if tty, known := procscan.StdinTerminal(p.PID); known && !tty {
+			continue
+		}
+		home, ok := procscan.Env(p.PID, "COPILOT_HOME")
+		if !ok {
+			if h, ok := procscan.Env(p.PID, "HOME"); ok {
+				home = filepath.Join(h, ".copilot")
+			}
+		}
+		var held []string
+		for _, f := range procscan.OpenFiles(p.PID, "inuse.*.hold") {
+			held = append(held, filepath.Dir(f))
+		}
+		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: home, WantID: want, Held: held})
+	}
+	return out, nil
+}
+
+// minScan bounds how often the process table and the session directories
+// are read: Copilot rewrites files under its home many times during a turn.
+const minScan = 500 * time.Millisecond
+
+// scan refreshes the processes and their sessions unless the last scan is
+// recent, and returns them.
+func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lastScan.IsZero() && time.Since(s.lastScan) < minScan {
+		return s.procs, s.pairs, s.scanErr
+	}
+	s.lastScan = time.Now()
+	list := s.Procs
+	if list == nil {
+		list = ScanProcs
+	}
+	procs, err := list()
+	if err != nil {
+		s.scanErr = fmt.Errorf("listing Copilot processes: %w", err)
+		return nil, nil, s.scanErr
+	}
+	procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+	s.pairs = Pair(procs, s.workspaces(procs))
+	// Only a process with its session is listed: the directory exists from
+	// the TUI's start, so one without is a subcommand or a process still
+	// starting.
+	s.starting = false
+	procs = slices.DeleteFunc(procs, func(p Proc) bool {
+		_, ok := s.pairs[p.PID]
+		if !ok && time.Since(p.Started) < startupWindow {
+			s.starting = true
+		}
+		return !ok
+	})
+	s.procs, s.scanErr = procs, nil
+	return s.procs, s.pairs, nil
+}
+
+// workspaces reads the session directories a process could have: those it
+// holds a lock in, the one its command line names, and those changed since
+// the oldest process started. A directory's id, cwd and creation never
+// change, so they are cached; its modification time is read each scan.
+func (s *Source) workspaces(procs []Proc) []Workspace {
+	if s.spaces == nil {
+		s.spaces = map[string]Workspace{}
+	}
+	if len(procs) == 0 {
+		clear(s.spaces)
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []Workspace
+	add := func(dir string, fi os.FileInfo) {
+		dir = filepath.Clean(dir)
+		if seen[dir] {
+			return
+		}
+		seen[dir] = true
+		if fi == nil {
+			var err error
+			if fi, err = os.Stat(dir); err != nil || !fi.IsDir() {
+				return
+			}
+		}
+		w, ok := s.spaces[dir]
+		if !ok || w.Cwd == "" {
+			// Without its workspace.yaml yet a directory is paired by its
+			// lock alone, and read again at the next scan.
+			w, _ = ReadWorkspace(dir)
+			s.spaces[dir] = w
+		}
+		w.ModTime = fi.ModTime()
+		out = append(out, w)
+	}
+	oldest := time.Now()
+	for _, p := range procs {
+		if !p.Started.IsZero() && p.Started.Before(oldest) {
+			oldest = p.Started
+		}
+		for _, d := range p.Held {
+			if sameDir(filepath.Dir(d), s.StateDir()) {
+				add(d, nil)
+			}
+		}
+		if p.WantID != "" {
+			add(filepath.Join(s.StateDir(), p.WantID), nil)
+		}
+	}
+	ents, _ := os.ReadDir(s.StateDir())
+	for _, e := range ents {
+		if !e.IsDir() || !sessionID(e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		// A directory not changed since the oldest process started is no
+		// live session's (a TUI takes its lock in it as it starts).
+		if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+			continue
+		}
+		add(filepath.Join(s.StateDir(), e.Name()), fi)
+	}
+	for dir := range s.spaces {
+		if !seen[dir] {
+			delete(s.spaces, dir)
+		}
+	}
+	return out
+}
+
+// key is a session's identity for as long as its process lives: the pid
+// and its start (a later process reusing the pid starts later).
+func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
+
+// wake merges the notifications for dirs with the rescan interval; the
+// dirs can change through dirs.
+func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
+	return observe.Wake(ctx, s.Notify, s.poll(), dirs)
+}
+
+// Watch lists the live interactive sessions now and after every change.
+func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, error) {
+	if s.Home() == "" {
+		return nil, errors.New("no home directory to find Copilot's sessions in")
+	}
+	out := make(chan []sessions.ExternalSession, 1)
+	// A starting TUI creates its session directory under session-state.
+	wake := s.wake(ctx, func() []string { return []string{s.Home(), s.StateDir()} })
+	go func() {
+		defer close(out)
+		var last []sessions.ExternalSession
+		first := true
+		for {
+			if procs, pairs, err := s.scan(); err == nil {
+				list := make([]sessions.ExternalSession, 0, len(procs))
+				for _, p := range procs {
+					w := pairs[p.PID]
+					list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: w.ID,
+						Cwd: orDefault(w.Cwd, p.Cwd), PID: p.PID, StartedAt: p.Started})
+				}
+				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
+				if first || !slices.Equal(list, last) {
+					select {
+					case out <- list:
+					case <-ctx.Done():
+						return
+					}
+					last, first = list, false
+				}
+			}
+			var retry <-chan time.Time
+			s.mu.Lock()
+			if s.starting {
+				retry = time.After(startupRescan)
+			}
+			s.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			case <-retry:
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Alive probes the session's process.
+func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
+	return s.probe(es.PID, es.StartedAt)
+}
+
+// CanNudge is false: Copilot's TUI has no inbox a message could be
+// delivered through, so recovery escalates with the evidence (or the user
+// resumes the session in the background, managed).
+func (*Source) CanNudge(sessions.ExternalSession) bool { return false }
+
+// ErrNoInbox is Nudge's answer: there is no way into a Copilot terminal.
+var ErrNoInbox = errors.New("copilot: a session started in a terminal has no inbox to deliver a nudge through")
+
+// Nudge cannot reach a Copilot terminal session.
+func (*Source) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
+	return ErrNoInbox
+}
+
+// workspaceFor is the session directory paired with the session's
+// process, if found.
+func (s *Source) workspaceFor(es sessions.ExternalSession) (Workspace, bool) {
+	_, pairs, err := s.scan()
+	if err != nil {
+		return Workspace{}, false
+	}
+	w, ok := pairs[es.PID]
+	return w, ok
+}

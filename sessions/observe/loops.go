@@ -1,0 +1,118 @@
+package observe
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// The loops every process-table source (Codex, Gemini) runs the same way:
+// what differs is how it scans and what one look reads.
+
+// Wake merges the notifications for dirs (notify may be nil: the poll
+// alone) with a poll every interval; dirs is asked again after every wake,
+// and the watch is moved when its answer changed (a day passes, the file
+// is found). The channel holds one pending wake: bursts coalesce.
+func Wake(ctx context.Context, notify Notify, poll time.Duration, dirs func() []string) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		var notes <-chan struct{}
+		var current []string
+		stop := func() {}
+		defer func() { stop() }()
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for {
+			if d := dirs(); notify != nil && !slices.Equal(d, current) {
+				stop()
+				current = d
+				notes, stop = subscribe(ctx, notify, d)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-notes:
+				if !ok {
+					notes = nil
+					continue
+				}
+			case <-t.C:
+			}
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out
+}
+
+// subscribe starts notify for dirs until the returned stop is called.
+func subscribe(ctx context.Context, notify Notify, dirs []string) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch, err := notify(ctx, dirs)
+	if err != nil {
+		cancel()
+		return nil, func() {}
+	}
+	return ch, cancel
+}
+
+// WatchList is an ExternalSource's Watch loop: list now and after every
+// wake, sending the list (sorted by key) whenever it changed; a failed
+// list is skipped until the next wake. The channel closes with ctx.
+func WatchList(ctx context.Context, wake <-chan struct{}, list func() ([]sessions.ExternalSession, error)) <-chan []sessions.ExternalSession {
+	out := make(chan []sessions.ExternalSession, 1)
+	go func() {
+		defer close(out)
+		var last []sessions.ExternalSession
+		first := true
+		for {
+			if l, err := list(); err == nil {
+				slices.SortFunc(l, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
+				if first || !slices.Equal(l, last) {
+					select {
+					case out <- l:
+					case <-ctx.Done():
+						return
+					}
+					last, first = l, false
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+		}
+	}()
+	return out
+}
+
+// Relay is an Observe loop: one look now and after every wake, its events
+// sent in order, until the look says the session ended or ctx ends; out is
+// closed then.
+func Relay(ctx context.Context, wake <-chan struct{}, look func() ([]sessions.Event, bool), out chan<- sessions.Event) {
+	defer close(out)
+	for {
+		evs, done := look()
+		for _, ev := range evs {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+	}
+}

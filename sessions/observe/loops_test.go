@@ -1,0 +1,77 @@
+package observe
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Wake follows the directories it is given (moving the watch when they
+// change), wakes on a notification at once and on the poll otherwise, and
+// coalesces a burst into one pending wake.
+func TestWakeMovesTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var watched [][]string
+		notes := make(chan struct{}, 1)
+		notify := func(ctx context.Context, dirs []string) (<-chan struct{}, error) {
+			mu.Lock()
+			watched = append(watched, dirs)
+			mu.Unlock()
+			return notes, nil
+		}
+		dir := "a"
+		var dmu sync.Mutex
+		dirs := func() []string { dmu.Lock(); defer dmu.Unlock(); return []string{dir} }
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		start := time.Now()
+		wake := Wake(ctx, notify, time.Hour, dirs)
+		notes <- struct{}{}
+		<-wake
+		if time.Since(start) != 0 {
+			t.Fatalf("a notification woke after %s", time.Since(start))
+		}
+		dmu.Lock()
+		dir = "b"
+		dmu.Unlock()
+		notes <- struct{}{}
+		<-wake
+		<-wake // the poll
+		if time.Since(start) != time.Hour {
+			t.Fatalf("the poll woke after %s", time.Since(start))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.EqualFunc(watched, [][]string{{"a"}, {"b"}}, slices.Equal) {
+			t.Fatalf("watched %v", watched)
+		}
+	})
+}
+
+// WatchList sends the first list, then only changed ones, sorted by key.
+func TestWatchListSendsChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wake := make(chan struct{})
+		lists := [][]sessions.ExternalSession{{{Key: "b"}, {Key: "a"}}, {{Key: "a"}, {Key: "b"}}, {{Key: "a"}}}
+		i := 0
+		out := WatchList(t.Context(), wake, func() ([]sessions.ExternalSession, error) {
+			l := lists[min(i, len(lists)-1)]
+			i++
+			return slices.Clone(l), nil
+		})
+		if l := <-out; len(l) != 2 || l[0].Key != "a" {
+			t.Fatalf("first %+v", l)
+		}
+		wake <- struct{}{} // the same list: nothing sent
+		wake <- struct{}{}
+		if l := <-out; len(l) != 1 {
+			t.Fatalf("changed %+v", l)
+		}
+	})
+}
