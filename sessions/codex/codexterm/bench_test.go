@@ -94,13 +94,14 @@ func BenchmarkDiscovery(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("cold/live=%d", live), func(b *testing.B) {
 			for b.Loop() {
-				src.metas, src.lastScan = nil, time.Time{}
+				src.metas = nil
+				src.table.Forget()
 				check(b)
 			}
 		})
 		b.Run(fmt.Sprintf("warm/live=%d", live), func(b *testing.B) {
 			for b.Loop() {
-				src.lastScan = time.Time{}
+				src.table.Forget()
 				check(b)
 			}
 		})

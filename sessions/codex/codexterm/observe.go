@@ -33,26 +33,22 @@ type observer struct {
 	src     *Source
 	es      sessions.ExternalSession
 	rollout Rollout
-	tail    *observe.Tailer
-	sum     Summary
-	emit    observe.Emitter
-	// history: the rollout existed when following began, so the turns its
-	// first read finds are not news.
-	history bool
+	file    observe.Follower[Summary, *Summary]
 }
 
-// follow starts tailing a rollout (the first found, or a re-created one).
+// follow starts tailing a rollout (the first found, or a re-created one);
+// history: it existed when following began, so the turns its first read
+// finds are not news (a later truncation or re-creation brings new turns).
 func (o *observer) follow(r Rollout, history bool) {
-	o.rollout, o.tail, o.history = r, observe.NewTailer(r.Path), history
-	o.sum.Reset()
-	o.emit.SetTurns(0)
+	o.rollout = r
+	o.file.Follow(r.Path, history)
 }
 
 // dirs are the directories whose change is news: the rollout's, else the
 // day's, where it will appear.
 func (o *observer) dirs() []string {
-	if o.tail != nil {
-		return []string{filepath.Dir(o.tail.Path())}
+	if o.file.Following() {
+		return []string{filepath.Dir(o.file.Path())}
 	}
 	return []string{o.src.today()}
 }
@@ -66,34 +62,16 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		// prompt, or /new): its turns are new.
 		o.follow(r, false)
 	}
-	var lines [][]byte
-	if o.tail != nil {
-		var reset bool
-		lines, reset, _ = o.tail.Poll()
-		if reset {
-			o.sum.Reset()
-			o.emit.SetTurns(0)
-		}
-		first := reset && o.history
-		if reset {
-			o.history = false // a later truncation or re-creation brings new turns
-		}
-		for _, l := range lines {
-			o.sum.Feed(l)
-		}
-		if first {
-			o.emit.SetTurns(o.sum.Turns) // the past, except a turn still in flight
-		}
-	}
-	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Rollout: o.tail != nil, Summary: o.sum})
-	st.Name = observe.Title(o.sum.FirstPrompt)
+	o.file.Read()
+	sum := o.file.Summary()
+	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Rollout: o.file.Following(), Summary: *sum})
+	st.Name = observe.Title(sum.FirstPrompt)
 	gone := known && !alive
-	if st, send := o.emit.Next(st, o.sum.Turns, len(lines) > 0, gone); send {
+	if st, send := o.file.Next(st, gone); send {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
-		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
-			Detail: fmt.Sprintf("process %d is gone (the Codex terminal was closed, or it was killed)", o.es.PID)}), true
+		return append(evs, observe.Ended(o.es.PID, "the Codex terminal was closed, or it was killed")), true
 	}
 	return evs, false
 }

@@ -19,16 +19,22 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
-// Source is the Codex terminal source: a sessions.ExternalSource.
+// Source is the Codex terminal source: a sessions.ExternalSource of the
+// process-table shape (package observe), answering as the agent the app
+// launches as "codex", so a terminal session and a managed one read alike
+// and "Resume in the background" can start it managed on the same thread.
 type Source struct {
+	observe.AgentInfo[codex.Agent]
+	observe.NoInbox[codex.Agent]
+
 	// CodexHome is Codex's home; empty means $CODEX_HOME, else ~/.codex.
 	CodexHome string
 	// Notify wakes the source at once on a change in the rollout
@@ -46,21 +52,11 @@ type Source struct {
 	// (default procscan.Alive).
 	Probe func(pid int, started time.Time) (alive, known bool)
 
-	mu       sync.Mutex
-	metas    map[string]Meta
-	pairs    map[int]Rollout
-	procs    []Proc
-	lastScan time.Time
-	scanErr  error
+	table observe.ProcTable[Proc, Rollout]
+	// metas caches each rollout's first line by path; guarded by the
+	// table's scan.
+	metas map[string]Meta
 }
-
-// The agent this source observes: the same CLI the app launches as
-// "codex", so a terminal session and a managed one read alike and
-// "Resume in the background" can start it managed on the same thread.
-func (*Source) Name() string           { return "codex" }
-func (*Source) DisplayName() string    { return "Codex" }
-func (*Source) DefaultCommand() string { return "codex" }
-func (*Source) InstallHint() string    { return "npm install -g @openai/codex" }
 
 var _ sessions.ExternalSource = (*Source)(nil)
 
@@ -82,21 +78,8 @@ func (s *Source) Home() string {
 // SessionsDir is where Codex writes its rollouts, one directory a day.
 func (s *Source) SessionsDir() string { return filepath.Join(s.Home(), "sessions") }
 
-func (s *Source) poll() time.Duration {
-	switch {
-	case s.Poll > 0:
-		return s.Poll
-	case s.Notify != nil:
-		return 5 * time.Second
-	}
-	return 2 * time.Second
-}
-
 func (s *Source) probe(pid int, started time.Time) (bool, bool) {
-	if s.Probe != nil {
-		return s.Probe(pid, started)
-	}
-	return procscan.Alive(pid, started)
+	return observe.ProbeProcess(s.Probe, pid, started)
 }
 
 // ScanProcs lists the interactive Codex processes in the process table.
@@ -131,25 +114,18 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their rollouts unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.lastScan.IsZero() && time.Since(s.lastScan) < minScan {
-		return s.procs, s.pairs, s.scanErr
-	}
-	s.lastScan = time.Now()
-	list := s.Procs
-	if list == nil {
-		list = ScanProcs
-	}
-	procs, err := list()
-	if err != nil {
-		s.scanErr = fmt.Errorf("listing Codex processes: %w", err)
-		return nil, nil, s.scanErr
-	}
-	procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
-	s.procs, s.scanErr = procs, nil
-	s.pairs = Pair(procs, s.rollouts(procs))
-	return s.procs, s.pairs, nil
+	return s.table.Scan(time.Now(), minScan, func() ([]Proc, map[int]Rollout, error) {
+		list := s.Procs
+		if list == nil {
+			list = ScanProcs
+		}
+		procs, err := list()
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing Codex processes: %w", err)
+		}
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		return procs, Pair(procs, s.rollouts(procs)), nil
+	})
 }
 
 // maxDays bounds how many day directories a scan lists (a process running
@@ -252,12 +228,12 @@ func (s *Source) dayDirs(from, to time.Time) []string {
 
 // key is a session's identity for as long as its process lives: the pid
 // and its start (a later process reusing the pid starts later).
-func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }
 
 // wake merges the notifications for dirs with the rescan interval; the
 // dirs can change (a day passes, the rollout is found).
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	return observe.Wake(ctx, s.Notify, s.poll(), dirs)
+	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
 }
 
 // today is the day directory a new rollout would be written to.
@@ -293,18 +269,10 @@ func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
 	return s.probe(es.PID, es.StartedAt)
 }
 
-// CanNudge is false: Codex's TUI has no inbox a message could be
-// delivered through, so recovery escalates with the evidence (or the user
-// resumes the thread in the background, managed).
-func (*Source) CanNudge(sessions.ExternalSession) bool { return false }
-
-// ErrNoInbox is Nudge's answer: there is no way into a Codex terminal.
-var ErrNoInbox = errors.New("codex: a session started in a terminal has no inbox to deliver a nudge through")
-
-// Nudge cannot reach a Codex terminal session.
-func (*Source) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
-	return ErrNoInbox
-}
+// ErrNoInbox is Nudge's answer (observe.NoInbox): Codex's TUI has no inbox
+// a message could be delivered through, so recovery escalates with the
+// evidence (or the user resumes the thread in the background, managed).
+var ErrNoInbox error = observe.NoInboxError{Agent: codex.Agent{}.Name()}
 
 // rolloutFor is the rollout paired with the session's process, if found.
 func (s *Source) rolloutFor(es sessions.ExternalSession) (Rollout, bool) {

@@ -150,6 +150,10 @@ type Summary struct {
 // Reset forgets everything read.
 func (s *Summary) Reset() { *s = Summary{} }
 
+// TurnCount is how many turns the chat read so far started
+// (observe.Summary).
+func (s *Summary) TurnCount() int { return s.Turns }
+
 // sessionContext opens the seed message the CLI writes (alone at start,
 // merged with the prompt after a cancel): never a prompt of the user's.
 const sessionContext = "<session_context>"

@@ -34,32 +34,28 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 
 // observer is one Observe loop's memory.
 type observer struct {
-	src     *Source
-	es      sessions.ExternalSession
-	chat    Chat
-	tail    *observe.Tailer
-	sum     Summary
-	last    sessions.ObservedState
-	emitted bool
-	// turns is the summary's prompt count at the last observation.
-	turns int
-	// history: the chat existed when following began, so the turns its
-	// first read finds are not news; read: it has been read once.
-	history, read bool
+	src  *Source
+	es   sessions.ExternalSession
+	chat Chat
+	file observe.Follower[Summary, *Summary]
 }
 
-// follow starts tailing a chat file (the first found, or another one).
+// follow starts tailing a chat file (the first found, or another one);
+// history: it existed when following began, so the turns its first read
+// finds are not news. A file read again from its start is the one already
+// read, rewritten by the CLI (an unreadable file replaced with the same
+// history): its turns are the past too.
 func (o *observer) follow(c Chat, history bool) {
-	o.chat, o.tail, o.history, o.read = c, observe.NewTailer(c.Path), history, false
-	o.sum.Reset()
-	o.turns = 0
+	o.chat = c
+	o.file.RereadIsPast = true
+	o.file.Follow(c.Path, history)
 }
 
 // dirs are the directories whose change is news: the chat's, else tmp/,
 // where its project directory appears.
 func (o *observer) dirs() []string {
-	if o.tail != nil {
-		return []string{filepath.Dir(o.tail.Path())}
+	if o.file.Following() {
+		return []string{filepath.Dir(o.file.Path())}
 	}
 	return []string{o.src.TmpDir()}
 }
@@ -73,60 +69,27 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		// turns are new.
 		o.follow(c, false)
 	}
-	var lines [][]byte
-	if o.tail != nil {
-		var reset bool
-		lines, reset, _ = o.tail.Poll()
-		if reset {
-			o.sum.Reset()
-			o.turns = 0
-		}
-		// Read again from its start: the file was there before we followed
-		// it, or it is the one already read, rewritten by the CLI (an
-		// unreadable file replaced with the same history): its turns are
-		// the past. A file found after we began is read as news.
-		past := reset && (o.history || o.read)
-		o.read = o.read || reset
-		for _, l := range lines {
-			o.sum.Feed(l)
-		}
-		if past {
-			o.turns = o.sum.Turns // the past, except a turn still in flight (below)
-		}
+	o.file.Read()
+	sum := o.file.Summary()
+	if sum.SessionID == "" {
+		sum.SessionID = o.chat.Meta.SessionID // a tail window past the first line
 	}
-	if o.sum.SessionID == "" {
-		o.sum.SessionID = o.chat.Meta.SessionID // a tail window past the first line
-	}
-	ev := Evidence{PID: o.es.PID, Alive: alive, Known: known, Chat: o.tail != nil, Summary: o.sum, Now: time.Now()}
-	if o.sum.Phase == CallPending && alive {
+	ev := Evidence{PID: o.es.PID, Alive: alive, Known: known, Chat: o.file.Following(), Summary: *sum, Now: time.Now()}
+	if sum.Phase == CallPending && alive {
 		ev.Children, ev.ChildrenKnown = o.src.children(o.es.PID)
 	}
 	st, _ := Infer(ev)
-	if st.Name = observe.Title(o.sum.FirstPrompt); st.Name == "" {
-		st.Name = o.last.Name
-	}
-	delta := o.sum.Turns - o.turns
-	o.turns = o.sum.Turns
-	if st.InTurn && !o.last.InTurn && delta == 0 {
-		// The first read began inside a turn: it is the one in flight.
-		delta = 1
-	}
-	st.NewTurns = delta
+	st.Name = observe.Title(sum.FirstPrompt)
 	gone := known && !alive
-	// A change of state is news; the turn count of the last one is not.
-	same := st
-	same.NewTurns = o.last.NewTurns
-	if !o.emitted || same != o.last || len(lines) > 0 || gone {
+	if st, send := o.file.Next(st, gone); send {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
-		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
-			Detail: fmt.Sprintf("process %d is gone (the Gemini CLI terminal was closed, or it was killed)", o.es.PID)}), true
+		return append(evs, observe.Ended(o.es.PID, "the Gemini CLI terminal was closed, or it was killed")), true
 	}
 	return evs, false
 }
 
 func (o *observer) observed(st sessions.ObservedState) sessions.Event {
-	o.last, o.emitted = st, true
-	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: o.sum.SessionID, PID: o.es.PID, Observed: &st}
+	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: o.file.Summary().SessionID, PID: o.es.PID, Observed: &st}
 }

@@ -62,9 +62,7 @@ func (w *world) observe() {
 
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
-	w.src.mu.Lock()
-	w.src.lastScan = time.Time{}
-	w.src.mu.Unlock()
+	w.src.table.Forget()
 	return w.o.step()
 }
 
@@ -246,10 +244,10 @@ func TestObserveHugeChatReadsItsTail(t *testing.T) {
 	if st.State != sessions.Working || id != sid1 {
 		t.Fatalf("huge: %+v %q", st, id)
 	}
-	if read := w.o.tail.BytesRead; read > 3<<20 {
+	if read := w.o.file.Tail().BytesRead; read > 3<<20 {
 		t.Fatalf("read %d bytes of a %d-byte file", read, b.Len())
 	}
-	t.Logf("first look read %d KB of %d MB", w.o.tail.BytesRead>>10, b.Len()>>20)
+	t.Logf("first look read %d KB of %d MB", w.o.file.Tail().BytesRead>>10, b.Len()>>20)
 }
 
 // Watch lists the TUI (not the other home's) before its chat exists, then

@@ -22,16 +22,22 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/gemini"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
-// Source is the Gemini CLI terminal source: a sessions.ExternalSource.
+// Source is the Gemini CLI terminal source: a sessions.ExternalSource of
+// the process-table shape (package observe), answering as the agent the
+// app launches as "gemini", so "Resume in the background" can load the
+// session managed.
 type Source struct {
+	observe.AgentInfo[gemini.Agent]
+	observe.NoInbox[gemini.Agent]
+
 	// GeminiHome is the CLI's configuration directory; empty means
 	// $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
 	GeminiHome string
@@ -52,20 +58,11 @@ type Source struct {
 	// prompt.
 	Children func(pid int) (n int, known bool)
 
-	mu       sync.Mutex
-	metas    map[string]Meta
-	pairs    map[int]Chat
-	procs    []Proc
-	lastScan time.Time
-	scanErr  error
+	table observe.ProcTable[Proc, Chat]
+	// metas caches each chat's first line by path; guarded by the table's
+	// scan.
+	metas map[string]Meta
 }
-
-// The agent this source observes: the same CLI the app launches as
-// "gemini", so "Resume in the background" can load the session managed.
-func (*Source) Name() string           { return "gemini" }
-func (*Source) DisplayName() string    { return "Gemini CLI" }
-func (*Source) DefaultCommand() string { return "gemini" }
-func (*Source) InstallHint() string    { return "npm install -g @google/gemini-cli" }
 
 var _ sessions.ExternalSource = (*Source)(nil)
 
@@ -87,21 +84,8 @@ func (s *Source) Home() string {
 // TmpDir holds one directory per project, each with its chats/.
 func (s *Source) TmpDir() string { return filepath.Join(s.Home(), "tmp") }
 
-func (s *Source) poll() time.Duration {
-	switch {
-	case s.Poll > 0:
-		return s.Poll
-	case s.Notify != nil:
-		return 5 * time.Second
-	}
-	return 2 * time.Second
-}
-
 func (s *Source) probe(pid int, started time.Time) (bool, bool) {
-	if s.Probe != nil {
-		return s.Probe(pid, started)
-	}
-	return procscan.Alive(pid, started)
+	return observe.ProbeProcess(s.Probe, pid, started)
 }
 
 func (s *Source) children(pid int) (int, bool) {
@@ -145,25 +129,18 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their chats unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Chat, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.lastScan.IsZero() && time.Since(s.lastScan) < minScan {
-		return s.procs, s.pairs, s.scanErr
-	}
-	s.lastScan = time.Now()
-	list := s.Procs
-	if list == nil {
-		list = ScanProcs
-	}
-	procs, err := list()
-	if err != nil {
-		s.scanErr = fmt.Errorf("listing Gemini CLI processes: %w", err)
-		return nil, nil, s.scanErr
-	}
-	procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
-	s.procs, s.scanErr = procs, nil
-	s.pairs = Pair(procs, s.chats(procs))
-	return s.procs, s.pairs, nil
+	return s.table.Scan(time.Now(), minScan, func() ([]Proc, map[int]Chat, error) {
+		list := s.Procs
+		if list == nil {
+			list = ScanProcs
+		}
+		procs, err := list()
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing Gemini CLI processes: %w", err)
+		}
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		return procs, Pair(procs, s.chats(procs)), nil
+	})
 }
 
 // projectDirs are the directories under tmp/ the processes' sessions are
@@ -246,24 +223,22 @@ func (s *Source) chats(procs []Proc) []Chat {
 
 // key is a session's identity for as long as its process lives: the pid
 // and its start (a later process reusing the pid starts later).
-func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }
 
 // wake merges the notifications for dirs with the rescan interval.
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	return observe.Wake(ctx, s.Notify, s.poll(), dirs)
+	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
 }
 
 // watchDirs are the directories whose change is news to discovery: the
 // home (projects.json), tmp/ (a new project) and the known chats dirs.
 func (s *Source) watchDirs() []string {
 	out := []string{s.Home(), s.TmpDir()}
-	s.mu.Lock()
-	for _, c := range s.pairs {
+	for _, c := range s.table.Pairs() {
 		if d := filepath.Dir(c.Path); !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
-	s.mu.Unlock()
 	slices.Sort(out[2:])
 	return out
 }
@@ -292,18 +267,11 @@ func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
 	return s.probe(es.PID, es.StartedAt)
 }
 
-// CanNudge is false: the Gemini TUI has no inbox a message could be
-// delivered through, so recovery escalates with the evidence (or the user
-// resumes the session in the background, managed over ACP).
-func (*Source) CanNudge(sessions.ExternalSession) bool { return false }
-
-// ErrNoInbox is Nudge's answer: there is no way into a Gemini terminal.
-var ErrNoInbox = errors.New("gemini: a session started in a terminal has no inbox to deliver a nudge through")
-
-// Nudge cannot reach a Gemini terminal session.
-func (*Source) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
-	return ErrNoInbox
-}
+// ErrNoInbox is Nudge's answer (observe.NoInbox): the Gemini TUI has no
+// inbox a message could be delivered through, so recovery escalates with
+// the evidence (or the user resumes the session in the background, managed
+// over ACP).
+var ErrNoInbox error = observe.NoInboxError{Agent: gemini.Agent{}.Name()}
 
 // chatFor is the chat file paired with the session's process, if found.
 func (s *Source) chatFor(es sessions.ExternalSession) (Chat, bool) {

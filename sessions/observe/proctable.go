@@ -1,0 +1,132 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
+
+// The process-table source shape: Codex, Copilot and Gemini register their
+// interactive sessions nowhere, so their sources find the agent's TUI
+// processes in the process table, pair each with the file its session is
+// written to, and tail that file. What is the same for all of them lives
+// here; an agent's package fills in its scan, its pairing and its summary.
+
+// AgentInfo answers for a terminal source with the identity of the managed
+// agent A (its zero value), so a terminal session and a managed one read
+// alike and "Resume in the background" starts the same agent. Embed it.
+type AgentInfo[A sessions.AgentInfo] struct{}
+
+func (AgentInfo[A]) Name() string           { var a A; return a.Name() }
+func (AgentInfo[A]) DisplayName() string    { var a A; return a.DisplayName() }
+func (AgentInfo[A]) DefaultCommand() string { var a A; return a.DefaultCommand() }
+func (AgentInfo[A]) InstallHint() string    { var a A; return a.InstallHint() }
+
+// NoInboxError is Nudge's answer for an agent whose TUI offers no inbox a
+// message could be delivered through. It is a comparable value, so a
+// package's ErrNoInbox equals what its Nudge returns.
+type NoInboxError struct{ Agent string }
+
+func (e NoInboxError) Error() string {
+	return e.Agent + ": a session started in a terminal has no inbox to deliver a nudge through"
+}
+
+// NoInbox gives a source of agent A's terminal sessions CanNudge false and
+// a Nudge that fails with NoInboxError: recovery escalates with the
+// evidence (or the user resumes the session in the background, managed).
+// Embed it.
+type NoInbox[A sessions.AgentInfo] struct{}
+
+// CanNudge is false: nothing reaches the terminal.
+func (NoInbox[A]) CanNudge(sessions.ExternalSession) bool { return false }
+
+// Nudge cannot reach the terminal session.
+func (NoInbox[A]) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
+	var a A
+	return NoInboxError{Agent: a.Name()}
+}
+
+// Key is a process-table session's identity for as long as its process
+// lives: the pid and its start (a later process reusing the pid starts
+// later).
+func Key(pid int, started time.Time) string { return fmt.Sprintf("%d-%d", pid, started.UnixMilli()) }
+
+// PollInterval is a source's rescan interval: poll when set, else 5 s with
+// notifications (they wake it sooner) and 2 s without. The poll is needed
+// even with notifications: a process can exit without touching a file.
+func PollInterval(poll time.Duration, notified bool) time.Duration {
+	switch {
+	case poll > 0:
+		return poll
+	case notified:
+		return 5 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// ProbeProcess tells whether the process that started at started still
+// runs, with probe when the source was given one (a test's), else
+// procscan.Alive.
+func ProbeProcess(probe func(pid int, started time.Time) (alive, known bool), pid int, started time.Time) (alive, known bool) {
+	if probe != nil {
+		return probe(pid, started)
+	}
+	return procscan.Alive(pid, started)
+}
+
+// ProcTable keeps a source's last look at the process table: its
+// processes P and the file F paired with each pid. Reading the table and
+// the agent's directories costs, and the agents rewrite files under their
+// home many times a second during a turn, so a recent scan is answered
+// from memory. The zero value is ready.
+type ProcTable[P, F any] struct {
+	mu    sync.Mutex
+	last  time.Time
+	procs []P
+	pairs map[int]F
+	err   error
+}
+
+// Scan returns the processes and their pairs, running scan unless the last
+// scan is younger than maxAge. scan runs under the table's lock, so the
+// caches it keeps need no lock of their own; its error is kept (and
+// answered) until the next scan.
+func (t *ProcTable[P, F]) Scan(now time.Time, maxAge time.Duration, scan func() ([]P, map[int]F, error)) ([]P, map[int]F, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.last.IsZero() && now.Sub(t.last) < maxAge {
+		return t.procs, t.pairs, t.err
+	}
+	t.last = now
+	t.procs, t.pairs, t.err = scan()
+	if t.err != nil {
+		t.procs, t.pairs = nil, nil
+	}
+	return t.procs, t.pairs, t.err
+}
+
+// Forget makes the next Scan scan, however recent the last one.
+func (t *ProcTable[P, F]) Forget() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = time.Time{}
+}
+
+// Pairs is the pairing of the last scan, without scanning (nil before the
+// first).
+func (t *ProcTable[P, F]) Pairs() map[int]F {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pairs
+}
+
+// Ended is the event that closes a process-table session: its process is
+// gone (how says what the user saw, e.g. "the Codex terminal was closed,
+// or it was killed").
+func Ended(pid int, how string) sessions.Event {
+	return sessions.Event{Kind: sessions.EvSessionEnded, Detail: fmt.Sprintf("process %d is gone (%s)", pid, how)}
+}
