@@ -65,6 +65,14 @@ func subscribe(ctx context.Context, notify Notify, dirs []string) (<-chan struct
 // wake, sending the list (sorted by key) whenever it changed; a failed
 // list is skipped until the next wake. The channel closes with ctx.
 func WatchList(ctx context.Context, wake <-chan struct{}, list func() ([]sessions.ExternalSession, error)) <-chan []sessions.ExternalSession {
+	return WatchListSooner(ctx, wake, list, nil)
+}
+
+// WatchListSooner is WatchList that also lists again soon() after a list
+// when soon answers more than zero: a source that knows something is about
+// to appear (a TUI still starting, whose directory is not written yet) looks
+// again sooner than the next wake. nil soon is WatchList.
+func WatchListSooner(ctx context.Context, wake <-chan struct{}, list func() ([]sessions.ExternalSession, error), soon func() time.Duration) <-chan []sessions.ExternalSession {
 	out := make(chan []sessions.ExternalSession, 1)
 	go func() {
 		defer close(out)
@@ -82,10 +90,17 @@ func WatchList(ctx context.Context, wake <-chan struct{}, list func() ([]session
 					last, first = l, false
 				}
 			}
+			var again <-chan time.Time
+			if soon != nil {
+				if d := soon(); d > 0 {
+					again = time.After(d)
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
+			case <-again:
 			}
 		}
 	}()

@@ -106,6 +106,10 @@ const maxOpen = 64
 // Reset forgets everything: the file was truncated or replaced.
 func (s *Summary) Reset() { *s = Summary{} }
 
+// TurnCount is how many turns the events read so far started
+// (observe.Summary).
+func (s *Summary) TurnCount() int { return s.Turns }
+
 // Feed reads one line. A line that is not an event is counted and skipped.
 func (s *Summary) Feed(raw []byte) {
 	if typ := leadingType(raw); decoded[typ] {

@@ -39,20 +39,15 @@ type observer struct {
 	src   *Source
 	es    sessions.ExternalSession
 	space Workspace
-	tail  *observe.Tailer
-	sum   Summary
-	emit  observe.Emitter
-	// history: the events existed when following began, so the turns the
-	// first read finds are not news.
-	history bool
+	file  observe.Follower[Summary, *Summary]
 }
 
 // follow starts tailing a session's events (the first found, or another
-// session the TUI moved to).
+// session the TUI moved to); history: the events existed when following
+// began, so the turns the first read finds are not news.
 func (o *observer) follow(w Workspace, history bool) {
-	o.space, o.tail, o.history = w, observe.NewTailer(w.Events()), history
-	o.sum.Reset()
-	o.emit.SetTurns(0)
+	o.space = w
+	o.file.Follow(w.Events(), history)
 }
 
 func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
@@ -62,7 +57,7 @@ func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
 // dirs are the directories whose change is news: the session's, else
 // session-state, where it will appear.
 func (o *observer) dirs() []string {
-	if o.tail != nil {
+	if o.file.Following() {
 		return []string{o.space.Dir}
 	}
 	return []string{o.src.StateDir()}
@@ -75,44 +70,28 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	if w, ok := o.src.workspaceFor(o.es); ok && w.Dir != o.space.Dir {
 		// Found, or another session (/new, /resume): its turns are new
 		// unless it already has some (a resumed session's past).
-		o.follow(w, o.tail == nil)
+		o.follow(w, !o.file.Following())
 	}
-	var lines [][]byte
 	exists := false
-	if o.tail != nil {
-		var reset bool
-		lines, reset, _ = o.tail.Poll()
-		if reset {
-			o.sum.Reset()
-			o.emit.SetTurns(0)
-		}
-		first := reset && o.history
-		if reset {
-			o.history = false // a later truncation or re-creation brings new turns
-		}
-		for _, l := range lines {
-			o.sum.Feed(l)
-		}
-		if first {
-			o.emit.SetTurns(o.sum.Turns) // the past, except a turn still in flight
-		}
-		exists = o.sum.Records > 0 || len(lines) > 0
+	if o.file.Following() {
+		lines := o.file.Read()
+		exists = o.file.Summary().Records > 0 || lines > 0
 	}
-	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Events: exists, Summary: o.sum})
-	st.Name = observe.Title(o.sum.FirstPrompt)
+	sum := o.file.Summary()
+	st, _ := Infer(Evidence{PID: o.es.PID, Alive: alive, Known: known, Events: exists, Summary: *sum})
+	st.Name = observe.Title(sum.FirstPrompt)
 	gone := known && !alive
-	if st, send := o.emit.Next(st, o.sum.Turns, len(lines) > 0, gone); send {
+	if st, send := o.file.Next(st, gone); send {
 		evs = append(evs, o.observed(st))
 	}
 	if gone {
-		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded,
-			Detail: fmt.Sprintf("process %d is gone (the Copilot terminal was closed, or it was killed)", o.es.PID)}), true
+		return append(evs, observe.Ended(o.es.PID, "the Copilot terminal was closed, or it was killed")), true
 	}
 	return evs, false
 }
 
 func (o *observer) observed(st sessions.ObservedState) sessions.Event {
 	// The directory's name is the id `copilot --resume` takes.
-	id := orDefault(o.space.ID, o.sum.SessionID)
+	id := orDefault(o.space.ID, o.file.Summary().SessionID)
 	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: id, PID: o.es.PID, Observed: &st}
 }

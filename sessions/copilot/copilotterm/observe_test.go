@@ -64,9 +64,7 @@ func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
 
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
-	w.src.mu.Lock()
-	w.src.lastScan = time.Time{}
-	w.src.mu.Unlock()
+	w.src.table.Forget()
 	return w.o.step()
 }
 
@@ -217,8 +215,8 @@ func TestObservePartialTruncatedHuge(t *testing.T) {
 	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
 		t.Fatalf("after the huge line: %+v", st)
 	}
-	if w.o.tail.Skipped != 1 {
-		t.Fatalf("skipped %d lines", w.o.tail.Skipped)
+	if w.o.file.Tail().Skipped != 1 {
+		t.Fatalf("skipped %d lines", w.o.file.Tail().Skipped)
 	}
 }
 

@@ -22,8 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -32,8 +31,14 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
-// Source is the Copilot terminal source: a sessions.ExternalSource.
+// Source is the Copilot terminal source: a sessions.ExternalSource of the
+// process-table shape (package observe), answering as the agent the app
+// launches as "copilot", so "Resume in the background" starts it managed
+// on the same session id.
 type Source struct {
+	observe.AgentInfo[copilot.Agent]
+	observe.NoInbox[copilot.Agent]
+
 	// CopilotHome is Copilot's home; empty means $COPILOT_HOME, else
 	// ~/.copilot.
 	CopilotHome string
@@ -51,16 +56,14 @@ type Source struct {
 	// (default procscan.Alive).
 	Probe func(pid int, started time.Time) (alive, known bool)
 
-	mu       sync.Mutex
-	spaces   map[string]Workspace
-	pairs    map[int]Workspace
-	procs    []Proc
-	lastScan time.Time
-	scanErr  error
+	table observe.ProcTable[Proc, Workspace]
+	// spaces caches each session directory's id, cwd and creation by
+	// path; guarded by the table's scan.
+	spaces map[string]Workspace
 	// starting: a young TUI has no session directory paired yet (it
 	// creates the directory, its lock and workspace.yaml in turn as it
 	// starts, and only the first is a change Watch is notified of).
-	starting bool
+	starting atomic.Bool
 }
 
 // startupWindow is how long after its start an unpaired TUI is looked at
@@ -69,14 +72,6 @@ const (
 	startupWindow = 30 * time.Second
 	startupRescan = time.Second
 )
-
-// The agent this source observes: the same CLI the app launches as
-// "copilot", so "Resume in the background" starts it managed on the same
-// session id.
-func (*Source) Name() string           { return copilot.Agent{}.Name() }
-func (*Source) DisplayName() string    { return copilot.Agent{}.DisplayName() }
-func (*Source) DefaultCommand() string { return copilot.Agent{}.DefaultCommand() }
-func (*Source) InstallHint() string    { return copilot.Agent{}.InstallHint() }
 
 var _ sessions.ExternalSource = (*Source)(nil)
 
@@ -98,21 +93,8 @@ func (s *Source) Home() string {
 // StateDir holds one directory per session.
 func (s *Source) StateDir() string { return filepath.Join(s.Home(), "session-state") }
 
-func (s *Source) poll() time.Duration {
-	switch {
-	case s.Poll > 0:
-		return s.Poll
-	case s.Notify != nil:
-		return 5 * time.Second
-	}
-	return 2 * time.Second
-}
-
 func (s *Source) probe(pid int, started time.Time) (bool, bool) {
-	if s.Probe != nil {
-		return s.Probe(pid, started)
-	}
-	return procscan.Alive(pid, started)
+	return observe.ProbeProcess(s.Probe, pid, started)
 }
 
 // kernelNames are the names a native copilot process shows in the table:
@@ -159,36 +141,31 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their sessions unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.lastScan.IsZero() && time.Since(s.lastScan) < minScan {
-		return s.procs, s.pairs, s.scanErr
-	}
-	s.lastScan = time.Now()
-	list := s.Procs
-	if list == nil {
-		list = ScanProcs
-	}
-	procs, err := list()
-	if err != nil {
-		s.scanErr = fmt.Errorf("listing Copilot processes: %w", err)
-		return nil, nil, s.scanErr
-	}
-	procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
-	s.pairs = Pair(procs, s.workspaces(procs))
-	// Only a process with its session is listed: the directory exists from
-	// the TUI's start, so one without is a subcommand or a process still
-	// starting.
-	s.starting = false
-	procs = slices.DeleteFunc(procs, func(p Proc) bool {
-		_, ok := s.pairs[p.PID]
-		if !ok && time.Since(p.Started) < startupWindow {
-			s.starting = true
+	return s.table.Scan(time.Now(), minScan, func() ([]Proc, map[int]Workspace, error) {
+		list := s.Procs
+		if list == nil {
+			list = ScanProcs
 		}
-		return !ok
+		procs, err := list()
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing Copilot processes: %w", err)
+		}
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		pairs := Pair(procs, s.workspaces(procs))
+		// Only a process with its session is listed: the directory exists
+		// from the TUI's start, so one without is a subcommand or a
+		// process still starting.
+		starting := false
+		procs = slices.DeleteFunc(procs, func(p Proc) bool {
+			_, ok := pairs[p.PID]
+			if !ok && time.Since(p.Started) < startupWindow {
+				starting = true
+			}
+			return !ok
+		})
+		s.starting.Store(starting)
+		return procs, pairs, nil
 	})
-	s.procs, s.scanErr = procs, nil
-	return s.procs, s.pairs, nil
 }
 
 // workspaces reads the session directories a process could have: those it
@@ -264,12 +241,12 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 
 // key is a session's identity for as long as its process lives: the pid
 // and its start (a later process reusing the pid starts later).
-func key(p Proc) string { return fmt.Sprintf("%d-%d", p.PID, p.Started.UnixMilli()) }
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }
 
 // wake merges the notifications for dirs with the rescan interval; the
 // dirs can change through dirs.
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	return observe.Wake(ctx, s.Notify, s.poll(), dirs)
+	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
 }
 
 // Watch lists the live interactive sessions now and after every change.
@@ -277,46 +254,27 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find Copilot's sessions in")
 	}
-	out := make(chan []sessions.ExternalSession, 1)
 	// A starting TUI creates its session directory under session-state.
 	wake := s.wake(ctx, func() []string { return []string{s.Home(), s.StateDir()} })
-	go func() {
-		defer close(out)
-		var last []sessions.ExternalSession
-		first := true
-		for {
-			if procs, pairs, err := s.scan(); err == nil {
-				list := make([]sessions.ExternalSession, 0, len(procs))
-				for _, p := range procs {
-					w := pairs[p.PID]
-					list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: w.ID,
-						Cwd: orDefault(w.Cwd, p.Cwd), PID: p.PID, StartedAt: p.Started})
-				}
-				slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
-				if first || !slices.Equal(list, last) {
-					select {
-					case out <- list:
-					case <-ctx.Done():
-						return
-					}
-					last, first = list, false
-				}
-			}
-			var retry <-chan time.Time
-			s.mu.Lock()
-			if s.starting {
-				retry = time.After(startupRescan)
-			}
-			s.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			case <-retry:
-			}
+	soon := func() time.Duration {
+		if s.starting.Load() {
+			return startupRescan
 		}
-	}()
-	return out, nil
+		return 0
+	}
+	return observe.WatchListSooner(ctx, wake, func() ([]sessions.ExternalSession, error) {
+		procs, pairs, err := s.scan()
+		if err != nil {
+			return nil, err
+		}
+		list := make([]sessions.ExternalSession, 0, len(procs))
+		for _, p := range procs {
+			w := pairs[p.PID]
+			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: w.ID,
+				Cwd: orDefault(w.Cwd, p.Cwd), PID: p.PID, StartedAt: p.Started})
+		}
+		return list, nil
+	}, soon), nil
 }
 
 // Alive probes the session's process.
@@ -324,18 +282,10 @@ func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
 	return s.probe(es.PID, es.StartedAt)
 }
 
-// CanNudge is false: Copilot's TUI has no inbox a message could be
-// delivered through, so recovery escalates with the evidence (or the user
-// resumes the session in the background, managed).
-func (*Source) CanNudge(sessions.ExternalSession) bool { return false }
-
-// ErrNoInbox is Nudge's answer: there is no way into a Copilot terminal.
-var ErrNoInbox = errors.New("copilot: a session started in a terminal has no inbox to deliver a nudge through")
-
-// Nudge cannot reach a Copilot terminal session.
-func (*Source) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
-	return ErrNoInbox
-}
+// ErrNoInbox is Nudge's answer (observe.NoInbox): Copilot's TUI has no
+// inbox a message could be delivered through, so recovery escalates with
+// the evidence (or the user resumes the session in the background, managed).
+var ErrNoInbox error = observe.NoInboxError{Agent: copilot.Agent{}.Name()}
 
 // workspaceFor is the session directory paired with the session's
 // process, if found.
