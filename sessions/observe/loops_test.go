@@ -75,3 +75,50 @@ func TestWatchListSendsChanges(t *testing.T) {
 		}
 	})
 }
+
+// WatchListSooner lists again after soon() while it answers more than
+// zero, without a wake, and waits for the wake once it answers zero.
+func TestWatchListSooner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wake := make(chan struct{})
+		var mu sync.Mutex
+		calls := 0
+		starting := true
+		list := func() ([]sessions.ExternalSession, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls == 3 {
+				starting = false // the TUI's directory appeared
+				return []sessions.ExternalSession{{Key: "a"}}, nil
+			}
+			return nil, nil
+		}
+		soon := func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			if starting {
+				return time.Second
+			}
+			return 0
+		}
+		start := time.Now()
+		out := WatchListSooner(t.Context(), wake, list, soon)
+		if l := <-out; len(l) != 0 {
+			t.Fatalf("first %+v", l)
+		}
+		if l := <-out; len(l) != 1 || l[0].Key != "a" {
+			t.Fatalf("after the startup rescans %+v", l)
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("listed again after %v, want two rescans of 1s", waited)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		mu.Lock()
+		if calls != 3 {
+			t.Errorf("listed %d times; without a wake and not starting, want 3", calls)
+		}
+		mu.Unlock()
+	})
+}

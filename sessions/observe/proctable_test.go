@@ -1,0 +1,252 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// fakeAgent stands in for a managed agent's identity.
+type fakeAgent struct{}
+
+func (fakeAgent) Name() string           { return "fake" }
+func (fakeAgent) DisplayName() string    { return "Fake CLI" }
+func (fakeAgent) DefaultCommand() string { return "fake" }
+func (fakeAgent) InstallHint() string    { return "install fake" }
+
+// fakeSource is a source built from the shape's pieces alone.
+type fakeSource struct {
+	AgentInfo[fakeAgent]
+	NoInbox[fakeAgent]
+}
+
+func TestAgentInfoAndNoInbox(t *testing.T) {
+	var s fakeSource
+	for _, tc := range []struct{ got, want string }{
+		{s.Name(), "fake"}, {s.DisplayName(), "Fake CLI"}, {s.DefaultCommand(), "fake"}, {s.InstallHint(), "install fake"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	es := sessions.ExternalSession{PID: 1}
+	if s.CanNudge(es) {
+		t.Error("CanNudge is true without an inbox")
+	}
+	var errNoInbox error = NoInboxError{Agent: "fake"}
+	err := s.Nudge(context.Background(), es, "x", true)
+	if err != errNoInbox || !errors.Is(err, errNoInbox) {
+		t.Errorf("Nudge = %v, want the package's ErrNoInbox value", err)
+	}
+	if want := "fake: a session started in a terminal has no inbox to deliver a nudge through"; err.Error() != want {
+		t.Errorf("Nudge says %q, want %q", err, want)
+	}
+}
+
+func TestKeyPollProbe(t *testing.T) {
+	started := time.UnixMilli(1_700_000_000_123)
+	if got := Key(42, started); got != "42-1700000000123" {
+		t.Errorf("Key = %q", got)
+	}
+	if Key(42, started) == Key(42, started.Add(time.Second)) {
+		t.Error("a later process reusing the pid has the same key")
+	}
+	polls := []struct {
+		poll     time.Duration
+		notified bool
+		want     time.Duration
+	}{
+		{0, false, 2 * time.Second},
+		{0, true, 5 * time.Second},
+		{time.Minute, true, time.Minute},
+		{time.Millisecond, false, time.Millisecond},
+	}
+	for _, tc := range polls {
+		if got := PollInterval(tc.poll, tc.notified); got != tc.want {
+			t.Errorf("PollInterval(%v, %v) = %v, want %v", tc.poll, tc.notified, got, tc.want)
+		}
+	}
+	probed := false
+	alive, known := ProbeProcess(func(pid int, s time.Time) (bool, bool) {
+		probed = pid == 42 && s.Equal(started)
+		return true, true
+	}, 42, started)
+	if !probed || !alive || !known {
+		t.Errorf("the given probe was not asked: %v %v %v", probed, alive, known)
+	}
+	// Without one the process table answers: this test's own process runs
+	// (known false where the table cannot be read).
+	if alive, known := ProbeProcess(nil, os.Getpid(), time.Time{}); known && !alive {
+		t.Error("the default probe says this process is gone")
+	}
+}
+
+func TestProcTableThrottlesScans(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	boom := errors.New("boom")
+	type call struct {
+		at      time.Duration
+		forget  bool
+		fail    bool
+		scanned bool
+		procs   int
+		err     error
+	}
+	cases := []struct {
+		name  string
+		calls []call
+	}{
+		{"a first scan, then answers from memory until maxAge", []call{
+			{at: 0, scanned: true, procs: 1},
+			{at: 100 * time.Millisecond, procs: 1},
+			{at: 499 * time.Millisecond, procs: 1},
+			{at: 500 * time.Millisecond, scanned: true, procs: 2},
+		}},
+		{"Forget scans at once", []call{
+			{at: 0, scanned: true, procs: 1},
+			{at: time.Millisecond, forget: true, scanned: true, procs: 2},
+		}},
+		{"an error is kept, with no processes, until the next scan", []call{
+			{at: 0, scanned: true, fail: true, err: boom},
+			{at: 100 * time.Millisecond, err: boom},
+			{at: time.Second, scanned: true, procs: 2},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var table ProcTable[int, string]
+			n := 0
+			for i, c := range tc.calls {
+				if c.forget {
+					table.Forget()
+				}
+				scanned := false
+				procs, pairs, err := table.Scan(t0.Add(c.at), 500*time.Millisecond, func() ([]int, map[int]string, error) {
+					scanned = true
+					n++
+					if c.fail {
+						return []int{1}, map[int]string{1: "x"}, boom
+					}
+					procs := make([]int, n)
+					pairs := map[int]string{}
+					for j := range procs {
+						procs[j] = j + 1
+						pairs[j+1] = "file"
+					}
+					return procs, pairs, nil
+				})
+				if scanned != c.scanned || len(procs) != c.procs || len(pairs) != c.procs || !errors.Is(err, c.err) && err != c.err {
+					t.Fatalf("call %d: scanned %v, %d procs, %d pairs, err %v; want scanned %v, %d, err %v",
+						i, scanned, len(procs), len(pairs), err, c.scanned, c.procs, c.err)
+				}
+				if got := table.Pairs(); len(got) != c.procs {
+					t.Fatalf("call %d: Pairs has %d, want %d", i, len(got), c.procs)
+				}
+			}
+		})
+	}
+}
+
+func TestEnded(t *testing.T) {
+	ev := Ended(42, "the terminal was closed")
+	if ev.Kind != sessions.EvSessionEnded || ev.Detail != "process 42 is gone (the terminal was closed)" {
+		t.Errorf("Ended = %+v", ev)
+	}
+}
+
+// countSummary counts lines starting with "turn".
+type countSummary struct{ turns, lines int }
+
+func (s *countSummary) Reset() { *s = countSummary{} }
+func (s *countSummary) Feed(l []byte) {
+	s.lines++
+	if len(l) >= 4 && string(l[:4]) == "turn" {
+		s.turns++
+	}
+}
+func (s *countSummary) TurnCount() int { return s.turns }
+
+func TestFollower(t *testing.T) {
+	inTurn := sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "busy"}
+	idle := sessions.ObservedState{State: sessions.Idle, Evidence: "idle"}
+	type look struct {
+		write    string // appended before the look
+		truncate bool   // the file is re-created holding write instead
+		st       sessions.ObservedState
+		lines    int
+		send     bool
+		newTurns int
+	}
+	cases := []struct {
+		name         string
+		history      bool
+		rereadIsPast bool
+		looks        []look
+	}{
+		{"a file found after following began: its turns are news", false, false, []look{
+			{write: "turn 1\nturn 2\n", st: idle, lines: 2, send: true, newTurns: 2},
+			{st: idle, send: false},
+			{write: "turn 3\n", st: inTurn, lines: 1, send: true, newTurns: 1},
+		}},
+		{"history: the first read is the past", true, false, []look{
+			{write: "turn 1\nturn 2\n", st: idle, lines: 2, send: true, newTurns: 0},
+			{write: "turn 3\n", st: idle, lines: 1, send: true, newTurns: 1},
+		}},
+		{"history: a turn in flight at the first read is the one in flight", true, false, []look{
+			{write: "turn 1\n", st: inTurn, lines: 1, send: true, newTurns: 1},
+		}},
+		{"a truncation after history brings new turns", true, false, []look{
+			{write: "turn 1\nturn 2\n", st: idle, lines: 2, send: true, newTurns: 0},
+			{write: "turn 1\n", truncate: true, st: idle, lines: 1, send: true, newTurns: 1},
+		}},
+		{"RereadIsPast: a rewritten file is the past", true, true, []look{
+			{write: "turn 1\nturn 2\n", st: idle, lines: 2, send: true, newTurns: 0},
+			{write: "turn 1\nturn 2\nturn 3\n", truncate: true, st: idle, lines: 3, send: true, newTurns: 0},
+		}},
+		{"RereadIsPast without history: only rereads are the past", false, true, []look{
+			{write: "turn 1\n", st: idle, lines: 1, send: true, newTurns: 1},
+			{write: "turn 1\nturn 2\n", truncate: true, st: idle, lines: 2, send: true, newTurns: 0},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "session.jsonl")
+			var f Follower[countSummary, *countSummary]
+			if f.Following() || f.Path() != "" || f.Tail() != nil || f.Read() != 0 {
+				t.Fatal("a zero Follower follows something")
+			}
+			f.RereadIsPast = tc.rereadIsPast
+			f.Follow(path, tc.history)
+			if !f.Following() || f.Path() != path || f.Tail() == nil {
+				t.Fatal("Follow did not follow")
+			}
+			for i, l := range tc.looks {
+				if l.truncate {
+					// The agent re-creates the file: the tail reads it
+					// from its start.
+					tmp := path + ".new"
+					if err := os.WriteFile(tmp, []byte(l.write), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Rename(tmp, path); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					appendFile(t, path, l.write)
+				}
+				if got := f.Read(); got != l.lines {
+					t.Fatalf("look %d: read %d lines, want %d", i, got, l.lines)
+				}
+				st, send := f.Next(l.st, false)
+				if send != l.send || send && st.NewTurns != l.newTurns {
+					t.Fatalf("look %d: send %v with %d new turns, want %v with %d (summary %+v)", i, send, st.NewTurns, l.send, l.newTurns, *f.Summary())
+				}
+			}
+		})
+	}
+}
