@@ -96,6 +96,5 @@ func ruleHookStopped(ev Evidence) (sessions.ObservedState, bool) {
 	if !hookStopped(ev) {
 		return sessions.ObservedState{}, false
 	}
-	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-		Evidence: fmt.Sprintf("the turn ended (%s hook; its end is not in the transcript yet); waiting for review", ev.Hook.Name)}, true
+	return observe.TurnEnded(fmt.Sprintf("the turn ended (%s hook; its end is not in the transcript yet); waiting for review", ev.Hook.Name)), true
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Evidence is everything the rule stack reads about one session at one
@@ -21,51 +22,36 @@ type Evidence struct {
 }
 
 // Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence.
-type Rule struct {
-	Name  string
-	Match func(Evidence) (sessions.ObservedState, bool)
-}
+// decides the state and writes the evidence sentence (observe.Rule).
+type Rule = observe.Rule[Evidence]
 
 // Rules is the stack, walked in order; the first match wins. The session
 // file's status is evidence like any other, not the whole truth: it says
 // idle after an API error, so the error rule comes first.
 var Rules = []Rule{
-	{"process gone", ruleProcessGone},
-	{"API error", ruleAPIError},
-	{"hook: turn failed", ruleHookFailure},
-	{"waiting on the user", ruleWaiting},
-	{"hook: waiting on the user", ruleHookWaiting},
-	{"compacting", ruleCompacting},
-	{"hook: compacting", ruleHookCompacting},
-	{"open tool", ruleOpenTool},
-	{"turn in flight", ruleWorking},
-	{"hook: prompt sent", ruleHookPrompt},
-	{"turn ended", ruleTurnEnded},
-	{"hook: turn ended", ruleHookStopped},
-	{"idle", ruleIdle},
+	{Name: "process gone", Match: ruleProcessGone},
+	{Name: "API error", Match: ruleAPIError},
+	{Name: "hook: turn failed", Match: ruleHookFailure},
+	{Name: "waiting on the user", Match: ruleWaiting},
+	{Name: "hook: waiting on the user", Match: ruleHookWaiting},
+	{Name: "compacting", Match: ruleCompacting},
+	{Name: "hook: compacting", Match: ruleHookCompacting},
+	{Name: "open tool", Match: ruleOpenTool},
+	{Name: "turn in flight", Match: ruleWorking},
+	{Name: "hook: prompt sent", Match: ruleHookPrompt},
+	{Name: "turn ended", Match: ruleTurnEnded},
+	{Name: "hook: turn ended", Match: ruleHookStopped},
+	{Name: "idle", Match: ruleIdle},
 }
 
 // Infer walks the rule stack and returns the first match's state and the
 // rule's name.
 func Infer(ev Evidence) (sessions.ObservedState, string) {
-	for _, r := range Rules {
-		if o, ok := r.Match(ev); ok {
-			return o, r.Name
-		}
-	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing observed"}, "idle"
+	return observe.Infer(Rules, ev)
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	if !ev.Known || ev.Alive {
-		return sessions.ObservedState{}, false
-	}
-	if ev.Transcript.InTurn {
-		return sessions.ObservedState{State: sessions.Interrupted,
-			Evidence: fmt.Sprintf("process %d is gone mid-turn (killed or crashed: its session file was left behind)", ev.PID)}, true
-	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: fmt.Sprintf("process %d is gone", ev.PID)}, true
+	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Transcript.InTurn, "killed or crashed: its session file was left behind")
 }
 
 func ruleAPIError(ev Evidence) (sessions.ObservedState, bool) {
@@ -150,11 +136,9 @@ func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
 	for _, tool := range ev.Transcript.Open {
 		switch tool.Name {
 		case "AskUserQuestion":
-			return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitQuestion, InTurn: true,
-				Evidence: "the agent asks you a question in the terminal"}, true
+			return observe.Waiting(sessions.WaitQuestion, "", "the agent asks you a question in the terminal"), true
 		case "ExitPlanMode":
-			return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPlan, InTurn: true,
-				Evidence: "the agent waits for you to approve its plan in the terminal"}, true
+			return observe.Waiting(sessions.WaitPlan, "", "the agent waits for you to approve its plan in the terminal"), true
 		}
 	}
 	if ev.File.Status != "waiting" {
@@ -166,15 +150,12 @@ func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
 	// builds report "approve <Tool>".
 	what := ev.File.WaitingFor
 	if tool, ok := strings.CutPrefix(what, "approve "); ok {
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true,
-			Evidence: fmt.Sprintf("the agent asks permission to use %s in the terminal", tool)}, true
+		return observe.Waiting(sessions.WaitPermission, "", fmt.Sprintf("the agent asks permission to use %s in the terminal", tool)), true
 	}
 	if strings.Contains(what, "permission") {
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true,
-			Evidence: "the agent asks permission in the terminal"}, true
+		return observe.Waiting(sessions.WaitPermission, "", "the agent asks permission in the terminal"), true
 	}
-	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitQuestion, InTurn: true,
-		Evidence: "the CLI waits for you in the terminal" + orEmpty(" ("+what+")", what)}, true
+	return observe.Waiting(sessions.WaitQuestion, "", "the CLI waits for you in the terminal"+orEmpty(" ("+what+")", what)), true
 }
 
 func ruleCompacting(ev Evidence) (sessions.ObservedState, bool) {
@@ -190,8 +171,7 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 		return sessions.ObservedState{}, false
 	}
 	name := open[0].Name
-	return sessions.ObservedState{State: sessions.Working, InTurn: true, Tool: name,
-		Evidence: fmt.Sprintf("running %s", orDefault(name, "a tool"))}, true
+	return observe.RunningTool(name), true
 }
 
 func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
@@ -203,9 +183,9 @@ func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 		// is the fresher word.
 		return sessions.ObservedState{}, false
 	case t.InTurn:
-		return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "the transcript shows a turn in flight"}, true
+		return observe.Working("the transcript shows a turn in flight"), true
 	case ev.File.Status == "busy" && !hookStopped(ev):
-		return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "the CLI says busy"}, true
+		return observe.Working("the CLI says busy"), true
 	}
 	return sessions.ObservedState{}, false
 }
@@ -214,14 +194,11 @@ func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Transcript
 	switch {
 	case t.StoppedByUser:
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-			Evidence: "you stopped the turn in the terminal; waiting for review"}, true
+		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
 	case t.Ended:
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-			Evidence: "the turn ended; waiting for review"}, true
+		return observe.TurnEnded("the turn ended; waiting for review"), true
 	case t.InTurn && idleSince(ev):
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-			Evidence: "the CLI says idle (the turn's end is not in the transcript yet); waiting for review"}, true
+		return observe.TurnEnded("the CLI says idle (the turn's end is not in the transcript yet); waiting for review"), true
 	}
 	return sessions.ObservedState{}, false
 }
@@ -239,21 +216,14 @@ func idleSince(ev Evidence) bool {
 
 func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {
 	if ev.Transcript.Records == 0 {
-		return sessions.ObservedState{State: sessions.Idle, Evidence: "no prompt yet in the terminal"}, true
+		return observe.Idle(false), true
 	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing in flight"}, true
+	return observe.Idle(true), true
 }
 
 func orEmpty(s, cond string) string {
 	if cond == "" {
 		return ""
-	}
-	return s
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
 	}
 	return s
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // This file reads Codex's rollout files ($CODEX_HOME/sessions/YYYY/MM/DD/
@@ -207,7 +209,7 @@ func (s *Summary) event(p *payload, at time.Time) {
 			s.Failure = &Failed{Message: e.Message, Info: e.CodexErrorInfo, At: at}
 		}
 	case "turn_aborted":
-		s.InTurn, s.Ended, s.Aborted, s.Failure, s.Open = false, true, orDefault(p.Reason, "aborted"), nil, nil
+		s.InTurn, s.Ended, s.Aborted, s.Failure, s.Open = false, true, observe.OrDefault(p.Reason, "aborted"), nil, nil
 	case "token_count":
 		if rl := p.RateLimits; rl != nil {
 			s.ResetsAt = exhausted(rl)
@@ -321,11 +323,4 @@ func ParseMeta(line []byte) (Meta, error) {
 		return Meta{}, errors.New("the first line is no session_meta")
 	}
 	return r.Payload.meta(), nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // This file reads the events file of a TUI session
@@ -158,7 +159,7 @@ func (s *Summary) Feed(raw []byte) {
 	case "permission.requested":
 		what := ""
 		if p := d.PermissionRequest; p != nil {
-			what = orDefault(p.FullCommandText, p.Kind)
+			what = observe.OrDefault(p.FullCommandText, p.Kind)
 		}
 		s.ask(Ask{ID: d.RequestID, Wait: sessions.WaitPermission, What: what})
 	case "user_input.requested", "elicitation.requested":
@@ -246,13 +247,6 @@ func (s *Summary) apply(ev sessions.Event) {
 		s.Failure = &f
 	case sessions.EvTurnAborted:
 		s.endTurn()
-		s.Aborted = orDefault(ev.Detail, "aborted")
+		s.Aborted = observe.OrDefault(ev.Detail, "aborted")
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

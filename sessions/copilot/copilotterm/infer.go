@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Evidence is everything the rule stack reads about one session at one
@@ -19,44 +20,29 @@ type Evidence struct {
 }
 
 // Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence.
-type Rule struct {
-	Name  string
-	Match func(Evidence) (sessions.ObservedState, bool)
-}
+// decides the state and writes the evidence sentence (observe.Rule).
+type Rule = observe.Rule[Evidence]
 
 // Rules is the stack, walked in order; the first match wins.
 var Rules = []Rule{
-	{"process gone", ruleProcessGone},
-	{"turn failed", ruleFailed},
-	{"waiting on the user", ruleWaiting},
-	{"compacting", ruleCompacting},
-	{"open tool", ruleOpenTool},
-	{"turn in flight", ruleWorking},
-	{"turn ended", ruleTurnEnded},
-	{"idle", ruleIdle},
+	{Name: "process gone", Match: ruleProcessGone},
+	{Name: "turn failed", Match: ruleFailed},
+	{Name: "waiting on the user", Match: ruleWaiting},
+	{Name: "compacting", Match: ruleCompacting},
+	{Name: "open tool", Match: ruleOpenTool},
+	{Name: "turn in flight", Match: ruleWorking},
+	{Name: "turn ended", Match: ruleTurnEnded},
+	{Name: "idle", Match: ruleIdle},
 }
 
 // Infer walks the rule stack and returns the first match's state and the
 // rule's name.
 func Infer(ev Evidence) (sessions.ObservedState, string) {
-	for _, r := range Rules {
-		if o, ok := r.Match(ev); ok {
-			return o, r.Name
-		}
-	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing observed"}, "idle"
+	return observe.Infer(Rules, ev)
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	if !ev.Known || ev.Alive {
-		return sessions.ObservedState{}, false
-	}
-	if ev.Summary.InTurn {
-		return sessions.ObservedState{State: sessions.Interrupted,
-			Evidence: fmt.Sprintf("process %d is gone mid-turn (its events show no end of the turn)", ev.PID)}, true
-	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: fmt.Sprintf("process %d is gone", ev.PID)}, true
+	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.InTurn, "its events show no end of the turn")
 }
 
 func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
@@ -65,8 +51,7 @@ func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
 		return sessions.ObservedState{}, false
 	}
 	f := *t.Failure
-	return sessions.ObservedState{State: sessions.Errored, Failure: f,
-		Evidence: fmt.Sprintf("the turn failed (%s)", f.Kind.Label())}, true
+	return observe.TurnFailed(f, "", ""), true
 }
 
 func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
@@ -77,7 +62,7 @@ func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
 	a := t.Asks[len(t.Asks)-1]
 	st := sessions.ObservedState{State: sessions.WaitingOnUser, Wait: a.Wait, InTurn: true, Tool: openTool(t)}
 	if a.Wait == sessions.WaitPermission {
-		st.Evidence = fmt.Sprintf("Copilot asks to run %s: approve or deny it in the terminal", orDefault(quoted(a.What), "a tool"))
+		st.Evidence = fmt.Sprintf("Copilot asks to run %s: approve or deny it in the terminal", observe.OrDefault(quoted(a.What), "a tool"))
 	} else {
 		st.Evidence = "Copilot asks you a question in the terminal"
 	}
@@ -111,7 +96,7 @@ func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 	if t.Retries > 0 {
 		text = fmt.Sprintf("the model call failed; Copilot retries (attempt %d)", t.Retries)
 	}
-	return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: text}, true
+	return observe.Working(text), true
 }
 
 func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
@@ -120,18 +105,16 @@ func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 	case !t.Ended:
 		return sessions.ObservedState{}, false
 	case t.Aborted != "":
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-			Evidence: "the turn was stopped in the terminal; waiting for review"}, true
+		return observe.TurnEnded("the turn was stopped in the terminal; waiting for review"), true
 	}
-	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-		Evidence: "the turn ended; waiting for review"}, true
+	return observe.TurnEnded("the turn ended; waiting for review"), true
 }
 
 func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {
 	if !ev.Events || ev.Summary.Turns == 0 {
-		return sessions.ObservedState{State: sessions.Idle, Evidence: "no prompt yet in the terminal"}, true
+		return observe.Idle(false), true
 	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing in flight"}, true
+	return observe.Idle(true), true
 }
 
 // openTool is the latest open tool's name ("" when none).
@@ -139,7 +122,7 @@ func openTool(t Summary) string {
 	if len(t.Open) == 0 {
 		return ""
 	}
-	return orDefault(t.Open[len(t.Open)-1].Name, "a tool")
+	return observe.OrDefault(t.Open[len(t.Open)-1].Name, "a tool")
 }
 
 // quoted is a command as the evidence quotes it: one line, bounded.

@@ -92,6 +92,6 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 
 func (o *observer) observed(st sessions.ObservedState) sessions.Event {
 	// The directory's name is the id `copilot --resume` takes.
-	id := orDefault(o.space.ID, o.file.Summary().SessionID)
+	id := observe.OrDefault(o.space.ID, o.file.Summary().SessionID)
 	return sessions.Event{Kind: sessions.EvObserved, AgentSessionID: id, PID: o.es.PID, Observed: &st}
 }

@@ -271,7 +271,7 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		for _, p := range procs {
 			w := pairs[p.PID]
 			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: w.ID,
-				Cwd: orDefault(w.Cwd, p.Cwd), PID: p.PID, StartedAt: p.Started})
+				Cwd: observe.OrDefault(w.Cwd, p.Cwd), PID: p.PID, StartedAt: p.Started})
 		}
 		return list, nil
 	}, soon), nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Evidence is everything the rule stack reads about one session at one
@@ -34,43 +35,28 @@ type Evidence struct {
 const approvalAfter = 3 * time.Second
 
 // Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence.
-type Rule struct {
-	Name  string
-	Match func(Evidence) (sessions.ObservedState, bool)
-}
+// decides the state and writes the evidence sentence (observe.Rule).
+type Rule = observe.Rule[Evidence]
 
 // Rules is the stack, walked in order; the first match wins.
 var Rules = []Rule{
-	{"process gone", ruleProcessGone},
-	{"turn failed", ruleFailed},
-	{"waiting for approval", ruleApproval},
-	{"open tool", ruleOpenTool},
-	{"turn in flight", ruleWorking},
-	{"turn ended", ruleTurnEnded},
-	{"idle", ruleIdle},
+	{Name: "process gone", Match: ruleProcessGone},
+	{Name: "turn failed", Match: ruleFailed},
+	{Name: "waiting for approval", Match: ruleApproval},
+	{Name: "open tool", Match: ruleOpenTool},
+	{Name: "turn in flight", Match: ruleWorking},
+	{Name: "turn ended", Match: ruleTurnEnded},
+	{Name: "idle", Match: ruleIdle},
 }
 
 // Infer walks the rule stack and returns the first match's state and the
 // rule's name.
 func Infer(ev Evidence) (sessions.ObservedState, string) {
-	for _, r := range Rules {
-		if o, ok := r.Match(ev); ok {
-			return o, r.Name
-		}
-	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing observed"}, "idle"
+	return observe.Infer(Rules, ev)
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	if !ev.Known || ev.Alive {
-		return sessions.ObservedState{}, false
-	}
-	if ev.Summary.Phase.InTurn() {
-		return sessions.ObservedState{State: sessions.Interrupted,
-			Evidence: fmt.Sprintf("process %d is gone mid-turn (its chat file shows no end of the turn)", ev.PID)}, true
-	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: fmt.Sprintf("process %d is gone", ev.PID)}, true
+	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.Phase.InTurn(), "its chat file shows no end of the turn")
 }
 
 // apiErrorPrefix wraps the API's error body in the CLI's error messages.
@@ -108,11 +94,7 @@ func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
 		return sessions.ObservedState{}, false
 	}
 	f := FailureOf(t.Failure)
-	text := fmt.Sprintf("the turn failed (%s)", f.Kind.Label())
-	if !f.RetryAt.IsZero() {
-		text += fmt.Sprintf("; retry after %s", f.RetryAt.Format("15:04:05 MST"))
-	}
-	return sessions.ObservedState{State: sessions.Errored, Failure: f, Evidence: text}, true
+	return observe.TurnFailed(f, "retry after", "15:04:05 MST"), true
 }
 
 func ruleApproval(ev Evidence) (sessions.ObservedState, bool) {
@@ -122,22 +104,19 @@ func ruleApproval(ev Evidence) (sessions.ObservedState, bool) {
 		// Measured (0.61.0): the approval prompt writes nothing, the call
 		// is written once it completed, and a command runs as a child of
 		// the CLI; a call pending for seconds with no child waits for you.
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true,
-			Evidence: "a tool call waits for your approval in the terminal (nothing runs under the CLI and the call has not completed)"}, true
+		return observe.Waiting(sessions.WaitPermission, "", "a tool call waits for your approval in the terminal (nothing runs under the CLI and the call has not completed)"), true
 	}
 	if t.Phase != Approval {
 		return sessions.ObservedState{}, false
 	}
-	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitPermission, InTurn: true, Tool: t.Tool,
-		Evidence: fmt.Sprintf("the agent asks to run %s: approve or deny it in the terminal", orDefault(t.Tool, "a tool"))}, true
+	return observe.Waiting(sessions.WaitPermission, t.Tool, fmt.Sprintf("the agent asks to run %s: approve or deny it in the terminal", observe.OrDefault(t.Tool, "a tool"))), true
 }
 
 func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Summary
 	switch t.Phase {
 	case ToolOpen:
-		return sessions.ObservedState{State: sessions.Working, InTurn: true, Tool: t.Tool,
-			Evidence: fmt.Sprintf("running %s", orDefault(t.Tool, "a tool"))}, true
+		return observe.RunningTool(t.Tool), true
 	case CallPending:
 		if ev.ChildrenKnown && ev.Children > 0 {
 			return sessions.ObservedState{State: sessions.Working, InTurn: true,
@@ -155,9 +134,9 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 	switch ev.Summary.Phase {
 	case Prompted:
-		return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "the chat file shows a turn in flight"}, true
+		return observe.Working("the chat file shows a turn in flight"), true
 	case ToolDone:
-		return sessions.ObservedState{State: sessions.Working, InTurn: true, Evidence: "the tools completed; their results go back to the model"}, true
+		return observe.Working("the tools completed; their results go back to the model"), true
 	}
 	return sessions.ObservedState{}, false
 }
@@ -165,11 +144,9 @@ func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 	switch ev.Summary.Phase {
 	case Replied:
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-			Evidence: "the model replied; waiting for review"}, true
+		return observe.TurnEnded("the model replied; waiting for review"), true
 	case Cancelled:
-		return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-			Evidence: "you stopped the turn in the terminal; waiting for review"}, true
+		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
 	}
 	return sessions.ObservedState{}, false
 }
@@ -177,16 +154,9 @@ func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {
 	switch {
 	case !ev.Chat || ev.Summary.Phase == NoPrompt:
-		return sessions.ObservedState{State: sessions.Idle, Evidence: "no prompt yet in the terminal"}, true
+		return observe.Idle(false), true
 	case ev.Summary.Phase == Rewound:
 		return sessions.ObservedState{State: sessions.Idle, Evidence: "the conversation was rewound in the terminal"}, true
 	}
-	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing in flight"}, true
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	return observe.Idle(true), true
 }
