@@ -9,7 +9,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
-// The loops every process-table source (Codex, Gemini) runs the same way:
+// The loops every terminal source runs the same way (Claude's observer too):
 // what differs is how it scans and what one look reads.
 
 // Wake merges the notifications for dirs (notify may be nil: the poll
@@ -111,6 +111,14 @@ func WatchListSooner(ctx context.Context, wake <-chan struct{}, list func() ([]s
 // sent in order, until the look says the session ended or ctx ends; out is
 // closed then.
 func Relay(ctx context.Context, wake <-chan struct{}, look func() ([]sessions.Event, bool), out chan<- sessions.Event) {
+	RelaySooner(ctx, wake, look, out, nil)
+}
+
+// RelaySooner is Relay that also looks again soon() after a look when soon
+// answers more than zero: an observer that expects no wake for what it
+// waits on (a session file briefly unreadable: no write will come) looks
+// again by itself. nil soon is Relay.
+func RelaySooner(ctx context.Context, wake <-chan struct{}, look func() ([]sessions.Event, bool), out chan<- sessions.Event, soon func() time.Duration) {
 	defer close(out)
 	for {
 		evs, done := look()
@@ -124,10 +132,25 @@ func Relay(ctx context.Context, wake <-chan struct{}, look func() ([]sessions.Ev
 		if done {
 			return
 		}
+		var again <-chan time.Time
+		var timer *time.Timer
+		if soon != nil {
+			if d := soon(); d > 0 {
+				timer = time.NewTimer(d)
+				again = timer.C
+			}
+		}
 		select {
 		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
 			return
 		case <-wake:
+		case <-again:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }

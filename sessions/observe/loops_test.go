@@ -122,3 +122,55 @@ func TestWatchListSooner(t *testing.T) {
 		mu.Unlock()
 	})
 }
+
+// Relay sends every look's events in order and closes out when a look says
+// done; RelaySooner also looks again soon() after a look, without a wake,
+// while soon answers more than zero.
+func TestRelay(t *testing.T) {
+	cases := []struct {
+		name  string
+		soon  time.Duration // 0: plain Relay
+		wakes int           // wakes sent by the test
+		looks int           // looks until done
+		took  time.Duration // fake time until out closes
+	}{
+		{"woken: one look per wake", 0, 2, 3, 0},
+		{"sooner: looks again by itself", time.Second, 0, 3, 2 * time.Second},
+		{"sooner and woken: a wake comes first", time.Hour, 2, 3, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				wake := make(chan struct{})
+				out := make(chan sessions.Event)
+				n := 0
+				look := func() ([]sessions.Event, bool) {
+					n++
+					return []sessions.Event{{Detail: "a"}, {Detail: "b"}}, n == tc.looks
+				}
+				var soon func() time.Duration
+				if tc.soon > 0 {
+					soon = func() time.Duration { return tc.soon }
+				}
+				start := time.Now()
+				go RelaySooner(t.Context(), wake, look, out, soon)
+				var got []string
+				go func() {
+					for range tc.wakes {
+						synctest.Wait()
+						wake <- struct{}{}
+					}
+				}()
+				for ev := range out {
+					got = append(got, ev.Detail)
+				}
+				if len(got) != 2*tc.looks || got[0] != "a" || got[1] != "b" {
+					t.Errorf("sent %v, want a b per look for %d looks", got, tc.looks)
+				}
+				if took := time.Since(start); took != tc.took {
+					t.Errorf("took %v, want %v", took, tc.took)
+				}
+			})
+		})
+	}
+}

@@ -65,49 +65,20 @@ func (o *observer) unreadableSince() time.Time {
 }
 
 func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
-	defer close(out)
 	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID)}
 	defer o.hook.close()
 	o.follow(f)
 	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
 	wake, stop := s.wake(ctx, dirs, o.hook.C())
 	defer stop()
-	send := func(ev sessions.Event) bool {
-		select {
-		case out <- ev:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for {
-		evs, done := o.step()
-		for _, ev := range evs {
-			if !send(ev) {
-				return
-			}
-		}
-		if done {
-			return
-		}
-		// While the file is unreadable nothing may wake the loop (no
-		// write comes): look again once the grace is over.
-		var recheck <-chan time.Time
-		var t *time.Timer
+	// While the file is unreadable nothing may wake the loop (no write
+	// comes): look again once the grace is over.
+	observe.RelaySooner(ctx, wake, o.step, out, func() time.Duration {
 		if !o.unreadable.IsZero() {
-			t = time.NewTimer(fileGoneGrace)
-			recheck = t.C
+			return fileGoneGrace
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-recheck:
-		}
-		if t != nil {
-			t.Stop()
-		}
-	}
+		return 0
+	})
 }
 
 // follow starts tailing the transcript of the file's current sessionId.
@@ -158,8 +129,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		// terminal): the user ended it, so a turn cut short is theirs to
 		// review, never a nudge.
 		if o.last.InTurn {
-			evs = append(evs, o.observed(sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview,
-				Evidence: "the session was closed in the terminal during a turn; waiting for review"}))
+			evs = append(evs, o.observed(observe.TurnEnded("the session was closed in the terminal during a turn; waiting for review")))
 		}
 		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded, Detail: "the session was closed in the terminal"}), true
 	}
@@ -222,7 +192,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		if isProcKey(o.es.Key) {
 			why = "found in the process table: an older CLI leaves no file to tell a crash from an exit"
 		}
-		return append(evs, sessions.Event{Kind: sessions.EvSessionEnded, Detail: fmt.Sprintf("process %d is gone (%s)", f.PID, why)}), true
+		return append(evs, observe.Ended(f.PID, why)), true
 	}
 	return evs, false
 }
