@@ -130,3 +130,28 @@ func (t *ProcTable[P, F]) Pairs() map[int]F {
 func Ended(pid int, how string) sessions.Event {
 	return sessions.Event{Kind: sessions.EvSessionEnded, Detail: fmt.Sprintf("process %d is gone (%s)", pid, how)}
 }
+
+// ListProcs turns a process-table scan into a Watch list (for WatchList):
+// one session per scanned process, described by entry from the process
+// and the pairing; a failed scan fails the list (skipped until the next
+// wake).
+func ListProcs[P, F any](scan func() ([]P, map[int]F, error), entry func(P, map[int]F) sessions.ExternalSession) func() ([]sessions.ExternalSession, error) {
+	return func() ([]sessions.ExternalSession, error) {
+		procs, pairs, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		list := make([]sessions.ExternalSession, 0, len(procs))
+		for _, p := range procs {
+			list = append(list, entry(p, pairs))
+		}
+		return list, nil
+	}
+}
+
+// Listed is a process-table session as Watch lists it: keyed on its pid
+// and start (Key), with the agent's session id when its file was paired
+// ("" until then).
+func Listed(pid int, started time.Time, cwd, agentSessionID string) sessions.ExternalSession {
+	return sessions.ExternalSession{Key: Key(pid, started), AgentSessionID: agentSessionID, Cwd: cwd, PID: pid, StartedAt: started}
+}

@@ -250,3 +250,39 @@ func TestFollower(t *testing.T) {
 		})
 	}
 }
+
+func TestListProcs(t *testing.T) {
+	started := time.UnixMilli(1_700_000_000_000)
+	boom := errors.New("boom")
+	entry := func(pid int, pairs map[int]string) sessions.ExternalSession {
+		return Listed(pid, started, "/w", pairs[pid])
+	}
+	cases := []struct {
+		name  string
+		procs []int
+		pairs map[int]string
+		err   error
+		want  []sessions.ExternalSession
+	}{
+		{"one session per process, paired or not", []int{7, 8}, map[int]string{7: "th"}, nil, []sessions.ExternalSession{
+			{Key: Key(7, started), AgentSessionID: "th", Cwd: "/w", PID: 7, StartedAt: started},
+			{Key: Key(8, started), Cwd: "/w", PID: 8, StartedAt: started},
+		}},
+		{"no process: an empty list, not nil", nil, nil, nil, []sessions.ExternalSession{}},
+		{"a failed scan fails the list", []int{7}, nil, boom, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			list := ListProcs(func() ([]int, map[int]string, error) { return tc.procs, tc.pairs, tc.err }, entry)
+			got, err := list()
+			if !errors.Is(err, tc.err) || (got == nil) != (tc.want == nil) || len(got) != len(tc.want) {
+				t.Fatalf("got %+v, %v; want %+v, %v", got, err, tc.want, tc.err)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("entry %d = %+v, want %+v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}

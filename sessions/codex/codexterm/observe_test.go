@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // world is a CODEX_HOME in a temporary directory, one fake process in it
@@ -312,3 +313,6 @@ func TestWatchListsAndRescans(t *testing.T) {
 		}
 	})
 }
+
+// key is the key Watch lists the process under.
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }

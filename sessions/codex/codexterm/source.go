@@ -226,10 +226,6 @@ func (s *Source) dayDirs(from, to time.Time) []string {
 	return out
 }
 
-// key is a session's identity for as long as its process lives: the pid
-// and its start (a later process reusing the pid starts later).
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }
-
 // wake merges the notifications for dirs with the rescan interval; the
 // dirs can change (a day passes, the rollout is found).
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
@@ -250,18 +246,9 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	// CODEX_HOME itself changes when a TUI starts (its logs and state
 	// databases); the day directory when a rollout is created.
 	wake := s.wake(ctx, func() []string { return []string{s.Home(), s.SessionsDir(), s.today()} })
-	return observe.WatchList(ctx, wake, func() ([]sessions.ExternalSession, error) {
-		procs, pairs, err := s.scan()
-		if err != nil {
-			return nil, err
-		}
-		list := make([]sessions.ExternalSession, 0, len(procs))
-		for _, p := range procs {
-			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: pairs[p.PID].Meta.ID,
-				Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
-		}
-		return list, nil
-	}), nil
+	return observe.WatchList(ctx, wake, observe.ListProcs(s.scan, func(p Proc, pairs map[int]Rollout) sessions.ExternalSession {
+		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.ID)
+	})), nil
 }
 
 // Alive probes the session's process.

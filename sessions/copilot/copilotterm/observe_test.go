@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
@@ -384,3 +385,6 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 		}
 	})
 }
+
+// key is the key Watch lists the process under.
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }

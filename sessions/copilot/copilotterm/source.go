@@ -239,10 +239,6 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 	return out
 }
 
-// key is a session's identity for as long as its process lives: the pid
-// and its start (a later process reusing the pid starts later).
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }
-
 // wake merges the notifications for dirs with the rescan interval; the
 // dirs can change through dirs.
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
@@ -262,19 +258,10 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		}
 		return 0
 	}
-	return observe.WatchListSooner(ctx, wake, func() ([]sessions.ExternalSession, error) {
-		procs, pairs, err := s.scan()
-		if err != nil {
-			return nil, err
-		}
-		list := make([]sessions.ExternalSession, 0, len(procs))
-		for _, p := range procs {
-			w := pairs[p.PID]
-			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: w.ID,
-				Cwd: observe.OrDefault(w.Cwd, p.Cwd), PID: p.PID, StartedAt: p.Started})
-		}
-		return list, nil
-	}, soon), nil
+	return observe.WatchListSooner(ctx, wake, observe.ListProcs(s.scan, func(p Proc, pairs map[int]Workspace) sessions.ExternalSession {
+		w := pairs[p.PID]
+		return observe.Listed(p.PID, p.Started, observe.OrDefault(w.Cwd, p.Cwd), w.ID)
+	}), soon), nil
 }
 
 // Alive probes the session's process.

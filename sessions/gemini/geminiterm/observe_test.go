@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // world is a Gemini home in a temporary directory, one fake process in it
@@ -328,3 +329,6 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 		}
 	})
 }
+
+// key is the key Watch lists the process under.
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }

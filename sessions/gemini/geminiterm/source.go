@@ -221,10 +221,6 @@ func (s *Source) chats(procs []Proc) []Chat {
 	return out
 }
 
-// key is a session's identity for as long as its process lives: the pid
-// and its start (a later process reusing the pid starts later).
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }
-
 // wake merges the notifications for dirs with the rescan interval.
 func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
 	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
@@ -248,18 +244,9 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find the Gemini CLI's sessions in")
 	}
-	return observe.WatchList(ctx, s.wake(ctx, s.watchDirs), func() ([]sessions.ExternalSession, error) {
-		procs, pairs, err := s.scan()
-		if err != nil {
-			return nil, err
-		}
-		list := make([]sessions.ExternalSession, 0, len(procs))
-		for _, p := range procs {
-			list = append(list, sessions.ExternalSession{Key: key(p), AgentSessionID: pairs[p.PID].Meta.SessionID,
-				Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
-		}
-		return list, nil
-	}), nil
+	return observe.WatchList(ctx, s.wake(ctx, s.watchDirs), observe.ListProcs(s.scan, func(p Proc, pairs map[int]Chat) sessions.ExternalSession {
+		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.SessionID)
+	})), nil
 }
 
 // Alive probes the session's process.
