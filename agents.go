@@ -12,6 +12,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/copilotterm"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/geminiterm"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -36,9 +37,9 @@ var agentRegistry = sessions.MustRegistry(
 func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
 		&claudeterm.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, claudeterm.HookSocketName)},
-		&codexterm.Source{Notify: watch.Dirs},
-		&copilotterm.Source{Notify: watch.Dirs},
-		&geminiterm.Source{Notify: watch.Dirs},
+		&codexterm.Source{ProcSource: observe.ProcSource[codexterm.Proc, codexterm.Rollout]{Notify: watch.Dirs}},
+		&copilotterm.Source{ProcSource: observe.ProcSource[copilotterm.Proc, copilotterm.Workspace]{Notify: watch.Dirs}},
+		&geminiterm.Source{ProcSource: observe.ProcSource[geminiterm.Proc, geminiterm.Chat]{Notify: watch.Dirs}},
 	}
 }
 

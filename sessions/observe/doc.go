@@ -4,7 +4,7 @@
 // observer sends (Emitter), the observe loop (Relay), the rule stack's
 // shape and its generic rules (Infer, ProcessGone, TurnFailed, Waiting,
 // Working, TurnEnded, Idle), and the shape of a source that finds its
-// sessions in the process table (ProcTable, AgentInfo, NoInbox).
+// sessions in the process table (ProcSource, ProcTable, AgentInfo, NoInbox, Follower, ListProcs).
 //
 // An agent's package keeps what only it knows: how to scan its processes,
 // how to pair each with its file, how to read that file into a summary,

@@ -155,3 +155,68 @@ func ListProcs[P, F any](scan func() ([]P, map[int]F, error), entry func(P, map[
 func Listed(pid int, started time.Time, cwd, agentSessionID string) sessions.ExternalSession {
 	return sessions.ExternalSession{Key: Key(pid, started), AgentSessionID: agentSessionID, Cwd: cwd, PID: pid, StartedAt: started}
 }
+
+// ProcSource is the common half of a process-table source: its
+// configuration and what it does with it (the wake-up, the pid probe, the
+// throttled scan). An agent's Source embeds it and adds its own half: the
+// process scan, the pairing with files and the summary of a file.
+type ProcSource[P, F any] struct {
+	// Notify wakes the source at once on a change in the agent's
+	// directories (the fsnotify adapter, package watch); nil leaves it to
+	// Poll.
+	Notify Notify
+	// Poll is the rescan interval: a process can exit without touching a
+	// file (default 5 s with Notify, 2 s without: PollInterval).
+	Poll time.Duration
+	// Procs lists the agent's live interactive processes (default: the
+	// agent's scan of the process table).
+	Procs func() ([]P, error)
+	// Probe tells whether the process that started at started still runs
+	// (default procscan.Alive).
+	Probe func(pid int, started time.Time) (alive, known bool)
+
+	table ProcTable[P, F]
+}
+
+// Wake merges the notifications for dirs with the rescan interval; dirs is
+// asked again after every wake (Wake).
+func (s *ProcSource[P, F]) Wake(ctx context.Context, dirs func() []string) <-chan struct{} {
+	return Wake(ctx, s.Notify, PollInterval(s.Poll, s.Notify != nil), dirs)
+}
+
+// ProcessAlive probes the process that started at started (Probe, else
+// procscan.Alive).
+func (s *ProcSource[P, F]) ProcessAlive(pid int, started time.Time) (alive, known bool) {
+	return ProbeProcess(s.Probe, pid, started)
+}
+
+// Alive probes the session's process (sessions.ExternalSource).
+func (s *ProcSource[P, F]) Alive(es sessions.ExternalSession) (alive, known bool) {
+	return s.ProcessAlive(es.PID, es.StartedAt)
+}
+
+// Scan lists the processes (Procs, else scanTable) and pairs them with
+// pair (which may also drop processes: another home's, one not yet
+// paired), unless the last scan is younger than maxAge. what names the
+// processes in the error ("Codex processes"). pair runs under the table's
+// lock: the caches it keeps need no lock of their own.
+func (s *ProcSource[P, F]) Scan(maxAge time.Duration, scanTable func() ([]P, error), what string, pair func([]P) ([]P, map[int]F)) ([]P, map[int]F, error) {
+	return s.table.Scan(time.Now(), maxAge, func() ([]P, map[int]F, error) {
+		list := s.Procs
+		if list == nil {
+			list = scanTable
+		}
+		procs, err := list()
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing %s: %w", what, err)
+		}
+		procs, pairs := pair(procs)
+		return procs, pairs, nil
+	})
+}
+
+// Rescan makes the next Scan read the table, however recent the last one.
+func (s *ProcSource[P, F]) Rescan() { s.table.Forget() }
+
+// Paired is the pairing of the last scan, without scanning.
+func (s *ProcSource[P, F]) Paired() map[int]F { return s.table.Pairs() }

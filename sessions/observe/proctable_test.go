@@ -286,3 +286,62 @@ func TestListProcs(t *testing.T) {
 		})
 	}
 }
+
+func TestProcSource(t *testing.T) {
+	boom := errors.New("boom")
+	table := func() ([]int, error) { return []int{1, 2, 3}, nil }
+	odd := func(procs []int) ([]int, map[int]string) {
+		pairs := map[int]string{}
+		var kept []int
+		for _, p := range procs {
+			if p%2 == 1 {
+				kept = append(kept, p)
+				pairs[p] = "file"
+			}
+		}
+		return kept, pairs
+	}
+	cases := []struct {
+		name    string
+		procs   func() ([]int, error)
+		want    int
+		wantErr string
+	}{
+		{"the agent's table scan by default, through its pairing", nil, 2, ""},
+		{"Procs replaces the table scan", func() ([]int, error) { return []int{5}, nil }, 1, ""},
+		{"a failed list names what was listed", func() ([]int, error) { return nil, boom }, 0, "listing fake processes: boom"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &ProcSource[int, string]{Procs: tc.procs}
+			procs, pairs, err := s.Scan(time.Hour, table, "fake processes", odd)
+			if len(procs) != tc.want || len(pairs) != tc.want || len(s.Paired()) != tc.want {
+				t.Errorf("%d procs, %d pairs, %d paired; want %d", len(procs), len(pairs), len(s.Paired()), tc.want)
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr || !errors.Is(err, boom)) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	s := &ProcSource[int, string]{}
+	n := 0
+	count := func() ([]int, error) { n++; return []int{1}, nil }
+	s.Scan(time.Hour, count, "fake", odd)
+	s.Scan(time.Hour, count, "fake", odd)
+	if n != 1 {
+		t.Errorf("scanned %d times within maxAge, want 1", n)
+	}
+	s.Rescan()
+	s.Scan(time.Hour, count, "fake", odd)
+	if n != 2 {
+		t.Errorf("scanned %d times after Rescan, want 2", n)
+	}
+	started := time.Unix(1_700_000_000, 0)
+	s.Probe = func(pid int, st time.Time) (bool, bool) { return pid == 7 && st.Equal(started), true }
+	if alive, known := s.Alive(sessions.ExternalSession{PID: 7, StartedAt: started}); !alive || !known {
+		t.Error("Alive does not ask Probe with the session's pid and start")
+	}
+	if alive, _ := s.ProcessAlive(7, started.Add(time.Second)); alive {
+		t.Error("a later process on the same pid is alive")
+	}
+}

@@ -95,13 +95,13 @@ func BenchmarkDiscovery(b *testing.B) {
 		b.Run(fmt.Sprintf("cold/live=%d", live), func(b *testing.B) {
 			for b.Loop() {
 				src.metas = nil
-				src.table.Forget()
+				src.Rescan()
 				check(b)
 			}
 		})
 		b.Run(fmt.Sprintf("warm/live=%d", live), func(b *testing.B) {
 			for b.Loop() {
-				src.table.Forget()
+				src.Rescan()
 				check(b)
 			}
 		})

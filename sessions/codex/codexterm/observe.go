@@ -24,7 +24,7 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 		// The rollout exists already: the turns it holds are the past.
 		o.follow(r, true)
 	}
-	go observe.Relay(ctx, s.wake(ctx, o.dirs), o.step, out)
+	go observe.Relay(ctx, s.Wake(ctx, o.dirs), o.step, out)
 	return out, nil
 }
 
@@ -56,7 +56,7 @@ func (o *observer) dirs() []string {
 // step reads what changed and returns the events to send; done is true
 // when the session ended.
 func (o *observer) step() (evs []sessions.Event, done bool) {
-	alive, known := o.src.probe(o.es.PID, o.es.StartedAt)
+	alive, known := o.src.ProcessAlive(o.es.PID, o.es.StartedAt)
 	if r, ok := o.src.rolloutFor(o.es); ok && r.Path != o.rollout.Path {
 		// Found at the first prompt, or re-created (after the trust
 		// prompt, or /new): its turns are new.

@@ -31,7 +31,7 @@ func newWorld(t *testing.T, proc Proc) *world {
 	w.alive.Store(true)
 	home := t.TempDir()
 	w.proc.Home = home
-	w.src = &Source{CodexHome: home,
+	w.src = &Source{CodexHome: home, ProcSource: observe.ProcSource[Proc, Rollout]{
 		Procs: func() ([]Proc, error) {
 			if !w.alive.Load() {
 				return nil, nil
@@ -42,6 +42,7 @@ func newWorld(t *testing.T, proc Proc) *world {
 		Probe: func(pid int, started time.Time) (bool, bool) {
 			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
 		},
+	},
 	}
 	return w
 }
@@ -60,7 +61,7 @@ func (w *world) observe() {
 
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
-	w.src.table.Forget()
+	w.src.Rescan()
 	return w.o.step()
 }
 

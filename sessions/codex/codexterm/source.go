@@ -15,7 +15,6 @@ package codexterm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,29 +31,14 @@ import (
 // launches as "codex", so a terminal session and a managed one read alike
 // and "Resume in the background" can start it managed on the same thread.
 type Source struct {
+	observe.ProcSource[Proc, Rollout]
 	observe.AgentInfo[codex.Agent]
 	observe.NoInbox[codex.Agent]
 
 	// CodexHome is Codex's home; empty means $CODEX_HOME, else ~/.codex.
 	CodexHome string
-	// Notify wakes the source at once on a change in the rollout
-	// directories (the fsnotify adapter, package watch); nil leaves it to
-	// Poll.
-	Notify observe.Notify
-	// Poll is the rescan interval: a new process writes nothing until its
-	// first prompt, and a process can exit without touching a file
-	// (default 5 s with Notify, 2 s without).
-	Poll time.Duration
-	// Procs lists the live interactive Codex processes (default: the
-	// process table).
-	Procs func() ([]Proc, error)
-	// Probe tells whether the process that started at started still runs
-	// (default procscan.Alive).
-	Probe func(pid int, started time.Time) (alive, known bool)
 
-	table observe.ProcTable[Proc, Rollout]
-	// metas caches each rollout's first line by path; guarded by the
-	// table's scan.
+	// metas caches each rollout's first line by path; guarded by the scan.
 	metas map[string]Meta
 }
 
@@ -77,10 +61,6 @@ func (s *Source) Home() string {
 
 // SessionsDir is where Codex writes its rollouts, one directory a day.
 func (s *Source) SessionsDir() string { return filepath.Join(s.Home(), "sessions") }
-
-func (s *Source) probe(pid int, started time.Time) (bool, bool) {
-	return observe.ProbeProcess(s.Probe, pid, started)
-}
 
 // ScanProcs lists the interactive Codex processes in the process table.
 func ScanProcs() ([]Proc, error) {
@@ -114,17 +94,9 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their rollouts unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
-	return s.table.Scan(time.Now(), minScan, func() ([]Proc, map[int]Rollout, error) {
-		list := s.Procs
-		if list == nil {
-			list = ScanProcs
-		}
-		procs, err := list()
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing Codex processes: %w", err)
-		}
+	return s.Scan(minScan, ScanProcs, "Codex processes", func(procs []Proc) ([]Proc, map[int]Rollout) {
 		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
-		return procs, Pair(procs, s.rollouts(procs)), nil
+		return procs, Pair(procs, s.rollouts(procs))
 	})
 }
 
@@ -226,12 +198,6 @@ func (s *Source) dayDirs(from, to time.Time) []string {
 	return out
 }
 
-// wake merges the notifications for dirs with the rescan interval; the
-// dirs can change (a day passes, the rollout is found).
-func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
-}
-
 // today is the day directory a new rollout would be written to.
 func (s *Source) today() string {
 	t := time.Now()
@@ -245,15 +211,10 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	}
 	// CODEX_HOME itself changes when a TUI starts (its logs and state
 	// databases); the day directory when a rollout is created.
-	wake := s.wake(ctx, func() []string { return []string{s.Home(), s.SessionsDir(), s.today()} })
+	wake := s.Wake(ctx, func() []string { return []string{s.Home(), s.SessionsDir(), s.today()} })
 	return observe.WatchList(ctx, wake, observe.ListProcs(s.scan, func(p Proc, pairs map[int]Rollout) sessions.ExternalSession {
 		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.ID)
 	})), nil
-}
-
-// Alive probes the session's process.
-func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
-	return s.probe(es.PID, es.StartedAt)
 }
 
 // ErrNoInbox is Nudge's answer (observe.NoInbox): Codex's TUI has no inbox

@@ -51,7 +51,7 @@ func (o *observer) follow(w Workspace, history bool) {
 }
 
 func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	observe.Relay(ctx, o.src.wake(ctx, o.dirs), o.step, out)
+	observe.Relay(ctx, o.src.Wake(ctx, o.dirs), o.step, out)
 }
 
 // dirs are the directories whose change is news: the session's, else
@@ -66,7 +66,7 @@ func (o *observer) dirs() []string {
 // step reads what changed and returns the events to send; done is true
 // when the session ended.
 func (o *observer) step() (evs []sessions.Event, done bool) {
-	alive, known := o.src.probe(o.es.PID, o.es.StartedAt)
+	alive, known := o.src.ProcessAlive(o.es.PID, o.es.StartedAt)
 	if w, ok := o.src.workspaceFor(o.es); ok && w.Dir != o.space.Dir {
 		// Found, or another session (/new, /resume): its turns are new
 		// unless it already has some (a resumed session's past).

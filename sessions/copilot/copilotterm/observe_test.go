@@ -41,7 +41,7 @@ func newWorld(t *testing.T) *world {
 	if err := os.WriteFile(filepath.Join(w.dir, "workspace.yaml"), []byte("id: "+sid+"\ncwd: /w\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.src = &Source{CopilotHome: home,
+	w.src = &Source{CopilotHome: home, ProcSource: observe.ProcSource[Proc, Workspace]{
 		Procs: func() ([]Proc, error) {
 			if !w.alive.Load() {
 				return nil, nil
@@ -52,6 +52,7 @@ func newWorld(t *testing.T) *world {
 		Probe: func(pid int, started time.Time) (bool, bool) {
 			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
 		},
+	},
 	}
 	return w
 }
@@ -65,7 +66,7 @@ func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
 
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
-	w.src.table.Forget()
+	w.src.Rescan()
 	return w.o.step()
 }
 

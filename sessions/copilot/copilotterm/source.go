@@ -18,7 +18,6 @@ package copilotterm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,29 +35,16 @@ import (
 // launches as "copilot", so "Resume in the background" starts it managed
 // on the same session id.
 type Source struct {
+	observe.ProcSource[Proc, Workspace]
 	observe.AgentInfo[copilot.Agent]
 	observe.NoInbox[copilot.Agent]
 
 	// CopilotHome is Copilot's home; empty means $COPILOT_HOME, else
 	// ~/.copilot.
 	CopilotHome string
-	// Notify wakes the source at once on a change in the session
-	// directories (the fsnotify adapter, package watch); nil leaves it to
-	// Poll.
-	Notify observe.Notify
-	// Poll is the rescan interval: a process can exit without touching a
-	// file (default 5 s with Notify, 2 s without).
-	Poll time.Duration
-	// Procs lists the live interactive Copilot processes (default: the
-	// process table).
-	Procs func() ([]Proc, error)
-	// Probe tells whether the process that started at started still runs
-	// (default procscan.Alive).
-	Probe func(pid int, started time.Time) (alive, known bool)
 
-	table observe.ProcTable[Proc, Workspace]
 	// spaces caches each session directory's id, cwd and creation by
-	// path; guarded by the table's scan.
+	// path; guarded by the scan.
 	spaces map[string]Workspace
 	// starting: a young TUI has no session directory paired yet (it
 	// creates the directory, its lock and workspace.yaml in turn as it
@@ -92,10 +78,6 @@ func (s *Source) Home() string {
 
 // StateDir holds one directory per session.
 func (s *Source) StateDir() string { return filepath.Join(s.Home(), "session-state") }
-
-func (s *Source) probe(pid int, started time.Time) (bool, bool) {
-	return observe.ProbeProcess(s.Probe, pid, started)
-}
 
 // kernelNames are the names a native copilot process shows in the table:
 // 1.0.102 names its main thread "MainThread" (measured), an older or
@@ -141,15 +123,7 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their sessions unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
-	return s.table.Scan(time.Now(), minScan, func() ([]Proc, map[int]Workspace, error) {
-		list := s.Procs
-		if list == nil {
-			list = ScanProcs
-		}
-		procs, err := list()
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing Copilot processes: %w", err)
-		}
+	return s.Scan(minScan, ScanProcs, "Copilot processes", func(procs []Proc) ([]Proc, map[int]Workspace) {
 		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
 		pairs := Pair(procs, s.workspaces(procs))
 		// Only a process with its session is listed: the directory exists
@@ -164,7 +138,7 @@ func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
 			return !ok
 		})
 		s.starting.Store(starting)
-		return procs, pairs, nil
+		return procs, pairs
 	})
 }
 
@@ -239,19 +213,13 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 	return out
 }
 
-// wake merges the notifications for dirs with the rescan interval; the
-// dirs can change through dirs.
-func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
-}
-
 // Watch lists the live interactive sessions now and after every change.
 func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, error) {
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find Copilot's sessions in")
 	}
 	// A starting TUI creates its session directory under session-state.
-	wake := s.wake(ctx, func() []string { return []string{s.Home(), s.StateDir()} })
+	wake := s.Wake(ctx, func() []string { return []string{s.Home(), s.StateDir()} })
 	soon := func() time.Duration {
 		if s.starting.Load() {
 			return startupRescan
@@ -262,11 +230,6 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		w := pairs[p.PID]
 		return observe.Listed(p.PID, p.Started, observe.OrDefault(w.Cwd, p.Cwd), w.ID)
 	}), soon), nil
-}
-
-// Alive probes the session's process.
-func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
-	return s.probe(es.PID, es.StartedAt)
 }
 
 // ErrNoInbox is Nudge's answer (observe.NoInbox): Copilot's TUI has no

@@ -28,7 +28,7 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 		// The chat exists already: the turns it holds are the past.
 		o.follow(c, true)
 	}
-	go observe.Relay(ctx, s.wake(ctx, o.dirs), o.step, out)
+	go observe.Relay(ctx, s.Wake(ctx, o.dirs), o.step, out)
 	return out, nil
 }
 
@@ -63,7 +63,7 @@ func (o *observer) dirs() []string {
 // step reads what changed and returns the events to send; done is true
 // when the session ended.
 func (o *observer) step() (evs []sessions.Event, done bool) {
-	alive, known := o.src.probe(o.es.PID, o.es.StartedAt)
+	alive, known := o.src.ProcessAlive(o.es.PID, o.es.StartedAt)
 	if c, ok := o.src.chatFor(o.es); ok && c.Path != o.chat.Path {
 		// Found at the start, or another file (/clear, /resume): its
 		// turns are new.

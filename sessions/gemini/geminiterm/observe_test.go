@@ -33,7 +33,7 @@ func newWorld(t testing.TB) *world {
 	w.alive.Store(true)
 	home := filepath.Join(t.TempDir(), ".gemini")
 	w.proc.Home = home
-	w.src = &Source{GeminiHome: home,
+	w.src = &Source{GeminiHome: home, ProcSource: observe.ProcSource[Proc, Chat]{
 		Procs: func() ([]Proc, error) {
 			if !w.alive.Load() {
 				return nil, nil
@@ -44,6 +44,7 @@ func newWorld(t testing.TB) *world {
 		Probe: func(pid int, started time.Time) (bool, bool) {
 			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
 		},
+	},
 		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == w.proc.PID },
 	}
 	return w
@@ -63,7 +64,7 @@ func (w *world) observe() {
 
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
-	w.src.table.Forget()
+	w.src.Rescan()
 	return w.o.step()
 }
 

@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,32 +34,19 @@ import (
 // app launches as "gemini", so "Resume in the background" can load the
 // session managed.
 type Source struct {
+	observe.ProcSource[Proc, Chat]
 	observe.AgentInfo[gemini.Agent]
 	observe.NoInbox[gemini.Agent]
 
 	// GeminiHome is the CLI's configuration directory; empty means
 	// $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
 	GeminiHome string
-	// Notify wakes the source at once on a change in the chat directories
-	// (the fsnotify adapter, package watch); nil leaves it to Poll.
-	Notify observe.Notify
-	// Poll is the rescan interval: a process can exit without touching a
-	// file (default 5 s with Notify, 2 s without).
-	Poll time.Duration
-	// Procs lists the live interactive Gemini processes (default: the
-	// process table).
-	Procs func() ([]Proc, error)
-	// Probe tells whether the process that started at started still runs
-	// (default procscan.Alive).
-	Probe func(pid int, started time.Time) (alive, known bool)
 	// Children counts the processes running under pid (default
 	// procscan.Children): a tool call pending with none is an approval
 	// prompt.
 	Children func(pid int) (n int, known bool)
 
-	table observe.ProcTable[Proc, Chat]
-	// metas caches each chat's first line by path; guarded by the table's
-	// scan.
+	// metas caches each chat's first line by path; guarded by the scan.
 	metas map[string]Meta
 }
 
@@ -83,10 +69,6 @@ func (s *Source) Home() string {
 
 // TmpDir holds one directory per project, each with its chats/.
 func (s *Source) TmpDir() string { return filepath.Join(s.Home(), "tmp") }
-
-func (s *Source) probe(pid int, started time.Time) (bool, bool) {
-	return observe.ProbeProcess(s.Probe, pid, started)
-}
 
 func (s *Source) children(pid int) (int, bool) {
 	if s.Children != nil {
@@ -129,17 +111,9 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their chats unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Chat, error) {
-	return s.table.Scan(time.Now(), minScan, func() ([]Proc, map[int]Chat, error) {
-		list := s.Procs
-		if list == nil {
-			list = ScanProcs
-		}
-		procs, err := list()
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing Gemini CLI processes: %w", err)
-		}
+	return s.Scan(minScan, ScanProcs, "Gemini CLI processes", func(procs []Proc) ([]Proc, map[int]Chat) {
 		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
-		return procs, Pair(procs, s.chats(procs)), nil
+		return procs, Pair(procs, s.chats(procs))
 	})
 }
 
@@ -221,16 +195,11 @@ func (s *Source) chats(procs []Proc) []Chat {
 	return out
 }
 
-// wake merges the notifications for dirs with the rescan interval.
-func (s *Source) wake(ctx context.Context, dirs func() []string) <-chan struct{} {
-	return observe.Wake(ctx, s.Notify, observe.PollInterval(s.Poll, s.Notify != nil), dirs)
-}
-
 // watchDirs are the directories whose change is news to discovery: the
 // home (projects.json), tmp/ (a new project) and the known chats dirs.
 func (s *Source) watchDirs() []string {
 	out := []string{s.Home(), s.TmpDir()}
-	for _, c := range s.table.Pairs() {
+	for _, c := range s.Paired() {
 		if d := filepath.Dir(c.Path); !slices.Contains(out, d) {
 			out = append(out, d)
 		}
@@ -244,14 +213,9 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find the Gemini CLI's sessions in")
 	}
-	return observe.WatchList(ctx, s.wake(ctx, s.watchDirs), observe.ListProcs(s.scan, func(p Proc, pairs map[int]Chat) sessions.ExternalSession {
+	return observe.WatchList(ctx, s.Wake(ctx, s.watchDirs), observe.ListProcs(s.scan, func(p Proc, pairs map[int]Chat) sessions.ExternalSession {
 		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.SessionID)
 	})), nil
-}
-
-// Alive probes the session's process.
-func (s *Source) Alive(es sessions.ExternalSession) (bool, bool) {
-	return s.probe(es.PID, es.StartedAt)
 }
 
 // ErrNoInbox is Nudge's answer (observe.NoInbox): the Gemini TUI has no
