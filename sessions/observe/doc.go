@@ -4,12 +4,14 @@
 // observer sends (Emitter), the observe loop (Relay), the rule stack's
 // shape and its generic rules (Infer, ProcessGone, TurnFailed, Waiting,
 // Working, TurnEnded, Idle), and the shape of a source that finds its
-// sessions in the process table (ProcSource, ProcTable, AgentInfo, NoInbox, Follower, ListProcs).
+// sessions in the process table (ProcSource, ProcTable, AgentInfo,
+// NoInbox, Follower, ListProcs).
 //
 // An agent's package keeps what only it knows: how to scan its processes,
 // how to pair each with its file, how to read that file into a summary,
-// and which rules its summary answers. Only the standard library and
-// package sessions are imported, like every package under sessions/.
+// and which rules its summary answers. Besides the standard library it
+// imports only package sessions and sessions/procscan (the default pid
+// probe).
 package observe
 
 import "context"
