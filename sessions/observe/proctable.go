@@ -220,3 +220,16 @@ func (s *ProcSource[P, F]) Rescan() { s.table.Forget() }
 
 // Paired is the pairing of the last scan, without scanning.
 func (s *ProcSource[P, F]) Paired() map[int]F { return s.table.Pairs() }
+
+// RelayProcess starts a process-table session's observe loop: look (one
+// step of the agent's observer) now and after every wake of dirs, until it
+// says the process is gone or ctx ends (Relay). A session without a
+// process has nothing to follow.
+func (s *ProcSource[P, F]) RelayProcess(ctx context.Context, es sessions.ExternalSession, dirs func() []string, look func() ([]sessions.Event, bool)) (<-chan sessions.Event, error) {
+	if es.PID <= 0 {
+		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
+	}
+	out := make(chan sessions.Event, 8)
+	go Relay(ctx, s.Wake(ctx, dirs), look, out)
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -343,5 +344,46 @@ func TestProcSource(t *testing.T) {
 	}
 	if alive, _ := s.ProcessAlive(7, started.Add(time.Second)); alive {
 		t.Error("a later process on the same pid is alive")
+	}
+}
+
+func TestRelayProcess(t *testing.T) {
+	cases := []struct {
+		name    string
+		es      sessions.ExternalSession
+		wantErr string
+		events  int
+	}{
+		{"no process: nothing to follow", sessions.ExternalSession{Key: "k"}, "session k: no process to follow", 0},
+		{"a process: its looks are relayed until it is gone", sessions.ExternalSession{Key: "k", PID: 7}, "", 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &ProcSource[int, string]{Poll: time.Second}
+				looks := 0
+				look := func() ([]sessions.Event, bool) {
+					looks++
+					return []sessions.Event{{Kind: sessions.EvObserved}}, looks == 2
+				}
+				out, err := s.RelayProcess(t.Context(), tc.es, func() []string { return nil }, look)
+				if tc.wantErr != "" {
+					if err == nil || err.Error() != tc.wantErr || out != nil {
+						t.Fatalf("err %v, want %q", err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for range out {
+					n++
+				}
+				if n != tc.events {
+					t.Errorf("relayed %d events, want %d (one a look, the second after a poll)", n, tc.events)
+				}
+			})
+		})
 	}
 }

@@ -2,7 +2,6 @@ package copilotterm
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -15,12 +14,8 @@ import (
 // changes or the file grows (growth is activity: the stall clock), and
 // ends with EvSessionEnded when the process is gone.
 func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
-	if es.PID <= 0 {
-		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
-	}
-	out := make(chan sessions.Event, 8)
-	go s.newObserver(es).run(ctx, out)
-	return out, nil
+	o := s.newObserver(es)
+	return s.RelayProcess(ctx, es, o.dirs, o.step)
 }
 
 func (s *Source) newObserver(es sessions.ExternalSession) *observer {
@@ -48,10 +43,6 @@ type observer struct {
 func (o *observer) follow(w Workspace, history bool) {
 	o.space = w
 	o.file.Follow(w.Events(), history)
-}
-
-func (o *observer) run(ctx context.Context, out chan<- sessions.Event) {
-	observe.Relay(ctx, o.src.Wake(ctx, o.dirs), o.step, out)
 }
 
 // dirs are the directories whose change is news: the session's, else

@@ -2,7 +2,6 @@ package geminiterm
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -19,17 +18,12 @@ import (
 // is activity: the stall clock), and ends with EvSessionEnded when the
 // process is gone.
 func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
-	if es.PID <= 0 {
-		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
-	}
-	out := make(chan sessions.Event, 8)
 	o := &observer{src: s, es: es}
 	if c, ok := s.chatFor(es); ok {
 		// The chat exists already: the turns it holds are the past.
 		o.follow(c, true)
 	}
-	go observe.Relay(ctx, s.Wake(ctx, o.dirs), o.step, out)
-	return out, nil
+	return s.RelayProcess(ctx, es, o.dirs, o.step)
 }
 
 // observer is one Observe loop's memory.
