@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,57 +136,37 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.dir() == "" {
 		return nil, fmt.Errorf("no home directory to find Claude Code's sessions in")
 	}
-	out := make(chan []sessions.ExternalSession, 1)
 	// Hook events are optional: without the socket the files still tell.
 	_ = s.listenHooks(ctx)
 	sub := s.hookHub().subscribe("*") // SessionStart: discover at once
 	wake, stop := s.wake(ctx, []string{dir}, sub.C())
-	go func() {
-		defer close(out)
-		defer stop()
-		defer sub.close()
-		var last []sessions.ExternalSession
-		first := true
-		var table <-chan time.Time
-		if !s.NoProcessTable {
-			t := time.NewTicker(s.tablePoll())
-			defer t.Stop()
-			table = t.C
+	context.AfterFunc(ctx, func() {
+		stop()
+		sub.close()
+	})
+	// CLIs older than 2.1.224 write no file a notification could report:
+	// the process table is read again every TablePoll.
+	var soon func() time.Duration
+	if !s.NoProcessTable {
+		soon = s.tablePoll
+	}
+	return observe.WatchListSooner(ctx, wake, func() ([]sessions.ExternalSession, error) {
+		// An unreadable registry (not a directory, no permission) has no
+		// files to list, but the process table still has its CLIs; a
+		// session missing from one list is not ended by it (its own
+		// Observe stream ends it).
+		files, _ := ListSessionFiles(dir, s.probe)
+		list := make([]sessions.ExternalSession, 0, len(files))
+		registered := map[int]bool{}
+		for _, f := range files {
+			list = append(list, external(f))
+			registered[f.PID] = true
 		}
-		for {
-			// An unreadable registry (not a directory, no permission) has
-			// no files to list, but the process table still has its CLIs;
-			// a session missing from one list is not ended by it (its own
-			// Observe stream ends it).
-			files, _ := ListSessionFiles(dir, s.probe)
-			list := make([]sessions.ExternalSession, 0, len(files))
-			registered := map[int]bool{}
-			for _, f := range files {
-				list = append(list, external(f))
-				registered[f.PID] = true
-			}
-			for _, pid := range registeredPIDs(dir) {
-				registered[pid] = true // a session file of any kind: not an old CLI
-			}
-			list = append(list, s.procSessions(registered)...)
-			slices.SortFunc(list, func(a, b sessions.ExternalSession) int { return strings.Compare(a.Key, b.Key) })
-			if first || !slices.Equal(list, last) {
-				select {
-				case out <- list:
-				case <-ctx.Done():
-					return
-				}
-				last, first = list, false
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			case <-table:
-			}
+		for _, pid := range registeredPIDs(dir) {
+			registered[pid] = true // a session file of any kind: not an old CLI
 		}
-	}()
-	return out, nil
+		return append(list, s.procSessions(registered)...), nil
+	}, soon), nil
 }
 
 func (s *Source) tablePoll() time.Duration {
