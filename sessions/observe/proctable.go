@@ -233,3 +233,15 @@ func (s *ProcSource[P, F]) RelayProcess(ctx context.Context, es sessions.Externa
 	go Relay(ctx, s.Wake(ctx, dirs), look, out)
 	return out, nil
 }
+
+// PairOf is the file scan paired with the process pid, if any (a failed
+// scan pairs none): what an observer follows.
+func PairOf[P, F any](scan func() ([]P, map[int]F, error), pid int) (F, bool) {
+	_, pairs, err := scan()
+	if err != nil {
+		var none F
+		return none, false
+	}
+	f, ok := pairs[pid]
+	return f, ok
+}

@@ -387,3 +387,26 @@ func TestRelayProcess(t *testing.T) {
 		})
 	}
 }
+
+func TestPairOf(t *testing.T) {
+	pairs := map[int]string{7: "rollout-7.jsonl"}
+	cases := []struct {
+		name string
+		err  error
+		pid  int
+		want string
+		ok   bool
+	}{
+		{"the paired file", nil, 7, "rollout-7.jsonl", true},
+		{"a process not paired yet", nil, 8, "", false},
+		{"a failed scan pairs none", errors.New("boom"), 7, "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := PairOf(func() ([]int, map[int]string, error) { return []int{7, 8}, pairs, tc.err }, tc.pid)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("PairOf = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -224,10 +224,5 @@ var ErrNoInbox error = observe.NoInboxError{Agent: codex.Agent{}.Name()}
 
 // rolloutFor is the rollout paired with the session's process, if found.
 func (s *Source) rolloutFor(es sessions.ExternalSession) (Rollout, bool) {
-	_, pairs, err := s.scan()
-	if err != nil {
-		return Rollout{}, false
-	}
-	r, ok := pairs[es.PID]
-	return r, ok
+	return observe.PairOf(s.scan, es.PID)
 }

@@ -240,10 +240,5 @@ var ErrNoInbox error = observe.NoInboxError{Agent: copilot.Agent{}.Name()}
 // workspaceFor is the session directory paired with the session's
 // process, if found.
 func (s *Source) workspaceFor(es sessions.ExternalSession) (Workspace, bool) {
-	_, pairs, err := s.scan()
-	if err != nil {
-		return Workspace{}, false
-	}
-	w, ok := pairs[es.PID]
-	return w, ok
+	return observe.PairOf(s.scan, es.PID)
 }

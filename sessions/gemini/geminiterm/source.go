@@ -226,10 +226,5 @@ var ErrNoInbox error = observe.NoInboxError{Agent: gemini.Agent{}.Name()}
 
 // chatFor is the chat file paired with the session's process, if found.
 func (s *Source) chatFor(es sessions.ExternalSession) (Chat, bool) {
-	_, pairs, err := s.scan()
-	if err != nil {
-		return Chat{}, false
-	}
-	c, ok := pairs[es.PID]
-	return c, ok
+	return observe.PairOf(s.scan, es.PID)
 }
