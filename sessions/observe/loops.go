@@ -17,20 +17,33 @@ import (
 // and the watch is moved when its answer changed (a day passes, the file
 // is found). The channel holds one pending wake: bursts coalesce.
 func Wake(ctx context.Context, notify Notify, poll time.Duration, dirs func() []string) <-chan struct{} {
+	return WakeAlso(ctx, notify, poll, dirs, nil)
+}
+
+// WakeAlso is Wake that is also woken by every value of also (another
+// witness of a change than the file system: Claude's hook events; nil:
+// none).
+func WakeAlso(ctx context.Context, notify Notify, poll time.Duration, dirs func() []string, also <-chan struct{}) <-chan struct{} {
 	out := make(chan struct{}, 1)
+	var notes <-chan struct{}
+	var current []string
+	stop := func() {}
+	follow := func() {
+		if d := dirs(); notify != nil && !slices.Equal(d, current) {
+			stop()
+			current = d
+			notes, stop = subscribe(ctx, notify, d)
+		}
+	}
+	// The first watch is in place when Wake returns: a change right after
+	// is not missed until the poll.
+	follow()
 	go func() {
-		var notes <-chan struct{}
-		var current []string
-		stop := func() {}
 		defer func() { stop() }()
 		t := time.NewTicker(poll)
 		defer t.Stop()
 		for {
-			if d := dirs(); notify != nil && !slices.Equal(d, current) {
-				stop()
-				current = d
-				notes, stop = subscribe(ctx, notify, d)
-			}
+			follow()
 			select {
 			case <-ctx.Done():
 				return
@@ -39,6 +52,7 @@ func Wake(ctx context.Context, notify Notify, poll time.Duration, dirs func() []
 					notes = nil
 					continue
 				}
+			case <-also:
 			case <-t.C:
 			}
 			select {

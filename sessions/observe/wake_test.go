@@ -88,3 +88,61 @@ func TestWakeWithoutNotify(t *testing.T) {
 		}
 	})
 }
+
+// WakeAlso has its first watch in place when it returns (a change right
+// after is not missed until the poll) and is woken by also like by a
+// notification; nil also is Wake.
+func TestWakeAlso(t *testing.T) {
+	cases := []struct {
+		name      string
+		also      bool
+		wantWoken bool
+	}{
+		{"woken by also at once", true, true},
+		{"nil also: only notifications and the poll", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				subscribed := 0
+				notify := func(context.Context, []string) (<-chan struct{}, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					subscribed++
+					return nil, nil
+				}
+				var also chan struct{}
+				if tc.also {
+					also = make(chan struct{}, 1)
+				}
+				w := WakeAlso(t.Context(), notify, time.Hour, func() []string { return []string{"/a"} }, also)
+				mu.Lock()
+				if subscribed != 1 {
+					t.Errorf("subscribed %d times when WakeAlso returned, want 1", subscribed)
+				}
+				mu.Unlock()
+				if tc.also {
+					also <- struct{}{}
+				}
+				synctest.Wait()
+				select {
+				case <-w:
+					if !tc.wantWoken {
+						t.Error("woken without a notification, also or the poll")
+					}
+				default:
+					if tc.wantWoken {
+						t.Error("also did not wake")
+					}
+				}
+				synctest.Wait()
+				mu.Lock()
+				if subscribed != 1 {
+					t.Errorf("subscribed %d times for the same dirs, want 1", subscribed)
+				}
+				mu.Unlock()
+			})
+		})
+	}
+}

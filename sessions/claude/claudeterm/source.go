@@ -96,38 +96,10 @@ func (s *Source) probe(f SessionFile) (bool, bool) {
 }
 
 // wake merges the notifications for dirs, hook events (hooks; nil: none)
-// and the safety poll.
-func (s *Source) wake(ctx context.Context, dirs []string, hooks <-chan struct{}) (<-chan struct{}, func()) {
+// and the safety poll, until stop is called.
+func (s *Source) wake(ctx context.Context, dirs []string, hooks <-chan struct{}) (wake <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	out := make(chan struct{}, 1)
-	var notes <-chan struct{}
-	if s.Notify != nil {
-		if ch, err := s.Notify(ctx, dirs); err == nil {
-			notes = ch
-		}
-	}
-	go func() {
-		t := time.NewTicker(s.poll())
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-notes:
-				if !ok {
-					notes = nil
-					continue
-				}
-			case <-hooks:
-			case <-t.C:
-			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return out, cancel
+	return observe.WakeAlso(ctx, s.Notify, s.poll(), func() []string { return dirs }, hooks), cancel
 }
 
 // Watch lists the live interactive sessions now and after every change.
