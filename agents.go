@@ -5,13 +5,14 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/codex"
-	codexterminal "github.com/session-supervisor/session-supervisor/sessions/codex/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/codex/codexterm"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
-	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot/copilotterm"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini"
-	geminiterminal "github.com/session-supervisor/session-supervisor/sessions/gemini/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/gemini/geminiterm"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -35,10 +36,10 @@ var agentRegistry = sessions.MustRegistry(
 // dataDir holds the socket Claude's hooks forward to (`hooks install`).
 func externalSources(dataDir string) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
-		&terminal.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, terminal.HookSocketName)},
-		&codexterminal.Source{Notify: watch.Dirs},
-		&copilotterminal.Source{Notify: watch.Dirs},
-		&geminiterminal.Source{Notify: watch.Dirs},
+		&claudeterm.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, claudeterm.HookSocketName)},
+		&codexterm.Source{ProcSource: observe.ProcSource[codexterm.Proc, codexterm.Rollout]{Notify: watch.Dirs}},
+		&copilotterm.Source{ProcSource: observe.ProcSource[copilotterm.Proc, copilotterm.Workspace]{Notify: watch.Dirs}},
+		&geminiterm.Source{ProcSource: observe.ProcSource[geminiterm.Proc, geminiterm.Chat]{Notify: watch.Dirs}},
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/doctor"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/hooks"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 )
 
 // hookProgram is the hook executable's name; the build puts it next to the
@@ -65,7 +65,7 @@ func (c *cli) hookSetup() (hookSetup, error) {
 		dir = abs
 	}
 	h.dataDir = dir
-	h.socket = filepath.Join(dir, terminal.HookSocketName)
+	h.socket = filepath.Join(dir, claudeterm.HookSocketName)
 	if h.settings, err = hooks.SettingsPath(); err != nil {
 		return h, err
 	}
@@ -158,7 +158,7 @@ type hookStatus struct {
 	Socket    string `json:"socket"`
 	// Received is the listener's account (since it started); nil when no
 	// app has listened in this data directory.
-	Received *terminal.HookState `json:"received,omitempty"`
+	Received *claudeterm.HookState `json:"received,omitempty"`
 }
 
 func readHookStatus(h hookSetup) hookStatus {
@@ -184,7 +184,7 @@ func readHookStatus(h hookSetup) hookStatus {
 		c.Close()
 		st.Listening = true
 	}
-	if rec, err := terminal.ReadHookState(h.dataDir); err == nil {
+	if rec, err := claudeterm.ReadHookState(h.dataDir); err == nil {
 		st.Received = &rec
 	} else if !errors.Is(err, fs.ErrNotExist) && st.Problem == "" {
 		st.Problem = err.Error()

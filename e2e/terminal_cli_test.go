@@ -19,8 +19,8 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 )
 
 // InteractiveClaudeVersion is the Claude Code release the terminal-session
@@ -295,8 +295,8 @@ func TestTerminalRealCLI(t *testing.T) {
 	w.observed(60*time.Second, "in review after the second turn", review(2))
 
 	// The nudge, through the inbox socket only.
-	src := &terminal.Source{ConfigDir: filepath.Join(w.home, ".claude")}
-	f, err := terminal.ReadSessionFile(w.sessFile)
+	src := &claudeterm.Source{ConfigDir: filepath.Join(w.home, ".claude")}
+	f, err := claudeterm.ReadSessionFile(w.sessFile)
 	if err != nil {
 		t.Fatal(err)
 	}

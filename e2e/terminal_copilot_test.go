@@ -15,8 +15,8 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot/copilotterm"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
-	copilotterminal "github.com/session-supervisor/session-supervisor/sessions/copilot/terminal"
 )
 
 // copilotTUI is the app and one real interactive Copilot CLI (the TUI) in
@@ -72,7 +72,7 @@ func startCopilotTUI(t *testing.T, env []string, settings ...string) *copilotTUI
 	s := w.observed(60*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
 	listed := time.Since(w.start)
 	w.native = s.PID
-	ws, err := copilotterminal.ReadWorkspace(filepath.Join(w.copilotHome, "session-state", s.AgentSessionID))
+	ws, err := copilotterm.ReadWorkspace(filepath.Join(w.copilotHome, "session-state", s.AgentSessionID))
 	if s.AgentSessionID == "" || err != nil || ws.ID != s.AgentSessionID {
 		w.fail("the session id %q names no session directory: %v", s.AgentSessionID, err)
 	}

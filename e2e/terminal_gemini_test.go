@@ -3,7 +3,7 @@
 package e2e
 
 // The real interactive Gemini CLI (the TUI, 0.61.0) in a pseudo-terminal,
-// observed by the app from outside (sessions/gemini/terminal): both on a
+// observed by the app from outside (sessions/gemini/geminiterm): both on a
 // temporary HOME, the CLI against the fake Gemini API with every other
 // request refused by the loopback proxy (sessions/gemini/fakeapi).
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -93,7 +93,7 @@ func (w *ptyWorld) nudgedRequest(since time.Time) (fakeapi.Entry, bool) {
 //     headers with status rejected): 2.1.328 does not retry, writes the
 //     error with the exact reset (apiErrorParams.rate_limit_info.resetsAt)
 //     and announces its own automatic continue 30–90 s after the reset. The
-//     supervisor holds past that window (terminal.AutoContinueWindow) so
+//     supervisor holds past that window (claudeterm.AutoContinueWindow) so
 //     the session gets one prompt, not two: the CLI's own continue runs
 //     the turn, and the supervisor sends nothing.
 //   - An API key's per-minute 429 (retry-after 1 s) past the CLI's retries
@@ -159,7 +159,7 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 			}
 			reset := tc.reset(log[0].At)
 			if tc.cliContinues {
-				reset = reset.Add(terminal.AutoContinueWindow)
+				reset = reset.Add(claudeterm.AutoContinueWindow)
 			}
 			if tc.exact {
 				if !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
 )
 
 // The real interactive CLI, killed (SIGKILL) in the middle of a tool call,
@@ -137,7 +137,7 @@ func TestTerminalOldCLIFromProcessTable(t *testing.T) {
 	if s.AgentSessionID == "" || s.Name != "say hello" {
 		t.Errorf("paired with %q, named %q", s.AgentSessionID, s.Name)
 	}
-	if _, err := os.Stat(filepath.Join(w.home, ".claude", "projects", terminal.Mangle(s.Cwd), s.AgentSessionID+".jsonl")); err != nil {
+	if _, err := os.Stat(filepath.Join(w.home, ".claude", "projects", claudeterm.Mangle(s.Cwd), s.AgentSessionID+".jsonl")); err != nil {
 		t.Errorf("the paired transcript: %v", err)
 	}
 	t.Logf("evidence: %s", s.Evidence)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 )
 
 // The real binary finds a Claude Code session started in a terminal by
@@ -37,7 +37,7 @@ func TestTerminalSessionAppearsInLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Process.Kill(); cli.Wait() })
-	f := terminal.SessionFile{PID: cli.Process.Pid, SessionID: "sid-e2e", Cwd: h.work, StartedAt: time.Now().UnixMilli(),
+	f := claudeterm.SessionFile{PID: cli.Process.Pid, SessionID: "sid-e2e", Cwd: h.work, StartedAt: time.Now().UnixMilli(),
 		Kind: "interactive", Entrypoint: "cli", Status: "idle", Version: "2.1.328", Name: "from the terminal"}
 	write := func(path string, b []byte) {
 		os.MkdirAll(filepath.Dir(path), 0o700)
@@ -79,7 +79,7 @@ func TestTerminalSessionAppearsInLs(t *testing.T) {
 		t.Fatalf("listed %v", s)
 	}
 
-	tr := filepath.Join(cfg, "projects", terminal.Mangle(h.work), "sid-e2e.jsonl")
+	tr := filepath.Join(cfg, "projects", claudeterm.Mangle(h.work), "sid-e2e.jsonl")
 	write(tr, []byte(`{"type":"user","message":{"role":"user","content":"run the tests"}}`+"\n"))
 	f.Status = "busy"
 	register()

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/watch"
 )
@@ -26,9 +26,9 @@ import (
 type termWorld struct {
 	t    *testing.T
 	dir  string
-	src  *terminal.Source
+	src  *claudeterm.Source
 	cmd  *exec.Cmd
-	file terminal.SessionFile
+	file claudeterm.SessionFile
 }
 
 func newTermWorld(t *testing.T) *termWorld {
@@ -41,13 +41,13 @@ func newTermWorld(t *testing.T) *termWorld {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	// Long safety poll: discovery must come from the file watcher.
-	w := &termWorld{t: t, dir: dir, src: &terminal.Source{ConfigDir: dir, Notify: watch.Dirs, Poll: time.Minute}}
+	w := &termWorld{t: t, dir: dir, src: &claudeterm.Source{ConfigDir: dir, Notify: watch.Dirs, Poll: time.Minute}}
 	w.cmd = exec.Command("sleep", "120")
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.cmd.Process.Kill(); w.cmd.Wait() })
-	w.file = terminal.SessionFile{PID: w.cmd.Process.Pid, SessionID: "sid-1", Cwd: "/home/u/proj",
+	w.file = claudeterm.SessionFile{PID: w.cmd.Process.Pid, SessionID: "sid-1", Cwd: "/home/u/proj",
 		StartedAt: time.Now().UnixMilli(), Kind: "interactive", Entrypoint: "cli", Status: "idle", Version: "2.1.328"}
 	return w
 }
@@ -255,7 +255,7 @@ func TestExternalIDIsStable(t *testing.T) {
 // nudgeRecorder records the nudges the runtime sends; arrive, when set,
 // plays the session showing that a nudge arrived.
 type nudgeRecorder struct {
-	terminal.Source
+	claudeterm.Source
 	canNudge bool
 	nudges   []bool // urgent, per call
 	arrive   func()

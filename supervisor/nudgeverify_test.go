@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -20,7 +20,7 @@ import (
 // way the real CLI does (its session file goes busy: a new observed turn)
 // after answerAfter, or never (answerAfter < 0), or whose delivery fails.
 type answeringSource struct {
-	terminal.Source
+	claudeterm.Source
 	rt          *Runtime
 	id          string
 	canNudge    bool

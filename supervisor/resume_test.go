@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/claude/terminal"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
@@ -271,7 +271,7 @@ func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Process.Kill(); cli.Wait() })
-	src := &terminal.Source{ConfigDir: filepath.Join(home, ".claude"), Notify: watch.Dirs, Poll: time.Minute, TablePoll: 50 * time.Millisecond, TableGrace: time.Nanosecond}
+	src := &claudeterm.Source{ConfigDir: filepath.Join(home, ".claude"), Notify: watch.Dirs, Poll: time.Minute, TablePoll: 50 * time.Millisecond, TableGrace: time.Nanosecond}
 	g.rt.external = []ExternalSource{src}
 	tp := src.TranscriptPath(g.cwd, "5e551011-0000-4000-8000-000000000099")
 	os.MkdirAll(filepath.Dir(tp), 0o700)

@@ -12,7 +12,7 @@ import (
 // 0.171.0: "usage_limit_exceeded", {"http_connection_failed":
 // {"http_status_code":401}}) or the way app-server sends it (codexErrorInfo
 // in camelCase): the structured info first, the message's wording next. The
-// terminal source (sessions/codex/terminal) reads rollouts with it, so a
+// terminal source (sessions/codex/codexterm) reads rollouts with it, so a
 // managed and a terminal session classify the same error alike.
 func FailureKindOf(info json.RawMessage, message string) sessions.FailureKind {
 	if k := infoKind(snakeToCamel(info)); k != sessions.NoFailure {

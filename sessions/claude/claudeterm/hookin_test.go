@@ -1,0 +1,125 @@
+package claudeterm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// sendHook writes one event the way session-supervisor-hook does.
+func sendHook(t *testing.T, socket string, ev map[string]any) {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, _ := json.Marshal(ev)
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A hook event wakes the session's observer at once (the safety poll is an
+// hour and nothing watches the files here) and marks the session hooked.
+func TestHookEventWakesObserverAndMarksHooked(t *testing.T) {
+	g := newSourceRig(t)
+	g.src.Poll = time.Hour
+	g.src.HookSocket = filepath.Join(g.src.ConfigDir, HookSocketName)
+	g.src.Probe = func(SessionFile) (bool, bool) { return true, true }
+	f := sessionFileFor(os.Getpid(), "sid-h", g.cwd)
+	g.register(f)
+	g.transcript("sid-h", recPrompt, recEnd)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch, err := g.src.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := <-watch
+	if len(list) != 1 {
+		t.Fatalf("discovered %+v", list)
+	}
+	if st, err := os.Stat(g.src.HookSocket); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("hook socket: %v %v", st, err)
+	}
+	ch, err := g.src.Observe(ctx, list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := waitObserved(t, ch, sessions.WaitingOnUser)
+	if ev.Observed.Hooked {
+		t.Fatal("hooked before any hook event")
+	}
+	// Events of another session, garbage and an empty probe change nothing.
+	sendHook(t, g.src.HookSocket, map[string]any{"hook_event_name": "Stop", "session_id": "other"})
+	c, _ := net.Dial("unix", g.src.HookSocket)
+	c.Write([]byte("{not json"))
+	c.Close()
+	sendHook(t, g.src.HookSocket, map[string]any{"hook_event_name": "UserPromptSubmit", "session_id": "sid-h", "prompt": "go on"})
+	ev = waitObserved(t, ch, sessions.Working)
+	if !ev.Observed.Hooked || ev.Observed.Evidence != "you sent a prompt (UserPromptSubmit hook)" {
+		t.Fatalf("after UserPromptSubmit: %+v", ev.Observed)
+	}
+	sendHook(t, g.src.HookSocket, map[string]any{"hook_event_name": "Notification", "session_id": "sid-h",
+		"notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash"})
+	ev = waitObserved(t, ch, sessions.WaitingOnUser)
+	if ev.Observed.Wait != sessions.WaitPermission || !ev.Observed.Hooked {
+		t.Fatalf("after the permission notification: %+v", ev.Observed)
+	}
+
+	g.src.hookHub().flush()
+	st, err := ReadHookState(g.src.ConfigDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PID != os.Getpid() || st.Events != 3 || len(st.Sessions) != 2 || st.Sessions[0].SessionID != "sid-h" ||
+		st.Sessions[0].Count != 2 || st.Sessions[0].Event != "Notification" {
+		t.Fatalf("state %+v", st)
+	}
+
+	// A second listener on the same socket is refused; the first keeps it.
+	other := &Source{ConfigDir: g.src.ConfigDir, HookSocket: g.src.HookSocket}
+	if err := other.listenHooks(ctx); !errors.Is(err, ErrHookSocketInUse) {
+		t.Fatalf("second listener: %v", err)
+	}
+	cancel()
+	for range ch {
+	}
+}
+
+// A socket an app left behind when it crashed is replaced.
+func TestHookListenerReplacesAStaleSocket(t *testing.T) {
+	g := newSourceRig(t)
+	path := filepath.Join(g.src.ConfigDir, HookSocketName)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close() // the file stays, nobody listens
+	g.src.HookSocket = path
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := g.src.listenHooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub := g.src.hookHub().subscribe("*")
+	defer sub.close()
+	sendHook(t, path, map[string]any{"hook_event_name": "SessionStart", "session_id": "s1", "source": "startup"})
+	select {
+	case <-sub.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event through the replaced socket")
+	}
+	if e, ok := g.src.hookHub().latest("s1"); !ok || e.Name != "SessionStart" || e.At.IsZero() {
+		t.Fatalf("latest %+v %v", e, ok)
+	}
+}

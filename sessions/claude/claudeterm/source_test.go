@@ -1,0 +1,405 @@
+package claudeterm
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
+
+// child starts a real process to stand for an interactive CLI.
+func child(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// deadPID is the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func writeJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sessionFileFor(pid int, sid, cwd string) SessionFile {
+	return SessionFile{PID: pid, SessionID: sid, Cwd: cwd, StartedAt: time.Now().UnixMilli(), Version: "2.1.328",
+		Kind: "interactive", Entrypoint: "cli", Status: "idle"}
+}
+
+func TestListSessionFilesKeepsOnlyLiveInteractiveSessions(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the pid probe reads /proc")
+	}
+	dir := t.TempDir()
+	live := child(t).Process.Pid
+	other := child(t).Process.Pid
+	good := sessionFileFor(live, "s-live", "/w")
+	writeJSON(t, filepath.Join(dir, fmt.Sprintf("%d.json", live)), good)
+	// A crash left this one behind.
+	dead := deadPID(t)
+	writeJSON(t, filepath.Join(dir, fmt.Sprintf("%d.json", dead)), sessionFileFor(dead, "s-dead", "/w"))
+	// The pid now belongs to a process that started an hour after the
+	// file was written: reused.
+	reused := sessionFileFor(other, "s-reused", "/w")
+	reused.StartedAt = time.Now().Add(-time.Hour).UnixMilli()
+	reused.ProcStart = "1"
+	writeJSON(t, filepath.Join(dir, fmt.Sprintf("%d.json", other)), reused)
+	// A background job is not a terminal session.
+	bgPID := child(t).Process.Pid
+	bg := sessionFileFor(bgPID, "s-bg", "/w")
+	bg.Kind = "bg"
+	writeJSON(t, filepath.Join(dir, fmt.Sprintf("%d.json", bgPID)), bg)
+	// Not session files at all.
+	os.WriteFile(filepath.Join(dir, "999999.json"), []byte("{not json"), 0o600)
+	os.WriteFile(filepath.Join(dir, "notes.json"), []byte("{}"), 0o600)
+	os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.abc.key", live)), []byte(`{"peerToken":"x"}`), 0o600)
+
+	got, err := ListSessionFiles(dir, ProcessAlive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].SessionID != "s-live" {
+		t.Fatalf("got %+v, want only s-live", got)
+	}
+	// The live file's own procStart matches the platform's stamp.
+	if p, _ := procscan.Probe(live); p.Stamp == "" || p.Started.IsZero() {
+		t.Fatalf("probe of a live child: %+v", p)
+	}
+}
+
+// rig is a temporary Claude configuration directory.
+type rig struct {
+	t   *testing.T
+	src *Source
+	cwd string
+}
+
+func newSourceRig(t *testing.T) *rig {
+	// Short: the inbox socket lives in it and unix socket paths are short.
+	dir, err := os.MkdirTemp("", "cc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.MkdirAll(filepath.Join(dir, "sessions"), 0o700)
+	return &rig{t: t, src: &Source{ConfigDir: dir, Poll: 20 * time.Millisecond}, cwd: "/home/u/proj"}
+}
+
+func (g *rig) register(f SessionFile) {
+	writeJSON(g.t, filepath.Join(g.src.SessionsDir(), fmt.Sprintf("%d.json", f.PID)), f)
+}
+
+func (g *rig) transcript(sid string, lines ...string) {
+	p := g.src.TranscriptPath(g.cwd, sid)
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	appendFile(g.t, p, strings.Join(lines, "\n")+"\n")
+}
+
+func next(t *testing.T, ch <-chan sessions.Event) sessions.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("the event stream closed")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5 s")
+	}
+	return sessions.Event{}
+}
+
+// waitObserved reads events until one carries the wanted state.
+func waitObserved(t *testing.T, ch <-chan sessions.Event, want sessions.State) sessions.Event {
+	t.Helper()
+	for {
+		ev := next(t, ch)
+		if ev.Kind == sessions.EvObserved && ev.Observed.State == want {
+			return ev
+		}
+	}
+}
+
+func TestObserveFollowsTurnsClearAndExit(t *testing.T) {
+	g := newSourceRig(t)
+	pid := os.Getpid()
+	f := sessionFileFor(pid, "sid-1", g.cwd)
+	f.Status = "busy"
+	g.src.Probe = func(SessionFile) (bool, bool) { return true, true }
+	g.register(f)
+	g.transcript("sid-1", recPrompt)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch, err := g.src.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := <-watch
+	if len(list) != 1 || list[0].Key != f.Key() || list[0].AgentSessionID != "sid-1" {
+		t.Fatalf("discovered %+v", list)
+	}
+	ch, err := g.src.Observe(ctx, list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := waitObserved(t, ch, sessions.Working)
+	if ev.Observed.Name != "fix the build" || ev.AgentSessionID != "sid-1" || ev.PID != pid {
+		t.Fatalf("first event %+v %+v", ev, ev.Observed)
+	}
+	g.transcript("sid-1", recToolUse)
+	if ev := waitObserved(t, ch, sessions.Working); ev.Observed.Tool != "Bash" {
+		t.Fatalf("want the open tool, got %+v", ev.Observed)
+	}
+	g.transcript("sid-1", recToolResult, recEnd)
+	f.Status = "idle"
+	g.register(f)
+	ev = waitObserved(t, ch, sessions.WaitingOnUser)
+	if ev.Observed.Wait != sessions.WaitReview || ev.Observed.InTurn {
+		t.Fatalf("after end_turn: %+v", ev.Observed)
+	}
+	// /clear: the same process, a new sessionId and transcript.
+	f.SessionID = "sid-2"
+	f.Name = "renamed"
+	g.register(f)
+	ev = waitObserved(t, ch, sessions.Idle)
+	if ev.AgentSessionID != "sid-2" || ev.Observed.Name != "renamed" {
+		t.Fatalf("after /clear: %+v %+v", ev, ev.Observed)
+	}
+	g.transcript("sid-2", recPrompt)
+	f.Status = "busy"
+	g.register(f)
+	waitObserved(t, ch, sessions.Working)
+	// A clean exit removes the file: a turn cut short is the user's to review.
+	os.Remove(filepath.Join(g.src.SessionsDir(), fmt.Sprintf("%d.json", pid)))
+	ev = waitObserved(t, ch, sessions.WaitingOnUser)
+	if ev.Observed.Wait != sessions.WaitReview {
+		t.Fatalf("closed mid-turn: %+v", ev.Observed)
+	}
+	if ev := next(t, ch); ev.Kind != sessions.EvSessionEnded {
+		t.Fatalf("want session_ended, got %v", ev.Kind)
+	}
+	if _, ok := <-ch; ok {
+		t.Fatal("the stream stays open after the session ended")
+	}
+	// The discovery list follows (after the lists it sent meanwhile).
+	for deadline := time.After(5 * time.Second); ; {
+		select {
+		case l := <-watch:
+			if len(l) == 0 {
+				return
+			}
+		case <-deadline:
+			t.Fatal("still listed after exit")
+		}
+	}
+}
+
+func TestObserveEndsWhenProcessDiesLeavingItsFile(t *testing.T) {
+	g := newSourceRig(t)
+	var alive atomic.Bool
+	alive.Store(true)
+	g.src.Probe = func(SessionFile) (bool, bool) { return alive.Load(), true }
+	f := sessionFileFor(4242, "sid", g.cwd)
+	f.Status = "busy"
+	g.register(f)
+	g.transcript("sid", recPrompt, recToolUse)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := g.src.Observe(ctx, external(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitObserved(t, ch, sessions.Working)
+	alive.Store(false)
+	ev := waitObserved(t, ch, sessions.Interrupted)
+	if !strings.Contains(ev.Observed.Evidence, "gone mid-turn") {
+		t.Fatalf("evidence %q", ev.Observed.Evidence)
+	}
+	if ev := next(t, ch); ev.Kind != sessions.EvSessionEnded || !strings.Contains(ev.Detail, "killed or crashed") {
+		t.Fatalf("want session_ended (crash), got %v %q", ev.Kind, ev.Detail)
+	}
+}
+
+func TestNudgeWritesAuthAndOneFrame(t *testing.T) {
+	for _, urgent := range []bool{false, true} {
+		t.Run(fmt.Sprint("urgent=", urgent), func(t *testing.T) {
+			g := newSourceRig(t)
+			sock := filepath.Join(g.src.ConfigDir, "in.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			got := make(chan []string, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				var lines []string
+				sc := bufio.NewScanner(c)
+				for sc.Scan() {
+					lines = append(lines, sc.Text())
+				}
+				got <- lines
+			}()
+			f := sessionFileFor(4242, "sid", g.cwd)
+			f.MessagingSocketPath = sock
+			g.register(f)
+			es := external(f)
+			if g.src.CanNudge(es) {
+				t.Fatal("CanNudge without a key file")
+			}
+			sum := sha256.Sum256([]byte(sock))
+			os.WriteFile(filepath.Join(g.src.SessionsDir(), fmt.Sprintf("4242.%s.key", hex.EncodeToString(sum[:]))),
+				[]byte(`{"peerToken":"0123456789abcdef0123456789abcdef","procStart":"1","pidDomain":"x"}`), 0o600)
+			if !g.src.CanNudge(es) {
+				t.Fatal("CanNudge is false with a socket and a key")
+			}
+			if err := g.src.Nudge(context.Background(), es, "please continue", urgent); err != nil {
+				t.Fatal(err)
+			}
+			lines := <-got
+			if len(lines) != 2 || lines[0] != `{"token":"0123456789abcdef0123456789abcdef","type":"auth"}` {
+				t.Fatalf("lines %q", lines)
+			}
+			var frame struct {
+				Type, MsgID, From, Priority string
+				MsgV                        int
+				Message                     struct{ Role, Content string }
+			}
+			json.Unmarshal([]byte(lines[1]), &frame)
+			var raw map[string]any
+			json.Unmarshal([]byte(lines[1]), &raw)
+			want := "next"
+			if urgent {
+				want = "now"
+			}
+			if frame.Type != "user" || raw["msgV"] != float64(1) || raw["priority"] != want || raw["msg_id"] == "" ||
+				frame.Message.Role != "user" || frame.Message.Content != "please continue" {
+				t.Fatalf("frame %s", lines[1])
+			}
+		})
+	}
+}
+
+func TestNudgeWithoutInboxFails(t *testing.T) {
+	g := newSourceRig(t)
+	f := sessionFileFor(4242, "sid", g.cwd)
+	g.register(f)
+	if err := g.src.Nudge(context.Background(), external(f), "x", false); err != ErrNoInbox {
+		t.Fatalf("err = %v, want ErrNoInbox", err)
+	}
+}
+
+// Every turn counts once: one that starts and ends between two reads (a
+// quick answer), and one the status announced before its prompt reached
+// the transcript — even when the status flips back meanwhile.
+func TestObserverCountsTurnsOnce(t *testing.T) {
+	g := newSourceRig(t)
+	g.src.Probe = func(SessionFile) (bool, bool) { return true, true }
+	f := sessionFileFor(4242, "sid", g.cwd)
+	g.register(f)
+	o := &observer{src: g.src, es: external(f), file: f}
+	o.follow(f)
+	// The events go through Apply, which owns the generation.
+	var sess sessions.Session
+	turns := 0
+	step := func() sessions.ObservedState {
+		t.Helper()
+		evs, done := o.step()
+		if done {
+			t.Fatal("ended")
+		}
+		var last sessions.ObservedState
+		for _, ev := range evs {
+			sess = sessions.Apply(sess, ev, time.Now())
+			if ev.Kind == sessions.EvObserved {
+				last = *ev.Observed
+			}
+		}
+		turns = int(sess.TurnGeneration)
+		return last
+	}
+	step()
+	// A whole turn between two reads.
+	g.transcript("sid", recPrompt, recEnd)
+	if st := step(); st.State != sessions.WaitingOnUser || turns != 1 {
+		t.Fatalf("quick turn: %v, %d turns", st.State, turns)
+	}
+	// The status says busy first; it flips back; then the prompt lands.
+	f.Status, f.StatusUpdatedAt = "busy", time.Now().UnixMilli()
+	g.register(f)
+	if st := step(); !st.InTurn {
+		t.Fatalf("busy: %+v", st)
+	}
+	f.Status = "idle"
+	g.register(f)
+	step()
+	g.transcript("sid", recPrompt)
+	f.Status = "busy"
+	g.register(f)
+	step()
+	g.transcript("sid", recEnd)
+	step()
+	if turns != 2 {
+		t.Fatalf("counted %d turns, want 2", turns)
+	}
+	// The first read inside a turn (a transcript that existed before) is
+	// one turn, not its history's.
+	g.transcript("sid", recPrompt, recEnd, recPrompt)
+	o2 := &observer{src: g.src, es: external(f), file: f}
+	o2.follow(f)
+	o, sess = o2, sessions.Session{}
+	if st := step(); !st.InTurn || turns != 1 {
+		t.Fatalf("mid-turn start: %+v, %d turns", st, turns)
+	}
+}
+
+func appendFile(t testing.TB, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}

@@ -1,0 +1,109 @@
+package codexterm
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchRollout is every real rollout in testdata, then command rounds
+// whose outputs are 256 KB each (a rollout keeps every command's output).
+func benchRollout(b *testing.B, rounds int) [][]byte {
+	b.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	var out [][]byte
+	for _, name := range files {
+		out = append(out, readLines(b, filepath.Base(name))...)
+	}
+	big, _ := json.Marshal(strings.Repeat("build output line ok\n", (256<<10)/21))
+	for i := range rounds {
+		out = append(out,
+			[]byte(`{"timestamp":"2026-11-30T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}`),
+			[]byte(fmt.Sprintf(`{"timestamp":"2026-11-30T10:00:00.100Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"make\"}","call_id":"c%d"}}`, i)),
+			[]byte(fmt.Sprintf(`{"timestamp":"2026-11-30T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c%d","output":%s}}`, i, big)),
+			[]byte(`{"timestamp":"2026-11-30T10:00:05.100Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"primary":{"used_percent":12.0,"window_minutes":300,"resets_at":1796076633}}}}`),
+			[]byte(`{"timestamp":"2026-11-30T10:00:06.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t","last_agent_message":"ok"}}`))
+	}
+	return out
+}
+
+func benchFeed(b *testing.B, rounds int) {
+	lines := benchRollout(b, rounds)
+	var n int64
+	for _, l := range lines {
+		n += int64(len(l)) + 1
+	}
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		var s Summary
+		for _, l := range lines {
+			s.Feed(l)
+		}
+		if s.Skipped != 0 {
+			b.Fatalf("%d lines skipped", s.Skipped)
+		}
+	}
+}
+
+// BenchmarkRolloutFeed: the real rollouts plus sixteen 256 KB outputs.
+func BenchmarkRolloutFeed(b *testing.B) { benchFeed(b, 16) }
+
+// BenchmarkRolloutFeedSmall is the real rollouts alone: the per-line cost
+// of ordinary records (each session_meta carries ~30 KB of instructions).
+func BenchmarkRolloutFeedSmall(b *testing.B) { benchFeed(b, 0) }
+
+// BenchmarkDiscovery: a day directory of 1,000 rollouts (each with a real
+// ~30 KB session_meta) and live processes to pair; cold is the first scan
+// (every meta read), warm a rescan (metas cached, only the directory
+// listed).
+func BenchmarkDiscovery(b *testing.B) {
+	meta := readLines(b, "tui_tool.jsonl")[0]
+	for _, live := range []int{1, 20} {
+		home := b.TempDir()
+		src := &Source{CodexHome: home}
+		day := src.today()
+		os.MkdirAll(day, 0o755)
+		now := time.Now()
+		var procs []Proc
+		for i := range 1000 {
+			id := fmt.Sprintf("01a22e80-0000-0000-0000-%012d", i)
+			cwd := fmt.Sprintf("/home/u/p%d", i)
+			var rec map[string]any
+			if err := json.Unmarshal(meta, &rec); err != nil {
+				b.Fatal(err)
+			}
+			p := rec["payload"].(map[string]any)
+			p["id"], p["cwd"], p["timestamp"] = id, cwd, now.UTC().Format(time.RFC3339Nano)
+			m, _ := json.Marshal(rec)
+			os.WriteFile(filepath.Join(day, "rollout-x-"+id+".jsonl"), append(m, '\n'), 0o644)
+			if i < live {
+				procs = append(procs, Proc{PID: 1000 + i, Cwd: cwd, Started: now.Add(-time.Second)})
+			}
+		}
+		src.Procs = func() ([]Proc, error) { return procs, nil }
+		check := func(b *testing.B) {
+			_, pairs, err := src.scan()
+			if err != nil || len(pairs) != live {
+				b.Fatalf("paired %d of %d: %v", len(pairs), live, err)
+			}
+		}
+		b.Run(fmt.Sprintf("cold/live=%d", live), func(b *testing.B) {
+			for b.Loop() {
+				src.metas = nil
+				src.Rescan()
+				check(b)
+			}
+		})
+		b.Run(fmt.Sprintf("warm/live=%d", live), func(b *testing.B) {
+			for b.Loop() {
+				src.Rescan()
+				check(b)
+			}
+		})
+	}
+}

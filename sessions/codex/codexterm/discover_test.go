@@ -1,0 +1,126 @@
+package codexterm
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestInteractive(t *testing.T) {
+	const bin = "/x/vendor/x86_64-unknown-linux-musl/bin/codex"
+	for _, tc := range []struct {
+		argv   []string
+		ok     bool
+		resume string
+	}{
+		{[]string{bin}, true, ""},
+		{[]string{bin, "fix the tests"}, true, ""},
+		{[]string{bin, "-m", "exec", "hi"}, true, ""}, // "exec" is -m's value
+		{[]string{bin, "-c", "model=x", "--no-alt-screen"}, true, ""},
+		{[]string{bin, "--no-daemon", "resume", "01a22e80-4690-7bd0-bfa7-f686c5828ea7"}, true, "01a22e80-4690-7bd0-bfa7-f686c5828ea7"},
+		{[]string{bin, "resume", "--last"}, true, ""}, // Resuming: see TestPair
+		{[]string{bin, "fork", "--last"}, true, ""},
+		{[]string{bin, "exec", "--json", "hi"}, false, ""},
+		{[]string{bin, "app-server", "--listen", "unix://"}, false, ""},
+		{[]string{bin, "app-server", "daemon", "pid-update-loop"}, false, ""},
+		{[]string{bin, "--version"}, false, ""},
+		{[]string{"node", "/x/node_modules/.bin/codex"}, false, ""},
+		{nil, false, ""},
+	} {
+		ok, resume := Interactive(tc.argv)
+		if ok != tc.ok || resume != tc.resume {
+			t.Errorf("Interactive(%q) = %v, %q; want %v, %q", tc.argv, ok, resume, tc.ok, tc.resume)
+		}
+	}
+}
+
+func TestPair(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tui := func(path, id, cwd string, started time.Time) Rollout {
+		return Rollout{Path: path, Meta: Meta{ID: id, Cwd: cwd, Originator: "codex-tui", Source: "cli", ThreadSource: "user", Started: started}}
+	}
+	old := func(r Rollout, mod time.Time) Rollout { r.ModTime = mod; return r }
+	sub := tui("/r/sub", "sub", "/w", at(30))
+	sub.Meta.ThreadSource = "subagent"
+	sub2 := tui("/r/sub2", "sub2", "/w", at(31))
+	sub2.Meta.ParentThreadID = "a"
+	exec := tui("/r/exec", "exec", "/w", at(40))
+	exec.Meta.Originator, exec.Meta.Source = "codex_exec", "exec"
+	for _, tc := range []struct {
+		name     string
+		procs    []Proc
+		rollouts []Rollout
+		want     map[int]string // pid -> thread id
+	}{
+		{"one process, its thread", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+			[]Rollout{tui("/r/a", "a", "/w", at(1))}, map[int]string{1: "a"}},
+		{"another directory's thread is not it", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+			[]Rollout{tui("/r/a", "a", "/elsewhere", at(1))}, map[int]string{}},
+		{"a thread older than the process is not it", []Proc{{PID: 1, Cwd: "/w", Started: at(100)}},
+			[]Rollout{tui("/r/a", "a", "/w", at(1))}, map[int]string{}},
+		{"re-created after the trust prompt: the newest", []Proc{{PID: 1, Cwd: "/w/", Started: at(0)}},
+			[]Rollout{tui("/r/a", "a", "/w", at(1)), tui("/r/b", "b", "/w", at(9))}, map[int]string{1: "b"}},
+		{"subagents and exec are never the user's", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+			[]Rollout{tui("/r/a", "a", "/w", at(1)), sub, sub2, exec}, map[int]string{1: "a"}},
+		{"two processes in one directory", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}, {PID: 2, Cwd: "/w", Started: at(50)}},
+			[]Rollout{tui("/r/a", "a", "/w", at(1)), tui("/r/b", "b", "/w", at(51))}, map[int]string{1: "a", 2: "b"}},
+		{"the file a process holds open wins", []Proc{{PID: 1, Cwd: "/w", Started: at(0), Open: []string{"/r/a"}}, {PID: 2, Cwd: "/w", Started: at(50)}},
+			[]Rollout{tui("/r/a", "a", "/w", at(60)), tui("/r/b", "b", "/w", at(51))}, map[int]string{1: "a", 2: "b"}},
+		{"resume --last: the cwd's older thread written since the start", []Proc{{PID: 1, Cwd: "/w", Started: at(100), Resuming: true}},
+			[]Rollout{old(tui("/r/a", "a", "/w", at(1)), at(5)), old(tui("/r/b", "b", "/w", at(2)), at(101)), old(tui("/r/c", "c", "/x", at(3)), at(102))},
+			map[int]string{1: "b"}},
+		{"resume finds the old thread anywhere", []Proc{{PID: 1, Cwd: "/other", Started: at(100), ResumeID: "a"}},
+			[]Rollout{tui("/r/a", "a", "/w", at(1)), tui("/r/b", "b", "/other", at(101))}, map[int]string{1: "a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Pair(tc.procs, tc.rollouts)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for pid, id := range tc.want {
+				if got[pid].Meta.ID != id {
+					t.Errorf("pid %d: got %q, want %q", pid, got[pid].Meta.ID, id)
+				}
+			}
+		})
+	}
+}
+
+func TestResuming(t *testing.T) {
+	const bin = "/x/codex"
+	for _, tc := range []struct {
+		argv     []string
+		resuming bool
+	}{
+		{[]string{bin, "resume", "--last"}, true},
+		{[]string{bin, "resume"}, true},
+		{[]string{bin, "resume", "abc"}, false},
+		{[]string{bin, "fork", "--last"}, false},
+		{[]string{bin}, false},
+	} {
+		if _, _, got := interactive(tc.argv); got != tc.resuming {
+			t.Errorf("%q: resuming %v", tc.argv, got)
+		}
+	}
+}
+
+// A rollout not written since the oldest process started is not even
+// opened: a scan reads only what a live session could be writing.
+func TestScanSkipsRolloutsWrittenBeforeTheProcesses(t *testing.T) {
+	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	oldPath, newPath := w.path("old"), w.path("new")
+	appendTo(t, oldPath, lines(metaLine("old", "/w", time.Now(), "user")))
+	appendTo(t, newPath, lines(metaLine("new", "/w", time.Now(), "user")))
+	hour := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(oldPath, hour, hour); err != nil {
+		t.Fatal(err)
+	}
+	_, pairs, err := w.src.scan()
+	if err != nil || pairs[7].Meta.ID != "new" {
+		t.Fatalf("pairs %+v err %v", pairs, err)
+	}
+	if _, read := w.src.metas[oldPath]; read || len(w.src.metas) != 1 {
+		t.Fatalf("read %v", w.src.metas)
+	}
+}

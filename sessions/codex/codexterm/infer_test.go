@@ -1,0 +1,167 @@
+package codexterm
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// readLines is a testdata rollout's lines.
+func readLines(t testing.TB, name string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+}
+
+// upTo feeds a rollout's lines up to and including the first line holding
+// marker (all lines when marker is empty).
+func upTo(t testing.TB, name, marker string) Summary {
+	t.Helper()
+	var s Summary
+	for _, l := range readLines(t, name) {
+		s.Feed(l)
+		if marker != "" && bytes.Contains(l, []byte(marker)) {
+			return s
+		}
+	}
+	if marker != "" {
+		t.Fatalf("%s has no line with %q", name, marker)
+	}
+	return s
+}
+
+// The rule stack on rollouts the real Codex 0.171.0 wrote (the TUI in a
+// pseudo-terminal and `codex exec`, against the fake Responses API), read
+// whole and cut at the moments that matter.
+func TestInferOnRealRollouts(t *testing.T) {
+	for _, tc := range []struct {
+		file, upTo string
+		state      sessions.State
+		wait       sessions.WaitReason
+		inTurn     bool
+		tool       string
+		failure    sessions.FailureKind
+		retryAt    time.Time
+		evidence   string
+	}{
+		{file: "tui_tool.jsonl", upTo: `"session_meta"`, state: sessions.Idle, evidence: "no prompt yet"},
+		{file: "tui_tool.jsonl", upTo: `"task_started"`, state: sessions.Working, inTurn: true, evidence: "turn in flight"},
+		{file: "tui_tool.jsonl", upTo: `"function_call"`, state: sessions.Working, inTurn: true, tool: "exec_command", evidence: "running exec_command"},
+		{file: "tui_tool.jsonl", upTo: `"function_call_output"`, state: sessions.Working, inTurn: true, evidence: "turn in flight"},
+		{file: "tui_tool.jsonl", state: sessions.WaitingOnUser, wait: sessions.WaitReview, evidence: "the turn ended"},
+		// approval_policy on-request: the command asks to leave the
+		// sandbox and has no output: the prompt is on the user's screen.
+		{file: "tui_approval.jsonl", state: sessions.WaitingOnUser, wait: sessions.WaitPermission, inTurn: true, tool: "exec_command", evidence: "outside the sandbox"},
+		{file: "tui_interrupt.jsonl", upTo: `"turn_aborted"`, state: sessions.WaitingOnUser, wait: sessions.WaitReview, evidence: "you stopped the turn"},
+		{file: "tui_interrupt.jsonl", state: sessions.WaitingOnUser, wait: sessions.WaitReview, evidence: "the turn ended"},
+		{file: "exec_usage_limit.jsonl", state: sessions.Errored, failure: sessions.RateLimit, retryAt: time.Unix(1796076633, 0).UTC(), evidence: "rate limited"},
+		{file: "exec_too_long.jsonl", state: sessions.Errored, failure: sessions.ContextOverflow},
+		{file: "exec_401.jsonl", state: sessions.Errored, failure: sessions.Auth},
+		{file: "exec_500.jsonl", state: sessions.Errored, failure: sessions.Network},
+		{file: "exec_cut.jsonl", state: sessions.Errored, failure: sessions.Network},
+	} {
+		t.Run(tc.file+"/"+tc.upTo, func(t *testing.T) {
+			sum := upTo(t, tc.file, tc.upTo)
+			if sum.Skipped != 0 {
+				t.Errorf("%d real lines skipped", sum.Skipped)
+			}
+			got, rule := Infer(Evidence{PID: 42, Alive: true, Known: true, Rollout: true, Summary: sum})
+			if got.State != tc.state || got.Wait != tc.wait || got.InTurn != tc.inTurn || got.Tool != tc.tool ||
+				got.Failure.Kind != tc.failure || !got.Failure.RetryAt.Equal(tc.retryAt) {
+				t.Fatalf("rule %q: got %+v", rule, got)
+			}
+			if !strings.Contains(got.Evidence, tc.evidence) {
+				t.Errorf("evidence %q lacks %q", got.Evidence, tc.evidence)
+			}
+		})
+	}
+}
+
+// The session_meta lines of the real files: the TUI's thread is the
+// user's and interactive; exec's is not interactive.
+func TestRealMeta(t *testing.T) {
+	for _, tc := range []struct {
+		file        string
+		interactive bool
+		originator  string
+	}{
+		{"tui_tool.jsonl", true, "codex-tui"},
+		{"tui_interrupt.jsonl", true, "codex-tui"},
+		{"exec_401.jsonl", false, "codex_exec"},
+	} {
+		m, err := ReadMeta(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Interactive() != tc.interactive || m.Subagent() || m.Originator != tc.originator || m.ID == "" || m.Cwd == "" || m.Started.IsZero() {
+			t.Errorf("%s: %+v", tc.file, m)
+		}
+		if !strings.HasSuffix(tc.file, ".jsonl") || !strings.Contains(string(readLines(t, tc.file)[0]), m.ID) {
+			t.Errorf("%s: the id %q is not the first line's", tc.file, m.ID)
+		}
+	}
+}
+
+// Synthetic lines for what the captures do not show.
+func TestInferSyntheticRules(t *testing.T) {
+	const start = `{"timestamp":"2026-11-30T10:00:00Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`
+	for _, tc := range []struct {
+		name   string
+		lines  []string
+		alive  bool
+		known  bool
+		state  sessions.State
+		wait   sessions.WaitReason
+		inTurn bool
+	}{
+		{"question", []string{start, `{"type":"response_item","payload":{"type":"function_call","name":"request_user_input","call_id":"c1","arguments":"{}"}}`},
+			true, true, sessions.WaitingOnUser, sessions.WaitQuestion, true},
+		{"escalation under never is no prompt", []string{start,
+			`{"type":"turn_context","payload":{"approval_policy":"never"}}`,
+			`{"type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"c1","arguments":"{\"cmd\":\"x\",\"sandbox_permissions\":\"require_escalated\"}"}}`},
+			true, true, sessions.Working, 0, true},
+		{"custom tool closed", []string{start,
+			`{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"c1"}}`,
+			`{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c1"}}`},
+			true, true, sessions.Working, 0, true},
+		{"gone mid-turn", []string{start}, false, true, sessions.Interrupted, 0, false},
+		{"gone after the turn", []string{start, `{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}`}, false, true, sessions.Idle, 0, false},
+		{"probe cannot tell", []string{start}, false, false, sessions.Working, 0, true},
+		{"a new turn clears the failure", []string{start,
+			`{"type":"event_msg","payload":{"type":"task_complete","error":{"message":"x","codex_error_info":"usage_limit_exceeded"}}}`, start},
+			true, true, sessions.Working, 0, true},
+		{"budget abort", []string{start, `{"type":"event_msg","payload":{"type":"turn_aborted","reason":"budget_limited"}}`},
+			true, true, sessions.WaitingOnUser, sessions.WaitReview, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s Summary
+			for _, l := range tc.lines {
+				s.Feed([]byte(l))
+			}
+			got, rule := Infer(Evidence{PID: 7, Alive: tc.alive, Known: tc.known, Rollout: true, Summary: s})
+			if got.State != tc.state || got.Wait != tc.wait || got.InTurn != tc.inTurn {
+				t.Fatalf("rule %q: got %+v", rule, got)
+			}
+		})
+	}
+}
+
+// The failure's message is sanitized before it becomes evidence: a key in
+// an error message is never shown.
+func TestFailureMessageSanitized(t *testing.T) {
+	var s Summary
+	s.Feed([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`))
+	s.Feed([]byte(`{"type":"event_msg","payload":{"type":"task_complete","error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789","codex_error_info":"unauthorized"}}}`))
+	got, _ := Infer(Evidence{Alive: true, Known: true, Rollout: true, Summary: s})
+	if got.Failure.Kind != sessions.Auth || strings.Contains(got.Failure.Message, "abcdefghijklmnop") {
+		t.Fatalf("got %+v", got.Failure)
+	}
+}

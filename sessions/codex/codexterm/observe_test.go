@@ -1,0 +1,319 @@
+package codexterm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+)
+
+// world is a CODEX_HOME in a temporary directory, one fake process in it
+// (its liveness set by the test) and an observer stepped by hand.
+type world struct {
+	t     *testing.T
+	src   *Source
+	proc  Proc
+	alive atomic.Bool
+	o     *observer
+}
+
+func newWorld(t *testing.T, proc Proc) *world {
+	w := &world{t: t, proc: proc}
+	w.alive.Store(true)
+	home := t.TempDir()
+	w.proc.Home = home
+	w.src = &Source{CodexHome: home, ProcSource: observe.ProcSource[Proc, Rollout]{
+		Procs: func() ([]Proc, error) {
+			if !w.alive.Load() {
+				return nil, nil
+			}
+			// Another Codex home's TUI is never this source's.
+			return []Proc{w.proc, {PID: 99, Cwd: w.proc.Cwd, Started: w.proc.Started, Home: "/elsewhere/.codex"}}, nil
+		},
+		Probe: func(pid int, started time.Time) (bool, bool) {
+			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
+		},
+	},
+	}
+	return w
+}
+
+func (w *world) es() sessions.ExternalSession {
+	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
+}
+
+// observe starts an observer as Observe does, without its loop.
+func (w *world) observe() {
+	w.o = &observer{src: w.src, es: w.es()}
+	if r, ok := w.src.rolloutFor(w.es()); ok {
+		w.o.follow(r, true)
+	}
+}
+
+// step is one look, with a fresh scan (the scan throttle is for the loop).
+func (w *world) step() ([]sessions.Event, bool) {
+	w.src.Rescan()
+	return w.o.step()
+}
+
+// observed steps once and returns the one EvObserved it must send.
+func (w *world) observed() sessions.ObservedState {
+	w.t.Helper()
+	evs, done := w.step()
+	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
+		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
+	}
+	return *evs[0].Observed
+}
+
+func (w *world) quiet() {
+	w.t.Helper()
+	if evs, done := w.step(); len(evs) != 0 || done {
+		for _, e := range evs {
+			if e.Observed != nil {
+				w.t.Logf("observed %+v", *e.Observed)
+			}
+		}
+		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
+	}
+}
+
+// path is a rollout path in the day directory of now.
+func (w *world) path(id string) string {
+	return filepath.Join(w.src.today(), fmt.Sprintf("rollout-%s-%s.jsonl", time.Now().Format("2006-01-02T15-04-05"), id))
+}
+
+func appendTo(t *testing.T, path string, data ...[]byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	for _, d := range data {
+		if _, err := fh.Write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lines joins lines with their newlines.
+func lines(ls ...[]byte) []byte { return append(bytes.Join(ls, []byte("\n")), '\n') }
+
+func metaLine(id, cwd string, at time.Time, threadSource string) []byte {
+	return []byte(fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"timestamp":%q,"cwd":%q,"originator":"codex-tui","source":"cli","thread_source":%q}}`,
+		at.Format(time.RFC3339Nano), id, at.Format(time.RFC3339Nano), cwd, threadSource))
+}
+
+var (
+	started  = []byte(`{"timestamp":"2026-11-30T10:00:01Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}`)
+	complete = []byte(`{"timestamp":"2026-11-30T10:00:02Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t"}}`)
+)
+
+// A real TUI rollout appended line by line (as Codex writes it) is followed
+// through one turn: no prompt yet, the turn, its command (a partial line
+// waits for its newline), the end; then the process exits.
+func TestObserveFollowsARealTurn(t *testing.T) {
+	real := readLines(t, "tui_tool.jsonl")
+	w := newWorld(t, Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()})
+	path := w.path("01a22e80-e47d-7172-8bd1-361677df9952")
+	w.proc.Open = []string{path} // --no-daemon: the TUI holds its rollout open
+	w.observe()
+	if st := w.observed(); st.State != sessions.Idle || !strings.Contains(st.Evidence, "no prompt yet") {
+		t.Fatalf("before the first prompt: %+v", st)
+	}
+	w.quiet()
+
+	idx := func(marker string) int {
+		for i, l := range real {
+			if bytes.Contains(l, []byte(marker)) {
+				return i
+			}
+		}
+		t.Fatalf("no %q", marker)
+		return 0
+	}
+	ts, fc := idx(`"task_started"`), idx(`"function_call"`)
+	appendTo(t, path, lines(real[:ts+1]...))
+	st := w.observed()
+	if st.State != sessions.Working || !st.InTurn || st.NewTurns != 1 {
+		t.Fatalf("the prompt: %+v", st)
+	}
+	appendTo(t, path, lines(real[ts+1:fc]...))
+	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 0 {
+		t.Fatalf("more of the turn (growth is activity): %+v", st)
+	}
+	half := len(real[fc]) / 2
+	appendTo(t, path, real[fc][:half])
+	w.quiet() // half a line is not a record yet
+	appendTo(t, path, real[fc][half:], []byte("\n"))
+	if st := w.observed(); st.Tool != "exec_command" || st.State != sessions.Working {
+		t.Fatalf("the command: %+v", st)
+	}
+	appendTo(t, path, lines(real[fc+1:]...))
+	evs, _ := w.step()
+	if st := evs[0].Observed; st.State != sessions.WaitingOnUser || st.Wait != sessions.WaitReview || st.InTurn ||
+		evs[0].AgentSessionID != "01a22e80-e47d-7172-8bd1-361677df9952" || st.Name != "hello [[scenario:tool]]" {
+		t.Fatalf("the end: %+v %+v", evs[0], st)
+	}
+	w.alive.Store(false)
+	evs, done := w.step()
+	if !done || len(evs) != 2 || evs[1].Kind != sessions.EvSessionEnded || evs[0].Observed.State != sessions.Idle {
+		t.Fatalf("the exit: %+v done %v", evs, done)
+	}
+}
+
+// A rollout found complete when following begins is the past: its turns
+// are not counted again, and one still in flight counts once.
+func TestObserveHistoryIsNotNews(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		state   sessions.State
+		turns   int
+	}{
+		{"ended", lines(started, complete, started, complete), sessions.WaitingOnUser, 0},
+		{"in flight", lines(started, complete, started), sessions.Working, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+			appendTo(t, w.path("h"), lines(metaLine("h", "/w", time.Now(), "user")), tc.content)
+			w.observe()
+			st := w.observed()
+			if st.State != tc.state || st.NewTurns != tc.turns {
+				t.Fatalf("got %+v", st)
+			}
+		})
+	}
+}
+
+// Truncation starts over from the top; a rollout re-created under a new
+// thread (after the trust prompt, or /new) is followed instead, while a
+// subagent's newer rollout in the same directory never is.
+func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
+	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	first := w.path("first")
+	appendTo(t, first, lines(metaLine("first", "/w", time.Now().Add(-50*time.Second), "user"), started, complete))
+	w.observe()
+	if st := w.observed(); st.State != sessions.WaitingOnUser {
+		t.Fatalf("start: %+v", st)
+	}
+	// Truncated, then a new turn: its start is news.
+	if err := os.Truncate(first, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, first, lines(metaLine("first", "/w", time.Now().Add(-50*time.Second), "user"), started))
+	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
+		t.Fatalf("after the truncation: %+v", st)
+	}
+	// A subagent writes its own, newer rollout: not the user's thread.
+	appendTo(t, w.path("sub"), lines(metaLine("sub", "/w", time.Now(), "subagent"), started, complete))
+	w.quiet()
+	// The thread is re-created: the newer user rollout is followed.
+	second := w.path("second")
+	appendTo(t, second, lines(metaLine("second", "/w", time.Now(), "user"), started, complete))
+	evs, _ := w.step()
+	if len(evs) != 1 || evs[0].AgentSessionID != "second" || evs[0].Observed.State != sessions.WaitingOnUser || evs[0].Observed.NewTurns != 1 {
+		t.Fatalf("after the re-creation: %+v", evs)
+	}
+}
+
+// A line longer than the tailer's limit (1 MiB) is skipped by measured
+// length; the lines around it still count.
+func TestObserveSkipsAHugeLine(t *testing.T) {
+	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	path := w.path("big")
+	appendTo(t, path, lines(metaLine("big", "/w", time.Now(), "user"), started))
+	w.observe()
+	if st := w.observed(); st.State != sessions.Working {
+		t.Fatalf("start: %+v", st)
+	}
+	huge := fmt.Sprintf(`{"type":"compacted","payload":{"message":%q}}`, strings.Repeat("x", 3<<20))
+	appendTo(t, path, []byte(huge+"\n"), lines(complete))
+	if st := w.observed(); st.State != sessions.WaitingOnUser {
+		t.Fatalf("after the huge line: %+v", st)
+	}
+	if w.o.file.Tail().Skipped != 1 {
+		t.Errorf("skipped %d lines, want 1", w.o.file.Tail().Skipped)
+	}
+}
+
+// A failure read from the rollout carries its class and, for a usage
+// limit, the reset the rate limits gave.
+func TestObserveFailureOnRealRollout(t *testing.T) {
+	real, err := os.ReadFile(filepath.Join("testdata", "exec_usage_limit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now()})
+	path := w.path("u")
+	w.proc.Open = []string{path}
+	w.observe()
+	w.observed()
+	appendTo(t, path, real)
+	st := w.observed()
+	if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || st.Failure.RetryAt.Unix() != 1796076633 || st.NewTurns != 1 {
+		t.Fatalf("got %+v", st)
+	}
+}
+
+// Codex has no inbox: the source says so and Nudge fails.
+func TestNoNudge(t *testing.T) {
+	s := &Source{}
+	if s.CanNudge(sessions.ExternalSession{PID: 1}) {
+		t.Fatal("CanNudge")
+	}
+	if err := s.Nudge(t.Context(), sessions.ExternalSession{PID: 1}, "x", false); err != ErrNoInbox {
+		t.Fatalf("Nudge: %v", err)
+	}
+	if s.Name() != "codex" {
+		t.Fatalf("Name %q: the managed agent's name, so resume launches it", s.Name())
+	}
+}
+
+// Watch lists this home's interactive processes with the thread each
+// writes, and lists again when one exits (the rescan cadence, in a
+// synctest bubble: no real waiting).
+func TestWatchListsAndRescans(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+		w.src.Poll = 3 * time.Second
+		appendTo(t, w.path("th"), lines(metaLine("th", "/w", time.Now(), "user"), started))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := w.src.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := <-ch
+		if len(list) != 1 || list[0].PID != 7 || list[0].AgentSessionID != "th" || list[0].Key != key(w.proc) || list[0].Cwd != "/w" {
+			t.Fatalf("first list: %+v", list)
+		}
+		w.alive.Store(false)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		select {
+		case list = <-ch:
+		default:
+			t.Fatal("no new list after the process exited and a rescan")
+		}
+		if len(list) != 0 {
+			t.Fatalf("after the exit: %+v", list)
+		}
+	})
+}
+
+// key is the key Watch lists the process under.
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }

@@ -1,0 +1,391 @@
+package copilotterm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+)
+
+const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
+
+// world is a COPILOT_HOME in a temporary directory with one session
+// directory, one fake TUI process holding it (its liveness set by the
+// test) and an observer stepped by hand.
+type world struct {
+	t     *testing.T
+	src   *Source
+	proc  Proc
+	dir   string
+	alive atomic.Bool
+	o     *observer
+}
+
+func newWorld(t *testing.T) *world {
+	home := t.TempDir()
+	w := &world{t: t, dir: filepath.Join(home, "session-state", sid)}
+	w.proc = Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home, Held: []string{w.dir}}
+	w.alive.Store(true)
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "workspace.yaml"), []byte("id: "+sid+"\ncwd: /w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.src = &Source{CopilotHome: home, ProcSource: observe.ProcSource[Proc, Workspace]{
+		Procs: func() ([]Proc, error) {
+			if !w.alive.Load() {
+				return nil, nil
+			}
+			// Another Copilot home's TUI is never this source's.
+			return []Proc{w.proc, {PID: 99, Cwd: "/w", Started: w.proc.Started, Home: "/elsewhere/.copilot"}}, nil
+		},
+		Probe: func(pid int, started time.Time) (bool, bool) {
+			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
+		},
+	},
+	}
+	return w
+}
+
+func (w *world) es() sessions.ExternalSession {
+	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
+}
+
+// observe starts an observer as Observe does, without its loop.
+func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
+
+// step is one look, with a fresh scan (the scan throttle is for the loop).
+func (w *world) step() ([]sessions.Event, bool) {
+	w.src.Rescan()
+	return w.o.step()
+}
+
+// observed steps once and returns the one EvObserved it must send.
+func (w *world) observed() sessions.ObservedState {
+	w.t.Helper()
+	evs, done := w.step()
+	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
+		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
+	}
+	if evs[0].AgentSessionID != sid {
+		w.t.Fatalf("agent session id %q", evs[0].AgentSessionID)
+	}
+	return *evs[0].Observed
+}
+
+func (w *world) quiet() {
+	w.t.Helper()
+	if evs, done := w.step(); len(evs) != 0 || done {
+		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
+	}
+}
+
+func (w *world) events() string { return filepath.Join(w.dir, "events.jsonl") }
+
+func (w *world) append(data ...[]byte) {
+	w.t.Helper()
+	fh, err := os.OpenFile(w.events(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer fh.Close()
+	for _, d := range data {
+		if _, err := fh.Write(d); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+// upTo is the real file's lines up to and including the first of typ
+// (after skip lines), each with its newline, and the rest.
+func upTo(t *testing.T, ls [][]byte, typ string) (head []byte, rest [][]byte) {
+	t.Helper()
+	for i, l := range ls {
+		if bytes.Contains(l, []byte(`"type":"`+typ+`"`)) {
+			return lines(ls[:i+1]...), ls[i+1:]
+		}
+	}
+	t.Fatalf("no %s", typ)
+	return nil, nil
+}
+
+func lines(ls ...[]byte) []byte {
+	if len(ls) == 0 {
+		return nil
+	}
+	return append(bytes.Join(ls, []byte("\n")), '\n')
+}
+
+// A real turn (testdata/tui_tool.jsonl: a command approved in the
+// terminal) written in pieces as the TUI wrote it: before the first prompt
+// the session is idle, then working (one new turn), waiting for the
+// approval, running the command, and waiting for review; a step with
+// nothing new sends nothing.
+func TestObserveFollowsARealTurn(t *testing.T) {
+	w := newWorld(t)
+	w.observe()
+	if st := w.observed(); st.State != sessions.Idle || st.InTurn || !strings.Contains(st.Evidence, "no prompt yet") {
+		t.Fatalf("before the first prompt: %+v", st)
+	}
+	w.quiet()
+	ls := readLines(t, "tui_tool.jsonl")
+	for _, step := range []struct {
+		upTo  string
+		state sessions.State
+		wait  sessions.WaitReason
+		turns int
+		tool  string
+	}{
+		{"assistant.turn_start", sessions.Working, sessions.NoWait, 1, ""},
+		{"permission.requested", sessions.WaitingOnUser, sessions.WaitPermission, 0, "command"},
+		{"tool.execution_complete", sessions.Working, sessions.NoWait, 0, ""},
+		{"assistant.turn_end", sessions.Working, sessions.NoWait, 0, ""}, // a round asking for tools: more to come
+		{"assistant.message", sessions.Working, sessions.NoWait, 0, ""},
+		{"assistant.turn_end", sessions.WaitingOnUser, sessions.WaitReview, 0, ""},
+	} {
+		var head []byte
+		head, ls = upTo(t, ls, step.upTo)
+		w.append(head)
+		st := w.observed()
+		if st.State != step.state || st.Wait != step.wait || st.NewTurns != step.turns || st.Tool != step.tool {
+			t.Fatalf("after %s: %+v", step.upTo, st)
+		}
+		if st.Name != "run it [[scenario:tool]]" {
+			t.Fatalf("name %q", st.Name)
+		}
+	}
+	w.quiet()
+}
+
+// Events already written when following begins are the past: no new turn.
+func TestObserveHistoryIsNotNews(t *testing.T) {
+	w := newWorld(t)
+	w.append(lines(readLines(t, "tui_text.jsonl")...))
+	w.observe()
+	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 0 {
+		t.Fatalf("%+v", st)
+	}
+	// A second prompt is news.
+	w.append([]byte(`{"type":"user.message","data":{"content":"again"}}` + "\n"))
+	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// A partial last line waits for its newline; a truncated file is read
+// again from the top (its turns are new); a line over the tailer's limit
+// is skipped without stopping the session.
+func TestObservePartialTruncatedHuge(t *testing.T) {
+	w := newWorld(t)
+	w.observe()
+	w.observed()
+	start := lines(readLines(t, "tui_text.jsonl")[:2]...)
+	w.append(start)
+	w.observed() // the session's start: still idle, the file grew
+	user := []byte(`{"type":"user.message","data":{"content":"half"}}` + "\n")
+	w.append(user[:20])
+	w.quiet()
+	w.append(user[20:])
+	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
+		t.Fatalf("after the rest of the line: %+v", st)
+	}
+	// Truncated and rewritten: a finished turn, counted as new.
+	if err := os.Truncate(w.events(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.observed(); st.State != sessions.Idle {
+		t.Fatalf("truncated: %+v", st)
+	}
+	w.append(lines(readLines(t, "tui_text.jsonl")...))
+	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 1 {
+		t.Fatalf("after the truncation: %+v", st)
+	}
+	// A 2 MB tool result on one line, then the next prompt.
+	huge := append([]byte(`{"type":"tool.execution_complete","data":{"result":"`), bytes.Repeat([]byte("x"), 2<<20)...)
+	huge = append(huge, []byte("\"}}\n")...)
+	w.append(huge, []byte(`{"type":"user.message","data":{"content":"next"}}`+"\n"))
+	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
+		t.Fatalf("after the huge line: %+v", st)
+	}
+	if w.o.file.Tail().Skipped != 1 {
+		t.Fatalf("skipped %d lines", w.o.file.Tail().Skipped)
+	}
+}
+
+// Killed mid-turn (testdata/tui_killed.jsonl: SIGKILL while its command
+// ran): Interrupted with the evidence, then the session ends.
+func TestObserveKilledMidTurn(t *testing.T) {
+	w := newWorld(t)
+	w.observe()
+	w.observed()
+	w.append(lines(readLines(t, "tui_killed.jsonl")...))
+	if st := w.observed(); st.State != sessions.Working || st.Tool != "command" {
+		t.Fatalf("%+v", st)
+	}
+	w.alive.Store(false)
+	evs, done := w.step()
+	if !done || len(evs) != 2 || evs[0].Observed == nil || evs[0].Observed.State != sessions.Interrupted ||
+		!strings.Contains(evs[0].Observed.Evidence, "gone mid-turn") || evs[1].Kind != sessions.EvSessionEnded {
+		t.Fatalf("%+v done %v", evs, done)
+	}
+}
+
+// The TUI moved to another session (/new): the new directory is followed
+// and its first prompt is a new turn.
+func TestObserveFollowsANewSession(t *testing.T) {
+	w := newWorld(t)
+	w.append(lines(readLines(t, "tui_text.jsonl")...))
+	w.observe()
+	w.observed()
+	const other = "3f1e34b9-7886-48e5-b68a-f40204ea6277"
+	dir := filepath.Join(w.src.StateDir(), other)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w.proc.Held = []string{dir}
+	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), lines(readLines(t, "tui_401.jsonl")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := w.step()
+	if len(evs) != 1 || evs[0].AgentSessionID != other || evs[0].Observed.State != sessions.Errored || evs[0].Observed.Failure.Kind != sessions.Auth {
+		t.Fatalf("%+v", evs)
+	}
+}
+
+func TestNoNudge(t *testing.T) {
+	w := newWorld(t)
+	if w.src.CanNudge(w.es()) {
+		t.Fatal("CanNudge")
+	}
+	if err := w.src.Nudge(t.Context(), w.es(), "x", false); !errors.Is(err, ErrNoInbox) {
+		t.Fatal(err)
+	}
+	if w.src.Name() != "copilot" {
+		t.Fatal(w.src.Name())
+	}
+}
+
+// Watch lists the TUI with its session (and not another home's process),
+// and rescans on its interval: an exited process leaves the list, and its
+// directory (still on disk) is not listed (in a synctest bubble: no real
+// waiting).
+func TestWatchListsAndRescans(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.src.Poll = 3 * time.Second
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := w.src.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := <-ch
+		if len(list) != 1 || list[0].PID != 7 || list[0].AgentSessionID != sid || list[0].Key != key(w.proc) || list[0].Cwd != "/w" {
+			t.Fatalf("first list: %+v", list)
+		}
+		w.alive.Store(false)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		select {
+		case list = <-ch:
+		default:
+			t.Fatal("no new list after the process exited and a rescan")
+		}
+		if len(list) != 0 {
+			t.Fatalf("after the exit: %+v", list)
+		}
+	})
+}
+
+// Observe's loop: it sends the first observation, and the session's end
+// when the process is gone.
+func TestObserveLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.src.Poll = time.Second
+		ch, err := w.src.Observe(t.Context(), w.es())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Idle {
+			t.Fatalf("%+v", ev)
+		}
+		w.alive.Store(false)
+		time.Sleep(2 * time.Second)
+		var last sessions.Event
+		for ev := range ch {
+			last = ev
+		}
+		if last.Kind != sessions.EvSessionEnded {
+			t.Fatalf("%+v", last)
+		}
+	})
+}
+
+// The events file appears after following began (at the first prompt):
+// a quick turn that started and ended between two looks is still a turn.
+func TestObserveQuickFirstTurnIsNews(t *testing.T) {
+	w := newWorld(t)
+	w.observe()
+	w.observed()
+	w.append(lines(readLines(t, "tui_text.jsonl")...))
+	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// A TUI found before its session directory is paired (Copilot creates the
+// directory, then its lock and workspace.yaml) is looked at again within
+// a second, not at the next poll.
+func TestWatchListsAStartingTUISoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.src.Poll = time.Hour
+		w.proc.Started = time.Now()
+		var paired atomic.Bool
+		proc := w.proc
+		w.src.Procs = func() ([]Proc, error) {
+			p := proc
+			if !paired.Load() {
+				p.Held = nil
+			}
+			return []Proc{p}, nil
+		}
+		if err := os.Remove(filepath.Join(w.dir, "workspace.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := w.src.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list := <-ch; len(list) != 0 {
+			t.Fatalf("listed before its session: %+v", list)
+		}
+		paired.Store(true) // its lock, at the next scan
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case list := <-ch:
+			if len(list) != 1 || list[0].AgentSessionID != sid {
+				t.Fatalf("%+v", list)
+			}
+		default:
+			t.Fatal("not listed within a second and a half")
+		}
+	})
+}
+
+// key is the key Watch lists the process under.
+func key(p Proc) string { return observe.Key(p.PID, p.Started) }

@@ -1,0 +1,162 @@
+package geminiterm
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+)
+
+// Evidence is everything the rule stack reads about one session at one
+// moment: its process and its chat file's summary.
+type Evidence struct {
+	PID int
+	// Alive and Known are the process probe (Known false: cannot tell).
+	Alive, Known bool
+	// Chat is false until the session's chat file is found.
+	Chat    bool
+	Summary Summary
+	// Children is how many processes run under the CLI's (ChildrenKnown
+	// false: not looked at, or cannot tell); read while a tool call is
+	// pending.
+	Children      int
+	ChildrenKnown bool
+	// Now is the moment of the look.
+	Now time.Time
+}
+
+// approvalAfter is how long a pending tool call with nothing running under
+// the CLI is taken for an approval prompt rather than a quick tool that has
+// not written its result yet.
+const approvalAfter = 3 * time.Second
+
+// Rule is one step of the stack: it matches or not, and when it matches it
+// decides the state and writes the evidence sentence (observe.Rule).
+type Rule = observe.Rule[Evidence]
+
+// Rules is the stack, walked in order; the first match wins.
+var Rules = []Rule{
+	{Name: "process gone", Match: ruleProcessGone},
+	{Name: "turn failed", Match: ruleFailed},
+	{Name: "waiting for approval", Match: ruleApproval},
+	{Name: "open tool", Match: ruleOpenTool},
+	{Name: "turn in flight", Match: ruleWorking},
+	{Name: "turn ended", Match: ruleTurnEnded},
+	{Name: "idle", Match: ruleIdle},
+}
+
+// Infer walks the rule stack and returns the first match's state and the
+// rule's name.
+func Infer(ev Evidence) (sessions.ObservedState, string) {
+	return observe.Infer(Rules, ev)
+}
+
+func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
+	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.Phase.InTurn(), "its chat file shows no end of the turn")
+}
+
+// apiErrorPrefix wraps the API's error body in the CLI's error messages.
+const apiErrorPrefix = "[API Error: "
+
+// FailureOf classifies the error message a turn ended on with the managed
+// Gemini adapter's rules (the same API bodies reach both).
+func FailureOf(f Failure) sessions.Failure {
+	text := strings.TrimSpace(f.Message)
+	if body, ok := strings.CutPrefix(text, apiErrorPrefix); ok {
+		text = strings.TrimSuffix(body, "]")
+	}
+	return gemini.ClassifyError(statusOf(text), text, f.At)
+}
+
+// statusOf reads the HTTP status the API's body carries ({"error":{"code":
+// 401,…}}); 0 when it has none.
+func statusOf(body string) int {
+	i := strings.Index(body, `"code":`)
+	if i < 0 {
+		return 0
+	}
+	rest := strings.TrimSpace(body[i+len(`"code":`):])
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	code, _ := strconv.Atoi(rest[:n])
+	return code
+}
+
+func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	if t.Phase != Failed {
+		return sessions.ObservedState{}, false
+	}
+	f := FailureOf(t.Failure)
+	return observe.TurnFailed(f, "retry after", "15:04:05 MST"), true
+}
+
+func ruleApproval(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	if t.Phase == CallPending && ev.ChildrenKnown && ev.Children == 0 && !t.PendingSince.IsZero() &&
+		ev.Now.Sub(t.PendingSince) >= approvalAfter {
+		// Measured (0.61.0): the approval prompt writes nothing, the call
+		// is written once it completed, and a command runs as a child of
+		// the CLI; a call pending for seconds with no child waits for you.
+		return observe.Waiting(sessions.WaitPermission, "", "a tool call waits for your approval in the terminal (nothing runs under the CLI and the call has not completed)"), true
+	}
+	if t.Phase != Approval {
+		return sessions.ObservedState{}, false
+	}
+	return observe.Waiting(sessions.WaitPermission, t.Tool, fmt.Sprintf("the agent asks to run %s: approve or deny it in the terminal", observe.OrDefault(t.Tool, "a tool"))), true
+}
+
+func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
+	t := ev.Summary
+	switch t.Phase {
+	case ToolOpen:
+		return observe.RunningTool(t.Tool), true
+	case CallPending:
+		if ev.ChildrenKnown && ev.Children > 0 {
+			return sessions.ObservedState{State: sessions.Working, InTurn: true,
+				Evidence: "running a tool (a process runs under the CLI)"}, true
+		}
+		// The call is written only once it completed: until then it runs,
+		// or its approval prompt waits in the terminal (the file alone
+		// cannot tell which).
+		return sessions.ObservedState{State: sessions.Working, InTurn: true,
+			Evidence: "the model called a tool that has not completed (running, or waiting for your approval in the terminal)"}, true
+	}
+	return sessions.ObservedState{}, false
+}
+
+func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
+	switch ev.Summary.Phase {
+	case Prompted:
+		return observe.Working("the chat file shows a turn in flight"), true
+	case ToolDone:
+		return observe.Working("the tools completed; their results go back to the model"), true
+	}
+	return sessions.ObservedState{}, false
+}
+
+func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
+	switch ev.Summary.Phase {
+	case Replied:
+		return observe.TurnEnded("the model replied; waiting for review"), true
+	case Cancelled:
+		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
+	}
+	return sessions.ObservedState{}, false
+}
+
+func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {
+	switch {
+	case !ev.Chat || ev.Summary.Phase == NoPrompt:
+		return observe.Idle(false), true
+	case ev.Summary.Phase == Rewound:
+		return sessions.ObservedState{State: sessions.Idle, Evidence: "the conversation was rewound in the terminal"}, true
+	}
+	return observe.Idle(true), true
+}

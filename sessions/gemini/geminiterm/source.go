@@ -1,0 +1,230 @@
+// Package terminal observes Gemini CLI sessions started in a terminal (the
+// interactive `gemini` TUI): it finds their processes in the process table,
+// pairs each with the chat file its session is written to, tails that file
+// and infers the session's state with an ordered rule stack (a
+// sessions.ExternalSource, like sessions/codex/codexterm).
+//
+// The CLI registers its interactive sessions nowhere, so discovery reads
+// the process table (a Node process running the CLI's bundle, not --acp or
+// -p: those are the app's managed sessions and headless runs) and
+// <home>/tmp/<project>/chats/session-*.jsonl, whose first line names the
+// session and the SHA-256 of its project root (the cwd). The CLI offers no
+// inbox: a stalled or failed terminal session is escalated with the
+// evidence, never nudged.
+package geminiterm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/gemini"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
+
+// Source is the Gemini CLI terminal source: a sessions.ExternalSource of
+// the process-table shape (package observe), answering as the agent the
+// app launches as "gemini", so "Resume in the background" can load the
+// session managed.
+type Source struct {
+	observe.ProcSource[Proc, Chat]
+	observe.AgentInfo[gemini.Agent]
+	observe.NoInbox[gemini.Agent]
+
+	// GeminiHome is the CLI's configuration directory; empty means
+	// $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
+	GeminiHome string
+	// Children counts the processes running under pid (default
+	// procscan.Children): a tool call pending with none is an approval
+	// prompt.
+	Children func(pid int) (n int, known bool)
+
+	// metas caches each chat's first line by path; guarded by the scan.
+	metas map[string]Meta
+}
+
+var _ sessions.ExternalSource = (*Source)(nil)
+
+// Home is the CLI's configuration directory ("" when there is none to find).
+func (s *Source) Home() string {
+	if s.GeminiHome != "" {
+		return s.GeminiHome
+	}
+	if d := os.Getenv("GEMINI_CLI_HOME"); d != "" {
+		return filepath.Join(d, ".gemini")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".gemini")
+}
+
+// TmpDir holds one directory per project, each with its chats/.
+func (s *Source) TmpDir() string { return filepath.Join(s.Home(), "tmp") }
+
+func (s *Source) children(pid int) (int, bool) {
+	if s.Children != nil {
+		return s.Children(pid)
+	}
+	return procscan.Children(pid)
+}
+
+// ScanProcs lists the interactive Gemini CLI processes in the process
+// table. Of a relaunching pair (the CLI starts itself again with a larger
+// heap and waits for it) only the child is kept: it is the session.
+func ScanProcs() ([]Proc, error) {
+	all, err := procscan.Named("node")
+	if err != nil {
+		return nil, err
+	}
+	var out []Proc
+	parents := map[int]bool{}
+	for _, p := range all {
+		ok, resume, resuming := Interactive(p.Argv)
+		if !ok || p.Cwd == "" {
+			continue
+		}
+		parents[p.PPID] = true
+		home := ""
+		if h, ok := procscan.Env(p.PID, "GEMINI_CLI_HOME"); ok && h != "" {
+			home = filepath.Join(h, ".gemini")
+		} else if h, ok := procscan.Env(p.PID, "HOME"); ok {
+			home = filepath.Join(h, ".gemini")
+		}
+		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home})
+	}
+	return slices.DeleteFunc(out, func(p Proc) bool { return parents[p.PID] }), nil
+}
+
+// minScan bounds how often the process table and the chat directories are
+// read, however often the files change.
+const minScan = 500 * time.Millisecond
+
+// scan refreshes the processes and their chats unless the last scan is
+// recent, and returns them.
+func (s *Source) scan() ([]Proc, map[int]Chat, error) {
+	return s.Scan(minScan, ScanProcs, "Gemini CLI processes", func(procs []Proc) ([]Proc, map[int]Chat) {
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		return procs, Pair(procs, s.chats(procs))
+	})
+}
+
+// projectDirs are the directories under tmp/ the processes' sessions are
+// written to: the slug projects.json maps each cwd to, and the legacy
+// SHA-256 name; all project directories when a cwd is not registered (yet).
+func (s *Source) projectDirs(procs []Proc) []string {
+	var reg struct {
+		Projects map[string]string `json:"projects"`
+	}
+	if b, err := os.ReadFile(filepath.Join(s.Home(), "projects.json")); err == nil {
+		_ = json.Unmarshal(b, &reg)
+	}
+	var out []string
+	for _, p := range procs {
+		cwd := filepath.Clean(p.Cwd)
+		slug, ok := reg.Projects[cwd]
+		if !ok || slug == "" || strings.ContainsAny(slug, `/\`) {
+			all, _ := filepath.Glob(filepath.Join(s.TmpDir(), "*"))
+			return all
+		}
+		for _, d := range []string{slug, ProjectHash(cwd)} {
+			if dir := filepath.Join(s.TmpDir(), d); !slices.Contains(out, dir) {
+				out = append(out, dir)
+			}
+		}
+	}
+	return out
+}
+
+// chats reads the metadata of every chat file a process could be writing:
+// the main sessions of its projects written to since the oldest process
+// started. Metas are cached by path (a chat's first line never changes).
+func (s *Source) chats(procs []Proc) []Chat {
+	if s.metas == nil {
+		s.metas = map[string]Meta{}
+	}
+	if len(procs) == 0 {
+		clear(s.metas)
+		return nil
+	}
+	oldest := time.Now()
+	for _, p := range procs {
+		if !p.Started.IsZero() && p.Started.Before(oldest) {
+			oldest = p.Started
+		}
+	}
+	seen := map[string]bool{}
+	var out []Chat
+	for _, dir := range s.projectDirs(procs) {
+		ents, _ := os.ReadDir(filepath.Join(dir, "chats"))
+		for _, e := range ents {
+			if ok, _ := filepath.Match("session-*.jsonl", e.Name()); !ok || e.IsDir() {
+				continue
+			}
+			fi, err := e.Info()
+			// A chat not written since the oldest process started is no
+			// live session's: its first line is not even read.
+			if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+				continue
+			}
+			path := filepath.Join(dir, "chats", e.Name())
+			seen[path] = true
+			m, ok := s.metas[path]
+			if !ok {
+				if m, err = ReadMeta(path); err != nil {
+					continue // not written yet: looked at again next scan
+				}
+				s.metas[path] = m
+			}
+			out = append(out, Chat{Path: path, Meta: m, ModTime: fi.ModTime()})
+		}
+	}
+	for path := range s.metas {
+		if !seen[path] {
+			delete(s.metas, path)
+		}
+	}
+	return out
+}
+
+// watchDirs are the directories whose change is news to discovery: the
+// home (projects.json), tmp/ (a new project) and the known chats dirs.
+func (s *Source) watchDirs() []string {
+	out := []string{s.Home(), s.TmpDir()}
+	for _, c := range s.Paired() {
+		if d := filepath.Dir(c.Path); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out[2:])
+	return out
+}
+
+// Watch lists the live interactive sessions now and after every change.
+func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, error) {
+	if s.Home() == "" {
+		return nil, errors.New("no home directory to find the Gemini CLI's sessions in")
+	}
+	return observe.WatchList(ctx, s.Wake(ctx, s.watchDirs), observe.ListProcs(s.scan, func(p Proc, pairs map[int]Chat) sessions.ExternalSession {
+		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.SessionID)
+	})), nil
+}
+
+// ErrNoInbox is Nudge's answer (observe.NoInbox): the Gemini TUI has no
+// inbox a message could be delivered through, so recovery escalates with
+// the evidence (or the user resumes the session in the background, managed
+// over ACP).
+var ErrNoInbox error = observe.NoInboxError{Agent: gemini.Agent{}.Name()}
+
+// chatFor is the chat file paired with the session's process, if found.
+func (s *Source) chatFor(es sessions.ExternalSession) (Chat, bool) {
+	return observe.PairOf(s.scan, es.PID)
+}

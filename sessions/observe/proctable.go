@@ -1,0 +1,247 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
+
+// The process-table source shape: Codex, Copilot and Gemini register their
+// interactive sessions nowhere, so their sources find the agent's TUI
+// processes in the process table, pair each with the file its session is
+// written to, and tail that file. What is the same for all of them lives
+// here; an agent's package fills in its scan, its pairing and its summary.
+
+// AgentInfo answers for a terminal source with the identity of the managed
+// agent A (its zero value), so a terminal session and a managed one read
+// alike and "Resume in the background" starts the same agent. Embed it.
+type AgentInfo[A sessions.AgentInfo] struct{}
+
+func (AgentInfo[A]) Name() string           { var a A; return a.Name() }
+func (AgentInfo[A]) DisplayName() string    { var a A; return a.DisplayName() }
+func (AgentInfo[A]) DefaultCommand() string { var a A; return a.DefaultCommand() }
+func (AgentInfo[A]) InstallHint() string    { var a A; return a.InstallHint() }
+
+// NoInboxError is Nudge's answer for an agent whose TUI offers no inbox a
+// message could be delivered through. It is a comparable value, so a
+// package's ErrNoInbox equals what its Nudge returns.
+type NoInboxError struct{ Agent string }
+
+func (e NoInboxError) Error() string {
+	return e.Agent + ": a session started in a terminal has no inbox to deliver a nudge through"
+}
+
+// NoInbox gives a source of agent A's terminal sessions CanNudge false and
+// a Nudge that fails with NoInboxError: recovery escalates with the
+// evidence (or the user resumes the session in the background, managed).
+// Embed it.
+type NoInbox[A sessions.AgentInfo] struct{}
+
+// CanNudge is false: nothing reaches the terminal.
+func (NoInbox[A]) CanNudge(sessions.ExternalSession) bool { return false }
+
+// Nudge cannot reach the terminal session.
+func (NoInbox[A]) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
+	var a A
+	return NoInboxError{Agent: a.Name()}
+}
+
+// Key is a process-table session's identity for as long as its process
+// lives: the pid and its start (a later process reusing the pid starts
+// later).
+func Key(pid int, started time.Time) string { return fmt.Sprintf("%d-%d", pid, started.UnixMilli()) }
+
+// PollInterval is a source's rescan interval: poll when set, else 5 s with
+// notifications (they wake it sooner) and 2 s without. The poll is needed
+// even with notifications: a process can exit without touching a file.
+func PollInterval(poll time.Duration, notified bool) time.Duration {
+	switch {
+	case poll > 0:
+		return poll
+	case notified:
+		return 5 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// ProbeProcess tells whether the process that started at started still
+// runs, with probe when the source was given one (a test's), else
+// procscan.Alive.
+func ProbeProcess(probe func(pid int, started time.Time) (alive, known bool), pid int, started time.Time) (alive, known bool) {
+	if probe != nil {
+		return probe(pid, started)
+	}
+	return procscan.Alive(pid, started)
+}
+
+// ProcTable keeps a source's last look at the process table: its
+// processes P and the file F paired with each pid. Reading the table and
+// the agent's directories costs, and the agents rewrite files under their
+// home many times a second during a turn, so a recent scan is answered
+// from memory. The zero value is ready.
+type ProcTable[P, F any] struct {
+	mu    sync.Mutex
+	last  time.Time
+	procs []P
+	pairs map[int]F
+	err   error
+}
+
+// Scan returns the processes and their pairs, running scan unless the last
+// scan is younger than maxAge. scan runs under the table's lock, so the
+// caches it keeps need no lock of their own; its error is kept (and
+// answered) until the next scan.
+func (t *ProcTable[P, F]) Scan(now time.Time, maxAge time.Duration, scan func() ([]P, map[int]F, error)) ([]P, map[int]F, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.last.IsZero() && now.Sub(t.last) < maxAge {
+		return t.procs, t.pairs, t.err
+	}
+	t.last = now
+	t.procs, t.pairs, t.err = scan()
+	if t.err != nil {
+		t.procs, t.pairs = nil, nil
+	}
+	return t.procs, t.pairs, t.err
+}
+
+// Forget makes the next Scan scan, however recent the last one.
+func (t *ProcTable[P, F]) Forget() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = time.Time{}
+}
+
+// Pairs is the pairing of the last scan, without scanning (nil before the
+// first).
+func (t *ProcTable[P, F]) Pairs() map[int]F {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pairs
+}
+
+// Ended is the event that closes a process-table session: its process is
+// gone (how says what the user saw, e.g. "the Codex terminal was closed,
+// or it was killed").
+func Ended(pid int, how string) sessions.Event {
+	return sessions.Event{Kind: sessions.EvSessionEnded, Detail: fmt.Sprintf("process %d is gone (%s)", pid, how)}
+}
+
+// ListProcs turns a process-table scan into a Watch list (for WatchList):
+// one session per scanned process, described by entry from the process
+// and the pairing; a failed scan fails the list (skipped until the next
+// wake).
+func ListProcs[P, F any](scan func() ([]P, map[int]F, error), entry func(P, map[int]F) sessions.ExternalSession) func() ([]sessions.ExternalSession, error) {
+	return func() ([]sessions.ExternalSession, error) {
+		procs, pairs, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		list := make([]sessions.ExternalSession, 0, len(procs))
+		for _, p := range procs {
+			list = append(list, entry(p, pairs))
+		}
+		return list, nil
+	}
+}
+
+// Listed is a process-table session as Watch lists it: keyed on its pid
+// and start (Key), with the agent's session id when its file was paired
+// ("" until then).
+func Listed(pid int, started time.Time, cwd, agentSessionID string) sessions.ExternalSession {
+	return sessions.ExternalSession{Key: Key(pid, started), AgentSessionID: agentSessionID, Cwd: cwd, PID: pid, StartedAt: started}
+}
+
+// ProcSource is the common half of a process-table source: its
+// configuration and what it does with it (the wake-up, the pid probe, the
+// throttled scan). An agent's Source embeds it and adds its own half: the
+// process scan, the pairing with files and the summary of a file.
+type ProcSource[P, F any] struct {
+	// Notify wakes the source at once on a change in the agent's
+	// directories (the fsnotify adapter, package watch); nil leaves it to
+	// Poll.
+	Notify Notify
+	// Poll is the rescan interval: a process can exit without touching a
+	// file (default 5 s with Notify, 2 s without: PollInterval).
+	Poll time.Duration
+	// Procs lists the agent's live interactive processes (default: the
+	// agent's scan of the process table).
+	Procs func() ([]P, error)
+	// Probe tells whether the process that started at started still runs
+	// (default procscan.Alive).
+	Probe func(pid int, started time.Time) (alive, known bool)
+
+	table ProcTable[P, F]
+}
+
+// Wake merges the notifications for dirs with the rescan interval; dirs is
+// asked again after every wake (Wake).
+func (s *ProcSource[P, F]) Wake(ctx context.Context, dirs func() []string) <-chan struct{} {
+	return Wake(ctx, s.Notify, PollInterval(s.Poll, s.Notify != nil), dirs)
+}
+
+// ProcessAlive probes the process that started at started (Probe, else
+// procscan.Alive).
+func (s *ProcSource[P, F]) ProcessAlive(pid int, started time.Time) (alive, known bool) {
+	return ProbeProcess(s.Probe, pid, started)
+}
+
+// Alive probes the session's process (sessions.ExternalSource).
+func (s *ProcSource[P, F]) Alive(es sessions.ExternalSession) (alive, known bool) {
+	return s.ProcessAlive(es.PID, es.StartedAt)
+}
+
+// Scan lists the processes (Procs, else scanTable) and pairs them with
+// pair (which may also drop processes: another home's, one not yet
+// paired), unless the last scan is younger than maxAge. what names the
+// processes in the error ("Codex processes"). pair runs under the table's
+// lock: the caches it keeps need no lock of their own.
+func (s *ProcSource[P, F]) Scan(maxAge time.Duration, scanTable func() ([]P, error), what string, pair func([]P) ([]P, map[int]F)) ([]P, map[int]F, error) {
+	return s.table.Scan(time.Now(), maxAge, func() ([]P, map[int]F, error) {
+		list := s.Procs
+		if list == nil {
+			list = scanTable
+		}
+		procs, err := list()
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing %s: %w", what, err)
+		}
+		procs, pairs := pair(procs)
+		return procs, pairs, nil
+	})
+}
+
+// Rescan makes the next Scan read the table, however recent the last one.
+func (s *ProcSource[P, F]) Rescan() { s.table.Forget() }
+
+// Paired is the pairing of the last scan, without scanning.
+func (s *ProcSource[P, F]) Paired() map[int]F { return s.table.Pairs() }
+
+// RelayProcess starts a process-table session's observe loop: look (one
+// step of the agent's observer) now and after every wake of dirs, until it
+// says the process is gone or ctx ends (Relay). A session without a
+// process has nothing to follow.
+func (s *ProcSource[P, F]) RelayProcess(ctx context.Context, es sessions.ExternalSession, dirs func() []string, look func() ([]sessions.Event, bool)) (<-chan sessions.Event, error) {
+	if es.PID <= 0 {
+		return nil, fmt.Errorf("session %s: no process to follow", es.Key)
+	}
+	out := make(chan sessions.Event, 8)
+	go Relay(ctx, s.Wake(ctx, dirs), look, out)
+	return out, nil
+}
+
+// PairOf is the file scan paired with the process pid, if any (a failed
+// scan pairs none): what an observer follows.
+func PairOf[P, F any](scan func() ([]P, map[int]F, error), pid int) (F, bool) {
+	_, pairs, err := scan()
+	if err != nil {
+		var none F
+		return none, false
+	}
+	f, ok := pairs[pid]
+	return f, ok
+}

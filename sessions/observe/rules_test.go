@@ -1,0 +1,90 @@
+package observe
+
+import (
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+func TestInferFirstMatchWins(t *testing.T) {
+	working := func(int) (sessions.ObservedState, bool) { return Working("busy"), true }
+	never := func(int) (sessions.ObservedState, bool) { return sessions.ObservedState{}, false }
+	negative := func(n int) (sessions.ObservedState, bool) {
+		return sessions.ObservedState{State: sessions.Errored, Evidence: "negative"}, n < 0
+	}
+	cases := []struct {
+		name     string
+		rules    []Rule[int]
+		ev       int
+		want     sessions.State
+		wantRule string
+	}{
+		{"the first that matches", []Rule[int]{{"neg", negative}, {"work", working}}, -1, sessions.Errored, "neg"},
+		{"a later one when the first does not", []Rule[int]{{"neg", negative}, {"work", working}}, 1, sessions.Working, "work"},
+		{"none matches: idle, nothing observed", []Rule[int]{{"never", never}}, 1, sessions.Idle, "idle"},
+		{"an empty stack", nil, 0, sessions.Idle, "idle"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, rule := Infer(tc.rules, tc.ev)
+			if st.State != tc.want || rule != tc.wantRule {
+				t.Errorf("Infer = %v by %q, want %v by %q", st.State, rule, tc.want, tc.wantRule)
+			}
+		})
+	}
+}
+
+func TestGenericRules(t *testing.T) {
+	resets := time.Date(2026, 12, 1, 15, 4, 0, 0, time.UTC)
+	gone := func(alive, known, inTurn bool) sessions.ObservedState {
+		st, ok := ProcessGone(42, alive, known, inTurn, "its file shows no end of the turn")
+		if !ok {
+			return sessions.ObservedState{Evidence: "(no match)"}
+		}
+		return st
+	}
+	cases := []struct {
+		name     string
+		got      sessions.ObservedState
+		state    sessions.State
+		inTurn   bool
+		wait     sessions.WaitReason
+		tool     string
+		evidence string
+	}{
+		{"alive: no match", gone(true, true, true), 0, false, 0, "", "(no match)"},
+		{"cannot tell: no match", gone(false, false, true), 0, false, 0, "", "(no match)"},
+		{"gone mid-turn", gone(false, true, true), sessions.Interrupted, false, 0, "",
+			"process 42 is gone mid-turn (its file shows no end of the turn)"},
+		{"gone between turns", gone(false, true, false), sessions.Idle, false, 0, "", "process 42 is gone"},
+		{"failed", TurnFailed(sessions.Failure{Kind: sessions.Auth}, "retry after", "15:04 MST"), sessions.Errored, false, 0, "",
+			"the turn failed (" + sessions.Auth.Label() + ")"},
+		{"failed with a reset time", TurnFailed(sessions.Failure{Kind: sessions.RateLimit, RetryAt: resets}, "the limit resets at", "15:04 MST"),
+			sessions.Errored, false, 0, "", "the turn failed (" + sessions.RateLimit.Label() + "); the limit resets at 15:04 UTC"},
+		{"waiting", Waiting(sessions.WaitPermission, "Bash", "approve it"), sessions.WaitingOnUser, true, sessions.WaitPermission, "Bash", "approve it"},
+		{"a named tool", RunningTool("Bash"), sessions.Working, true, 0, "Bash", "running Bash"},
+		{"an unnamed tool", RunningTool(""), sessions.Working, true, 0, "", "running a tool"},
+		{"working", Working("the file shows a turn in flight"), sessions.Working, true, 0, "", "the file shows a turn in flight"},
+		{"turn ended", TurnEnded("the turn ended; waiting for review"), sessions.WaitingOnUser, false, sessions.WaitReview, "",
+			"the turn ended; waiting for review"},
+		{"idle before any prompt", Idle(false), sessions.Idle, false, 0, "", "no prompt yet in the terminal"},
+		{"idle after turns", Idle(true), sessions.Idle, false, 0, "", "nothing in flight"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.got
+			if g.State != tc.state || g.InTurn != tc.inTurn || g.Wait != tc.wait || g.Tool != tc.tool || g.Evidence != tc.evidence {
+				t.Errorf("got %+v, want state %v in turn %v wait %v tool %q evidence %q", g, tc.state, tc.inTurn, tc.wait, tc.tool, tc.evidence)
+			}
+		})
+	}
+}
+
+func TestOrDefault(t *testing.T) {
+	for _, tc := range []struct{ s, def, want string }{{"a", "b", "a"}, {"", "b", "b"}, {"", "", ""}} {
+		if got := OrDefault(tc.s, tc.def); got != tc.want {
+			t.Errorf("OrDefault(%q, %q) = %q, want %q", tc.s, tc.def, got, tc.want)
+		}
+	}
+}
