@@ -16,7 +16,8 @@ import (
 
 // ScanProcs on real processes: a Node script named gemini that relaunches
 // itself once, as the CLI does, in a directory of its own and with its own
-// HOME; only the relaunched child is listed, with its cwd and home.
+// HOME; the launcher is never listed, not even before its child exists, and
+// the relaunched child is, with its cwd and home.
 func TestScanProcsRealNode(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -30,43 +31,94 @@ func TestScanProcsRealNode(t *testing.T) {
 	}
 	dir, home, work := t.TempDir(), t.TempDir(), t.TempDir()
 	script := filepath.Join(dir, "gemini")
-	// Relaunched with the same arguments, as the CLI does.
-	const js = `if (!process.argv.includes("child")) {
-  const c = require("child_process").spawn(process.execPath, ["--max-old-space-size=100", __filename, ...process.argv.slice(2), "child"], {stdio: "inherit"});
-  c.on("exit", () => process.exit(0));
+	relaunch := filepath.Join(dir, "relaunch-now")
+	// Relaunched with the same arguments and GEMINI_CLI_NO_RELAUNCH, as the
+	// CLI does; only once the test says so, so the launcher's time alone (a
+	// few seconds on a busy machine) is seen.
+	const js = `const fs = require("fs");
+if (!process.env.GEMINI_CLI_NO_RELAUNCH) {
+  const t = setInterval(() => {
+    if (!fs.existsSync(process.env.RELAUNCH_WHEN)) return;
+    clearInterval(t);
+    const c = require("child_process").spawn(process.execPath, ["--max-old-space-size=100", __filename, ...process.argv.slice(2), "child"],
+      {stdio: "inherit", env: {...process.env, GEMINI_CLI_NO_RELAUNCH: "true"}});
+    c.on("exit", () => process.exit(0));
+  }, 20);
 }
 setInterval(() => {}, 1000);
 `
 	if err := os.WriteFile(script, []byte(js), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{script}, {script, "--acp"}} {
+	start := func(args []string, env ...string) *exec.Cmd {
 		cmd := exec.Command(node, args...)
-		cmd.Dir, cmd.Env = work, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+		cmd.Dir = work
+		cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "RELAUNCH_WHEN=" + relaunch}, env...)
 		// A group of its own, so that the relaunched child is stopped too.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+		return cmd
 	}
+	launcher := start([]string{script})
+	start([]string{script, "--acp"})
 	isChild := func(pid int) bool {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		return err == nil && slices.Contains(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), "child")
+		argv, ok := procscanCmdline(pid)
+		return ok && slices.Contains(argv, "child")
 	}
-	var mine []Proc
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	mine := func() []Proc {
 		procs, err := ScanProcs()
 		if err != nil {
 			t.Fatal(err)
 		}
-		mine = slices.DeleteFunc(procs, func(p Proc) bool { return !sameDir(p.Home, filepath.Join(home, ".gemini")) })
-		if len(mine) == 1 && isChild(mine[0].PID) || time.Now().After(deadline) {
+		return slices.DeleteFunc(procs, func(p Proc) bool { return !sameDir(p.Home, filepath.Join(home, ".gemini")) })
+	}
+	// The launcher alone, its command line already the CLI's: not listed.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if argv, ok := procscanCmdline(launcher.Process.Pid); ok && len(argv) > 1 && IsGeminiScript(argv[1]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the launcher never ran the script")
+		}
+	}
+	if got := mine(); len(got) != 0 {
+		t.Fatalf("listed %+v before the relaunch: a launcher alone is not a session", got)
+	}
+	if err := os.WriteFile(relaunch, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got []Proc
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got = mine(); len(got) == 1 && isChild(got[0].PID) || time.Now().After(deadline) {
 			break
 		}
 	}
 	// The child is listed alone, and stays so: the launcher is its parent.
-	if len(mine) != 1 || !isChild(mine[0].PID) || !sameDir(mine[0].Cwd, work) || mine[0].Started.IsZero() {
-		t.Fatalf("listed %+v, want the relaunched child alone (not the launcher, not --acp)", mine)
+	if len(got) != 1 || !isChild(got[0].PID) || !sameDir(got[0].Cwd, work) || got[0].Started.IsZero() {
+		t.Fatalf("listed %+v, want the relaunched child alone (not the launcher, not --acp)", got)
 	}
+	// A CLI told not to relaunch (GEMINI_CLI_NO_RELAUNCH, or a sandbox) is
+	// the session itself.
+	for _, env := range []string{"GEMINI_CLI_NO_RELAUNCH=true", "SANDBOX=sandbox-exec"} {
+		alone := start([]string{script, "--model", "m"}, env)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if slices.ContainsFunc(mine(), func(p Proc) bool { return p.PID == alone.Process.Pid }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("with %s the CLI was never listed: %+v", env, mine())
+			}
+		}
+	}
+}
+
+func procscanCmdline(pid int) ([]string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return nil, false
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), true
 }

@@ -93,6 +93,12 @@ func ScanProcs() ([]Proc, error) {
 			continue
 		}
 		parents[p.PPID] = true
+		if willRelaunch(p.PID) {
+			// A launcher alone (its child not spawned yet: seconds on a
+			// busy machine) is not a session; listing it would show one
+			// that vanishes once the child appears.
+			continue
+		}
 		home := ""
 		if h, ok := procscan.Env(p.PID, "GEMINI_CLI_HOME"); ok && h != "" {
 			home = filepath.Join(h, ".gemini")
@@ -102,6 +108,20 @@ func ScanProcs() ([]Proc, error) {
 		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home})
 	}
 	return slices.DeleteFunc(out, func(p Proc) bool { return parents[p.PID] }), nil
+}
+
+// willRelaunch reports whether pid is a Gemini CLI that will start itself
+// again (0.61.0 always relaunches unless GEMINI_CLI_NO_RELAUNCH or SANDBOX
+// is set, and sets GEMINI_CLI_NO_RELAUNCH in the child). An environment
+// that cannot be read (another user's process) says nothing: false.
+func willRelaunch(pid int) bool {
+	env, err := procscan.Environ(pid)
+	if err != nil {
+		return false
+	}
+	return !slices.ContainsFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") || strings.HasPrefix(kv, "SANDBOX=")
+	})
 }
 
 // minScan bounds how often the process table and the chat directories are
