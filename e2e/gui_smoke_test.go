@@ -324,7 +324,15 @@ func TestDesktopSmoke(t *testing.T) {
 	}
 	id := strings.TrimSpace(out)
 
-	eventually(t, "the escalation notification", 30*time.Second, func() bool {
+	// Generous: the notifier runs in the GUI process, which renders in
+	// software under Xvfb and shares two cores with the other scenarios.
+	t.Cleanup(func() {
+		if t.Failed() {
+			show, _ := cli("show", id)
+			t.Logf("notifications: %q\nthe session: %s", notes.list(), show)
+		}
+	})
+	eventually(t, "the escalation notification", 90*time.Second, func() bool {
 		for _, c := range notes.list() {
 			if strings.HasPrefix(c, "smoke needs attention|") {
 				return true
