@@ -52,6 +52,10 @@ type Process struct {
 	// queued are prompts sent while a turn ran: Copilot takes no input
 	// mid-turn, so they start the next turn when this one ends.
 	queued []string
+	// compactNext: a compaction asked for while a turn's process was still
+	// finishing (the supervisor decides on the turn's result line, which
+	// comes before the process exits); it runs once that process is gone.
+	compactNext bool
 	// spoke: the session's first line was seen (the session id is then
 	// announced once).
 	spoke bool
@@ -212,12 +216,18 @@ func (p *Process) SendPrompt(text string) error {
 	return p.writePrompt(stdin, text)
 }
 
-// Compact runs Copilot's /compact as a turn of its own.
+// Compact runs Copilot's /compact as a turn of its own: at once between
+// turns, or as soon as the turn's process in flight has exited.
 func (p *Process) Compact() error {
 	p.mu.Lock()
-	if p.closed || p.cur != nil {
+	if p.closed {
 		p.mu.Unlock()
-		return errors.New("copilot can compact only between turns of an open session")
+		return errors.New("copilot can compact only in an open session")
+	}
+	if p.cur != nil {
+		p.compactNext = true
+		p.mu.Unlock()
+		return nil
 	}
 	stdin, err := p.startLocked(true, false)
 	p.mu.Unlock()
@@ -341,6 +351,18 @@ func (p *Process) pump(t *turnProc) {
 		p.finishLocked()
 	case p.closed:
 		p.finishLocked()
+	case p.compactNext:
+		// Before queued prompts: they go to the compacted context.
+		p.compactNext = false
+		stdin, err := p.startLocked(true, false)
+		if err != nil {
+			p.exitCode = -1
+			p.finishLocked()
+			break
+		}
+		p.mu.Unlock()
+		_ = p.writePrompt(stdin, compactPrompt) // its pump reports a compaction that never ran
+		return
 	case len(p.queued) > 0:
 		text := strings.Join(p.queued, "\n\n")
 		p.queued = nil

@@ -251,6 +251,24 @@ func TestProcessPromptDuringTurnQueued(t *testing.T) {
 	closed(t, p)
 }
 
+// TestProcessCompactAsTheTurnEnds: the supervisor decides on a turn's
+// result line, which Copilot prints before its process exits; a compaction
+// asked for then is not refused but runs as soon as that process is gone
+// (under load the gap is long enough that the overflow retry never ran).
+func TestProcessCompactAsTheTurnEnds(t *testing.T) {
+	w := newWorld(t)
+	p := w.start(t, "[[scenario:text]] hello")
+	next(t, p, sessions.EvTurnCompleted)
+	if err := p.Compact(); err != nil {
+		t.Fatalf("compact right after the result line: %v", err)
+	}
+	next(t, p, sessions.EvCompactionStarted)
+	next(t, p, sessions.EvCompactionFinished)
+	next(t, p, sessions.EvTurnCompleted) // the /compact turn's own result
+	_ = p.CloseInput()
+	closed(t, p)
+}
+
 // TestProcessPermissionModes: prompt mode asks no one, so the session's
 // permission mode decides up front: under "default" Copilot denies the
 // command (the tool fails, the turn goes on), under bypassPermissions it
