@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/session-supervisor/session-supervisor/doctor"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -45,7 +46,7 @@ func cmdDoctor(c *cli, args []string) error {
 	rep := doctor.Run(context.Background(), c.doctorProbes(dir), doctor.Options{
 		Version: version,
 		DataDir: dir,
-		Socket:  filepath.Join(dir, supervisor.SocketName),
+		Socket:  filepath.Join(dir, localapi.SocketName),
 		GOOS:    runtime.GOOS,
 		Agents:  doctorAgents(),
 		Hooks:   c.doctorHooks(),
@@ -73,7 +74,7 @@ func (c *cli) doctorProbes(dir string) doctor.Probes {
 		}
 		return doctorDB{st}, nil
 	}
-	p.Health = doctor.SocketHealth(filepath.Join(dir, supervisor.SocketName))
+	p.Health = doctor.SocketHealth(filepath.Join(dir, localapi.SocketName))
 	p.Lock = func() (doctor.LockState, error) { return lockState(dir) }
 	p.Service = c.serviceStatus
 	return p

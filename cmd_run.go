@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -170,7 +171,7 @@ func showWindowAtStart(launch packaging.Launch, trayOnly bool) bool {
 // says so meanwhile; quitting it leaves the supervisor running.
 func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) error {
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	remote := supervisor.NewRemote(supervisor.NewClient(dir), log)
+	remote := localapi.NewRemote(localapi.NewClient(dir), log)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)

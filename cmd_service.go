@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -228,7 +229,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 		lock, err := c.standBy(dir)
 		return lock, false, err
 	}
-	cl := supervisor.NewClient(dir)
+	cl := localapi.NewClient(dir)
 	who := "pid unknown"
 	if locked.PID > 0 {
 		who = fmt.Sprintf("pid %d", locked.PID)
@@ -239,7 +240,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 	deadline := time.Now().Add(handOverWait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		var res supervisor.ShowResult
+		var res localapi.ShowResult
 		var err error
 		if askShow {
 			res, err = cl.Show(ctx)
@@ -247,8 +248,8 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 		if err != nil || !askShow {
 			// Not asked to show, or it answered but not to /v1/show (an
 			// older version): it runs all the same.
-			if !errors.Is(err, supervisor.ErrNotRunning) {
-				if _, herr := cl.Health(ctx); herr == nil || errors.Is(herr, supervisor.ErrUnavailable) {
+			if !errors.Is(err, localapi.ErrNotRunning) {
+				if _, herr := cl.Health(ctx); herr == nil || errors.Is(herr, localapi.ErrUnavailable) {
 					err = nil
 				} else if err == nil {
 					err = herr
@@ -272,7 +273,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 			return nil, false, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, false, fmt.Errorf("%w, but it does not answer on %s (stuck, or not this app); stop it and start again", locked, filepath.Join(dir, supervisor.SocketName))
+			return nil, false, fmt.Errorf("%w, but it does not answer on %s (stuck, or not this app); stop it and start again", locked, filepath.Join(dir, localapi.SocketName))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

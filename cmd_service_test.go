@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -270,7 +271,7 @@ func TestServiceStableExecutable(t *testing.T) {
 
 // serveFakeApp holds the data directory and serves the local API the way
 // `run` does, with the window callback under the test's control.
-func serveFakeApp(t *testing.T, dir string) (*supervisor.API, *supervisor.Lock) {
+func serveFakeApp(t *testing.T, dir string) (*localapi.API, *supervisor.Lock) {
 	t.Helper()
 	lock, err := supervisor.AcquireLock(dir)
 	if err != nil {
@@ -285,7 +286,7 @@ func serveFakeApp(t *testing.T, dir string) (*supervisor.API, *supervisor.Lock) 
 	if err := rt.Boot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := supervisor.Listen(rt, mustSettingsService(t, st), dir, version)
+	api, err := localapi.Listen(rt, mustSettingsService(t, st), dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestServiceSecondRunShowsTheFirst(t *testing.T) {
 	if code != exitOK || !strings.Contains(errOut, "without a window") {
 		t.Errorf("second run, headless first: exit %d, stderr %q", code, errOut)
 	}
-	res, err := supervisor.NewClient(dir).Show(context.Background())
+	res, err := localapi.NewClient(dir).Show(context.Background())
 	if err != nil || res.Shown {
 		t.Errorf("POST /v1/show headless = %+v, %v; want shown false", res, err)
 	}

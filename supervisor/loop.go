@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"syscall"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // pruneEvery is how often old timeline rows are pruned.
@@ -291,10 +292,10 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 	intent.ID = id
 	intent.Detail = mergeDetail(intent.Detail, "outcome", outcome)
 	r.mu.Lock()
-	r.bus.Publish(Message{Type: MsgTimeline, Event: &intent})
+	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &intent})
 	if a.Kind == core.ActEscalate {
 		s := e.s.Clone()
-		r.bus.Publish(Message{Type: MsgEscalation, Session: &s})
+		r.bus.Publish(localapi.Message{Type: localapi.MsgEscalation, Session: &s})
 	}
 	r.mu.Unlock()
 }

@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // TestRuntimeTurnLifecycle: launch → Working → a tool opens and closes →
@@ -608,9 +609,9 @@ func TestRuntimeSnapshotNeverOlderThanAChange(t *testing.T) {
 	snapshots := 0
 	for _, m := range g.rec.messages() {
 		switch m.Type {
-		case MsgSession:
+		case localapi.MsgSession:
 			latest = m.Session.UpdatedAt
-		case MsgSnapshot:
+		case localapi.MsgSnapshot:
 			snapshots++
 			if got := m.Sessions[0].UpdatedAt; got.Before(latest) {
 				t.Fatalf("snapshot at seq %d holds the session as of %v, older than a change already published (%v)",
@@ -676,7 +677,7 @@ func TestStuckAgentLeavesTheAppAnswering(t *testing.T) {
 	}
 
 	err := <-sent
-	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "stopped reading its input") {
+	if err == nil || !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), "stopped reading its input") {
 		t.Fatalf("send to a stuck agent: %v, want a conflict saying it stopped reading its input", err)
 	}
 	got := g.wait(s.ID, "the fault shown", func(s sessions.Session) bool { return s.State == sessions.Errored })
@@ -715,13 +716,13 @@ func TestLaunchFailureIsReportedByNew(t *testing.T) {
 	g.agent.setScript(path)
 	// A first prompt larger than the pipe's buffer, so the write is still
 	// in progress when the agent closes its input and dies (deterministic).
-	_, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: "broken", Prompt: strings.Repeat("p", 1<<20)})
+	_, err := g.rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Name: "broken", Prompt: strings.Repeat("p", 1<<20)})
 	if err == nil {
 		t.Fatal("Launch of an agent that died at start succeeded")
 	}
 	want := "claude exited with code 1 before its first turn: fatal: cannot start (bad install) key [redacted]"
-	if err.Error() != want || !errors.Is(err, ErrConflict) {
-		t.Errorf("Launch error %q (conflict %t), want %q", err, errors.Is(err, ErrConflict), want)
+	if err.Error() != want || !errors.Is(err, localapi.ErrConflict) {
+		t.Errorf("Launch error %q (conflict %t), want %q", err, errors.Is(err, localapi.ErrConflict), want)
 	}
 	g.rt.Settle()
 	logMu.Lock()
@@ -807,7 +808,7 @@ func TestLaunchFailureAfterNewReturned(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.agent.setScript(path)
-	s, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: "bad install", Prompt: "hello"})
+	s, err := g.rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Name: "bad install", Prompt: "hello"})
 	if err != nil {
 		t.Fatalf("Launch returned %v before the agent died", err)
 	}

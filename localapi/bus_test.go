@@ -1,4 +1,4 @@
-package supervisor
+package localapi
 
 import (
 	"encoding/hex"
@@ -7,6 +7,10 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
+
+// waitLimit bounds a wait for something that must happen; a test that
+// reaches it has found a hang.
+const waitLimit = 30 * time.Second
 
 func TestBusCursorFormatAndParse(t *testing.T) {
 	good := []struct {

@@ -1,78 +1,11 @@
-package supervisor
+package localapi
 
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/session-supervisor/session-supervisor/sessions"
 )
-
-// Cursor orders the live event stream. Generation changes at every start of
-// the app, so a client holding a cursor from an earlier run knows its view is
-// stale and must resync; Seq increases within a generation.
-type Cursor struct {
-	Generation string `json:"generation"`
-	Seq        uint64 `json:"seq"`
-}
-
-// String is the cursor's wire form, "generation:seq".
-func (c Cursor) String() string { return c.Generation + ":" + strconv.FormatUint(c.Seq, 10) }
-
-// ParseCursor parses "generation:seq".
-func ParseCursor(s string) (Cursor, error) {
-	gen, seq, ok := strings.Cut(s, ":")
-	if !ok || gen == "" {
-		return Cursor{}, fmt.Errorf("invalid cursor %q (want generation:seq)", s)
-	}
-	n, err := strconv.ParseUint(seq, 10, 64)
-	if err != nil {
-		return Cursor{}, fmt.Errorf("invalid cursor %q: %w", s, err)
-	}
-	return Cursor{Generation: gen, Seq: n}, nil
-}
-
-// MessageType says what a bus message carries.
-type MessageType string
-
-// The message types on the live stream.
-const (
-	// MsgSnapshot is the full authoritative state of every session.
-	MsgSnapshot MessageType = "snapshot"
-	// MsgResync tells a client its cursor is from an older generation; a
-	// snapshot follows at once.
-	MsgResync MessageType = "resync"
-	// MsgSession is one session's new state.
-	MsgSession MessageType = "session"
-	// MsgTimeline is one new timeline row.
-	MsgTimeline MessageType = "timeline"
-	// MsgEscalation is a session that needs attention (for the notifier).
-	MsgEscalation MessageType = "escalation"
-	// MsgSettings carries every setting's value in force after a change
-	// (a snapshot carries them too).
-	MsgSettings MessageType = "settings"
-	// MsgShow asks an attached desktop to bring its window forward (a
-	// second `run` while the supervisor runs headless).
-	MsgShow MessageType = "show"
-)
-
-// Message is one item on the live event stream.
-type Message struct {
-	Cursor   Cursor             `json:"cursor"`
-	Type     MessageType        `json:"type"`
-	Session  *sessions.Session  `json:"session,omitempty"`
-	Sessions []sessions.Session `json:"sessions,omitempty"`
-	Event    *TimelineRow       `json:"event,omitempty"`
-	// Settings is every setting's value in force (MsgSettings, and
-	// MsgSnapshot when the runtime has a settings source).
-	Settings []SettingValue `json:"settings,omitempty"`
-	// Link is a Remote's link state (MsgLink, local only).
-	Link *LinkStatus `json:"link,omitempty"`
-}
 
 // Subscription is one subscriber's bounded queue. When it overflows, the
 // subscriber misses incremental messages until the next snapshot, which is
@@ -205,4 +138,17 @@ func (b *Bus) Stats() (subscribers int, dropped uint64) {
 		dropped += s.dropped.Load()
 	}
 	return len(b.subs), dropped
+}
+
+// Subscribers lists the current subscriptions, so a caller that cannot hold
+// the one a connection made (a test driving the server over a raw socket)
+// can still find it and read its drops.
+func (b *Bus) Subscribers() []*Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*Subscription, 0, len(b.subs))
+	for s := range b.subs {
+		out = append(out, s)
+	}
+	return out
 }
