@@ -7,38 +7,11 @@
 package localapi
 
 import (
-	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
-
-// Cursor orders the live event stream. Generation changes at every start of
-// the app, so a client holding a cursor from an earlier run knows its view is
-// stale and must resync; Seq increases within a generation.
-type Cursor struct {
-	Generation string `json:"generation"`
-	Seq        uint64 `json:"seq"`
-}
-
-// String is the cursor's wire form, "generation:seq".
-func (c Cursor) String() string { return c.Generation + ":" + strconv.FormatUint(c.Seq, 10) }
-
-// ParseCursor parses "generation:seq".
-func ParseCursor(s string) (Cursor, error) {
-	gen, seq, ok := strings.Cut(s, ":")
-	if !ok || gen == "" {
-		return Cursor{}, fmt.Errorf("invalid cursor %q (want generation:seq)", s)
-	}
-	n, err := strconv.ParseUint(seq, 10, 64)
-	if err != nil {
-		return Cursor{}, fmt.Errorf("invalid cursor %q: %w", s, err)
-	}
-	return Cursor{Generation: gen, Seq: n}, nil
-}
 
 // MessageType says what a bus message carries.
 type MessageType string
