@@ -24,7 +24,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // ae2eWait bounds every wait; reaching it fails the test.
@@ -472,7 +471,7 @@ func TestE2EGracefulQuitFinishesTurn(t *testing.T) {
 // is locked by a process that does not answer exits 1 naming that process.
 func TestE2ESecondRunWhenHolderDoesNotAnswer(t *testing.T) {
 	h := newAppE2E(t, `{"turns": [[]]}`)
-	lock, err := supervisor.AcquireLock(h.dir)
+	lock, err := storage.AcquireLock(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestSettingsSetReportsTheValueInForce(t *testing.T) {
 // would not reach the app's memory).
 func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
 	dir := shortDir(t)
-	lock, err := supervisor.AcquireLock(dir)
+	lock, err := storage.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

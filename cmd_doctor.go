@@ -12,7 +12,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // doctorAgents is the agent CLIs doctor looks for: every agent in the
@@ -108,11 +107,11 @@ func (d doctorDB) Quarantined(ctx context.Context) ([]storage.Quarantined, error
 // looks only when a run has created the lock file: taking the lock would
 // otherwise create it.
 func lockState(dir string) (doctor.LockState, error) {
-	if _, err := os.Stat(filepath.Join(dir, supervisor.LockName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, storage.LockName)); err != nil {
 		return doctor.LockState{}, nil
 	}
-	lock, err := supervisor.AcquireLock(dir)
-	var locked *supervisor.LockedError
+	lock, err := storage.AcquireLock(dir)
+	var locked *storage.LockedError
 	if errors.As(err, &locked) {
 		return doctor.LockState{Held: true, PID: locked.PID}, nil
 	}

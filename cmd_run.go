@@ -13,7 +13,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 func cmdRun(c *cli, args []string) error {
@@ -46,8 +45,8 @@ func cmdRun(c *cli, args []string) error {
 	if err := storage.EnsureDir(dir); err != nil {
 		return err
 	}
-	lock, err := supervisor.AcquireLock(dir)
-	var locked *supervisor.LockedError
+	lock, err := storage.AcquireLock(dir)
+	var locked *storage.LockedError
 	if errors.As(err, &locked) {
 		// Another instance holds the data directory: hand over to it
 		// (cmd_service.go), exiting 0 when it answers; a desktop start that

@@ -13,7 +13,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // newServiceManager builds the platform's service manager; tests replace
@@ -224,7 +223,7 @@ var standByPoll = 5 * time.Second
 // login). When nothing answers on the socket, the holder is stuck (or not
 // this app): exit 1 naming its pid. The Windows service stands by instead
 // (see standBy). It returns a lock only when it ends up holding one.
-func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packaging.Launch, canAttach, trayOnly bool) (*supervisor.Lock, bool, error) {
+func (c *cli) handOver(dir string, locked *storage.LockedError, launch packaging.Launch, canAttach, trayOnly bool) (*storage.Lock, bool, error) {
 	if launch == packaging.LaunchWindowsService {
 		lock, err := c.standBy(dir)
 		return lock, false, err
@@ -286,7 +285,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 // restart every 10 s; instead the service waits for the lock and takes over
 // when that app quits, for instance at logout. It returns nil, nil if asked
 // to stop first.
-func (c *cli) standBy(dir string) (*supervisor.Lock, error) {
+func (c *cli) standBy(dir string) (*storage.Lock, error) {
 	fmt.Fprintf(c.stderr, "The data directory %s is in use by another instance; waiting to take over when it quits.\n", dir)
 	t := time.NewTicker(standByPoll)
 	defer t.Stop()
@@ -296,11 +295,11 @@ func (c *cli) standBy(dir string) (*supervisor.Lock, error) {
 			return nil, nil
 		case <-t.C:
 		}
-		lock, err := supervisor.AcquireLock(dir)
+		lock, err := storage.AcquireLock(dir)
 		if err == nil {
 			return lock, nil
 		}
-		var locked *supervisor.LockedError
+		var locked *storage.LockedError
 		if !errors.As(err, &locked) {
 			return nil, err
 		}
