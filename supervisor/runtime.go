@@ -178,7 +178,12 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	var todo []booted
 	for _, s := range list {
 		orphan := r.reapOrphan(s) // a signal: outside the lock
-		next, rows := BootReconcile(s, now)
+		next, obs, changed := core.BootReconcile(s, now)
+		var rows []storage.TimelineEvent
+		if changed {
+			// Not nil even without an observation: the session is saved.
+			rows = observationRows(next, now, obs)
+		}
 		if orphan != "" && len(rows) > 0 {
 			rows[0].Detail = mergeDetail(rows[0].Detail, "orphan", orphan)
 		}
@@ -196,41 +201,6 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	r.mu.Unlock()
 	r.w.settle()
 	return nil
-}
-
-// BootReconcile is the pure boot rule: a turn that was in flight when the app
-// stopped is Interrupted, and no process is assumed alive.
-func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {
-	if !s.InTurn && !s.ProcessAlive {
-		return s, nil
-	}
-	n := s.Clone()
-	n.ProcessAlive = false
-	n.UpdatedAt = now
-	if !s.InTurn {
-		return n, []storage.TimelineEvent{}
-	}
-	core.EndTurn(&n)
-	if s.Source != sessions.Managed {
-		// The app stopping did not stop a session running in a terminal:
-		// it is observed again when it is found running.
-		n.State, n.StateChangedAt = sessions.Idle, now
-		n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped; it runs in its terminal, not in the app", s.TurnGeneration)
-		return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
-			"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
-		})}
-	}
-	n.State = sessions.Interrupted
-	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
-	if s.StoppedByUser() {
-		// The user had asked to stop it: a review, never a nudge.
-		n.State, n.WaitReason = sessions.WaitingOnUser, sessions.WaitReview
-		n.Evidence = fmt.Sprintf("turn %d stopped at your request (the app stopped before the agent confirmed); waiting for review", s.TurnGeneration)
-	}
-	n.StateChangedAt = now
-	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
-		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
-	})}
 }
 
 // Sessions returns every session, needing attention first, then newest.

@@ -833,26 +833,6 @@ func TestLaunchFailureAfterNewReturned(t *testing.T) {
 	}
 }
 
-func TestBootReconcileKeepsTheUserStop(t *testing.T) {
-	user, sup := sessions.ByUser, sessions.BySupervisor
-	for _, tt := range []struct {
-		by    *sessions.Actor
-		state sessions.State
-	}{{&user, sessions.WaitingOnUser}, {&sup, sessions.Interrupted}, {nil, sessions.Interrupted}} {
-		s := sessions.Session{ID: "boot", State: sessions.Working, InTurn: true, TurnGeneration: 2, Evidence: "stream active"}
-		s.InterruptBy = tt.by
-		s.Permissions = []sessions.Permission{{RequestID: "r1", Tool: "Bash"}}
-		s.Permission = &s.Permissions[0]
-		n, rows := BootReconcile(s, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC))
-		if n.State != tt.state || n.InTurn || n.InterruptBy != nil || n.Permission != nil || n.Permissions != nil || len(rows) != 1 {
-			t.Errorf("by %v: -> %v in turn %v, %d rows, permissions %v", tt.by, n.State, n.InTurn, len(rows), n.Permissions)
-		}
-		if tt.state == sessions.WaitingOnUser && (n.WaitReason != sessions.WaitReview || !strings.Contains(n.Evidence, "stopped at your request")) {
-			t.Errorf("by the user: wait %q, evidence %q", n.WaitReason, n.Evidence)
-		}
-	}
-}
-
 func TestProcessStartedText(t *testing.T) {
 	tests := []struct {
 		pid  int
