@@ -53,7 +53,7 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), External: externalSources(dir), Logger: log,
+	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir), Logger: log,
 		Settings: settings.Get, SettingValues: settings.List})
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err

@@ -276,7 +276,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.wrap != nil {
 		store = cfg.wrap(st)
 	}
-	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external})
+	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, DefaultAgent: "claude", Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external})
 	g.rec = recordBus(g.rt.Bus())
 	t.Cleanup(g.stop)
 	if err := g.rt.Boot(ctx); err != nil {

@@ -74,7 +74,7 @@ func BenchmarkLineToSubscriber(b *testing.B) {
 	}
 	defer st.Close()
 	proc := newPipeProcess()
-	rt := New(Options{Store: st, Agents: map[string]Agent{"claude": &pipeAgent{proc}}})
+	rt := New(Options{Store: st, Agents: map[string]Agent{"claude": &pipeAgent{proc}}, DefaultAgent: "claude"})
 	ctx := context.Background()
 	if err := rt.Boot(ctx); err != nil {
 		b.Fatal(err)

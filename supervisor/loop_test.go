@@ -488,7 +488,7 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now(), reader: make(chan struct{})}
 	// The machine's own connectivity must not leak into fake time: unknown
 	// unless a test says otherwise.
-	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}, Connectivity: unknownConnectivity})
+	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	go func() {
 		defer close(h.reader)

@@ -47,14 +47,16 @@ type Store interface {
 // A reader (the API, the tray, the window) therefore never waits on an agent
 // or on the disk.
 type Runtime struct {
-	store    Store
-	bus      *localapi.Bus
-	agents   map[string]Agent
-	log      *slog.Logger
-	settings func(context.Context) storage.Settings
-	w        *writer
-	health   healthStats
-	values   func() []storage.SettingValue
+	store  Store
+	bus    *localapi.Bus
+	agents map[string]Agent
+	// defaultAgent launches a request that names none (Options.DefaultAgent).
+	defaultAgent string
+	log          *slog.Logger
+	settings     func(context.Context) storage.Settings
+	w            *writer
+	health       healthStats
+	values       func() []storage.SettingValue
 	// connectivity is asked once per tick, outside the lock.
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
@@ -93,7 +95,11 @@ type entry struct {
 type Options struct {
 	Store  Store
 	Agents map[string]Agent
-	Logger *slog.Logger
+	// DefaultAgent launches a request that names no agent: the registry's
+	// default (the root's agents.go), as the runtime names no agent itself.
+	// Empty: such a request is refused.
+	DefaultAgent string
+	Logger       *slog.Logger
 	// Settings returns the current settings (in memory). Nil reads them
 	// from Store at every use.
 	Settings func() storage.Settings
@@ -126,7 +132,7 @@ func New(opts Options) *Runtime {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{store: opts.Store, bus: localapi.NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{},
+	r := &Runtime{store: opts.Store, bus: localapi.NewBus(), agents: opts.Agents, defaultAgent: opts.DefaultAgent, log: log, sess: map[string]*entry{},
 		writeTimeout: opts.WriteTimeout, external: opts.External, nudgeVerify: opts.NudgeVerify}
 	if r.nudgeVerify <= 0 {
 		r.nudgeVerify = DefaultNudgeVerify
@@ -266,7 +272,10 @@ func (r *Runtime) findLocked(id string) (*entry, error) {
 // disk) or for ctx.
 func (r *Runtime) Launch(ctx context.Context, req localapi.LaunchRequest) (sessions.Session, error) {
 	if req.Agent == "" {
-		req.Agent = "claude"
+		req.Agent = r.defaultAgent
+	}
+	if req.Agent == "" {
+		return sessions.Session{}, invalidf("the request names no agent (known: %s)", strings.Join(r.agentNames(), ", "))
 	}
 	if _, ok := r.agents[req.Agent]; !ok {
 		return sessions.Session{}, invalidf("unknown agent %q (known: %s)", req.Agent, strings.Join(r.agentNames(), ", "))

@@ -285,7 +285,7 @@ func (k *soak) now() time.Duration { return time.Since(k.start) }
 // its loop.
 func (k *soak) boot() {
 	k.view = &soakStore{memStore: k.store}
-	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}})
+	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}, DefaultAgent: "claude"})
 	if err := k.rt.Boot(context.Background()); err != nil {
 		k.t.Fatalf("Boot: %v", err)
 	}

@@ -88,7 +88,7 @@ func (h *loopHarness) restart() {
 	<-h.reader
 
 	h.agent = &fakeAgent{j: h.j}
-	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, Connectivity: unknownConnectivity})
+	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	h.reader = make(chan struct{})
 	go func() {
