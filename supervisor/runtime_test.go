@@ -849,3 +849,26 @@ func TestProcessStartedText(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchNamingNoAgent: a request that names no agent launches the
+// default the runtime was given (the registry's, from the root), and is
+// refused as invalid when it was given none: the runtime names no agent.
+func TestLaunchNamingNoAgent(t *testing.T) {
+	g := newRig(t, rigConfig{noAgent: true})
+	for _, tc := range []struct {
+		name         string
+		defaultAgent string
+		want         string
+	}{
+		{"no default", "", "names no agent (known: claude)"},
+		{"a default it does not know", "codex", `unknown agent "codex" (known: claude)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := New(Options{Store: g.store, Agents: map[string]Agent{"claude": g.agent}, DefaultAgent: tc.defaultAgent})
+			_, err := rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Prompt: "hi"})
+			if !errors.Is(err, localapi.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Launch = %v, want an invalid request saying %q", err, tc.want)
+			}
+		})
+	}
+}
