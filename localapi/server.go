@@ -38,7 +38,7 @@ type SettingsService interface {
 const subscriberBuffer = 256
 
 // Supervisor is what the server serves: the runtime in this process
-// (*supervisor.Runtime implements it). Its errors carry the kinds above
+// (*supervisor.Runtime implements it). Its errors carry the request kinds
 // (ErrInvalid, ErrNotFound, ...), which pick the answer's status.
 type Supervisor interface {
 	Sessions() []sessions.Session
