@@ -69,6 +69,10 @@ func agents() map[string]supervisor.Agent {
 	return out
 }
 
+// defaultAgent is the registry's default (its first): what the runtime
+// launches for a request that names no agent.
+func defaultAgent() string { return agentRegistry.Names()[0] }
+
 // agentInfos are the registry's agents as the window lists them.
 func agentInfos() []sessions.AgentInfo {
 	var out []sessions.AgentInfo

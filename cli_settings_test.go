@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -88,7 +89,7 @@ func TestSettingsSetReportsTheValueInForce(t *testing.T) {
 // would not reach the app's memory).
 func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
 	dir := shortDir(t)
-	lock, err := supervisor.AcquireLock(dir)
+	lock, err := storage.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
 	if err := rt.Boot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := supervisor.Listen(rt, svc, dir, version)
+	api, err := localapi.Listen(rt, svc, dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // appCommands are the commands that talk to the running app.
@@ -37,12 +37,12 @@ func appCommands() []command {
 }
 
 // client returns an API client for the data directory's running app.
-func (c *cli) client() (*supervisor.Client, error) {
+func (c *cli) client() (*localapi.Client, error) {
 	dir, err := c.resolveDataDir()
 	if err != nil {
 		return nil, err
 	}
-	return supervisor.NewClient(dir), nil
+	return localapi.NewClient(dir), nil
 }
 
 // requestContext bounds a one-shot request to the app.
@@ -84,7 +84,7 @@ func cmdNew(c *cli, args []string) error {
 	}
 	ctx, cancel := launchContext()
 	defer cancel()
-	s, err := cl.Launch(ctx, supervisor.LaunchRequest{Agent: *agent, Cwd: abs, Name: *name, PermissionMode: *mode, Prompt: strings.Join(pos, " ")})
+	s, err := cl.Launch(ctx, localapi.LaunchRequest{Agent: *agent, Cwd: abs, Name: *name, PermissionMode: *mode, Prompt: strings.Join(pos, " ")})
 	if err != nil {
 		return err
 	}
@@ -215,17 +215,17 @@ func cmdSend(c *cli, args []string) error {
 	if len(pos) < 2 {
 		return usagef("send needs a session id and a prompt")
 	}
-	return c.sessionAction(pos[0], func(ctx context.Context, cl *supervisor.Client, id string) (sessions.Session, error) {
+	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
 		return cl.Send(ctx, id, strings.Join(pos[1:], " "))
 	})
 }
 
 func cmdInterrupt(c *cli, args []string) error {
-	return c.simpleAction("interrupt", args, (*supervisor.Client).Interrupt)
+	return c.simpleAction("interrupt", args, (*localapi.Client).Interrupt)
 }
 
 func cmdAck(c *cli, args []string) error {
-	return c.simpleAction("ack", args, (*supervisor.Client).Ack)
+	return c.simpleAction("ack", args, (*localapi.Client).Ack)
 }
 
 func cmdResume(c *cli, args []string) error {
@@ -251,7 +251,7 @@ func cmdResume(c *cli, args []string) error {
 }
 
 func cmdApprove(c *cli, args []string) error {
-	return c.simpleAction("approve", args, func(cl *supervisor.Client, ctx context.Context, id string) (sessions.Session, error) {
+	return c.simpleAction("approve", args, func(cl *localapi.Client, ctx context.Context, id string) (sessions.Session, error) {
 		return cl.Answer(ctx, id, true, "")
 	})
 }
@@ -266,7 +266,7 @@ func cmdDeny(c *cli, args []string) error {
 	if len(pos) != 1 {
 		return usagef("deny takes one session id")
 	}
-	return c.sessionAction(pos[0], func(ctx context.Context, cl *supervisor.Client, id string) (sessions.Session, error) {
+	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
 		m := *msg
 		if m == "" {
 			m = "The user denied this request."
@@ -276,7 +276,7 @@ func cmdDeny(c *cli, args []string) error {
 }
 
 // simpleAction runs a one-argument session action (interrupt, ack, approve).
-func (c *cli) simpleAction(name string, args []string, act func(*supervisor.Client, context.Context, string) (sessions.Session, error)) error {
+func (c *cli) simpleAction(name string, args []string, act func(*localapi.Client, context.Context, string) (sessions.Session, error)) error {
 	pos, err := parseFlags(c.newFlags(name), args)
 	if err != nil {
 		return err
@@ -284,13 +284,13 @@ func (c *cli) simpleAction(name string, args []string, act func(*supervisor.Clie
 	if len(pos) != 1 {
 		return usagef("%s takes one session id", name)
 	}
-	return c.sessionAction(pos[0], func(ctx context.Context, cl *supervisor.Client, id string) (sessions.Session, error) {
+	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
 		return act(cl, ctx, id)
 	})
 }
 
 // sessionAction runs act against the app and prints the session's new state.
-func (c *cli) sessionAction(id string, act func(context.Context, *supervisor.Client, string) (sessions.Session, error)) error {
+func (c *cli) sessionAction(id string, act func(context.Context, *localapi.Client, string) (sessions.Session, error)) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -323,7 +323,7 @@ func cmdWatch(c *cli, args []string) error {
 	defer stop()
 	names := map[string]string{}
 	cursor := ""
-	print := func(m supervisor.Message) error {
+	print := func(m localapi.Message) error {
 		cursor = m.Cursor.String()
 		if *asJSON {
 			b, err := json.Marshal(m)
@@ -338,7 +338,7 @@ func cmdWatch(c *cli, args []string) error {
 	}
 	connected := false
 	for {
-		err := cl.Watch(ctx, cursor, func(m supervisor.Message) error { connected = true; return print(m) })
+		err := cl.Watch(ctx, cursor, func(m localapi.Message) error { connected = true; return print(m) })
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -358,12 +358,12 @@ func cmdWatch(c *cli, args []string) error {
 	}
 }
 
-func printMessage(c *cli, m supervisor.Message, names map[string]string) {
+func printMessage(c *cli, m localapi.Message, names map[string]string) {
 	now := time.Now().Format(time.TimeOnly)
 	switch m.Type {
-	case supervisor.MsgResync:
+	case localapi.MsgResync:
 		fmt.Fprintf(c.stdout, "%s  the app restarted; resyncing from a full snapshot\n", now)
-	case supervisor.MsgSnapshot:
+	case localapi.MsgSnapshot:
 		for _, s := range m.Sessions {
 			names[s.ID] = s.DisplayName()
 		}
@@ -371,18 +371,18 @@ func printMessage(c *cli, m supervisor.Message, names map[string]string) {
 		for _, s := range m.Sessions {
 			fmt.Fprintf(c.stdout, "          %s  %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
 		}
-	case supervisor.MsgSession:
+	case localapi.MsgSession:
 		s := m.Session
 		names[s.ID] = s.DisplayName()
 		fmt.Fprintf(c.stdout, "%s  %s  %s — %s\n", now, s.DisplayName(), s.State.Label(), s.Evidence)
-	case supervisor.MsgTimeline:
+	case localapi.MsgTimeline:
 		e := m.Event
 		name := names[e.SessionID]
 		if name == "" {
 			name = shortID(e.SessionID)
 		}
 		fmt.Fprintf(c.stdout, "%s  %s  [%s] %s\n", now, name, e.Kind, view.TimelineDetail(e.Detail))
-	case supervisor.MsgEscalation:
+	case localapi.MsgEscalation:
 		fmt.Fprintf(c.stdout, "%s  %s NEEDS ATTENTION — %s\n", now, m.Session.DisplayName(), m.Session.Evidence)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"runtime"
 
 	"github.com/session-supervisor/session-supervisor/doctor"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // doctorAgents is the agent CLIs doctor looks for: every agent in the
@@ -45,7 +45,7 @@ func cmdDoctor(c *cli, args []string) error {
 	rep := doctor.Run(context.Background(), c.doctorProbes(dir), doctor.Options{
 		Version: version,
 		DataDir: dir,
-		Socket:  filepath.Join(dir, supervisor.SocketName),
+		Socket:  filepath.Join(dir, localapi.SocketName),
 		GOOS:    runtime.GOOS,
 		Agents:  doctorAgents(),
 		Hooks:   c.doctorHooks(),
@@ -73,7 +73,7 @@ func (c *cli) doctorProbes(dir string) doctor.Probes {
 		}
 		return doctorDB{st}, nil
 	}
-	p.Health = doctor.SocketHealth(filepath.Join(dir, supervisor.SocketName))
+	p.Health = doctor.SocketHealth(filepath.Join(dir, localapi.SocketName))
 	p.Lock = func() (doctor.LockState, error) { return lockState(dir) }
 	p.Service = c.serviceStatus
 	return p
@@ -107,11 +107,11 @@ func (d doctorDB) Quarantined(ctx context.Context) ([]storage.Quarantined, error
 // looks only when a run has created the lock file: taking the lock would
 // otherwise create it.
 func lockState(dir string) (doctor.LockState, error) {
-	if _, err := os.Stat(filepath.Join(dir, supervisor.LockName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, storage.LockName)); err != nil {
 		return doctor.LockState{}, nil
 	}
-	lock, err := supervisor.AcquireLock(dir)
-	var locked *supervisor.LockedError
+	lock, err := storage.AcquireLock(dir)
+	var locked *storage.LockedError
 	if errors.As(err, &locked) {
 		return doctor.LockState{Held: true, PID: locked.PID}, nil
 	}

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/doctor"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // doctorMachine isolates doctor from the machine running the tests: a PATH
@@ -236,7 +236,7 @@ func TestDoctorAppRunningThenStuck(t *testing.T) {
 func TestDoctorAppStalled(t *testing.T) {
 	doctorMachine(t, nil)
 	dir := shortDir(t)
-	ln, err := net.Listen("unix", filepath.Join(dir, supervisor.SocketName))
+	ln, err := net.Listen("unix", filepath.Join(dir, localapi.SocketName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 func cmdRun(c *cli, args []string) error {
@@ -45,8 +45,8 @@ func cmdRun(c *cli, args []string) error {
 	if err := storage.EnsureDir(dir); err != nil {
 		return err
 	}
-	lock, err := supervisor.AcquireLock(dir)
-	var locked *supervisor.LockedError
+	lock, err := storage.AcquireLock(dir)
+	var locked *storage.LockedError
 	if errors.As(err, &locked) {
 		// Another instance holds the data directory: hand over to it
 		// (cmd_service.go), exiting 0 when it answers; a desktop start that
@@ -170,7 +170,7 @@ func showWindowAtStart(launch packaging.Launch, trayOnly bool) bool {
 // says so meanwhile; quitting it leaves the supervisor running.
 func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) error {
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	remote := supervisor.NewRemote(supervisor.NewClient(dir), log)
+	remote := localapi.NewRemote(localapi.NewClient(dir), log)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)

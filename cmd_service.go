@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // newServiceManager builds the platform's service manager; tests replace
@@ -223,12 +223,12 @@ var standByPoll = 5 * time.Second
 // login). When nothing answers on the socket, the holder is stuck (or not
 // this app): exit 1 naming its pid. The Windows service stands by instead
 // (see standBy). It returns a lock only when it ends up holding one.
-func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packaging.Launch, canAttach, trayOnly bool) (*supervisor.Lock, bool, error) {
+func (c *cli) handOver(dir string, locked *storage.LockedError, launch packaging.Launch, canAttach, trayOnly bool) (*storage.Lock, bool, error) {
 	if launch == packaging.LaunchWindowsService {
 		lock, err := c.standBy(dir)
 		return lock, false, err
 	}
-	cl := supervisor.NewClient(dir)
+	cl := localapi.NewClient(dir)
 	who := "pid unknown"
 	if locked.PID > 0 {
 		who = fmt.Sprintf("pid %d", locked.PID)
@@ -239,7 +239,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 	deadline := time.Now().Add(handOverWait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		var res supervisor.ShowResult
+		var res localapi.ShowResult
 		var err error
 		if askShow {
 			res, err = cl.Show(ctx)
@@ -247,8 +247,8 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 		if err != nil || !askShow {
 			// Not asked to show, or it answered but not to /v1/show (an
 			// older version): it runs all the same.
-			if !errors.Is(err, supervisor.ErrNotRunning) {
-				if _, herr := cl.Health(ctx); herr == nil || errors.Is(herr, supervisor.ErrUnavailable) {
+			if !errors.Is(err, localapi.ErrNotRunning) {
+				if _, herr := cl.Health(ctx); herr == nil || errors.Is(herr, localapi.ErrUnavailable) {
 					err = nil
 				} else if err == nil {
 					err = herr
@@ -272,7 +272,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 			return nil, false, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, false, fmt.Errorf("%w, but it does not answer on %s (stuck, or not this app); stop it and start again", locked, filepath.Join(dir, supervisor.SocketName))
+			return nil, false, fmt.Errorf("%w, but it does not answer on %s (stuck, or not this app); stop it and start again", locked, filepath.Join(dir, localapi.SocketName))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -285,7 +285,7 @@ func (c *cli) handOver(dir string, locked *supervisor.LockedError, launch packag
 // restart every 10 s; instead the service waits for the lock and takes over
 // when that app quits, for instance at logout. It returns nil, nil if asked
 // to stop first.
-func (c *cli) standBy(dir string) (*supervisor.Lock, error) {
+func (c *cli) standBy(dir string) (*storage.Lock, error) {
 	fmt.Fprintf(c.stderr, "The data directory %s is in use by another instance; waiting to take over when it quits.\n", dir)
 	t := time.NewTicker(standByPoll)
 	defer t.Stop()
@@ -295,11 +295,11 @@ func (c *cli) standBy(dir string) (*supervisor.Lock, error) {
 			return nil, nil
 		case <-t.C:
 		}
-		lock, err := supervisor.AcquireLock(dir)
+		lock, err := storage.AcquireLock(dir)
 		if err == nil {
 			return lock, nil
 		}
-		var locked *supervisor.LockedError
+		var locked *storage.LockedError
 		if !errors.As(err, &locked) {
 			return nil, err
 		}

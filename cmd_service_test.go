@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -270,9 +271,9 @@ func TestServiceStableExecutable(t *testing.T) {
 
 // serveFakeApp holds the data directory and serves the local API the way
 // `run` does, with the window callback under the test's control.
-func serveFakeApp(t *testing.T, dir string) (*supervisor.API, *supervisor.Lock) {
+func serveFakeApp(t *testing.T, dir string) (*localapi.API, *storage.Lock) {
 	t.Helper()
-	lock, err := supervisor.AcquireLock(dir)
+	lock, err := storage.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func serveFakeApp(t *testing.T, dir string) (*supervisor.API, *supervisor.Lock) 
 	if err := rt.Boot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := supervisor.Listen(rt, mustSettingsService(t, st), dir, version)
+	api, err := localapi.Listen(rt, mustSettingsService(t, st), dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestServiceSecondRunShowsTheFirst(t *testing.T) {
 	if code != exitOK || !strings.Contains(errOut, "without a window") {
 		t.Errorf("second run, headless first: exit %d, stderr %q", code, errOut)
 	}
-	res, err := supervisor.NewClient(dir).Show(context.Background())
+	res, err := localapi.NewClient(dir).Show(context.Background())
 	if err != nil || res.Shown {
 		t.Errorf("POST /v1/show headless = %+v, %v; want shown false", res, err)
 	}
@@ -439,7 +440,7 @@ func TestServiceWindowsStandBy(t *testing.T) {
 	standByPoll = 10 * time.Millisecond
 	t.Cleanup(func() { standByPoll = old })
 	dir := t.TempDir()
-	holder, err := supervisor.AcquireLock(dir)
+	holder, err := storage.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,12 +448,12 @@ func TestServiceWindowsStandBy(t *testing.T) {
 	var errOut strings.Builder
 	c := &cli{stdout: io.Discard, stderr: &errOut, interrupt: stop}
 	type result struct {
-		lock *supervisor.Lock
+		lock *storage.Lock
 		err  error
 	}
 	got := make(chan result, 1)
 	go func() {
-		lock, _, err := c.handOver(dir, &supervisor.LockedError{PID: 1}, packaging.LaunchWindowsService, false, false)
+		lock, _, err := c.handOver(dir, &storage.LockedError{PID: 1}, packaging.LaunchWindowsService, false, false)
 		got <- result{lock, err}
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -472,13 +473,13 @@ func TestServiceWindowsStandBy(t *testing.T) {
 	}
 
 	// Stopped while standing by: no lock, no error.
-	holder, err = supervisor.AcquireLock(dir)
+	holder, err = storage.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Release()
 	go func() {
-		lock, _, err := c.handOver(dir, &supervisor.LockedError{PID: 1}, packaging.LaunchWindowsService, false, false)
+		lock, _, err := c.handOver(dir, &storage.LockedError{PID: 1}, packaging.LaunchWindowsService, false, false)
 		got <- result{lock, err}
 	}()
 	close(stop)

@@ -9,9 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // resolveDataDir returns --data-dir when given, else the default data directory.
@@ -140,7 +140,7 @@ func (c *cli) changeSetting(local *storage.SettingsService, key string, raw *str
 	} else {
 		res, err = cl.ResetSetting(ctx, key)
 	}
-	if !errors.Is(err, supervisor.ErrNotRunning) {
+	if !errors.Is(err, localapi.ErrNotRunning) {
 		return res, err
 	}
 	if raw != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/app"
 	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -32,8 +33,8 @@ const appID = "io.github.sessionsupervisor"
 // desktop code is the same for both.
 type desktopSource interface {
 	app.Backend
-	Subscribe(buf int, resync bool) *supervisor.Subscription
-	Bus() *supervisor.Bus
+	Subscribe(buf int, resync bool) *localapi.Subscription
+	Bus() *localapi.Bus
 }
 
 // desktopSettings is how the desktop reads and changes settings: the
@@ -45,9 +46,9 @@ type desktopSettings interface {
 
 var (
 	_ desktopSource   = (*supervisor.Runtime)(nil)
-	_ desktopSource   = (*supervisor.Remote)(nil)
+	_ desktopSource   = (*localapi.Remote)(nil)
 	_ desktopSettings = (*storage.SettingsService)(nil)
-	_ desktopSettings = (*supervisor.Remote)(nil)
+	_ desktopSettings = (*localapi.Remote)(nil)
 )
 
 // guiDeps is what the GUI is wired from.
@@ -129,7 +130,7 @@ func runGUI(d guiDeps) {
 					if !ok {
 						return
 					}
-					if m.Type == supervisor.MsgShow {
+					if m.Type == localapi.MsgShow {
 						fyne.Do(win.Show)
 					}
 				}

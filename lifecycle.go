@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -25,7 +26,7 @@ type daemon struct {
 	// runs: from memory, published to the bus on every change.
 	settings *storage.SettingsService
 	rt       *supervisor.Runtime
-	api      *supervisor.API
+	api      *localapi.API
 	log      *slog.Logger
 
 	// failed receives a fatal error from the API server (at most one).
@@ -52,12 +53,12 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), External: externalSources(dir), Logger: log,
+	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir), Logger: log,
 		Settings: settings.Get, SettingValues: settings.List})
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err
 	}
-	api, err := supervisor.Listen(rt, settings, dir, version)
+	api, err := localapi.Listen(rt, settings, dir, version)
 	if err != nil {
 		return nil, err
 	}

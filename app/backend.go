@@ -7,18 +7,18 @@ package app
 import (
 	"context"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // Backend is the supervisor's commands. The window reads what it shows from
 // its model (ui/model), never from here: Timeline is called once when a
 // session's detail opens (and again only after missed messages), never to
-// redraw. *supervisor.Runtime satisfies it; tests use a real Runtime over a
-// temporary database.
+// redraw. The runtime in process satisfies it (the root's desktopSource
+// checks that); tests use a real Runtime over a temporary database.
 type Backend interface {
-	Timeline(ctx context.Context, id string, limit int) ([]supervisor.TimelineRow, error)
-	Launch(ctx context.Context, req supervisor.LaunchRequest) (sessions.Session, error)
+	Timeline(ctx context.Context, id string, limit int) ([]localapi.TimelineRow, error)
+	Launch(ctx context.Context, req localapi.LaunchRequest) (sessions.Session, error)
 	Send(ctx context.Context, id, prompt string) (sessions.Session, error)
 	Interrupt(ctx context.Context, id string) (sessions.Session, error)
 	Ack(ctx context.Context, id string) (sessions.Session, error)
@@ -38,15 +38,14 @@ type Backend interface {
 // List reads memory, so rendering Settings never queries SQLite; UpdateMany
 // validates, clamps, persists and publishes a whole Save at once.
 type SettingsBackend interface {
-	List() []supervisor.SettingValue
-	UpdateMany(ctx context.Context, changes []supervisor.SettingChange) ([]supervisor.SetResult, error)
+	List() []localapi.SettingValue
+	UpdateMany(ctx context.Context, changes []localapi.SettingChange) ([]localapi.SetResult, error)
 }
 
 var (
-	_ Backend = (*supervisor.Runtime)(nil)
 	// An attached desktop drives a supervisor in another process the same way.
-	_ Backend         = (*supervisor.Remote)(nil)
-	_ SettingsBackend = (*supervisor.Remote)(nil)
+	_ Backend         = (*localapi.Remote)(nil)
+	_ SettingsBackend = (*localapi.Remote)(nil)
 )
 
 // recording is the window's Backend: every command's returned session goes
@@ -64,7 +63,7 @@ func (r recording) keep(s sessions.Session, err error) (sessions.Session, error)
 	return s, err
 }
 
-func (r recording) Launch(ctx context.Context, req supervisor.LaunchRequest) (sessions.Session, error) {
+func (r recording) Launch(ctx context.Context, req localapi.LaunchRequest) (sessions.Session, error) {
 	return r.keep(r.Backend.Launch(ctx, req))
 }
 

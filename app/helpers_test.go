@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -58,7 +59,7 @@ type env struct {
 	settings *storage.SettingsService
 	rt       *supervisor.Runtime
 	m        *model.Model
-	sub      *supervisor.Subscription
+	sub      *localapi.Subscription
 	w        *Window
 	now      time.Time
 	// opened records OpenDir calls.

@@ -14,8 +14,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // permissionModes are Claude Code's permission modes (the values of its
@@ -122,8 +122,8 @@ func (f *newSessionForm) agentName() string {
 }
 
 // request is what the form asks for.
-func (f *newSessionForm) request() supervisor.LaunchRequest {
-	return supervisor.LaunchRequest{
+func (f *newSessionForm) request() localapi.LaunchRequest {
+	return localapi.LaunchRequest{
 		Agent:          f.agentName(),
 		Cwd:            strings.TrimSpace(f.cwd.Text),
 		Name:           strings.TrimSpace(f.name.Text),
@@ -134,7 +134,7 @@ func (f *newSessionForm) request() supervisor.LaunchRequest {
 
 // validateLaunch checks what the backend would refuse, in words for the
 // field concerned. Empty strings mean valid.
-func validateLaunch(req supervisor.LaunchRequest) (cwdErr, promptErr string) {
+func validateLaunch(req localapi.LaunchRequest) (cwdErr, promptErr string) {
 	switch fi, err := os.Stat(req.Cwd); {
 	case req.Cwd == "":
 		cwdErr = "Choose the folder the agent works in."

@@ -8,8 +8,8 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 func TestNewSessionValidatesInline(t *testing.T) {
@@ -79,14 +79,14 @@ func TestNewSessionRequest(t *testing.T) {
 	f.name.SetText(" refactor ")
 	f.mode.SetSelected("plan")
 	f.prompt.SetText("go")
-	want := supervisor.LaunchRequest{Agent: "claude", Cwd: "/tmp", Name: "refactor", PermissionMode: "plan", Prompt: "go"}
+	want := localapi.LaunchRequest{Agent: "claude", Cwd: "/tmp", Name: "refactor", PermissionMode: "plan", Prompt: "go"}
 	if got := f.request(); got != want {
 		t.Fatalf("request %+v, want %+v", got, want)
 	}
-	if c, p := validateLaunch(supervisor.LaunchRequest{Cwd: "relative/dir", Prompt: "x"}); !strings.Contains(c, "absolute") || p != "" {
+	if c, p := validateLaunch(localapi.LaunchRequest{Cwd: "relative/dir", Prompt: "x"}); !strings.Contains(c, "absolute") || p != "" {
 		t.Errorf("relative folder: %q %q", c, p)
 	}
-	if _, p := validateLaunch(supervisor.LaunchRequest{Cwd: "/", Prompt: " \n "}); p == "" {
+	if _, p := validateLaunch(localapi.LaunchRequest{Cwd: "/", Prompt: " \n "}); p == "" {
 		t.Error("a blank prompt passed")
 	}
 }

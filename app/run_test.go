@@ -8,7 +8,7 @@ import (
 
 	"fyne.io/fyne/v2"
 
-	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
@@ -19,7 +19,7 @@ type countingBackend struct {
 	reads int
 }
 
-func (c *countingBackend) Timeline(ctx context.Context, id string, limit int) ([]supervisor.TimelineRow, error) {
+func (c *countingBackend) Timeline(ctx context.Context, id string, limit int) ([]localapi.TimelineRow, error) {
 	c.reads++
 	return c.Backend.Timeline(ctx, id, limit)
 }

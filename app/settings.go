@@ -15,7 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/localapi"
 )
 
 // generalKeys, in the spec's order, are the knobs the spec puts in Settings → General: "the
@@ -72,7 +72,7 @@ type settingsView struct {
 
 // settingField is one setting's row: its input, inline error and note.
 type settingField struct {
-	def    supervisor.SettingDef
+	def    localapi.SettingDef
 	check  *widget.Check // bool settings
 	entry  *widget.Entry // every other kind
 	errMsg *widget.Label // invalid input, with the allowed range
@@ -93,7 +93,7 @@ func newSettingsView(w *Window) *settingsView {
 	var genFields, advFields []*settingField
 	// General in the spec's order of the knobs; Advanced in the registry's
 	// (the spec's table) order.
-	defs := supervisor.SettingKeys()
+	defs := localapi.SettingKeys()
 	rank := func(key string) int {
 		for i, k := range generalKeys {
 			if k == key {
@@ -105,7 +105,7 @@ func newSettingsView(w *Window) *settingsView {
 	sort.SliceStable(defs, func(i, j int) bool { return rank(defs[i].Key) < rank(defs[j].Key) })
 	titles := map[string]string{}
 	for _, a := range w.agents {
-		titles[supervisor.AgentCommandKey(a.Name())] = a.DisplayName() + " command"
+		titles[localapi.AgentCommandKey(a.Name())] = a.DisplayName() + " command"
 	}
 	for _, def := range defs {
 		f := newSettingField(def, titles[def.Key])
@@ -149,7 +149,7 @@ func newSettingsView(w *Window) *settingsView {
 
 // newSettingField builds def's row; title overrides settingTitles (the
 // agents' command settings are titled from the registry).
-func newSettingField(def supervisor.SettingDef, title string) *settingField {
+func newSettingField(def localapi.SettingDef, title string) *settingField {
 	f := &settingField{def: def, errMsg: errorLabel(), note: widget.NewLabel(""), relayout: func() {}}
 	f.note.Importance = widget.WarningImportance
 	f.note.Wrapping = fyne.TextWrapWord
@@ -189,7 +189,7 @@ func newSettingField(def supervisor.SettingDef, title string) *settingField {
 }
 
 // unitOf names what a number counts, beside its entry.
-func unitOf(def supervisor.SettingDef) string {
+func unitOf(def localapi.SettingDef) string {
 	switch {
 	case def.Kind.String() == "minutes":
 		return "minutes"
@@ -200,7 +200,7 @@ func unitOf(def supervisor.SettingDef) string {
 }
 
 // showValue words a stored value for people: on/off for switches.
-func showValue(def supervisor.SettingDef, v string) string {
+func showValue(def localapi.SettingDef, v string) string {
 	if def.Kind.String() == "bool" {
 		if v == "true" {
 			return "on"
@@ -251,7 +251,7 @@ func (f *settingField) validate() bool {
 // when raw is acceptable. Out-of-range numbers are acceptable when the
 // setting clamps: the store moves them to the nearest bound and the note
 // says so after saving.
-func checkSetting(def supervisor.SettingDef, raw string) string {
+func checkSetting(def localapi.SettingDef, raw string) string {
 	in := strings.TrimSpace(raw)
 	reject := def.Policy.String() == "reject"
 	switch def.Kind.String() {
@@ -331,7 +331,7 @@ func (v *settingsView) revertAll() {
 // an edit applied live (a new suspect threshold without its matching hard
 // threshold) is worse than none.
 func (v *settingsView) saveAll() {
-	var changes []supervisor.SettingChange
+	var changes []localapi.SettingChange
 	invalid := 0
 	for _, f := range v.fields {
 		if !f.changed() {
@@ -341,7 +341,7 @@ func (v *settingsView) saveAll() {
 			invalid++
 			continue
 		}
-		changes = append(changes, supervisor.SettingChange{Key: f.def.Key, Raw: f.value()})
+		changes = append(changes, localapi.SettingChange{Key: f.def.Key, Raw: f.value()})
 	}
 	if invalid > 0 {
 		v.showTabOf(func(f *settingField) bool { return f.errMsg.Visible() })
@@ -352,7 +352,7 @@ func (v *settingsView) saveAll() {
 		v.setStatus("Nothing to save.", widget.MediumImportance)
 		return
 	}
-	var results []supervisor.SetResult
+	var results []localapi.SetResult
 	v.save.Disable()
 	v.w.act(func(ctx context.Context) error {
 		// One update for the whole Save: all of it is stored, or none

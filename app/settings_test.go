@@ -8,7 +8,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/localapi"
 )
 
 // stored reads a setting back from the store: what persists.
@@ -41,7 +41,7 @@ func TestSettingsGeneralHoldsExactlyTheSpecKnobs(t *testing.T) {
 	if strings.Join(general, ",") != strings.Join(generalKeys, ",") {
 		t.Fatalf("General: %v", general)
 	}
-	if len(general)+len(advanced) != len(supervisor.SettingKeys()) {
+	if len(general)+len(advanced) != len(localapi.SettingKeys()) {
 		t.Fatal("a setting is on neither tab")
 	}
 	for _, f := range v.fields {
@@ -128,7 +128,7 @@ func TestSettingsSaveAppliesAndPersists(t *testing.T) {
 	}
 	select {
 	case m := <-sub.C:
-		if m.Type != supervisor.MsgSnapshot {
+		if m.Type != localapi.MsgSnapshot {
 			t.Errorf("published %s, want a snapshot", m.Type)
 		}
 	default:
@@ -239,7 +239,7 @@ func TestCheckSettingAgreesWithTheStore(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	inputs := []string{"", " ", "abc", "0", "-1", "1", "5", "60", "61", "0.5", "1e3", "NaN", "Inf", "1e999",
 		"99999999999999999999", "true", "off", "yes", "claude", "two\nlines"}
-	for _, def := range supervisor.SettingKeys() {
+	for _, def := range localapi.SettingKeys() {
 		for _, in := range inputs {
 			quick := checkSetting(def, in) == ""
 			_, err := e.store.SetSetting(e.ctx, def.Key, in)
@@ -254,7 +254,7 @@ func TestCheckSettingAgreesWithTheStore(t *testing.T) {
 // list in the window.
 func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	f := e.w.settings.byKey[supervisor.AgentCommandKey("claude")]
+	f := e.w.settings.byKey[localapi.AgentCommandKey("claude")]
 	if f == nil {
 		t.Fatal("no field for the registered agent's command")
 	}

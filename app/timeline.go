@@ -9,8 +9,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
@@ -18,7 +18,7 @@ import (
 type tlItem struct {
 	header bool
 	gen    int64
-	row    supervisor.TimelineRow
+	row    localapi.TimelineRow
 }
 
 // key identifies an item across refreshes, to keep the scroll position on
@@ -33,7 +33,7 @@ func (it tlItem) key() string {
 
 // timelineItems groups rows (newest first, as the backend returns them) by
 // turn generation: a "Turn N" header before each run of rows of one turn.
-func timelineItems(rows []supervisor.TimelineRow) []tlItem {
+func timelineItems(rows []localapi.TimelineRow) []tlItem {
 	var out []tlItem
 	for i, r := range rows {
 		if i == 0 || r.TurnGeneration != rows[i-1].TurnGeneration {
@@ -45,7 +45,7 @@ func timelineItems(rows []supervisor.TimelineRow) []tlItem {
 }
 
 // rowText is the whole line: "15:04:05 · kind · message".
-func rowText(r supervisor.TimelineRow, loc *time.Location) string {
+func rowText(r localapi.TimelineRow, loc *time.Location) string {
 	return r.Time.In(loc).Format("15:04:05") + " · " + view.KindLabel(r.Kind) + " · " + view.TimelineDetail(r.Detail)
 }
 
@@ -104,7 +104,7 @@ func newTimelineView(loc func() *time.Location) *timelineView {
 // older rows, the offset grows by the height of what was inserted above
 // the first visible row, so the rows on screen stay put; at the top, new
 // rows simply appear.
-func (tv *timelineView) set(rows []supervisor.TimelineRow) {
+func (tv *timelineView) set(rows []localapi.TimelineRow) {
 	next := timelineItems(rows)
 	offset := tv.list.GetScrollOffset()
 	step := tv.rowH + theme.Padding()

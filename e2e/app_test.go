@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // ae2eWait bounds every wait; reaching it fails the test.
@@ -90,7 +90,7 @@ func (h *appE2E) mustCLI(args ...string) string {
 }
 
 // start runs the app and waits until its API answers.
-func (h *appE2E) start() supervisor.Health {
+func (h *appE2E) start() localapi.Health {
 	h.t.Helper()
 	h.app = exec.Command(h.bin, "--data-dir", h.dir, "run", "--headless")
 	h.app.Env = h.env
@@ -101,7 +101,7 @@ func (h *appE2E) start() supervisor.Health {
 	}
 	h.exited = make(chan struct{})
 	go func() { h.exitErr = h.app.Wait(); close(h.exited) }()
-	cl := supervisor.NewClient(h.dir)
+	cl := localapi.NewClient(h.dir)
 	deadline := time.Now().Add(ae2eWait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -166,7 +166,7 @@ func (h *appE2E) kill() {
 // waitSession polls the running app until session id satisfies ok.
 func (h *appE2E) waitSession(id, what string, ok func(sessions.Session) bool) sessions.Session {
 	h.t.Helper()
-	cl := supervisor.NewClient(h.dir)
+	cl := localapi.NewClient(h.dir)
 	deadline := time.Now().Add(ae2eWait)
 	for {
 		s, err := cl.Session(context.Background(), id)
@@ -220,9 +220,9 @@ func (h *appE2E) watch() *ae2eWatch {
 
 // until reads printed messages up to and including the first satisfying ok.
 // Every line must be one JSON message.
-func (w *ae2eWatch) until(t *testing.T, what string, ok func(supervisor.Message) bool) []supervisor.Message {
+func (w *ae2eWatch) until(t *testing.T, what string, ok func(localapi.Message) bool) []localapi.Message {
 	t.Helper()
-	var got []supervisor.Message
+	var got []localapi.Message
 	deadline := time.After(ae2eWait)
 	for {
 		select {
@@ -230,7 +230,7 @@ func (w *ae2eWatch) until(t *testing.T, what string, ok func(supervisor.Message)
 			if !open {
 				t.Fatalf("watch ended before %s:\n%s", what, w.stderr)
 			}
-			var m supervisor.Message
+			var m localapi.Message
 			if err := json.Unmarshal(line, &m); err != nil {
 				t.Fatalf("watch --json printed a line that is not a message: %v\n%s", err, line)
 			}
@@ -244,9 +244,9 @@ func (w *ae2eWatch) until(t *testing.T, what string, ok func(supervisor.Message)
 	}
 }
 
-func isSessionState(id string, gen int64, st sessions.State, reason sessions.WaitReason) func(supervisor.Message) bool {
-	return func(m supervisor.Message) bool {
-		return m.Type == supervisor.MsgSession && m.Session.ID == id && m.Session.TurnGeneration == gen &&
+func isSessionState(id string, gen int64, st sessions.State, reason sessions.WaitReason) func(localapi.Message) bool {
+	return func(m localapi.Message) bool {
+		return m.Type == localapi.MsgSession && m.Session.ID == id && m.Session.TurnGeneration == gen &&
 			m.Session.State == st && m.Session.WaitReason == reason
 	}
 }
@@ -277,8 +277,8 @@ func TestE2EAppCommands(t *testing.T) {
 	}
 
 	w := h.watch()
-	first := w.until(t, "the first message", func(supervisor.Message) bool { return true })[0]
-	if first.Type != supervisor.MsgSnapshot || first.Cursor.Generation != health.Generation {
+	first := w.until(t, "the first message", func(localapi.Message) bool { return true })[0]
+	if first.Type != localapi.MsgSnapshot || first.Cursor.Generation != health.Generation {
 		t.Fatalf("watch began with %s %+v, want a snapshot of generation %s", first.Type, first.Cursor, health.Generation)
 	}
 
@@ -350,12 +350,12 @@ func TestE2EAppCommands(t *testing.T) {
 	msgs := w.until(t, "the ack", isSessionState(id, 2, sessions.Idle, sessions.NoWait))
 	for _, check := range []struct {
 		what string
-		ok   func(supervisor.Message) bool
+		ok   func(localapi.Message) bool
 	}{
 		{"the permission wait", isSessionState(id, 1, sessions.WaitingOnUser, sessions.WaitPermission)},
 		{"the review", isSessionState(id, 2, sessions.WaitingOnUser, sessions.WaitReview)},
-		{"the permission_answered row", func(m supervisor.Message) bool {
-			return m.Type == supervisor.MsgTimeline && m.Event.Kind == "permission_answered" && m.Event.SessionID == id
+		{"the permission_answered row", func(m localapi.Message) bool {
+			return m.Type == localapi.MsgTimeline && m.Event.Kind == "permission_answered" && m.Event.SessionID == id
 		}},
 	} {
 		if !slices.ContainsFunc(msgs, check.ok) {
@@ -403,10 +403,10 @@ func TestE2EAppCommands(t *testing.T) {
 	if restarted.Generation == health.Generation {
 		t.Fatal("the generation did not change with the restart")
 	}
-	back := w.until(t, "the snapshot after the restart", func(m supervisor.Message) bool {
-		return m.Type == supervisor.MsgSnapshot && m.Cursor.Generation == restarted.Generation
+	back := w.until(t, "the snapshot after the restart", func(m localapi.Message) bool {
+		return m.Type == localapi.MsgSnapshot && m.Cursor.Generation == restarted.Generation
 	})
-	if n := len(back); n < 2 || back[n-2].Type != supervisor.MsgResync || back[n-2].Cursor.Generation != restarted.Generation {
+	if n := len(back); n < 2 || back[n-2].Type != localapi.MsgResync || back[n-2].Cursor.Generation != restarted.Generation {
 		t.Errorf("after the restart watch printed %d messages, want a resync right before the snapshot", n)
 	}
 	if snap := back[len(back)-1]; len(snap.Sessions) != 1 || snap.Sessions[0].ID != id || snap.Sessions[0].State != sessions.Idle {
@@ -475,7 +475,7 @@ func TestE2EGracefulQuitFinishesTurn(t *testing.T) {
 func TestE2ESecondRunWhenHolderDoesNotAnswer(t *testing.T) {
 	t.Parallel()
 	h := newAppE2E(t, `{"turns": [[]]}`)
-	lock, err := supervisor.AcquireLock(h.dir)
+	lock, err := storage.AcquireLock(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestE2EQuitAsSoonAsItAnswers(t *testing.T) {
 			if !strings.Contains(h.stderr.String(), "Quitting") {
 				t.Errorf("no graceful quit:\n%s", h.stderr)
 			}
-			if _, err := os.Stat(filepath.Join(h.dir, supervisor.SocketName)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(h.dir, localapi.SocketName)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the socket was left behind: %v", err)
 			}
 		})

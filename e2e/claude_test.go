@@ -23,7 +23,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,9 +34,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
-	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // ce2eWait bounds every wait for a state; reaching it fails the test.
@@ -437,7 +437,7 @@ type ce2eWatch struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	mu   sync.Mutex
-	msgs []supervisor.Message
+	msgs []localapi.Message
 }
 
 // watch starts `watch --json` and collects what it prints until the test
@@ -459,7 +459,7 @@ func (h *ce2eHarness) watch() *ce2eWatch {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 		for sc.Scan() {
-			var m supervisor.Message
+			var m localapi.Message
 			if json.Unmarshal(sc.Bytes(), &m) == nil {
 				w.mu.Lock()
 				w.msgs = append(w.msgs, m)
@@ -479,7 +479,7 @@ func (h *ce2eHarness) watch() *ce2eWatch {
 	return w
 }
 
-func (w *ce2eWatch) messages() []supervisor.Message {
+func (w *ce2eWatch) messages() []localapi.Message {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.msgs)
@@ -489,7 +489,7 @@ func (w *ce2eWatch) messages() []supervisor.Message {
 func (w *ce2eWatch) sessionStates(id string) []sessions.Session {
 	var out []sessions.Session
 	for _, m := range w.messages() {
-		if m.Type == supervisor.MsgSession && m.Session != nil && m.Session.ID == id {
+		if m.Type == localapi.MsgSession && m.Session != nil && m.Session.ID == id {
 			out = append(out, *m.Session)
 		}
 	}
@@ -498,7 +498,7 @@ func (w *ce2eWatch) sessionStates(id string) []sessions.Session {
 
 // waitMessage waits until the stream carried a message for which cond
 // holds: what the app has committed reaches a subscriber a moment later.
-func (w *ce2eWatch) waitMessage(t *testing.T, what string, cond func(supervisor.Message) bool) {
+func (w *ce2eWatch) waitMessage(t *testing.T, what string, cond func(localapi.Message) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !slices.ContainsFunc(w.messages(), cond) {
@@ -510,9 +510,9 @@ func (w *ce2eWatch) waitMessage(t *testing.T, what string, cond func(supervisor.
 }
 
 // ce2eSessionMsg matches a session update of id for which cond holds.
-func ce2eSessionMsg(id string, cond func(sessions.Session) bool) func(supervisor.Message) bool {
-	return func(m supervisor.Message) bool {
-		return m.Type == supervisor.MsgSession && m.Session != nil && m.Session.ID == id && cond(*m.Session)
+func ce2eSessionMsg(id string, cond func(sessions.Session) bool) func(localapi.Message) bool {
+	return func(m localapi.Message) bool {
+		return m.Type == localapi.MsgSession && m.Session != nil && m.Session.ID == id && cond(*m.Session)
 	}
 }
 
@@ -1293,8 +1293,8 @@ func TestClaudeE2EAuthEscalated(t *testing.T) {
 		t.Error("ls --json does not show needs_attention")
 	}
 	// Published for the notifier, on the live stream.
-	w.waitMessage(t, "the escalation", func(m supervisor.Message) bool {
-		return m.Type == supervisor.MsgEscalation && m.Session != nil && m.Session.ID == id && m.Session.NeedsAttention
+	w.waitMessage(t, "the escalation", func(m localapi.Message) bool {
+		return m.Type == localapi.MsgEscalation && m.Session != nil && m.Session.ID == id && m.Session.NeedsAttention
 	})
 	h.mustCLI("ack", id)
 	h.waitFor(id, "ack to clear needs_attention", func(s sessions.Session) bool { return !s.NeedsAttention })
@@ -1419,8 +1419,8 @@ func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
 	if s.State != sessions.Errored || s.Failure.Kind != sessions.Network || !strings.Contains(s.Failure.Message, "ECONNRESET") {
 		t.Errorf("escalated as %s with %+v, want errored network with the agent's error", s.State, s.Failure)
 	}
-	w.waitMessage(t, "the escalation", func(m supervisor.Message) bool {
-		return m.Type == supervisor.MsgEscalation && m.Session != nil && m.Session.ID == id
+	w.waitMessage(t, "the escalation", func(m localapi.Message) bool {
+		return m.Type == localapi.MsgEscalation && m.Session != nil && m.Session.ID == id
 	})
 	// Three more ticks: nothing is retried or escalated again.
 	sent := len(h.messagesRequests("cut"))
@@ -1436,7 +1436,7 @@ func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
 	}
 	var escalations int
 	for _, m := range w.messages() {
-		if m.Type == supervisor.MsgEscalation && m.Session != nil && m.Session.ID == id {
+		if m.Type == localapi.MsgEscalation && m.Session != nil && m.Session.ID == id {
 			escalations++
 		}
 	}

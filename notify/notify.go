@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // Sender delivers one notification (beeep.Notify in the app).
@@ -237,7 +237,7 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 // snapshot (a subscription starts with one), primes the notifier instead:
 // what already held when the desktop started does not notify.
 // waitingOnUser reads notify.waiting_on_user from memory.
-func (n *Notifier) Run(ctx context.Context, in <-chan supervisor.Message, waitingOnUser func() bool) {
+func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingOnUser func() bool) {
 	first := true
 	for {
 		select {
@@ -247,7 +247,7 @@ func (n *Notifier) Run(ctx context.Context, in <-chan supervisor.Message, waitin
 			if !ok {
 				return
 			}
-			if first && m.Type == supervisor.MsgSnapshot {
+			if first && m.Type == localapi.MsgSnapshot {
 				first = false
 				n.mu.Lock()
 				n.decider.prime(m.Sessions)
@@ -257,11 +257,11 @@ func (n *Notifier) Run(ctx context.Context, in <-chan supervisor.Message, waitin
 			first = false
 			var list []sessions.Session
 			switch m.Type {
-			case supervisor.MsgSession, supervisor.MsgEscalation:
+			case localapi.MsgSession, localapi.MsgEscalation:
 				if m.Session != nil {
 					list = []sessions.Session{*m.Session}
 				}
-			case supervisor.MsgSnapshot:
+			case localapi.MsgSnapshot:
 				list = m.Sessions
 			}
 			if len(list) == 0 {

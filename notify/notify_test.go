@@ -8,9 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -191,31 +191,31 @@ func TestRunPrimesThenNotifies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out []sent
 		n := New(recorder(&out, nil), nil, nil, nil)
-		in := make(chan supervisor.Message, 8)
+		in := make(chan localapi.Message, 8)
 		waiting := false
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { n.Run(ctx, in, func() bool { return waiting }); close(done) }()
 
 		old := s("a", sessions.Errored, escalated)
-		in <- supervisor.Message{Type: supervisor.MsgSnapshot, Sessions: []sessions.Session{old, s("b", sessions.Working, nil)}}
-		in <- supervisor.Message{Type: supervisor.MsgSnapshot, Sessions: []sessions.Session{old}}
+		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{old, s("b", sessions.Working, nil)}}
+		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{old}}
 		synctest.Wait()
 		if len(out) != 0 {
 			t.Fatalf("what held at start notified: %+v", out)
 		}
 		b := s("b", sessions.Errored, escalated)
-		in <- supervisor.Message{Type: supervisor.MsgEscalation, Session: &b}
-		in <- supervisor.Message{Type: supervisor.MsgSession, Session: &b}
+		in <- localapi.Message{Type: localapi.MsgEscalation, Session: &b}
+		in <- localapi.Message{Type: localapi.MsgSession, Session: &b}
 		perm := s("c", sessions.WaitingOnUser, permission)
-		in <- supervisor.Message{Type: supervisor.MsgSession, Session: &perm} // setting off
+		in <- localapi.Message{Type: localapi.MsgSession, Session: &perm} // setting off
 		synctest.Wait()
 		if len(out) != 1 || out[0].title != "name-b needs attention" {
 			t.Fatalf("sent %+v, want one escalation", out)
 		}
 		waiting = true
 		perm2 := s("d", sessions.WaitingOnUser, permission)
-		in <- supervisor.Message{Type: supervisor.MsgSession, Session: &perm2}
+		in <- localapi.Message{Type: localapi.MsgSession, Session: &perm2}
 		synctest.Wait()
 		if len(out) != 2 || out[1].title != "name-d asks for permission" {
 			t.Fatalf("sent %+v, want the permission too", out)

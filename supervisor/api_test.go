@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -28,14 +29,14 @@ import (
 // apiRig is a rig whose runtime is served on its data directory's socket.
 type apiRig struct {
 	*rig
-	api    *API
-	client *Client
+	api    *localapi.API
+	client *localapi.Client
 }
 
 func newAPIRig(t *testing.T, cfg rigConfig) *apiRig {
 	t.Helper()
 	g := newRig(t, cfg)
-	api, err := Listen(g.rt, g.settings(t), g.dir, "test-version")
+	api, err := localapi.Listen(g.rt, g.settings(t), g.dir, "test-version")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,22 +48,22 @@ func newAPIRig(t *testing.T, cfg rigConfig) *apiRig {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &apiRig{rig: g, api: api, client: NewClient(g.dir)}
+	return &apiRig{rig: g, api: api, client: localapi.NewClient(g.dir)}
 }
 
 // watcher is one client streaming /v1/events.
 type watcher struct {
-	msgs   chan Message
+	msgs   chan localapi.Message
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startWatch(t *testing.T, c *Client, cursor string) *watcher {
+func startWatch(t *testing.T, c *localapi.Client, cursor string) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &watcher{msgs: make(chan Message, 1<<16), cancel: cancel, done: make(chan error, 1)}
+	w := &watcher{msgs: make(chan localapi.Message, 1<<16), cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		w.done <- c.Watch(ctx, cursor, func(m Message) error {
+		w.done <- c.Watch(ctx, cursor, func(m localapi.Message) error {
 			w.msgs <- m
 			return nil
 		})
@@ -72,7 +73,7 @@ func startWatch(t *testing.T, c *Client, cursor string) *watcher {
 }
 
 // next returns the next message, failing the test at waitLimit.
-func (w *watcher) next(t *testing.T) Message {
+func (w *watcher) next(t *testing.T) localapi.Message {
 	t.Helper()
 	select {
 	case m := <-w.msgs:
@@ -82,13 +83,13 @@ func (w *watcher) next(t *testing.T) Message {
 	case <-time.After(waitLimit):
 		t.Fatal("timed out waiting for an event")
 	}
-	return Message{}
+	return localapi.Message{}
 }
 
 // until reads messages up to and including the first that satisfies ok.
-func (w *watcher) until(t *testing.T, what string, ok func(Message) bool) []Message {
+func (w *watcher) until(t *testing.T, what string, ok func(localapi.Message) bool) []localapi.Message {
 	t.Helper()
-	var got []Message
+	var got []localapi.Message
 	deadline := time.After(waitLimit)
 	for {
 		select {
@@ -105,8 +106,8 @@ func (w *watcher) until(t *testing.T, what string, ok func(Message) bool) []Mess
 	}
 }
 
-func types(msgs []Message) []MessageType {
-	out := make([]MessageType, len(msgs))
+func types(msgs []localapi.Message) []localapi.MessageType {
+	out := make([]localapi.MessageType, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Type
 	}
@@ -114,18 +115,16 @@ func types(msgs []Message) []MessageType {
 }
 
 // subscribers returns the bus's current subscriptions.
-func subscribers(b *Bus) map[*Subscription]bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[*Subscription]bool{}
-	for s := range b.subs {
+func subscribers(b *localapi.Bus) map[*localapi.Subscription]bool {
+	out := map[*localapi.Subscription]bool{}
+	for _, s := range b.Subscribers() {
 		out[s] = true
 	}
 	return out
 }
 
 // waitSubscribers waits until the bus has n subscriptions.
-func waitSubscribers(t *testing.T, b *Bus, n int) map[*Subscription]bool {
+func waitSubscribers(t *testing.T, b *localapi.Bus, n int) map[*localapi.Subscription]bool {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
@@ -153,12 +152,12 @@ func TestAPISocketIsOwnerOnly(t *testing.T) {
 			if err := os.Chmod(g.dir, mode); err != nil {
 				t.Fatal(err)
 			}
-			api, err := Listen(g.rt, g.settings(t), g.dir, "v")
+			api, err := localapi.Listen(g.rt, g.settings(t), g.dir, "v")
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer api.Close()
-			fi, err := os.Stat(filepath.Join(g.dir, SocketName))
+			fi, err := os.Stat(filepath.Join(g.dir, localapi.SocketName))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +195,7 @@ func TestAPIHealth(t *testing.T) {
 	g.rt.health.start(t0, 15*time.Second)
 	g.rt.health.ticked(t0.Add(46*time.Second), 2*time.Second, 3*time.Millisecond, 15*time.Second)
 	h, err = g.client.Health(context.Background())
-	if !errors.Is(err, ErrUnavailable) {
+	if !errors.Is(err, localapi.ErrUnavailable) {
 		t.Fatalf("health of a stalled loop: %v, want ErrUnavailable", err)
 	}
 	if h.Status != "stalled" || h.Loop.Status != "stalled" || h.Loop.Ticks != 1 || h.Loop.TickLagSeconds != 2 || h.PID != os.Getpid() {
@@ -284,8 +283,8 @@ func TestAPIListShowTimeline(t *testing.T) {
 			if err == nil {
 				t.Fatalf("show %q found %s, want an error", tc.query, s.ID)
 			}
-			if errors.Is(err, ErrNotFound) != tc.notFound || !strings.Contains(err.Error(), tc.errText) {
-				t.Errorf("show %q: %v (ErrNotFound %t); want ErrNotFound=%t mentioning %s", tc.query, err, errors.Is(err, ErrNotFound), tc.notFound, tc.errText)
+			if errors.Is(err, localapi.ErrNotFound) != tc.notFound || !strings.Contains(err.Error(), tc.errText) {
+				t.Errorf("show %q: %v (ErrNotFound %t); want ErrNotFound=%t mentioning %s", tc.query, err, errors.Is(err, localapi.ErrNotFound), tc.notFound, tc.errText)
 			}
 		})
 	}
@@ -294,7 +293,7 @@ func TestAPIListShowTimeline(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Kind != "marked_suspect" || rows[0].SessionID != b3.ID {
 		t.Errorf("timeline by prefix = %+v, %v", rows, err)
 	}
-	if _, err := g.client.Timeline(ctx, "zzzz", 0); !errors.Is(err, ErrNotFound) {
+	if _, err := g.client.Timeline(ctx, "zzzz", 0); !errors.Is(err, localapi.ErrNotFound) {
 		t.Errorf("timeline of an unknown session: %v, want ErrNotFound", err)
 	}
 	if _, err := g.client.Timeline(ctx, "bbbb", -1); err == nil || !strings.Contains(err.Error(), "invalid limit") {
@@ -311,16 +310,16 @@ func TestAPILaunchErrors(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		req     LaunchRequest
+		req     localapi.LaunchRequest
 		command string // agents.claude.command for this case
 		want    []string
 	}{
-		{"missing cwd", LaunchRequest{Cwd: filepath.Join(g.cwd, "nope"), Prompt: "hi"}, "", []string{"working directory", "nope", "is not a directory"}},
-		{"cwd is a file", LaunchRequest{Cwd: file, Prompt: "hi"}, "", []string{"is not a directory"}},
-		{"unknown agent", LaunchRequest{Agent: "gemini", Cwd: g.cwd, Prompt: "hi"}, "", []string{`unknown agent "gemini"`, "claude"}},
-		{"empty prompt", LaunchRequest{Cwd: g.cwd, Prompt: "  "}, "", []string{"prompt is empty"}},
-		{"bad permission mode", LaunchRequest{Cwd: g.cwd, Prompt: "hi", PermissionMode: "--dangerously"}, "", []string{"invalid permission mode"}},
-		{"missing agent binary", LaunchRequest{Cwd: g.cwd, Prompt: "hi"}, filepath.Join(g.cwd, "no-such-claude"), []string{claude.CommandSetting, "no-such-claude", "not found"}},
+		{"missing cwd", localapi.LaunchRequest{Cwd: filepath.Join(g.cwd, "nope"), Prompt: "hi"}, "", []string{"working directory", "nope", "is not a directory"}},
+		{"cwd is a file", localapi.LaunchRequest{Cwd: file, Prompt: "hi"}, "", []string{"is not a directory"}},
+		{"unknown agent", localapi.LaunchRequest{Agent: "gemini", Cwd: g.cwd, Prompt: "hi"}, "", []string{`unknown agent "gemini"`, "claude"}},
+		{"empty prompt", localapi.LaunchRequest{Cwd: g.cwd, Prompt: "  "}, "", []string{"prompt is empty"}},
+		{"bad permission mode", localapi.LaunchRequest{Cwd: g.cwd, Prompt: "hi", PermissionMode: "--dangerously"}, "", []string{"invalid permission mode"}},
+		{"missing agent binary", localapi.LaunchRequest{Cwd: g.cwd, Prompt: "hi"}, filepath.Join(g.cwd, "no-such-claude"), []string{claude.CommandSetting, "no-such-claude", "not found"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -418,17 +417,17 @@ func TestAPIEventsStartWithSnapshot(t *testing.T) {
 	gen := g.rt.Bus().Generation()
 	cases := []struct {
 		name, cursor string
-		want         []MessageType
+		want         []localapi.MessageType
 	}{
-		{"no cursor", "", []MessageType{MsgSnapshot}},
-		{"this generation", gen + ":3", []MessageType{MsgSnapshot}},
-		{"an older generation", "0123456789abcdef:99", []MessageType{MsgResync, MsgSnapshot}},
-		{"an unreadable cursor", "nonsense", []MessageType{MsgResync, MsgSnapshot}},
+		{"no cursor", "", []localapi.MessageType{localapi.MsgSnapshot}},
+		{"this generation", gen + ":3", []localapi.MessageType{localapi.MsgSnapshot}},
+		{"an older generation", "0123456789abcdef:99", []localapi.MessageType{localapi.MsgResync, localapi.MsgSnapshot}},
+		{"an unreadable cursor", "nonsense", []localapi.MessageType{localapi.MsgResync, localapi.MsgSnapshot}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := startWatch(t, g.client, tc.cursor)
-			var got []Message
+			var got []localapi.Message
 			for range tc.want {
 				got = append(got, w.next(t))
 			}
@@ -470,12 +469,12 @@ func TestAPIEventsSnapshotFirstUnderLoad(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 
 	for i := range 30 {
-		cursor, want := "", []MessageType{MsgSnapshot}
+		cursor, want := "", []localapi.MessageType{localapi.MsgSnapshot}
 		if i%2 == 1 {
-			cursor, want = "0123456789abcdef:1", []MessageType{MsgResync, MsgSnapshot}
+			cursor, want = "0123456789abcdef:1", []localapi.MessageType{localapi.MsgResync, localapi.MsgSnapshot}
 		}
 		w := startWatch(t, g.client, cursor)
-		var got []Message
+		var got []localapi.Message
 		for range len(want) + 3 {
 			got = append(got, w.next(t))
 		}
@@ -490,7 +489,7 @@ func TestAPIEventsSnapshotFirstUnderLoad(t *testing.T) {
 				t.Fatalf("connection %d: %s at seq %d after seq %d", i, m.Type, m.Cursor.Seq, prev)
 			}
 			prev = m.Cursor.Seq
-			if m.Type == MsgSession && m.Session.UpdatedAt.Before(snap.Sessions[0].UpdatedAt) {
+			if m.Type == localapi.MsgSession && m.Session.UpdatedAt.Before(snap.Sessions[0].UpdatedAt) {
 				t.Fatalf("connection %d: a change older than the snapshot came after it", i)
 			}
 		}
@@ -504,26 +503,26 @@ func TestAPIEventsStreamChanges(t *testing.T) {
 	ctx := context.Background()
 	g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
 	w := startWatch(t, g.client, "")
-	if m := w.next(t); m.Type != MsgSnapshot || len(m.Sessions) != 0 {
+	if m := w.next(t); m.Type != localapi.MsgSnapshot || len(m.Sessions) != 0 {
 		t.Fatalf("first message = %+v, want an empty snapshot", m)
 	}
-	s, err := g.client.Launch(ctx, LaunchRequest{Cwd: g.cwd, Name: "via api", Prompt: "hello"})
+	s, err := g.client.Launch(ctx, localapi.LaunchRequest{Cwd: g.cwd, Name: "via api", Prompt: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.State != sessions.Working || s.Name != "via api" {
 		t.Errorf("launched: %s %q", s.State, s.Name)
 	}
-	isState := func(st sessions.State, gen int64) func(Message) bool {
-		return func(m Message) bool {
-			return m.Type == MsgSession && m.Session.ID == s.ID && m.Session.State == st && m.Session.TurnGeneration == gen
+	isState := func(st sessions.State, gen int64) func(localapi.Message) bool {
+		return func(m localapi.Message) bool {
+			return m.Type == localapi.MsgSession && m.Session.ID == s.ID && m.Session.State == st && m.Session.TurnGeneration == gen
 		}
 	}
 	msgs := w.until(t, "the turn to complete", isState(sessions.WaitingOnUser, 1))
 	if !slices.ContainsFunc(msgs, isState(sessions.Working, 1)) {
 		t.Errorf("no Working session message before the review: %v", types(msgs))
 	}
-	if !slices.ContainsFunc(msgs, func(m Message) bool { return m.Type == MsgTimeline && m.Event.Kind == "prompt_sent" }) {
+	if !slices.ContainsFunc(msgs, func(m localapi.Message) bool { return m.Type == localapi.MsgTimeline && m.Event.Kind == "prompt_sent" }) {
 		t.Errorf("no prompt_sent timeline message: %v", types(msgs))
 	}
 	for i := 1; i < len(msgs); i++ {
@@ -556,7 +555,7 @@ func TestAPIPublishSnapshotArrives(t *testing.T) {
 	for range 3 {
 		g.rt.PublishSnapshot()
 		m := w.next(t)
-		if m.Type != MsgSnapshot || m.Cursor != g.rt.Bus().Cursor() || len(m.Sessions) != 1 || m.Sessions[0].ID != s.ID {
+		if m.Type != localapi.MsgSnapshot || m.Cursor != g.rt.Bus().Cursor() || len(m.Sessions) != 1 || m.Sessions[0].ID != s.ID {
 			t.Fatalf("after PublishSnapshot got %s %+v (%d sessions)", m.Type, m.Cursor, len(m.Sessions))
 		}
 		if m.Cursor.Seq <= first.Cursor.Seq {
@@ -579,7 +578,7 @@ func TestAPISlowClientDoesNotBlock(t *testing.T) {
 	good.next(t)
 	before := waitSubscribers(t, bus, 2) // the rig's recorder and good
 
-	conn, err := net.Dial("unix", filepath.Join(g.dir, SocketName))
+	conn, err := net.Dial("unix", filepath.Join(g.dir, localapi.SocketName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +586,7 @@ func TestAPISlowClientDoesNotBlock(t *testing.T) {
 	if _, err := fmt.Fprint(conn, "GET /v1/events HTTP/1.1\r\nHost: supervisor\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	var slow *Subscription
+	var slow *localapi.Subscription
 	for sub := range waitSubscribers(t, bus, 3) {
 		if !before[sub] {
 			slow = sub
@@ -600,7 +599,7 @@ func TestAPISlowClientDoesNotBlock(t *testing.T) {
 	go func() {
 		defer close(flooded)
 		for i := range 1000 {
-			bus.Publish(Message{Type: MsgTimeline, Event: &TimelineRow{ID: int64(i), SessionID: "flood", Kind: "flood", Detail: []byte(pad)}})
+			bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &localapi.TimelineRow{ID: int64(i), SessionID: "flood", Kind: "flood", Detail: []byte(pad)}})
 		}
 	}()
 	select {
@@ -615,14 +614,14 @@ func TestAPISlowClientDoesNotBlock(t *testing.T) {
 	// The runtime and the good client carry on.
 	snap := g.rt.Bus().Cursor()
 	g.rt.PublishSnapshot()
-	good.until(t, "the snapshot after the flood", func(m Message) bool { return m.Type == MsgSnapshot && m.Cursor.Seq > snap.Seq })
+	good.until(t, "the snapshot after the flood", func(m localapi.Message) bool { return m.Type == localapi.MsgSnapshot && m.Cursor.Seq > snap.Seq })
 	for range 20 {
 		if _, err := g.rt.Ack(ctx, s.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	acked := bus.Cursor()
-	good.until(t, "the last ack", func(m Message) bool { return m.Cursor.Seq >= acked.Seq })
+	good.until(t, "the last ack", func(m localapi.Message) bool { return m.Cursor.Seq >= acked.Seq })
 	if h, err := g.client.Health(ctx); err != nil || h.Generation != bus.Generation() {
 		t.Fatalf("health while a client lags: %+v, %v", h, err)
 	}
@@ -635,15 +634,17 @@ func TestAPISlowClientDoesNotBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slowMsgs := make(chan Message, 1<<12)
-	go func() { _ = readSSE(resp.Body, func(m Message) error { slowMsgs <- m; return nil }) }()
+	slowMsgs := make(chan localapi.Message, 1<<12)
+	go func() {
+		_ = localapi.ReadEvents(resp.Body, func(m localapi.Message) error { slowMsgs <- m; return nil })
+	}()
 	slowWatch := &watcher{msgs: slowMsgs, done: make(chan error)}
-	slowWatch.until(t, "the slow client's snapshot", func(m Message) bool { return m.Type == MsgSnapshot && m.Cursor.Seq > snap.Seq })
+	slowWatch.until(t, "the slow client's snapshot", func(m localapi.Message) bool { return m.Type == localapi.MsgSnapshot && m.Cursor.Seq > snap.Seq })
 	g.rt.PublishSnapshot()
 	resync := bus.Cursor()
-	marker := bus.Publish(Message{Type: MsgSession, Session: &sessions.Session{ID: "marker"}})
-	got := slowWatch.until(t, "the marker", func(m Message) bool { return m.Cursor == marker })
-	if !slices.ContainsFunc(got, func(m Message) bool { return m.Type == MsgSnapshot && m.Cursor == resync }) {
+	marker := bus.Publish(localapi.Message{Type: localapi.MsgSession, Session: &sessions.Session{ID: "marker"}})
+	got := slowWatch.until(t, "the marker", func(m localapi.Message) bool { return m.Cursor == marker })
+	if !slices.ContainsFunc(got, func(m localapi.Message) bool { return m.Type == localapi.MsgSnapshot && m.Cursor == resync }) {
 		t.Errorf("the slow client got the message after the snapshot but not the snapshot: %v", types(got))
 	}
 }
@@ -670,14 +671,14 @@ func TestAPICloseEndsEventStreams(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("the stream did not end")
 	}
-	if _, err := os.Stat(filepath.Join(g.dir, SocketName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(g.dir, localapi.SocketName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket is still there after Close: %v", err)
 	}
 }
 
 func TestClientNotRunning(t *testing.T) {
 	stale := t.TempDir()
-	ln, err := net.Listen("unix", filepath.Join(stale, SocketName))
+	ln, err := net.Listen("unix", filepath.Join(stale, localapi.SocketName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,18 +692,18 @@ func TestClientNotRunning(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		dir := cases[name]
 		t.Run(name, func(t *testing.T) {
-			c := NewClient(dir)
+			c := localapi.NewClient(dir)
 			ctx := context.Background()
 			_, err := c.Health(ctx)
-			if !errors.Is(err, ErrNotRunning) {
+			if !errors.Is(err, localapi.ErrNotRunning) {
 				t.Fatalf("Health: %v, want ErrNotRunning", err)
 			}
-			for _, w := range []string{"not running", filepath.Join(dir, SocketName), "session-supervisor run"} {
+			for _, w := range []string{"not running", filepath.Join(dir, localapi.SocketName), "session-supervisor run"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
 			}
-			if err := c.Watch(ctx, "", func(Message) error { return nil }); !errors.Is(err, ErrNotRunning) {
+			if err := c.Watch(ctx, "", func(localapi.Message) error { return nil }); !errors.Is(err, localapi.ErrNotRunning) {
 				t.Errorf("Watch: %v, want ErrNotRunning", err)
 			}
 		})
@@ -720,15 +721,15 @@ func TestAPIAttachedDesktop(t *testing.T) {
 		t.Fatal("a desktop is attached before any connected")
 	}
 	wctx, stop := context.WithCancel(ctx)
-	got := make(chan MessageType, 16)
+	got := make(chan localapi.MessageType, 16)
 	watching := make(chan error, 1)
 	go func() {
-		watching <- g.client.WatchAsDesktop(wctx, "", func(m Message) error {
+		watching <- g.client.WatchAsDesktop(wctx, "", func(m localapi.Message) error {
 			got <- m.Type
 			return nil
 		})
 	}()
-	if typ := <-got; typ != MsgSnapshot {
+	if typ := <-got; typ != localapi.MsgSnapshot {
 		t.Fatalf("first message %s, want snapshot", typ)
 	}
 	if !g.api.DesktopAttached() {
@@ -738,7 +739,7 @@ func TestAPIAttachedDesktop(t *testing.T) {
 	if err != nil || !res.Shown {
 		t.Fatalf("show with a desktop attached: %+v, %v; want shown", res, err)
 	}
-	if typ := <-got; typ != MsgShow {
+	if typ := <-got; typ != localapi.MsgShow {
 		t.Fatalf("the desktop got %s, want show", typ)
 	}
 	stop()

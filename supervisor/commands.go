@@ -2,28 +2,10 @@ package supervisor
 
 import (
 	"context"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
-
-// The settings types the UI needs, re-exported so app and tray read
-// settings through the supervisor rather than importing storage.
-type (
-	SettingValue  = storage.SettingValue
-	SetResult     = storage.SetResult
-	SettingDef    = storage.SettingDef
-	Settings      = storage.Settings
-	SettingChange = storage.SettingChange
-)
-
-// AgentCommandKey is the setting holding the command that starts agent name.
-func AgentCommandKey(name string) string { return storage.AgentCommandKey(name) }
-
-// SettingKeys is the settings registry: every key with its description,
-// default and allowed range.
-func SettingKeys() []SettingDef { return storage.SettingKeys() }
 
 // NudgeNow sends the constant continuation nudge at the user's request (the
 // tray's "Send nudge now"): on the live process, or by resuming the agent's

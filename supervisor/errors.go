@@ -1,74 +1,18 @@
 package supervisor
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/session-supervisor/session-supervisor/localapi"
 
-// The kinds of failure the runtime reports, so the local API can answer
-// with the right status and its client can rebuild the same error: a
-// request that can never succeed as sent (400), an unknown session (404), a
-// request the session's current state refuses (409), and a runtime that
-// cannot do it right now (503).
-var (
-	// ErrInvalid: the request itself is wrong (an empty prompt, a bad directory).
-	ErrInvalid = errors.New("invalid request")
-	// ErrNotFound is returned for an unknown session id.
-	ErrNotFound = errors.New("no such session")
-	// ErrConflict: the session's state refuses it (no turn to interrupt, no
-	// pending permission, the agent would not start).
-	ErrConflict = errors.New("not possible in the session's current state")
-	// ErrUnavailable: the runtime cannot do it now (the database is failing,
-	// the loop is not ticking); retrying later may work.
-	ErrUnavailable = errors.New("temporarily unavailable")
-)
+// The runtime's refusals, of the kinds the local API answers with its
+// status codes (see localapi.ErrInvalid and its siblings).
 
-// kindError carries a message and the kind it is matched by with errors.Is;
-// its text is the message alone.
-type kindError struct {
-	kind error
-	msg  string
+func invalidf(format string, args ...any) error {
+	return localapi.Errorf(localapi.ErrInvalid, format, args...)
 }
 
-func (e *kindError) Error() string        { return e.msg }
-func (e *kindError) Is(target error) bool { return target == e.kind }
-
-func kindf(kind error, format string, args ...any) error {
-	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+func conflictf(format string, args ...any) error {
+	return localapi.Errorf(localapi.ErrConflict, format, args...)
 }
 
-func invalidf(format string, args ...any) error     { return kindf(ErrInvalid, format, args...) }
-func conflictf(format string, args ...any) error    { return kindf(ErrConflict, format, args...) }
-func unavailablef(format string, args ...any) error { return kindf(ErrUnavailable, format, args...) }
-
-// ErrorKind names the kind of err for the wire ("invalid", "not_found",
-// "conflict", "unavailable"), "" when it has none.
-func ErrorKind(err error) string {
-	switch {
-	case errors.Is(err, ErrInvalid):
-		return "invalid"
-	case errors.Is(err, ErrNotFound):
-		return "not_found"
-	case errors.Is(err, ErrConflict):
-		return "conflict"
-	case errors.Is(err, ErrUnavailable):
-		return "unavailable"
-	}
-	return ""
-}
-
-// ErrorFromWire rebuilds an error of the named kind, so a client's caller
-// can use errors.Is exactly as with the runtime in process.
-func ErrorFromWire(kind, msg string) error {
-	switch kind {
-	case "invalid":
-		return kindf(ErrInvalid, "%s", msg)
-	case "not_found":
-		return kindf(ErrNotFound, "%s", msg)
-	case "conflict":
-		return kindf(ErrConflict, "%s", msg)
-	case "unavailable":
-		return kindf(ErrUnavailable, "%s", msg)
-	}
-	return errors.New(msg)
+func unavailablef(format string, args ...any) error {
+	return localapi.Errorf(localapi.ErrUnavailable, format, args...)
 }

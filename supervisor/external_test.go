@@ -323,20 +323,3 @@ func TestDispatchExternal(t *testing.T) {
 		})
 	}
 }
-
-// The app stopping does not interrupt a session running in a terminal: at
-// boot it is not Interrupted (which would be nudged or escalated) but at
-// rest until it is found running again; a managed one is Interrupted.
-func TestBootReconcileObservedSession(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		src  sessions.Source
-		want sessions.State
-	}{{sessions.Managed, sessions.Interrupted}, {sessions.Observed, sessions.Idle}} {
-		s := sessions.Session{ID: "s", Source: tc.src, State: sessions.Working, InTurn: true, TurnGeneration: 2, ProcessAlive: true}
-		n, rows := BootReconcile(s, now)
-		if n.State != tc.want || n.InTurn || n.ProcessAlive || len(rows) != 1 {
-			t.Errorf("%v: %v in turn %v alive %v, %d rows (%s)", tc.src, n.State, n.InTurn, n.ProcessAlive, len(rows), n.Evidence)
-		}
-	}
-}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -141,14 +142,14 @@ func (a *scriptAgent) Start(_ context.Context, o StartOptions) (Process, error) 
 
 // recorder keeps every message one bus subscription receives.
 type recorder struct {
-	sub    *Subscription
+	sub    *localapi.Subscription
 	mu     sync.Mutex
-	msgs   []Message
+	msgs   []localapi.Message
 	notify chan struct{}
 	done   chan struct{}
 }
 
-func recordBus(bus *Bus) *recorder {
+func recordBus(bus *localapi.Bus) *recorder {
 	rec := &recorder{sub: bus.Subscribe(1 << 16), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
 		defer close(rec.done)
@@ -167,13 +168,13 @@ func recordBus(bus *Bus) *recorder {
 
 // catchUp waits until the recorder has received every message published up
 // to c (a cursor read after the publication).
-func (rec *recorder) catchUp(t testing.TB, c Cursor) {
+func (rec *recorder) catchUp(t testing.TB, c localapi.Cursor) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
 		rec.mu.Lock()
 		n := len(rec.msgs)
-		var last Cursor
+		var last localapi.Cursor
 		if n > 0 {
 			last = rec.msgs[n-1].Cursor
 		}
@@ -191,7 +192,7 @@ func (rec *recorder) catchUp(t testing.TB, c Cursor) {
 	}
 }
 
-func (rec *recorder) messages() []Message {
+func (rec *recorder) messages() []localapi.Message {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return slices.Clone(rec.msgs)
@@ -201,7 +202,7 @@ func (rec *recorder) messages() []Message {
 func (rec *recorder) states(id string) []sessions.Session {
 	var out []sessions.Session
 	for _, m := range rec.messages() {
-		if m.Type == MsgSession && m.Session.ID == id {
+		if m.Type == localapi.MsgSession && m.Session.ID == id {
 			out = append(out, *m.Session)
 		}
 	}
@@ -209,10 +210,10 @@ func (rec *recorder) states(id string) []sessions.Session {
 }
 
 // rows is every timeline row published for session id, in order.
-func (rec *recorder) rows(id string) []TimelineRow {
-	var out []TimelineRow
+func (rec *recorder) rows(id string) []localapi.TimelineRow {
+	var out []localapi.TimelineRow
 	for _, m := range rec.messages() {
-		if m.Type == MsgTimeline && m.Event.SessionID == id {
+		if m.Type == localapi.MsgTimeline && m.Event.SessionID == id {
 			out = append(out, *m.Event)
 		}
 	}
@@ -275,7 +276,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.wrap != nil {
 		store = cfg.wrap(st)
 	}
-	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external})
+	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, DefaultAgent: "claude", Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external})
 	g.rec = recordBus(g.rt.Bus())
 	t.Cleanup(g.stop)
 	if err := g.rt.Boot(ctx); err != nil {
@@ -308,7 +309,7 @@ func (g *rig) stop() {
 func (g *rig) launch(name string, turns ...[]fcStep) sessions.Session {
 	g.t.Helper()
 	g.agent.setScript(writeFakeScript(g.t, turns...))
-	s, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: name, Prompt: "do the thing"})
+	s, err := g.rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Name: name, Prompt: "do the thing"})
 	if err != nil {
 		g.t.Fatalf("Launch: %v", err)
 	}

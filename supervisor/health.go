@@ -3,6 +3,8 @@ package supervisor
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/localapi"
 )
 
 // healthStats is what the loop reports about itself, written by the loop
@@ -39,42 +41,15 @@ func (h *healthStats) lockHeld(total, longest time.Duration) {
 	h.maxLockNanos.Store(int64(longest))
 }
 
-// LoopHealth is the loop's part of GET /v1/health.
-type LoopHealth struct {
-	// Status is "ok", "stalled" (no tick for three intervals) or
-	// "not_running" (the loop never started: a client-only process).
-	Status string `json:"status"`
-	// LastTick is when the last tick started (null before the first).
-	LastTick *time.Time `json:"last_tick"`
-	Ticks    uint64     `json:"ticks"`
-	// TickSeconds is the tick interval in force.
-	TickSeconds float64 `json:"tick_seconds"`
-	// SinceTickSeconds is how long ago the last tick (or the start) was.
-	SinceTickSeconds float64 `json:"since_tick_seconds"`
-	// TickLagSeconds is how late the last tick started against its schedule.
-	TickLagSeconds float64 `json:"tick_lag_seconds"`
-	// TickDurationMS is how long the last tick took; LockHoldMS how long it
-	// held the runtime's lock in all (decisions only: never I/O), taken
-	// per session, MaxLockHoldMS its longest single hold.
-	TickDurationMS  float64 `json:"tick_duration_ms"`
-	LockHoldMS      float64 `json:"lock_hold_ms"`
-	MaxLockHoldMS   float64 `json:"max_lock_hold_ms"`
-	Subscribers     int     `json:"subscribers"`
-	DroppedMessages uint64  `json:"dropped_messages"`
-	// PendingWrites counts changes not yet on disk (a failing disk).
-	PendingWrites int `json:"pending_writes"`
-	Sessions      int `json:"sessions"`
-}
-
 // stallIntervals is how many tick intervals without a tick make the loop
 // stalled.
 const stallIntervals = 3
 
 // LoopHealth reports the loop's health at now.
-func (r *Runtime) LoopHealth(now time.Time) LoopHealth {
+func (r *Runtime) LoopHealth(now time.Time) localapi.LoopHealth {
 	h := &r.health
 	subs, dropped := r.bus.Stats()
-	out := LoopHealth{
+	out := localapi.LoopHealth{
 		Ticks:           h.ticks.Load(),
 		TickSeconds:     time.Duration(h.interval.Load()).Seconds(),
 		TickLagSeconds:  time.Duration(h.lagNanos.Load()).Seconds(),

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -73,18 +74,18 @@ func BenchmarkLineToSubscriber(b *testing.B) {
 	}
 	defer st.Close()
 	proc := newPipeProcess()
-	rt := New(Options{Store: st, Agents: map[string]Agent{"claude": &pipeAgent{proc}}})
+	rt := New(Options{Store: st, Agents: map[string]Agent{"claude": &pipeAgent{proc}}, DefaultAgent: "claude"})
 	ctx := context.Background()
 	if err := rt.Boot(ctx); err != nil {
 		b.Fatal(err)
 	}
-	api, err := Listen(rt, mustSettings(b, st), dir, "bench")
+	api, err := localapi.Listen(rt, mustSettings(b, st), dir, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	go api.Serve()
 	defer api.Close()
-	s, err := rt.Launch(ctx, LaunchRequest{Agent: "claude", Cwd: dir, Prompt: "go"})
+	s, err := rt.Launch(ctx, localapi.LaunchRequest{Agent: "claude", Cwd: dir, Prompt: "go"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,12 +96,12 @@ func BenchmarkLineToSubscriber(b *testing.B) {
 	var live sync.Once
 	watchCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go NewClient(dir).Watch(watchCtx, "", func(m Message) error {
+	go localapi.NewClient(dir).Watch(watchCtx, "", func(m localapi.Message) error {
 		switch {
-		case m.Type == MsgSnapshot:
+		case m.Type == localapi.MsgSnapshot:
 			// The stream is live: changes from now on reach the client.
 			live.Do(func() { close(ready) })
-		case m.Type == MsgSession && m.Session.ID == s.ID:
+		case m.Type == localapi.MsgSession && m.Session.ID == s.ID:
 			got <- m.Session.Evidence
 		}
 		return nil

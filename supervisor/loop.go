@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"syscall"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // pruneEvery is how often old timeline rows are pruned.
@@ -203,19 +204,27 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 		e.proc = nil
 	}
 	next, obs, acts := core.Reconcile(e.s, now, policy, probe)
-	var rows []storage.TimelineEvent
+	rows := observationRows(next, now, obs)
+	if len(rows) > 0 || !sameSession(e.s, next) {
+		r.commitRowsLocked(e, next, rows, false, false)
+	}
+	return acts
+}
+
+// observationRows are the timeline rows recording what a pure rule
+// observed of s; never nil, so a caller can tell "save, with no row" from
+// "nothing to save".
+func observationRows(s sessions.Session, now time.Time, obs []core.Observation) []storage.TimelineEvent {
+	rows := make([]storage.TimelineEvent, 0, len(obs))
 	for _, o := range obs {
 		detail := map[string]any{"message": o.Detail}
 		if o.From != o.To {
 			// The same keys as the state changes Apply causes.
 			detail["from"], detail["to"] = o.From.String(), o.To.String()
 		}
-		rows = append(rows, newRow(next, now, o.Kind, detail))
+		rows = append(rows, newRow(s, now, o.Kind, detail))
 	}
-	if len(rows) > 0 || !sameSession(e.s, next) {
-		r.commitRowsLocked(e, next, rows, false, false)
-	}
-	return acts
+	return rows
 }
 
 // livenessProber is the optional Process capability to tell whether the
@@ -291,10 +300,10 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 	intent.ID = id
 	intent.Detail = mergeDetail(intent.Detail, "outcome", outcome)
 	r.mu.Lock()
-	r.bus.Publish(Message{Type: MsgTimeline, Event: &intent})
+	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &intent})
 	if a.Kind == core.ActEscalate {
 		s := e.s.Clone()
-		r.bus.Publish(Message{Type: MsgEscalation, Session: &s})
+		r.bus.Publish(localapi.Message{Type: localapi.MsgEscalation, Session: &s})
 	}
 	r.mu.Unlock()
 }

@@ -174,7 +174,7 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 	ctx := context.Background()
 	cs := &countingStore{Store: st}
 	agent := &fakeAgent{quiet: true}
-	rt := New(Options{Store: cs, Agents: map[string]Agent{"claude": agent}, Connectivity: unknownConnectivity})
+	rt := New(Options{Store: cs, Agents: map[string]Agent{"claude": agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
 	now := time.Now()
 	type reset struct {
 		e    *entry

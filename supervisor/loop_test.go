@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"os"
 	"slices"
 	"sort"
@@ -16,8 +15,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // These tests drive the real loop (Runtime.Run, Tick, the executor, Apply and
@@ -466,9 +467,9 @@ type loopHarness struct {
 	rt    *Runtime
 	start time.Time
 	// sub sees every bus message (a buffer large enough never to drop).
-	sub    *Subscription
+	sub    *localapi.Subscription
 	msgMu  sync.Mutex
-	msgs   []Message
+	msgs   []localapi.Message
 	cancel context.CancelFunc
 	done   chan struct{}
 	reader chan struct{}
@@ -487,7 +488,7 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now(), reader: make(chan struct{})}
 	// The machine's own connectivity must not leak into fake time: unknown
 	// unless a test says otherwise.
-	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}, Connectivity: unknownConnectivity})
+	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	go func() {
 		defer close(h.reader)
@@ -531,11 +532,11 @@ func (h *loopHarness) stop() {
 }
 
 // messages returns the bus messages seen so far (after the loop settled).
-func (h *loopHarness) messages(typ MessageType) []Message {
+func (h *loopHarness) messages(typ localapi.MessageType) []localapi.Message {
 	synctest.Wait()
 	h.msgMu.Lock()
 	defer h.msgMu.Unlock()
-	var out []Message
+	var out []localapi.Message
 	for _, msg := range h.msgs {
 		if msg.Type == typ {
 			out = append(out, msg)
@@ -548,7 +549,7 @@ func (h *loopHarness) messages(typ MessageType) []Message {
 // agent announce its session id, all at the current instant.
 func (h *loopHarness) launch() (sessions.Session, *fakeProc) {
 	h.t.Helper()
-	s, err := h.rt.Launch(context.Background(), LaunchRequest{Agent: "claude", Cwd: os.TempDir(), Prompt: "refactor the parser"})
+	s, err := h.rt.Launch(context.Background(), localapi.LaunchRequest{Agent: "claude", Cwd: os.TempDir(), Prompt: "refactor the parser"})
 	if err != nil {
 		h.t.Fatalf("Launch: %v", err)
 	}
@@ -935,7 +936,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 			t.Errorf("escalated at %v (%s), last nudge at %v", escRow.Time.Sub(h.start), rowField(escRow, "message"), lastNudge.Sub(h.start))
 		}
 		h.wantOutcomes(id)
-		msgs := h.messages(MsgEscalation)
+		msgs := h.messages(localapi.MsgEscalation)
 		if len(msgs) != 1 || msgs[0].Session == nil || msgs[0].Session.ID != id || !msgs[0].Session.NeedsAttention {
 			t.Fatalf("escalation messages %+v, want one for %s with needs-attention", msgs, id)
 		}
@@ -961,7 +962,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 		if got := h.store.kinds(id); got[len(got)-2] != "acknowledged" || got[len(got)-1] != core.TimelineStateChanged {
 			t.Fatalf("after ack the timeline ends %q", got[len(got)-3:])
 		}
-		if n := len(h.messages(MsgEscalation)); n != 1 {
+		if n := len(h.messages(localapi.MsgEscalation)); n != 1 {
 			t.Fatalf("%d escalation messages, want exactly one per incident", n)
 		}
 	})
@@ -1371,7 +1372,7 @@ func TestLoopSnapshotReemission(t *testing.T) {
 				h.run()
 				span := 10 * time.Minute
 				h.until(span + time.Second)
-				snaps := h.messages(MsgSnapshot)
+				snaps := h.messages(localapi.MsgSnapshot)
 				if want := int(span / tc.interval); len(snaps) != want {
 					t.Fatalf("%d snapshots in %v, want %d", len(snaps), span, want)
 				}
@@ -1380,7 +1381,7 @@ func TestLoopSnapshotReemission(t *testing.T) {
 						t.Fatalf("snapshot %+v does not hold the session", sn.Sessions)
 					}
 				}
-				if msg := <-slow.C; msg.Type != MsgSnapshot || msg.Cursor != snaps[len(snaps)-1].Cursor {
+				if msg := <-slow.C; msg.Type != localapi.MsgSnapshot || msg.Cursor != snaps[len(snaps)-1].Cursor {
 					t.Fatalf("the slow subscriber holds %v %v, want the last snapshot", msg.Type, msg.Cursor)
 				}
 			})
@@ -1400,7 +1401,7 @@ func TestLoopSnapshotTimes(t *testing.T) {
 		go func() {
 			defer close(done)
 			for msg := range sub.C {
-				if msg.Type == MsgSnapshot {
+				if msg.Type == localapi.MsgSnapshot {
 					times = append(times, time.Since(h.start))
 				}
 			}
@@ -1612,7 +1613,7 @@ func TestLoopLaunchFailureEscalatesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, err := h.rt.Launch(context.Background(), LaunchRequest{Agent: "claude", Cwd: os.TempDir(), Prompt: "refactor the parser"})
+		s, err := h.rt.Launch(context.Background(), localapi.LaunchRequest{Agent: "claude", Cwd: os.TempDir(), Prompt: "refactor the parser"})
 		if err != nil {
 			t.Fatal(err)
 		}

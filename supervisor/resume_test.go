@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
@@ -110,7 +111,7 @@ func TestResumeInBackgroundByTheUser(t *testing.T) {
 	}
 	checkResumed(t, g, old, args, "user")
 	// Done once: the terminal session is settled, so a second resume is refused.
-	if _, err := g.rt.Resume(context.Background(), old.ID); !errors.Is(err, ErrConflict) {
+	if _, err := g.rt.Resume(context.Background(), old.ID); !errors.Is(err, localapi.ErrConflict) {
 		t.Fatalf("second resume: %v", err)
 	}
 }
@@ -142,7 +143,7 @@ func TestResumeRefusals(t *testing.T) {
 			g.rt.mu.Unlock()
 			got := s
 			_, err := g.rt.Resume(context.Background(), s.ID)
-			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), tc.why) {
+			if !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), tc.why) {
 				t.Fatalf("err %v, want a conflict saying %q", err, tc.why)
 			}
 			if tc.name != "no launcher" && view.Allows(got, view.Resume) {
@@ -238,7 +239,7 @@ func TestAPIResume(t *testing.T) {
 		t.Fatalf("answered %+v", s)
 	}
 	a.wait(s.ID, "the nudge's turn done", inReview)
-	if _, err := a.client.Resume(ctx, s.ID); !errors.Is(err, ErrConflict) {
+	if _, err := a.client.Resume(ctx, s.ID); !errors.Is(err, localapi.ErrConflict) {
 		t.Fatalf("resuming a managed session: %v", err)
 	}
 }

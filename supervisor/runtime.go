@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"log/slog"
 	"os"
 	"sort"
@@ -16,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // Store is what the runtime needs from storage.
@@ -33,9 +34,6 @@ type Store interface {
 	LoadSettings(ctx context.Context) (storage.Settings, error)
 }
 
-// TimelineRow is a timeline row as published on the bus and the API.
-type TimelineRow = storage.TimelineEvent
-
 // Runtime is the in-process supervisor: it owns the agent processes, applies
 // their events to the sessions, persists every change with its timeline rows,
 // and publishes it. Decisions are made by sessions.Apply and Reconcile; the
@@ -49,14 +47,16 @@ type TimelineRow = storage.TimelineEvent
 // A reader (the API, the tray, the window) therefore never waits on an agent
 // or on the disk.
 type Runtime struct {
-	store    Store
-	bus      *Bus
-	agents   map[string]Agent
-	log      *slog.Logger
-	settings func(context.Context) storage.Settings
-	w        *writer
-	health   healthStats
-	values   func() []storage.SettingValue
+	store  Store
+	bus    *localapi.Bus
+	agents map[string]Agent
+	// defaultAgent launches a request that names none (Options.DefaultAgent).
+	defaultAgent string
+	log          *slog.Logger
+	settings     func(context.Context) storage.Settings
+	w            *writer
+	health       healthStats
+	values       func() []storage.SettingValue
 	// connectivity is asked once per tick, outside the lock.
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
@@ -95,7 +95,11 @@ type entry struct {
 type Options struct {
 	Store  Store
 	Agents map[string]Agent
-	Logger *slog.Logger
+	// DefaultAgent launches a request that names no agent: the registry's
+	// default (the root's agents.go), as the runtime names no agent itself.
+	// Empty: such a request is refused.
+	DefaultAgent string
+	Logger       *slog.Logger
 	// Settings returns the current settings (in memory). Nil reads them
 	// from Store at every use.
 	Settings func() storage.Settings
@@ -128,7 +132,7 @@ func New(opts Options) *Runtime {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{store: opts.Store, bus: NewBus(), agents: opts.Agents, log: log, sess: map[string]*entry{},
+	r := &Runtime{store: opts.Store, bus: localapi.NewBus(), agents: opts.Agents, defaultAgent: opts.DefaultAgent, log: log, sess: map[string]*entry{},
 		writeTimeout: opts.WriteTimeout, external: opts.External, nudgeVerify: opts.NudgeVerify}
 	if r.nudgeVerify <= 0 {
 		r.nudgeVerify = DefaultNudgeVerify
@@ -156,7 +160,7 @@ func (r *Runtime) newEntry(s sessions.Session) *entry {
 }
 
 // Bus is the runtime's event bus.
-func (r *Runtime) Bus() *Bus { return r.bus }
+func (r *Runtime) Bus() *localapi.Bus { return r.bus }
 
 // Boot loads every persisted session. A session whose persisted state shows a
 // turn in flight was cut off when the app last stopped: it loads as
@@ -180,7 +184,12 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	var todo []booted
 	for _, s := range list {
 		orphan := r.reapOrphan(s) // a signal: outside the lock
-		next, rows := BootReconcile(s, now)
+		next, obs, changed := core.BootReconcile(s, now)
+		var rows []storage.TimelineEvent
+		if changed {
+			// Not nil even without an observation: the session is saved.
+			rows = observationRows(next, now, obs)
+		}
 		if orphan != "" && len(rows) > 0 {
 			rows[0].Detail = mergeDetail(rows[0].Detail, "orphan", orphan)
 		}
@@ -200,41 +209,6 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	return nil
 }
 
-// BootReconcile is the pure boot rule: a turn that was in flight when the app
-// stopped is Interrupted, and no process is assumed alive.
-func BootReconcile(s sessions.Session, now time.Time) (sessions.Session, []storage.TimelineEvent) {
-	if !s.InTurn && !s.ProcessAlive {
-		return s, nil
-	}
-	n := s.Clone()
-	n.ProcessAlive = false
-	n.UpdatedAt = now
-	if !s.InTurn {
-		return n, []storage.TimelineEvent{}
-	}
-	core.EndTurn(&n)
-	if s.Source != sessions.Managed {
-		// The app stopping did not stop a session running in a terminal:
-		// it is observed again when it is found running.
-		n.State, n.StateChangedAt = sessions.Idle, now
-		n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped; it runs in its terminal, not in the app", s.TurnGeneration)
-		return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
-			"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
-		})}
-	}
-	n.State = sessions.Interrupted
-	n.Evidence = fmt.Sprintf("turn %d was in flight when the app last stopped", s.TurnGeneration)
-	if s.StoppedByUser() {
-		// The user had asked to stop it: a review, never a nudge.
-		n.State, n.WaitReason = sessions.WaitingOnUser, sessions.WaitReview
-		n.Evidence = fmt.Sprintf("turn %d stopped at your request (the app stopped before the agent confirmed); waiting for review", s.TurnGeneration)
-	}
-	n.StateChangedAt = now
-	return n, []storage.TimelineEvent{newRow(n, now, "boot_reconciled", map[string]any{
-		"message": n.Evidence, "from": s.State.String(), "to": n.State.String(),
-	})}
-}
-
 // Sessions returns every session, needing attention first, then newest.
 func (r *Runtime) Sessions() []sessions.Session {
 	r.mu.Lock()
@@ -247,22 +221,8 @@ func (r *Runtime) sessionsLocked() []sessions.Session {
 	for _, e := range r.sess {
 		out = append(out, e.s.Clone())
 	}
-	SortSessions(out)
+	localapi.SortSessions(out)
 	return out
-}
-
-// SortSessions orders sessions as every list shows them: needing attention
-// first, then newest.
-func SortSessions(out []sessions.Session) {
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].NeedsAttention != out[j].NeedsAttention {
-			return out[i].NeedsAttention
-		}
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
 }
 
 // Session returns one session by id or unique id prefix.
@@ -277,7 +237,7 @@ func (r *Runtime) Session(id string) (sessions.Session, error) {
 }
 
 // Timeline returns a session's timeline, newest first.
-func (r *Runtime) Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error) {
+func (r *Runtime) Timeline(ctx context.Context, id string, limit int) ([]localapi.TimelineRow, error) {
 	s, err := r.Session(id)
 	if err != nil {
 		return nil, err
@@ -301,27 +261,21 @@ func (r *Runtime) findLocked(id string) (*entry, error) {
 		}
 	}
 	if found == nil {
-		return nil, fmt.Errorf("%w %q", ErrNotFound, id)
+		return nil, fmt.Errorf("%w %q", localapi.ErrNotFound, id)
 	}
 	return found, nil
-}
-
-// LaunchRequest asks for a new managed session.
-type LaunchRequest struct {
-	Agent          string `json:"agent"`
-	Cwd            string `json:"cwd"`
-	Name           string `json:"name"`
-	PermissionMode string `json:"permission_mode"`
-	Prompt         string `json:"prompt"`
 }
 
 // Launch starts a new managed session and sends its first prompt. The
 // process is spawned and the prompt written on the session's own queue, not
 // under the runtime's lock; Launch waits for both (and for the rows to be on
 // disk) or for ctx.
-func (r *Runtime) Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error) {
+func (r *Runtime) Launch(ctx context.Context, req localapi.LaunchRequest) (sessions.Session, error) {
 	if req.Agent == "" {
-		req.Agent = "claude"
+		req.Agent = r.defaultAgent
+	}
+	if req.Agent == "" {
+		return sessions.Session{}, invalidf("the request names no agent (known: %s)", strings.Join(r.agentNames(), ", "))
 	}
 	if _, ok := r.agents[req.Agent]; !ok {
 		return sessions.Session{}, invalidf("unknown agent %q (known: %s)", req.Agent, strings.Join(r.agentNames(), ", "))
@@ -794,10 +748,10 @@ func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []stora
 	saved := next.Clone()
 	done := r.w.submit(storage.BatchItem{Session: &saved, Events: rows}, wait)
 	s := next.Clone()
-	r.bus.Publish(Message{Type: MsgSession, Session: &s})
+	r.bus.Publish(localapi.Message{Type: localapi.MsgSession, Session: &s})
 	for i := range rows {
 		row := rows[i]
-		r.bus.Publish(Message{Type: MsgTimeline, Event: &row})
+		r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &row})
 	}
 	return done
 }
@@ -817,12 +771,12 @@ func (r *Runtime) PublishSnapshot() {
 // under the runtime's lock, so no change can be queued before the snapshot
 // or be missing from it: the subscriber never sees an older state after a
 // newer one.
-func (r *Runtime) Subscribe(buf int, resync bool) *Subscription {
+func (r *Runtime) Subscribe(buf int, resync bool) *localapi.Subscription {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sub := r.bus.Subscribe(buf)
 	if resync {
-		r.bus.SendTo(sub, Message{Type: MsgResync})
+		r.bus.SendTo(sub, localapi.Message{Type: localapi.MsgResync})
 	}
 	r.bus.SendTo(sub, r.snapshotLocked())
 	return sub
@@ -830,8 +784,8 @@ func (r *Runtime) Subscribe(buf int, resync bool) *Subscription {
 
 // snapshotLocked is the full state as one message: every session, and the
 // settings in force when a settings source is set.
-func (r *Runtime) snapshotLocked() Message {
-	m := Message{Type: MsgSnapshot, Sessions: r.sessionsLocked()}
+func (r *Runtime) snapshotLocked() localapi.Message {
+	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked()}
 	if r.values != nil {
 		m.Settings = r.values()
 	}
@@ -840,7 +794,7 @@ func (r *Runtime) snapshotLocked() Message {
 
 // PublishSettings tells every subscriber the settings in force after a change.
 func (r *Runtime) PublishSettings(values []storage.SettingValue) {
-	r.bus.Publish(Message{Type: MsgSettings, Settings: values})
+	r.bus.Publish(localapi.Message{Type: localapi.MsgSettings, Settings: values})
 }
 
 // Settle waits until every queued side effect ran and every queued change

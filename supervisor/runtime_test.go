@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // TestRuntimeTurnLifecycle: launch → Working → a tool opens and closes →
@@ -608,9 +609,9 @@ func TestRuntimeSnapshotNeverOlderThanAChange(t *testing.T) {
 	snapshots := 0
 	for _, m := range g.rec.messages() {
 		switch m.Type {
-		case MsgSession:
+		case localapi.MsgSession:
 			latest = m.Session.UpdatedAt
-		case MsgSnapshot:
+		case localapi.MsgSnapshot:
 			snapshots++
 			if got := m.Sessions[0].UpdatedAt; got.Before(latest) {
 				t.Fatalf("snapshot at seq %d holds the session as of %v, older than a change already published (%v)",
@@ -676,7 +677,7 @@ func TestStuckAgentLeavesTheAppAnswering(t *testing.T) {
 	}
 
 	err := <-sent
-	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "stopped reading its input") {
+	if err == nil || !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), "stopped reading its input") {
 		t.Fatalf("send to a stuck agent: %v, want a conflict saying it stopped reading its input", err)
 	}
 	got := g.wait(s.ID, "the fault shown", func(s sessions.Session) bool { return s.State == sessions.Errored })
@@ -715,13 +716,13 @@ func TestLaunchFailureIsReportedByNew(t *testing.T) {
 	g.agent.setScript(path)
 	// A first prompt larger than the pipe's buffer, so the write is still
 	// in progress when the agent closes its input and dies (deterministic).
-	_, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: "broken", Prompt: strings.Repeat("p", 1<<20)})
+	_, err := g.rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Name: "broken", Prompt: strings.Repeat("p", 1<<20)})
 	if err == nil {
 		t.Fatal("Launch of an agent that died at start succeeded")
 	}
 	want := "claude exited with code 1 before its first turn: fatal: cannot start (bad install) key [redacted]"
-	if err.Error() != want || !errors.Is(err, ErrConflict) {
-		t.Errorf("Launch error %q (conflict %t), want %q", err, errors.Is(err, ErrConflict), want)
+	if err.Error() != want || !errors.Is(err, localapi.ErrConflict) {
+		t.Errorf("Launch error %q (conflict %t), want %q", err, errors.Is(err, localapi.ErrConflict), want)
 	}
 	g.rt.Settle()
 	logMu.Lock()
@@ -807,7 +808,7 @@ func TestLaunchFailureAfterNewReturned(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.agent.setScript(path)
-	s, err := g.rt.Launch(context.Background(), LaunchRequest{Cwd: g.cwd, Name: "bad install", Prompt: "hello"})
+	s, err := g.rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Name: "bad install", Prompt: "hello"})
 	if err != nil {
 		t.Fatalf("Launch returned %v before the agent died", err)
 	}
@@ -832,26 +833,6 @@ func TestLaunchFailureAfterNewReturned(t *testing.T) {
 	}
 }
 
-func TestBootReconcileKeepsTheUserStop(t *testing.T) {
-	user, sup := sessions.ByUser, sessions.BySupervisor
-	for _, tt := range []struct {
-		by    *sessions.Actor
-		state sessions.State
-	}{{&user, sessions.WaitingOnUser}, {&sup, sessions.Interrupted}, {nil, sessions.Interrupted}} {
-		s := sessions.Session{ID: "boot", State: sessions.Working, InTurn: true, TurnGeneration: 2, Evidence: "stream active"}
-		s.InterruptBy = tt.by
-		s.Permissions = []sessions.Permission{{RequestID: "r1", Tool: "Bash"}}
-		s.Permission = &s.Permissions[0]
-		n, rows := BootReconcile(s, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC))
-		if n.State != tt.state || n.InTurn || n.InterruptBy != nil || n.Permission != nil || n.Permissions != nil || len(rows) != 1 {
-			t.Errorf("by %v: -> %v in turn %v, %d rows, permissions %v", tt.by, n.State, n.InTurn, len(rows), n.Permissions)
-		}
-		if tt.state == sessions.WaitingOnUser && (n.WaitReason != sessions.WaitReview || !strings.Contains(n.Evidence, "stopped at your request")) {
-			t.Errorf("by the user: wait %q, evidence %q", n.WaitReason, n.Evidence)
-		}
-	}
-}
-
 func TestProcessStartedText(t *testing.T) {
 	tests := []struct {
 		pid  int
@@ -866,5 +847,28 @@ func TestProcessStartedText(t *testing.T) {
 		if got := processStartedText("claude", tt.pid, tt.how, "/w"); got != tt.want {
 			t.Errorf("processStartedText(%d, %q) = %q, want %q", tt.pid, tt.how, got, tt.want)
 		}
+	}
+}
+
+// TestLaunchNamingNoAgent: a request that names no agent launches the
+// default the runtime was given (the registry's, from the root), and is
+// refused as invalid when it was given none: the runtime names no agent.
+func TestLaunchNamingNoAgent(t *testing.T) {
+	g := newRig(t, rigConfig{noAgent: true})
+	for _, tc := range []struct {
+		name         string
+		defaultAgent string
+		want         string
+	}{
+		{"no default", "", "names no agent (known: claude)"},
+		{"a default it does not know", "codex", `unknown agent "codex" (known: claude)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := New(Options{Store: g.store, Agents: map[string]Agent{"claude": g.agent}, DefaultAgent: tc.defaultAgent})
+			_, err := rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Prompt: "hi"})
+			if !errors.Is(err, localapi.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Launch = %v, want an invalid request saying %q", err, tc.want)
+			}
+		})
 	}
 }

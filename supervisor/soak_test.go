@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,8 +20,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // The soak: 100 managed sessions over 24 simulated hours, driven through the
@@ -213,12 +214,12 @@ type soak struct {
 	view  *soakStore
 	rt    *Runtime
 
-	sub    *Subscription
+	sub    *localapi.Subscription
 	reader chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
 	msgMu  sync.Mutex
-	msgs   []Message
+	msgs   []localapi.Message
 
 	sess   []*soakSess
 	byID   map[string]*soakSess
@@ -284,13 +285,13 @@ func (k *soak) now() time.Duration { return time.Since(k.start) }
 // its loop.
 func (k *soak) boot() {
 	k.view = &soakStore{memStore: k.store}
-	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}})
+	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}, DefaultAgent: "claude"})
 	if err := k.rt.Boot(context.Background()); err != nil {
 		k.t.Fatalf("Boot: %v", err)
 	}
 	k.sub = k.rt.Bus().Subscribe(1 << 16)
 	k.reader = make(chan struct{})
-	go func(sub *Subscription, done chan struct{}) {
+	go func(sub *localapi.Subscription, done chan struct{}) {
 		defer close(done)
 		for msg := range sub.C {
 			k.msgMu.Lock()
@@ -389,7 +390,7 @@ func (k *soak) run() {
 }
 
 func (k *soak) launch(s *soakSess) {
-	got, err := k.rt.Launch(context.Background(), LaunchRequest{Agent: "claude", Cwd: s.cwd, Name: s.name, Prompt: "work on " + s.name})
+	got, err := k.rt.Launch(context.Background(), localapi.LaunchRequest{Agent: "claude", Cwd: s.cwd, Name: s.name, Prompt: "work on " + s.name})
 	if err != nil {
 		k.t.Fatalf("launching %s: %v", s.name, err)
 	}
@@ -781,7 +782,7 @@ func (k *soak) newRows() []storage.TimelineEvent {
 	return rows
 }
 
-func (k *soak) newMessages() []Message {
+func (k *soak) newMessages() []localapi.Message {
 	k.msgMu.Lock()
 	defer k.msgMu.Unlock()
 	msgs := slices.Clone(k.msgs[k.msgCursor:])
@@ -814,9 +815,9 @@ func (k *soak) check() {
 	}
 	for _, m := range k.newMessages() {
 		switch m.Type {
-		case MsgTimeline:
+		case localapi.MsgTimeline:
 			k.checkPublished(m.Event)
-		case MsgEscalation:
+		case localapi.MsgEscalation:
 			if s := k.byID[m.Session.ID]; s != nil {
 				s.escMsgs[m.Session.TurnGeneration]++
 			}

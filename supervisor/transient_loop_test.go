@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"slices"
 	"strings"
 	"sync"
@@ -10,8 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // Transient incidents through the real loop (issue 15), in fake time: the
@@ -87,7 +88,7 @@ func (h *loopHarness) restart() {
 	<-h.reader
 
 	h.agent = &fakeAgent{j: h.j}
-	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, Connectivity: unknownConnectivity})
+	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	h.reader = make(chan struct{})
 	go func() {
@@ -148,7 +149,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if done.NeedsAttention || done.Supervision != (sessions.Supervision{}) || done.TurnGeneration != 5 {
 			t.Fatalf("after the outage: turn %d, needs_attention %v, supervision %+v", done.TurnGeneration, done.NeedsAttention, done.Supervision)
 		}
-		if n := len(h.messages(MsgEscalation)); n != 0 {
+		if n := len(h.messages(localapi.MsgEscalation)); n != 0 {
 			t.Fatalf("%d escalations", n)
 		}
 		rows := h.store.rowsOf(id, core.TimelineTransientRetry)
@@ -206,7 +207,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("retries at %v, want %v", got, want)
 		}
-		esc := h.messages(MsgEscalation)
+		esc := h.messages(localapi.MsgEscalation)
 		if len(esc) != 1 {
 			t.Fatalf("%d escalations, want 1", len(esc))
 		}
@@ -279,7 +280,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		if !strings.Contains(rowField(rows[0], "message"), "API unreachable or failing for 20 min; retried 8 times") {
 			t.Errorf("escalation: %s", rowField(rows[0], "message"))
 		}
-		if n := len(h.messages(MsgEscalation)); n != 1 {
+		if n := len(h.messages(localapi.MsgEscalation)); n != 1 {
 			t.Fatalf("%d escalations published, want 1", n)
 		}
 	})

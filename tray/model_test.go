@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
@@ -262,7 +262,7 @@ func TestAcknowledgeFollowsApply(t *testing.T) {
 func TestFollowRendersTheModel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := model.New()
-		m.Apply(supervisor.Message{Type: supervisor.MsgSnapshot, Sessions: []sessions.Session{sess("a", "alpha", sessions.Working, nil)}})
+		m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{sess("a", "alpha", sessions.Working, nil)}})
 		ctx, cancel := context.WithCancel(context.Background())
 		var menus []Menu
 		done := make(chan struct{})
@@ -276,7 +276,7 @@ func TestFollowRendersTheModel(t *testing.T) {
 		}
 		s := sess("a", "alpha", sessions.Errored, attention)
 		for range 20 {
-			m.Apply(supervisor.Message{Type: supervisor.MsgSession, Session: &s})
+			m.Apply(localapi.Message{Type: localapi.MsgSession, Session: &s})
 		}
 		m.SetPrefs(model.Prefs{Paused: true})
 		time.Sleep(renderDelay)

@@ -915,10 +915,6 @@ func orText(s, def string) string {
 	return s
 }
 
-// EndTurn is the end-of-turn bookkeeping Reconcile applies, for the
-// runtime's boot rule.
-func EndTurn(n *sessions.Session) { endTurn(n) }
-
 // HumanSpan is how every sentence of the supervisor says a duration: "45 s",
 // "12 min", "3 h 5 min".
 func HumanSpan(d time.Duration) string { return humanSpan(d) }

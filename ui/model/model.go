@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // TimelineLimit is how many rows of the followed session's timeline are
@@ -42,7 +42,7 @@ func (m *Model) LinkSentence(now time.Time) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.link
-	if l.Since.IsZero() || l.State == supervisor.LinkConnected && (l.Health == nil || l.Health.Status == "" || l.Health.Status == "ok") {
+	if l.Since.IsZero() || l.State == localapi.LinkConnected && (l.Health == nil || l.Health.Status == "" || l.Health.Status == "ok") {
 		return ""
 	}
 	return l.Sentence(now)
@@ -50,7 +50,7 @@ func (m *Model) LinkSentence(now time.Time) string {
 
 // PrefsFrom reads the desktop's prefs from the settings in force; a key
 // missing from values keeps its value in prev.
-func PrefsFrom(values []supervisor.SettingValue, prev Prefs) Prefs {
+func PrefsFrom(values []localapi.SettingValue, prev Prefs) Prefs {
 	p := prev
 	for _, v := range values {
 		switch v.Key {
@@ -72,21 +72,21 @@ type Model struct {
 	prefs Prefs
 	// link is how an attached desktop is connected to the supervisor
 	// (zero in process: always connected).
-	link supervisor.LinkStatus
+	link localapi.LinkStatus
 
 	// last is the cursor of the last message applied, to see a gap (missed
 	// messages) or a new generation (the supervisor restarted).
-	last supervisor.Cursor
+	last localapi.Cursor
 
 	// The followed session's timeline (the window's open detail). Only one
 	// is kept: a desktop reads one timeline at a time, and keeping every
 	// session's would grow with the whole history.
 	follow  string
-	version uint64                   // bumped whenever rows change
-	rows    []supervisor.TimelineRow // newest first, at most TimelineLimit
-	loaded  bool                     // rows hold the stored history
-	loading bool                     // a load was handed out and not yet set
-	early   []supervisor.TimelineRow // live rows that arrived while loading
+	version uint64                 // bumped whenever rows change
+	rows    []localapi.TimelineRow // newest first, at most TimelineLimit
+	loaded  bool                   // rows hold the stored history
+	loading bool                   // a load was handed out and not yet set
+	early   []localapi.TimelineRow // live rows that arrived while loading
 
 	watchers map[chan struct{}]struct{}
 }
@@ -128,12 +128,12 @@ func (m *Model) changedLocked() {
 // message replaces one; a timeline row is kept when it belongs to the
 // followed session. A gap in the cursor or a new generation means rows may
 // have been missed: the followed timeline is marked for a reload.
-func (m *Model) Apply(msg supervisor.Message) {
+func (m *Model) Apply(msg localapi.Message) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.noteCursorLocked(msg.Cursor)
 	switch msg.Type {
-	case supervisor.MsgSnapshot:
+	case localapi.MsgSnapshot:
 		byID := make(map[string]sessions.Session, len(msg.Sessions))
 		for _, s := range msg.Sessions {
 			byID[s.ID] = s.Clone()
@@ -142,19 +142,19 @@ func (m *Model) Apply(msg supervisor.Message) {
 		if msg.Settings != nil {
 			m.prefs = PrefsFrom(msg.Settings, m.prefs)
 		}
-	case supervisor.MsgSession, supervisor.MsgEscalation:
+	case localapi.MsgSession, localapi.MsgEscalation:
 		if msg.Session == nil {
 			return
 		}
 		m.byID[msg.Session.ID] = msg.Session.Clone()
 		m.list = nil
-	case supervisor.MsgTimeline:
+	case localapi.MsgTimeline:
 		if msg.Event == nil || msg.Event.SessionID != m.follow || m.follow == "" {
 			return
 		}
 		switch {
 		case m.loaded:
-			m.rows = capRows(mergeRows(m.rows, []supervisor.TimelineRow{*msg.Event}))
+			m.rows = capRows(mergeRows(m.rows, []localapi.TimelineRow{*msg.Event}))
 			m.version++
 		case m.loading:
 			m.early = append(m.early, *msg.Event)
@@ -162,11 +162,11 @@ func (m *Model) Apply(msg supervisor.Message) {
 		default:
 			return
 		}
-	case supervisor.MsgResync:
+	case localapi.MsgResync:
 		m.staleLocked()
-	case supervisor.MsgSettings:
+	case localapi.MsgSettings:
 		m.prefs = PrefsFrom(msg.Settings, m.prefs)
-	case supervisor.MsgLink:
+	case localapi.MsgLink:
 		if msg.Link == nil {
 			return
 		}
@@ -181,7 +181,7 @@ func (m *Model) Apply(msg supervisor.Message) {
 // new generation, or a sequence number that skips (a lagging subscriber
 // drops messages until the next snapshot). Messages delivered to one
 // subscriber only repeat the current number, which is not a gap.
-func (m *Model) noteCursorLocked(c supervisor.Cursor) {
+func (m *Model) noteCursorLocked(c localapi.Cursor) {
 	if c.Generation == "" {
 		return
 	}
@@ -275,7 +275,7 @@ func (m *Model) Follow(id string) (load bool) {
 
 // SetTimeline hands over the loaded history of id (newest first). Rows that
 // arrived live while it loaded are merged in, once each.
-func (m *Model) SetTimeline(id string, rows []supervisor.TimelineRow) {
+func (m *Model) SetTimeline(id string, rows []localapi.TimelineRow) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id != m.follow {
@@ -298,7 +298,7 @@ func (m *Model) LoadFailed(id string) {
 
 // Timeline is the followed session's rows, newest first, and their
 // version, which changes whenever the rows do (a view redraws only then).
-func (m *Model) Timeline(id string) (rows []supervisor.TimelineRow, version uint64) {
+func (m *Model) Timeline(id string) (rows []localapi.TimelineRow, version uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id != m.follow {
@@ -328,7 +328,7 @@ func (m *Model) Put(s sessions.Session) {
 // afterSnapshot, when set, runs after each snapshot is applied (main
 // re-reads the desktop's settings there: a snapshot follows every settings
 // change the desktop makes, and comes at least once a minute).
-func (m *Model) Run(ctx context.Context, in <-chan supervisor.Message, afterSnapshot func()) {
+func (m *Model) Run(ctx context.Context, in <-chan localapi.Message, afterSnapshot func()) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -338,7 +338,7 @@ func (m *Model) Run(ctx context.Context, in <-chan supervisor.Message, afterSnap
 				return
 			}
 			m.Apply(msg)
-			if msg.Type == supervisor.MsgSnapshot && afterSnapshot != nil {
+			if msg.Type == localapi.MsgSnapshot && afterSnapshot != nil {
 				afterSnapshot()
 			}
 		}
@@ -347,7 +347,7 @@ func (m *Model) Run(ctx context.Context, in <-chan supervisor.Message, afterSnap
 
 // RowKey identifies a timeline row: its stored id, or for a live row
 // published before it had one, its content.
-func RowKey(r supervisor.TimelineRow) string {
+func RowKey(r localapi.TimelineRow) string {
 	if r.ID != 0 {
 		return fmt.Sprintf("id:%d", r.ID)
 	}
@@ -355,7 +355,7 @@ func RowKey(r supervisor.TimelineRow) string {
 }
 
 // contentKey matches a live row without an id to its stored copy.
-func contentKey(r supervisor.TimelineRow) string {
+func contentKey(r localapi.TimelineRow) string {
 	return fmt.Sprintf("%s/%d/%s/%d/%s", r.SessionID, r.Time.UnixNano(), r.Kind, r.TurnGeneration, r.Detail)
 }
 
@@ -363,7 +363,7 @@ func contentKey(r supervisor.TimelineRow) string {
 // for rows without one) and orders the whole newest first. A live row that
 // carries an id replaces its older copy (an action's outcome is filled in
 // after its intent was stored).
-func mergeRows(base, more []supervisor.TimelineRow) []supervisor.TimelineRow {
+func mergeRows(base, more []localapi.TimelineRow) []localapi.TimelineRow {
 	byID := map[int64]int{}
 	byContent := map[string]bool{}
 	for i, r := range base {
@@ -386,7 +386,7 @@ func mergeRows(base, more []supervisor.TimelineRow) []supervisor.TimelineRow {
 			byID[r.ID] = len(base) - 1
 		}
 	}
-	slices.SortStableFunc(base, func(a, b supervisor.TimelineRow) int {
+	slices.SortStableFunc(base, func(a, b localapi.TimelineRow) int {
 		if c := b.Time.Compare(a.Time); c != 0 {
 			return c
 		}
@@ -401,7 +401,7 @@ func mergeRows(base, more []supervisor.TimelineRow) []supervisor.TimelineRow {
 	return base
 }
 
-func capRows(rows []supervisor.TimelineRow) []supervisor.TimelineRow {
+func capRows(rows []localapi.TimelineRow) []localapi.TimelineRow {
 	if len(rows) > TimelineLimit {
 		return rows[:TimelineLimit]
 	}

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -29,24 +30,24 @@ func ids(list []sessions.Session) string {
 	return strings.Join(out, " ")
 }
 
-func snapshot(seq uint64, list ...sessions.Session) supervisor.Message {
-	return supervisor.Message{Cursor: supervisor.Cursor{Generation: "g1", Seq: seq}, Type: supervisor.MsgSnapshot, Sessions: list}
+func snapshot(seq uint64, list ...sessions.Session) localapi.Message {
+	return localapi.Message{Cursor: localapi.Cursor{Generation: "g1", Seq: seq}, Type: localapi.MsgSnapshot, Sessions: list}
 }
 
-func sessionMsg(seq uint64, s sessions.Session) supervisor.Message {
-	return supervisor.Message{Cursor: supervisor.Cursor{Generation: "g1", Seq: seq}, Type: supervisor.MsgSession, Session: &s}
+func sessionMsg(seq uint64, s sessions.Session) localapi.Message {
+	return localapi.Message{Cursor: localapi.Cursor{Generation: "g1", Seq: seq}, Type: localapi.MsgSession, Session: &s}
 }
 
-func rowMsg(seq uint64, r supervisor.TimelineRow) supervisor.Message {
-	return supervisor.Message{Cursor: supervisor.Cursor{Generation: "g1", Seq: seq}, Type: supervisor.MsgTimeline, Event: &r}
+func rowMsg(seq uint64, r localapi.TimelineRow) localapi.Message {
+	return localapi.Message{Cursor: localapi.Cursor{Generation: "g1", Seq: seq}, Type: localapi.MsgTimeline, Event: &r}
 }
 
-func row(id int64, session string, ago time.Duration, msg string) supervisor.TimelineRow {
+func row(id int64, session string, ago time.Duration, msg string) localapi.TimelineRow {
 	d, _ := json.Marshal(map[string]string{"message": msg})
-	return supervisor.TimelineRow{ID: id, SessionID: session, Time: t0.Add(-ago), Kind: "note", TurnGeneration: 1, Detail: d}
+	return localapi.TimelineRow{ID: id, SessionID: session, Time: t0.Add(-ago), Kind: "note", TurnGeneration: 1, Detail: d}
 }
 
-func messages(rows []supervisor.TimelineRow) string {
+func messages(rows []localapi.TimelineRow) string {
 	var out []string
 	for _, r := range rows {
 		var m map[string]string
@@ -59,19 +60,19 @@ func messages(rows []supervisor.TimelineRow) string {
 func TestSessionsFollowTheMessages(t *testing.T) {
 	cases := []struct {
 		name string
-		msgs []supervisor.Message
+		msgs []localapi.Message
 		want string
 	}{
 		{"empty", nil, ""},
-		{"snapshot in view order", []supervisor.Message{snapshot(1, sess("idle", sessions.Idle, 0), sess("wait", sessions.WaitingOnUser, time.Hour), sess("work", sessions.Working, 0))},
+		{"snapshot in view order", []localapi.Message{snapshot(1, sess("idle", sessions.Idle, 0), sess("wait", sessions.WaitingOnUser, time.Hour), sess("work", sessions.Working, 0))},
 			"wait=waiting_on_user work=working idle=idle"},
-		{"a session message replaces one", []supervisor.Message{snapshot(1, sess("a", sessions.Working, 0), sess("b", sessions.Idle, 0)), sessionMsg(2, sess("b", sessions.Errored, 0))},
+		{"a session message replaces one", []localapi.Message{snapshot(1, sess("a", sessions.Working, 0), sess("b", sessions.Idle, 0)), sessionMsg(2, sess("b", sessions.Errored, 0))},
 			"b=errored a=working"},
-		{"a session message adds a new one", []supervisor.Message{snapshot(1, sess("a", sessions.Idle, 0)), sessionMsg(2, sess("b", sessions.Working, 0))},
+		{"a session message adds a new one", []localapi.Message{snapshot(1, sess("a", sessions.Idle, 0)), sessionMsg(2, sess("b", sessions.Working, 0))},
 			"b=working a=idle"},
-		{"a snapshot is the authority: a session absent from it is gone", []supervisor.Message{snapshot(1, sess("a", sessions.Idle, 0), sess("b", sessions.Idle, 0)), snapshot(2, sess("a", sessions.Working, 0))},
+		{"a snapshot is the authority: a session absent from it is gone", []localapi.Message{snapshot(1, sess("a", sessions.Idle, 0), sess("b", sessions.Idle, 0)), snapshot(2, sess("a", sessions.Working, 0))},
 			"a=working"},
-		{"an escalation carries the session", []supervisor.Message{snapshot(1, sess("a", sessions.Interrupted, 0)), {Cursor: supervisor.Cursor{Generation: "g1", Seq: 2}, Type: supervisor.MsgEscalation, Session: func() *sessions.Session {
+		{"an escalation carries the session", []localapi.Message{snapshot(1, sess("a", sessions.Interrupted, 0)), {Cursor: localapi.Cursor{Generation: "g1", Seq: 2}, Type: localapi.MsgEscalation, Session: func() *sessions.Session {
 			s := sess("a", sessions.Interrupted, 0)
 			s.NeedsAttention = true
 			return &s
@@ -172,7 +173,7 @@ func TestTimelineFollow(t *testing.T) {
 	}
 	storedCopy := stored
 	storedCopy.ID = 2
-	m.SetTimeline("a", []supervisor.TimelineRow{storedCopy, row(1, "a", 3*time.Minute, "one")})
+	m.SetTimeline("a", []localapi.TimelineRow{storedCopy, row(1, "a", 3*time.Minute, "one")})
 	rows, v1 := m.Timeline("a")
 	if got := messages(rows); got != "three two one" {
 		t.Fatalf("after load: %q", got)
@@ -199,7 +200,7 @@ func TestTimelineFollow(t *testing.T) {
 		t.Fatal("the previous session's rows were kept")
 	}
 	// A late load of the session left behind is ignored.
-	m.SetTimeline("a", []supervisor.TimelineRow{row(9, "a", 0, "late")})
+	m.SetTimeline("a", []localapi.TimelineRow{row(9, "a", 0, "late")})
 	if rows, _ := m.Timeline("b"); len(rows) != 0 {
 		t.Fatalf("a late load leaked: %q", messages(rows))
 	}
@@ -208,21 +209,21 @@ func TestTimelineFollow(t *testing.T) {
 func TestTimelineReloadsAfterMissedMessages(t *testing.T) {
 	cases := []struct {
 		name   string
-		next   supervisor.Message
+		next   localapi.Message
 		reload bool
 	}{
 		{"the next message", rowMsg(2, row(0, "x", 0, "n")), false},
 		{"a one-subscriber snapshot repeats the number", snapshot(1), false},
 		{"a gap", rowMsg(5, row(0, "x", 0, "n")), true},
-		{"a new generation", supervisor.Message{Cursor: supervisor.Cursor{Generation: "g2", Seq: 1}, Type: supervisor.MsgSnapshot}, true},
-		{"a resync notice", supervisor.Message{Type: supervisor.MsgResync}, true},
+		{"a new generation", localapi.Message{Cursor: localapi.Cursor{Generation: "g2", Seq: 1}, Type: localapi.MsgSnapshot}, true},
+		{"a resync notice", localapi.Message{Type: localapi.MsgResync}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New()
 			m.Apply(snapshot(1, sess("a", sessions.Idle, 0)))
 			m.Follow("a")
-			m.SetTimeline("a", []supervisor.TimelineRow{row(1, "a", time.Minute, "one")})
+			m.SetTimeline("a", []localapi.TimelineRow{row(1, "a", time.Minute, "one")})
 			m.Apply(tc.next)
 			if got := m.Follow("a"); got != tc.reload {
 				t.Fatalf("reload asked: %t, want %t", got, tc.reload)
@@ -246,7 +247,7 @@ func TestLoadFailedAllowsARetry(t *testing.T) {
 func TestTimelineIsCapped(t *testing.T) {
 	m := New()
 	m.Follow("a")
-	var rows []supervisor.TimelineRow
+	var rows []localapi.TimelineRow
 	for i := range TimelineLimit {
 		rows = append(rows, row(int64(TimelineLimit-i), "a", time.Duration(i+1)*time.Second, fmt.Sprint(i)))
 	}
@@ -300,7 +301,7 @@ func TestWatchSignalsChangesUntilCancelled(t *testing.T) {
 func TestRunAppliesUntilDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := New()
-		in := make(chan supervisor.Message, 4)
+		in := make(chan localapi.Message, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		snapshots := 0
 		done := make(chan struct{})
@@ -315,7 +316,7 @@ func TestRunAppliesUntilDone(t *testing.T) {
 		<-done
 
 		// A closed feed ends Run too.
-		in2 := make(chan supervisor.Message)
+		in2 := make(chan localapi.Message)
 		done2 := make(chan struct{})
 		go func() { m.Run(context.Background(), in2, nil); close(done2) }()
 		close(in2)

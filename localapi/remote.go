@@ -1,4 +1,4 @@
-package supervisor
+package localapi
 
 import (
 	"context"
@@ -307,7 +307,7 @@ func (r *Remote) Session(id string) (sessions.Session, error) {
 	for sid, s := range r.sessions {
 		if id != "" && strings.HasPrefix(sid, id) {
 			if found != nil {
-				return sessions.Session{}, invalidf("session id prefix %q is ambiguous", id)
+				return sessions.Session{}, Errorf(ErrInvalid, "session id prefix %q is ambiguous", id)
 			}
 			s := s
 			found = &s

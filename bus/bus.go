@@ -1,4 +1,10 @@
-package supervisor
+// Package bus fans a live stream of messages out to subscribers without ever
+// blocking the publisher, and stamps each message with a cursor that tells a
+// client which run of the app it came from. It knows nothing of what the
+// messages say beyond whether one is a snapshot (the authoritative whole
+// state, which is always delivered and repairs what a slow subscriber
+// missed): the wire's message type lives in localapi.
+package bus
 
 import (
 	"crypto/rand"
@@ -8,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
 // Cursor orders the live event stream. Generation changes at every start of
@@ -36,90 +40,62 @@ func ParseCursor(s string) (Cursor, error) {
 	return Cursor{Generation: gen, Seq: n}, nil
 }
 
-// MessageType says what a bus message carries.
-type MessageType string
-
-// The message types on the live stream.
-const (
-	// MsgSnapshot is the full authoritative state of every session.
-	MsgSnapshot MessageType = "snapshot"
-	// MsgResync tells a client its cursor is from an older generation; a
-	// snapshot follows at once.
-	MsgResync MessageType = "resync"
-	// MsgSession is one session's new state.
-	MsgSession MessageType = "session"
-	// MsgTimeline is one new timeline row.
-	MsgTimeline MessageType = "timeline"
-	// MsgEscalation is a session that needs attention (for the notifier).
-	MsgEscalation MessageType = "escalation"
-	// MsgSettings carries every setting's value in force after a change
-	// (a snapshot carries them too).
-	MsgSettings MessageType = "settings"
-	// MsgShow asks an attached desktop to bring its window forward (a
-	// second `run` while the supervisor runs headless).
-	MsgShow MessageType = "show"
-)
-
-// Message is one item on the live event stream.
-type Message struct {
-	Cursor   Cursor             `json:"cursor"`
-	Type     MessageType        `json:"type"`
-	Session  *sessions.Session  `json:"session,omitempty"`
-	Sessions []sessions.Session `json:"sessions,omitempty"`
-	Event    *TimelineRow       `json:"event,omitempty"`
-	// Settings is every setting's value in force (MsgSettings, and
-	// MsgSnapshot when the runtime has a settings source).
-	Settings []SettingValue `json:"settings,omitempty"`
-	// Link is a Remote's link state (MsgLink, local only).
-	Link *LinkStatus `json:"link,omitempty"`
+// Message is what a Bus carries: a value that takes the cursor the bus
+// stamps it with, and says whether it is a snapshot.
+type Message[M any] interface {
+	// WithCursor returns the message stamped with c.
+	WithCursor(c Cursor) M
+	// IsSnapshot reports whether the message is a whole state: it is
+	// forced through a full queue and ends a subscriber's lag.
+	IsSnapshot() bool
 }
 
 // Subscription is one subscriber's bounded queue. When it overflows, the
 // subscriber misses incremental messages until the next snapshot, which is
 // always delivered (older queued messages make room for it).
-type Subscription struct {
-	C       <-chan Message
-	ch      chan Message
+type Subscription[M Message[M]] struct {
+	C       <-chan M
+	ch      chan M
 	lagging bool // guarded by Bus.mu
 	// dropped is atomic: Dropped may be read while Publish runs.
 	dropped atomic.Uint64
 }
 
 // Dropped returns how many messages this subscriber missed.
-func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
+func (s *Subscription[M]) Dropped() uint64 { return s.dropped.Load() }
 
 // Bus fans messages out to subscribers without ever blocking the publisher.
-type Bus struct {
+type Bus[M Message[M]] struct {
 	mu   sync.Mutex
 	gen  string
 	seq  uint64
-	subs map[*Subscription]struct{}
+	subs map[*Subscription[M]]struct{}
 }
 
-// NewBus returns a bus with a fresh random generation.
-func NewBus() *Bus {
+// New returns a bus with a fresh random generation.
+func New[M Message[M]]() *Bus[M] {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Bus{gen: hex.EncodeToString(b[:]), subs: map[*Subscription]struct{}{}}
+	return &Bus[M]{gen: hex.EncodeToString(b[:]), subs: map[*Subscription[M]]struct{}{}}
 }
 
 // Generation is this run's generation.
-func (b *Bus) Generation() string { return b.gen }
+func (b *Bus[M]) Generation() string { return b.gen }
 
 // Cursor is the cursor of the last message published.
-func (b *Bus) Cursor() Cursor {
+func (b *Bus[M]) Cursor() Cursor {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return Cursor{b.gen, b.seq}
 }
 
 // Subscribe registers a subscriber with a queue of size buf.
-func (b *Bus) Subscribe(buf int) *Subscription {
+func (b *Bus[M]) Subscribe(buf int) *Subscription[M] {
 	if buf < 1 {
 		buf = 1
 	}
-	ch := make(chan Message, buf)
-	s := &Subscription{C: ch, ch: ch}
+	ch := make(chan M, buf)
+	s := &Subscription[M]{C: ch, ch: ch}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -127,7 +103,7 @@ func (b *Bus) Subscribe(buf int) *Subscription {
 }
 
 // Unsubscribe removes a subscriber and closes its channel.
-func (b *Bus) Unsubscribe(s *Subscription) {
+func (b *Bus[M]) Unsubscribe(s *Subscription[M]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.subs[s]; ok {
@@ -139,12 +115,13 @@ func (b *Bus) Unsubscribe(s *Subscription) {
 // Publish stamps m with the next cursor and offers it to every subscriber.
 // A full or lagging subscriber drops it; a snapshot is forced through and
 // ends the lag.
-func (b *Bus) Publish(m Message) Cursor {
+func (b *Bus[M]) Publish(m M) Cursor {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
-	m.Cursor = Cursor{b.gen, b.seq}
-	snapshot := m.Type == MsgSnapshot
+	c := Cursor{b.gen, b.seq}
+	m = m.WithCursor(c)
+	snapshot := m.IsSnapshot()
 	for s := range b.subs {
 		if snapshot {
 			forceSend(s, m)
@@ -162,18 +139,18 @@ func (b *Bus) Publish(m Message) Cursor {
 			s.dropped.Add(1)
 		}
 	}
-	return m.Cursor
+	return c
 }
 
 // SendTo delivers m to one subscriber only (a resync notice and the snapshot
 // that answers a reconnect), stamped with the current cursor.
-func (b *Bus) SendTo(s *Subscription, m Message) {
+func (b *Bus[M]) SendTo(s *Subscription[M], m M) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m.Cursor = Cursor{b.gen, b.seq}
+	m = m.WithCursor(Cursor{b.gen, b.seq})
 	if _, ok := b.subs[s]; ok {
 		forceSend(s, m)
-		if m.Type == MsgSnapshot {
+		if m.IsSnapshot() {
 			s.lagging = false
 		}
 	}
@@ -181,7 +158,7 @@ func (b *Bus) SendTo(s *Subscription, m Message) {
 
 // forceSend queues m, discarding the oldest queued messages to make room.
 // Called with Bus.mu held, so only the subscriber's reader competes.
-func forceSend(s *Subscription, m Message) {
+func forceSend[M Message[M]](s *Subscription[M], m M) {
 	for {
 		select {
 		case s.ch <- m:
@@ -198,11 +175,24 @@ func forceSend(s *Subscription, m Message) {
 
 // Stats reports the number of subscribers and the messages they missed in
 // all (each subscriber's drops, summed).
-func (b *Bus) Stats() (subscribers int, dropped uint64) {
+func (b *Bus[M]) Stats() (subscribers int, dropped uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
 		dropped += s.dropped.Load()
 	}
 	return len(b.subs), dropped
+}
+
+// Subscribers lists the current subscriptions, so a caller that cannot hold
+// the one a connection made (a test driving the server over a raw socket)
+// can still find it and read its drops.
+func (b *Bus[M]) Subscribers() []*Subscription[M] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*Subscription[M], 0, len(b.subs))
+	for s := range b.subs {
+		out = append(out, s)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package supervisor
+package localapi
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -36,24 +37,34 @@ type SettingsService interface {
 // snapshot instead of slowing the app.
 const subscriberBuffer = 256
 
-// Health is what GET /v1/health answers: which app a client talks to, and
-// whether its loop is alive. It answers 503 (with the same body and an
-// error) when the loop has not ticked for three intervals.
-type Health struct {
-	PID        int    `json:"pid"`
-	Version    string `json:"version"`
-	Generation string `json:"generation"`
-	DataDir    string `json:"data_dir"`
-	// Status is "ok", or "stalled" when the loop stopped ticking.
-	Status string     `json:"status"`
-	Loop   LoopHealth `json:"loop"`
-	// Error says what is wrong when Status is not ok.
-	Error string `json:"error,omitempty"`
+// Supervisor is what the server serves: the runtime in this process
+// (*supervisor.Runtime implements it). Its errors carry the request kinds
+// (ErrInvalid, ErrNotFound, ...), which pick the answer's status.
+type Supervisor interface {
+	Sessions() []sessions.Session
+	Session(id string) (sessions.Session, error)
+	Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error)
+	Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error)
+	Send(ctx context.Context, id, prompt string) (sessions.Session, error)
+	Interrupt(ctx context.Context, id string) (sessions.Session, error)
+	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
+	// Resume answers the new managed session, not the resumed one.
+	Resume(ctx context.Context, id string) (sessions.Session, error)
+	Ack(ctx context.Context, id string) (sessions.Session, error)
+	Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error)
+	// LoopHealth must answer without waiting on I/O: health is read
+	// precisely when something is stuck.
+	LoopHealth(now time.Time) LoopHealth
+	Bus() *Bus
+	// Subscribe registers a subscriber whose queue starts with a snapshot
+	// (after a resync notice when resync is set), so no change reaches it
+	// before the state it changes.
+	Subscribe(buf int, resync bool) *Subscription
 }
 
 // API serves the local API on an owner-only unix socket.
 type API struct {
-	rt       *Runtime
+	rt       Supervisor
 	settings SettingsService
 	health   Health
 	srv      *http.Server
@@ -92,7 +103,7 @@ func (a *API) SetShowWindow(fn func()) {
 // directory; never a TCP port) and returns the API ready to Serve. The caller
 // must hold the data directory's instance lock, so a leftover socket file is
 // stale and safe to replace.
-func Listen(rt *Runtime, settings SettingsService, dataDir, version string) (*API, error) {
+func Listen(rt Supervisor, settings SettingsService, dataDir, version string) (*API, error) {
 	// The directory is what keeps other users off the socket (also during
 	// the moment before the chmod below): make sure it is private.
 	if err := storage.EnsureDir(dataDir); err != nil {

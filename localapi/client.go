@@ -1,4 +1,4 @@
-package supervisor
+package localapi
 
 import (
 	"bufio"
@@ -251,11 +251,12 @@ func (c *Client) watch(ctx context.Context, cursor, client string, fn func(Messa
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("watching events: %s", resp.Status)
 	}
-	return readSSE(resp.Body, fn)
+	return ReadEvents(resp.Body, fn)
 }
 
-// readSSE decodes server-sent events whose data is a Message.
-func readSSE(r io.Reader, fn func(Message) error) error {
+// ReadEvents decodes the live stream (server-sent events whose data is a
+// Message) from r, calling fn with each message until r ends or fn fails.
+func ReadEvents(r io.Reader, fn func(Message) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data []byte
 	for {

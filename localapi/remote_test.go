@@ -1,4 +1,4 @@
-package supervisor
+package localapi
 
 import (
 	"context"
@@ -85,7 +85,7 @@ func sess(id string, st sessions.State) sessions.Session {
 }
 
 func snapshotMsg(gen string, seq uint64, list ...sessions.Session) Message {
-	return Message{Cursor: Cursor{gen, seq}, Type: MsgSnapshot, Sessions: list}
+	return Message{Cursor: Cursor{Generation: gen, Seq: seq}, Type: MsgSnapshot, Sessions: list}
 }
 
 // TestRemoteReconnectsAndResyncs: the supervisor the desktop is attached to
@@ -101,10 +101,10 @@ func TestRemoteReconnectsAndResyncs(t *testing.T) {
 		a3 := sess("aaaa", sessions.Interrupted)
 		b := sess("bbbb", sessions.Idle)
 		src := &fakeSource{conns: []fakeConn{
-			{msgs: []Message{snapshotMsg("g1", 4, a), {Cursor: Cursor{"g1", 5}, Type: MsgSession, Session: &a2}}},
+			{msgs: []Message{snapshotMsg("g1", 4, a), {Cursor: Cursor{Generation: "g1", Seq: 5}, Type: MsgSession, Session: &a2}}},
 			{down: true},
 			{down: true},
-			{msgs: []Message{{Cursor: Cursor{"g2", 0}, Type: MsgResync}, snapshotMsg("g2", 0, a3, b)}, hold: true},
+			{msgs: []Message{{Cursor: Cursor{Generation: "g2", Seq: 0}, Type: MsgResync}, snapshotMsg("g2", 0, a3, b)}, hold: true},
 		}}
 		r := newRemote(nil, src, nil)
 		sub := r.Bus().Subscribe(64)

@@ -1,0 +1,95 @@
+// Package localapi is the wire between the supervisor and whoever watches or
+// drives it: the messages of the live stream and their cursors, the timeline
+// rows, health, the errors a request can fail with, the server on the data
+// directory's unix socket, its client, and Remote (an attached desktop's
+// mirror). It knows the runtime only through the Supervisor interface, so the
+// desktop, the notifier and the CLI depend on the wire, not on the runtime.
+package localapi
+
+import (
+	"sort"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+// MessageType says what a bus message carries.
+type MessageType string
+
+// The message types on the live stream.
+const (
+	// MsgSnapshot is the full authoritative state of every session.
+	MsgSnapshot MessageType = "snapshot"
+	// MsgResync tells a client its cursor is from an older generation; a
+	// snapshot follows at once.
+	MsgResync MessageType = "resync"
+	// MsgSession is one session's new state.
+	MsgSession MessageType = "session"
+	// MsgTimeline is one new timeline row.
+	MsgTimeline MessageType = "timeline"
+	// MsgEscalation is a session that needs attention (for the notifier).
+	MsgEscalation MessageType = "escalation"
+	// MsgSettings carries every setting's value in force after a change
+	// (a snapshot carries them too).
+	MsgSettings MessageType = "settings"
+	// MsgShow asks an attached desktop to bring its window forward (a
+	// second `run` while the supervisor runs headless).
+	MsgShow MessageType = "show"
+)
+
+// Message is one item on the live event stream.
+type Message struct {
+	Cursor   Cursor             `json:"cursor"`
+	Type     MessageType        `json:"type"`
+	Session  *sessions.Session  `json:"session,omitempty"`
+	Sessions []sessions.Session `json:"sessions,omitempty"`
+	Event    *TimelineRow       `json:"event,omitempty"`
+	// Settings is every setting's value in force (MsgSettings, and
+	// MsgSnapshot when the runtime has a settings source).
+	Settings []SettingValue `json:"settings,omitempty"`
+	// Link is a Remote's link state (MsgLink, local only).
+	Link *LinkStatus `json:"link,omitempty"`
+}
+
+// TimelineRow is a timeline row as published on the bus and the API.
+type TimelineRow = storage.TimelineEvent
+
+// LaunchRequest asks for a new managed session.
+type LaunchRequest struct {
+	Agent          string `json:"agent"`
+	Cwd            string `json:"cwd"`
+	Name           string `json:"name"`
+	PermissionMode string `json:"permission_mode"`
+	Prompt         string `json:"prompt"`
+}
+
+// SortSessions orders sessions as every list shows them: needing attention
+// first, then newest.
+func SortSessions(out []sessions.Session) {
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].NeedsAttention != out[j].NeedsAttention {
+			return out[i].NeedsAttention
+		}
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+}
+
+// The settings types the UI needs, re-exported so app and tray read
+// settings through the wire rather than importing storage.
+type (
+	SettingValue  = storage.SettingValue
+	SetResult     = storage.SetResult
+	SettingDef    = storage.SettingDef
+	Settings      = storage.Settings
+	SettingChange = storage.SettingChange
+)
+
+// AgentCommandKey is the setting holding the command that starts agent name.
+func AgentCommandKey(name string) string { return storage.AgentCommandKey(name) }
+
+// SettingKeys is the settings registry: every key with its description,
+// default and allowed range.
+func SettingKeys() []SettingDef { return storage.SettingKeys() }

@@ -1,0 +1,46 @@
+package core
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+func TestBootReconcileKeepsTheUserStop(t *testing.T) {
+	user, sup := sessions.ByUser, sessions.BySupervisor
+	for _, tt := range []struct {
+		by    *sessions.Actor
+		state sessions.State
+	}{{&user, sessions.WaitingOnUser}, {&sup, sessions.Interrupted}, {nil, sessions.Interrupted}} {
+		s := sessions.Session{ID: "boot", State: sessions.Working, InTurn: true, TurnGeneration: 2, Evidence: "stream active"}
+		s.InterruptBy = tt.by
+		s.Permissions = []sessions.Permission{{RequestID: "r1", Tool: "Bash"}}
+		s.Permission = &s.Permissions[0]
+		n, rows, _ := BootReconcile(s, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC))
+		if n.State != tt.state || n.InTurn || n.InterruptBy != nil || n.Permission != nil || n.Permissions != nil || len(rows) != 1 {
+			t.Errorf("by %v: -> %v in turn %v, %d rows, permissions %v", tt.by, n.State, n.InTurn, len(rows), n.Permissions)
+		}
+		if tt.state == sessions.WaitingOnUser && (n.WaitReason != sessions.WaitReview || !strings.Contains(n.Evidence, "stopped at your request")) {
+			t.Errorf("by the user: wait %q, evidence %q", n.WaitReason, n.Evidence)
+		}
+	}
+}
+
+// The app stopping does not interrupt a session running in a terminal: at
+// boot it is not Interrupted (which would be nudged or escalated) but at
+// rest until it is found running again; a managed one is Interrupted.
+func TestBootReconcileObservedSession(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		src  sessions.Source
+		want sessions.State
+	}{{sessions.Managed, sessions.Interrupted}, {sessions.Observed, sessions.Idle}} {
+		s := sessions.Session{ID: "s", Source: tc.src, State: sessions.Working, InTurn: true, TurnGeneration: 2, ProcessAlive: true}
+		n, rows, _ := BootReconcile(s, now)
+		if n.State != tc.want || n.InTurn || n.ProcessAlive || len(rows) != 1 {
+			t.Errorf("%v: %v in turn %v alive %v, %d rows (%s)", tc.src, n.State, n.InTurn, n.ProcessAlive, len(rows), n.Evidence)
+		}
+	}
+}
