@@ -52,7 +52,9 @@ func (r *Runtime) startExternal(ctx context.Context) {
 			r.log.Warn("terminal sessions are not observed", "agent", src.Name(), "err", err)
 			continue
 		}
+		r.loopWork.Add(1)
 		go func() {
+			defer r.loopWork.Done()
 			for list := range ch {
 				r.syncExternal(ctx, src, list)
 			}
@@ -105,7 +107,11 @@ func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource,
 			r.log.Warn("observing a terminal session", "session", id, "err", err)
 			continue
 		}
-		go r.pumpExternal(id, h, events)
+		r.loopWork.Add(1) // from a watcher Run counts: never after Run's Wait began
+		go func() {
+			defer r.loopWork.Done()
+			r.pumpExternal(id, h, events)
+		}()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/leakcheck"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -321,5 +322,41 @@ func TestDispatchExternal(t *testing.T) {
 			}
 			g.rt.Settle()
 		})
+	}
+}
+
+// Run returns only when everything it started has ended: the terminal
+// source's watcher, the session's observer and its pump. Nothing of the
+// module is left running once it has returned.
+func TestRunLeavesNoGoroutineBehind(t *testing.T) {
+	before := leakcheck.Take()
+	w := newTermWorld(t)
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() { g.rt.Run(ctx); close(returned) }()
+	time.Sleep(50 * time.Millisecond) // the watcher is up
+	w.register()
+	w.transcript(tPrompt, tToolUse)
+	waitFor(t, g.rt, 5*time.Second, "observed", func(s sessions.Session) bool { return s.PID == w.file.PID })
+	cancel()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	// The runtime's own goroutines are gone the moment Run returns; the
+	// file watchers below the source end as their contexts do, at once.
+	var runtimes []string
+	for _, g := range before.Leaked(0) {
+		if strings.Contains(g, "supervisor.(*Runtime)") {
+			runtimes = append(runtimes, g)
+		}
+	}
+	if len(runtimes) > 0 {
+		t.Fatalf("%d of the runtime's goroutines outlived Run:\n\n%s", len(runtimes), strings.Join(runtimes, "\n\n"))
+	}
+	if left := before.Leaked(5 * time.Second); len(left) > 0 {
+		t.Fatalf("%d goroutines still run 5 s after Run returned:\n\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }

@@ -25,6 +25,9 @@ func (r *Runtime) Run(ctx context.Context) {
 	start := time.Now()
 	lastTick, lastSnapshot = start, start
 	r.health.start(start, r.settings(ctx).Tick)
+	// Every goroutine the loop starts ends with ctx; returning only after
+	// them leaves nothing of the loop running once Run has returned.
+	defer r.loopWork.Wait()
 	r.startExternal(ctx)
 	for {
 		set := r.settings(ctx)
@@ -88,7 +91,9 @@ func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time
 		return
 	}
 	cutoff := now.AddDate(0, 0, -set.RetentionDays)
+	r.loopWork.Add(1)
 	go func() {
+		defer r.loopWork.Done()
 		n, err := p.PruneEvents(ctx, cutoff)
 		if err != nil {
 			r.log.Warn("pruning the timeline", "err", err)

@@ -73,6 +73,9 @@ type Runtime struct {
 	procs sync.WaitGroup
 	// jobs counts running serial queues.
 	jobs sync.WaitGroup
+	// loopWork counts what Run started besides its own loop (the terminal
+	// sources' watchers and pumps, the pruner): Run returns once they have.
+	loopWork sync.WaitGroup
 }
 
 // entry is one session and, when managed and running, its process.
