@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -21,8 +22,8 @@ import (
 // about a missing binary point the user at it.
 const CommandSetting = "agents.copilot.command"
 
-// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
-const stderrKeep = 8 << 10
+// command is how the Copilot CLI executable is found.
+var command = agentkit.Command{Setting: CommandSetting, Display: "Copilot CLI", Default: "copilot"}
 
 // compactPrompt is Copilot's own slash command: in prompt mode it makes the
 // summarizing model call and rewrites the session's history (measured on
@@ -76,16 +77,12 @@ type turnProc struct {
 	// interrupted: the app sent SIGINT; an exit without a result line is
 	// then the abort it asked for.
 	interrupted bool
-	// goneSince is when Alive first found the process gone while its
-	// pump had not finished yet.
-	goneSince time.Time
+	// child is the process; its liveness calls it dead once it has been
+	// gone for agentkit.ExitGrace before its pump finished (the pump reaps
+	// it and reports the turn's end in milliseconds): only stdout held open
+	// by a tool that outlived Copilot keeps the pump waiting longer.
+	child *agentkit.Child
 }
-
-// exitGrace is how long a turn's process may be gone before its pump
-// finishes (it reaps the process and reports the turn's end in
-// milliseconds) until Alive calls it dead: only stdout held open by a tool
-// that outlived Copilot keeps the pump waiting longer.
-const exitGrace = 3 * time.Second
 
 // ProcessOptions says how to run the session's turns.
 type ProcessOptions struct {
@@ -143,14 +140,9 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if id == "" {
 		id = newUUID()
 	}
-	command := opts.Command
-	if command == "" {
-		command = "copilot"
-	}
-	path, err := exec.LookPath(command)
+	path, err := command.LookPath(opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the Copilot command %q was not found (install the Copilot CLI, or point the setting %s at it: session-supervisor settings set %s /path/to/copilot): %w",
-			command, CommandSetting, CommandSetting, err)
+		return nil, err
 	}
 	if opts.Cwd != "" {
 		if st, err := os.Stat(opts.Cwd); err != nil || !st.IsDir() {
@@ -158,7 +150,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		}
 	}
 	return &Process{opts: opts, path: path, sessionID: id, events: make(chan sessions.Event, 64),
-		stderr: &pipeio.Ring{Max: stderrKeep}, waited: make(chan struct{})}, nil
+		stderr: &pipeio.Ring{Max: agentkit.StderrKeep}, waited: make(chan struct{})}, nil
 }
 
 // SessionID is Copilot's id for the session.
@@ -229,33 +221,17 @@ func (p *Process) Compact() error {
 
 // startLocked starts one turn's process and returns its stdin, for the
 // prompt to be written outside the lock.
-func (p *Process) startLocked(compact, queued bool) (*os.File, error) {
-	cmd := exec.Command(p.path, Args(p.sessionID, p.opts.PermissionMode)...)
-	cmd.Dir = p.opts.Cwd
-	cmd.Env = append(os.Environ(), p.opts.Env...)
-	setProcessGroup(cmd)
-	stdinR, stdin, err := os.Pipe()
+func (p *Process) startLocked(compact, queued bool) (*pipeio.Input, error) {
+	child, err := agentkit.Start(agentkit.Spec{Agent: "copilot", Path: p.path, Args: Args(p.sessionID, p.opts.PermissionMode),
+		Cwd: p.opts.Cwd, Env: p.opts.Env, Stdin: true, WriteTimeout: p.opts.WriteTimeout, Stderr: p.stderr})
 	if err != nil {
-		return nil, fmt.Errorf("creating stdin for copilot: %w", err)
+		return nil, err
 	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdinR.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("creating stdout for copilot: %w", err)
-	}
-	cmd.Stderr = p.stderr
-	err = cmd.Start()
-	stdinR.Close() // the child holds its own copy
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("starting %s in %s: %w", p.path, p.opts.Cwd, err)
-	}
-	t := &turnProc{cmd: cmd, dec: NewDecoder(stdout, p.opts.MaxLine), compact: compact, queuedTurn: queued}
+	cmd := child.Cmd
+	t := &turnProc{cmd: cmd, dec: NewDecoder(child.Stdout, p.opts.MaxLine), compact: compact, queuedTurn: queued, child: child}
 	p.cur, p.pid = t, cmd.Process.Pid
 	go p.pump(t)
-	return stdin, nil
+	return child.Input, nil
 }
 
 // writePrompt writes the prompt as the whole of a turn's stdin: Copilot
@@ -263,9 +239,9 @@ func (p *Process) startLocked(compact, queued bool) (*os.File, error) {
 // line for ps to show). A process that does not read it within the write
 // timeout fails the write; the caller's escalation stops it and its pump
 // reports the exit.
-func (p *Process) writePrompt(stdin *os.File, text string) error {
-	_, err := pipeio.WriteLine(stdin, []byte(text), p.opts.WriteTimeout, "copilot")
-	stdin.Close()
+func (p *Process) writePrompt(stdin *pipeio.Input, text string) error {
+	err := stdin.WriteLine([]byte(text))
+	_ = stdin.Close()
 	if err != nil {
 		return fmt.Errorf("writing the prompt to copilot: %w", err)
 	}
@@ -460,7 +436,7 @@ func (p *Process) Alive() (alive, known bool) {
 	if t == nil {
 		return true, true
 	}
-	alive, known = processAlive(t.cmd.Process.Pid)
+	alive, known = t.child.Alive()
 	if !known || alive {
 		return alive, known
 	}
@@ -468,12 +444,6 @@ func (p *Process) Alive() (alive, known bool) {
 	defer p.mu.Unlock()
 	if p.cur != t {
 		return true, true // the turn ended meanwhile
-	}
-	if t.goneSince.IsZero() {
-		t.goneSince = time.Now()
-	}
-	if time.Since(t.goneSince) < exitGrace {
-		return false, false
 	}
 	return false, true
 }
