@@ -93,10 +93,10 @@ func ApprovalPolicy(mode string) string {
 // waits for their answers.
 func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ApprovalPolicy != "" && !policyRE.MatchString(opts.ApprovalPolicy) {
-		return nil, fmt.Errorf("codex launch options: invalid approval policy %q", clip(opts.ApprovalPolicy))
+		return nil, fmt.Errorf("codex launch options: invalid approval policy %q", agentkit.Clip(opts.ApprovalPolicy))
 	}
 	if opts.ResumeID != "" && !threadRE.MatchString(opts.ResumeID) {
-		return nil, fmt.Errorf("codex launch options: invalid thread id %q", clip(opts.ResumeID))
+		return nil, fmt.Errorf("codex launch options: invalid thread id %q", agentkit.Clip(opts.ResumeID))
 	}
 	path, err := command.LookPath(opts.Command)
 	if err != nil {
@@ -194,7 +194,7 @@ func (p *Process) thread() (string, error) {
 	}
 	id, failed := p.dec.threadID()
 	if id == "" {
-		return "", fmt.Errorf("codex could not open the thread: %s", orDefault(failed, "the process ended"))
+		return "", fmt.Errorf("codex could not open the thread: %s", agentkit.OrDefault(failed, "the process ended"))
 	}
 	return id, nil
 }

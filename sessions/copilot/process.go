@@ -135,7 +135,7 @@ func Args(sessionID, permissionMode string) []string {
 func Start(opts ProcessOptions) (*Process, error) {
 	id := opts.ResumeID
 	if id != "" && !sessionRE.MatchString(id) {
-		return nil, fmt.Errorf("copilot launch options: invalid session id %q", clip(id))
+		return nil, fmt.Errorf("copilot launch options: invalid session id %q", agentkit.Clip(id))
 	}
 	if id == "" {
 		id = newUUID()
@@ -302,7 +302,7 @@ func (p *Process) pump(t *turnProc) {
 		// 1.0.102): the compaction failed, the agent did not. (Killed
 		// by a signal, it is a crash like any turn's.)
 		ended = true
-		why := orDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
+		why := agentkit.OrDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
 		p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: false, Detail: why})
 		p.send(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow,
 			Message: sessions.SanitizeMessage("compaction failed: " + why)}})

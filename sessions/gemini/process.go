@@ -116,10 +116,10 @@ func Args(approvalMode string) []string {
 // answers.
 func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ApprovalMode != "" && ApprovalMode(opts.ApprovalMode) != opts.ApprovalMode {
-		return nil, fmt.Errorf("gemini launch options: invalid approval mode %q", clip(opts.ApprovalMode))
+		return nil, fmt.Errorf("gemini launch options: invalid approval mode %q", agentkit.Clip(opts.ApprovalMode))
 	}
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
-		return nil, fmt.Errorf("gemini launch options: invalid session id %q", clip(opts.ResumeID))
+		return nil, fmt.Errorf("gemini launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
 	path, err := command.LookPath(opts.Command)
 	if err != nil {
@@ -256,7 +256,7 @@ func (p *Process) session() (string, error) {
 	}
 	id, failed := p.dec.session()
 	if id == "" {
-		return "", fmt.Errorf("gemini could not open the session: %s", orDefault(failed, "the process ended"))
+		return "", fmt.Errorf("gemini could not open the session: %s", agentkit.OrDefault(failed, "the process ended"))
 	}
 	return id, nil
 }
@@ -323,7 +323,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ strin
 	req, _ := p.dec.answer(perm.RequestID)
 	option := req.reject
 	if allow {
-		option = orDefault(req.allow, req.allowAll)
+		option = agentkit.OrDefault(req.allow, req.allowAll)
 	}
 	return p.write(PermissionResponse(rawOf(req, perm.RequestID), option))
 }

@@ -133,7 +133,7 @@ func Args() []string { return []string{"serve", "--hostname", "127.0.0.1", "--po
 // subscribes to its events and opens (or resumes) the session.
 func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
-		return nil, fmt.Errorf("opencode launch options: invalid session id %q", clip(opts.ResumeID))
+		return nil, fmt.Errorf("opencode launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
 	path, err := command.LookPath(opts.Command)
 	if err != nil {
@@ -302,7 +302,7 @@ func (p *Process) openSession(resume string) (id, how string, err error) {
 		return "", "", fmt.Errorf("opencode could not open a session: %w", err)
 	}
 	if !sessionRE.MatchString(info.ID) {
-		return "", "", fmt.Errorf("opencode opened a session with an unexpected id %q", clip(info.ID))
+		return "", "", fmt.Errorf("opencode opened a session with an unexpected id %q", agentkit.Clip(info.ID))
 	}
 	return info.ID, "started", nil
 }
