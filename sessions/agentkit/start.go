@@ -15,31 +15,6 @@ import (
 // diagnostics.
 const StderrKeep = 8 << 10
 
-// Command names an agent's executable and how the user changes it, so a
-// missing binary's error says what to do.
-type Command struct {
-	// Setting is the agent's command setting (agents.NAME.command).
-	Setting string
-	// Display is how people call the agent ("Claude Code").
-	Display string
-	// Default is the name looked up when the setting is empty ("claude").
-	Default string
-}
-
-// LookPath resolves command (c.Default when empty) on PATH; the error for
-// a missing one names the setting that points the app at it.
-func (c Command) LookPath(command string) (string, error) {
-	if command == "" {
-		command = c.Default
-	}
-	path, err := exec.LookPath(command)
-	if err != nil {
-		return "", fmt.Errorf("the %s command %q was not found (install %s, or point the setting %s at it: session-supervisor settings set %s /path/to/%s): %w",
-			c.Display, command, c.Display, c.Setting, c.Setting, c.Default, err)
-	}
-	return path, nil
-}
-
 // Spec is how to start one agent process.
 type Spec struct {
 	// Agent names the agent in errors ("codex").

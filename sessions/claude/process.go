@@ -13,8 +13,10 @@ import (
 // about a missing binary point the user at it.
 const CommandSetting = "agents.claude.command"
 
-// command is how the Claude Code executable is found.
-var command = agentkit.Command{Setting: CommandSetting, Display: "Claude Code", Default: "claude"}
+// agentInfo names Claude Code to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "claude", Display: "Claude Code", Command: "claude",
+	Install: "npm install -g @anthropic-ai/claude-code", Setting: CommandSetting}
 
 // Process is one running `claude -p` in stream-json mode that the app owns:
 // its stdin takes prompts and control messages, its stdout is decoded into
@@ -50,7 +52,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if err := opts.Launch.Validate(); err != nil {
 		return nil, err
 	}
-	path, err := command.LookPath(opts.Command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,10 @@ import (
 // about a missing binary point the user at it.
 const CommandSetting = "agents.codex.command"
 
-// command is how the Codex executable is found.
-var command = agentkit.Command{Setting: CommandSetting, Display: "Codex", Default: "codex"}
+// agentInfo names Codex to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "codex", Display: "Codex", Command: "codex",
+	Install: "npm install -g @openai/codex", Setting: CommandSetting}
 
 // readyWait bounds how long a prompt waits for the thread to be opened
 // when no write timeout is set: thread/start answers in well under a second
@@ -98,7 +100,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !threadRE.MatchString(opts.ResumeID) {
 		return nil, fmt.Errorf("codex launch options: invalid thread id %q", agentkit.Clip(opts.ResumeID))
 	}
-	path, err := command.LookPath(opts.Command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
 		return nil, err
 	}

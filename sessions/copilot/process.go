@@ -22,8 +22,10 @@ import (
 // about a missing binary point the user at it.
 const CommandSetting = "agents.copilot.command"
 
-// command is how the Copilot CLI executable is found.
-var command = agentkit.Command{Setting: CommandSetting, Display: "Copilot CLI", Default: "copilot"}
+// agentInfo names Copilot CLI to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "copilot", Display: "Copilot CLI", Command: "copilot",
+	Install: "npm install -g @github/copilot", Setting: CommandSetting}
 
 // compactPrompt is Copilot's own slash command: in prompt mode it makes the
 // summarizing model call and rewrites the session's history (measured on
@@ -140,7 +142,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if id == "" {
 		id = newUUID()
 	}
-	path, err := command.LookPath(opts.Command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,10 @@ import (
 // errors about a missing binary point the user at it.
 const CommandSetting = "agents.gemini.command"
 
-// command is how the Gemini CLI executable is found.
-var command = agentkit.Command{Setting: CommandSetting, Display: "Gemini CLI", Default: "gemini"}
+// agentInfo names Gemini CLI to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "gemini", Display: "Gemini CLI", Command: "gemini",
+	Install: "npm install -g @google/gemini-cli", Setting: CommandSetting}
 
 // readyWait bounds how long a prompt waits for the session to open: the
 // CLI answers initialize about 5 s after it starts (measured on 0.61.0, two
@@ -121,7 +123,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
 		return nil, fmt.Errorf("gemini launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
-	path, err := command.LookPath(opts.Command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
 		return nil, err
 	}

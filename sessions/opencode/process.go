@@ -29,8 +29,10 @@ import (
 // about a missing binary point the user at it.
 const CommandSetting = "agents.opencode.command"
 
-// command is how the OpenCode executable is found.
-var command = agentkit.Command{Setting: CommandSetting, Display: "OpenCode", Default: "opencode"}
+// agentInfo names OpenCode to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "opencode", Display: "OpenCode", Command: "opencode",
+	Install: "npm install -g opencode-ai", Setting: CommandSetting}
 
 // startWait bounds how long a prompt waits for the server to listen and the
 // session to be opened: measured 2–6 s for `opencode serve` 1.18.33 on a
@@ -135,7 +137,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
 		return nil, fmt.Errorf("opencode launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
-	path, err := command.LookPath(opts.Command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
 		return nil, err
 	}
