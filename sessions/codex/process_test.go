@@ -318,7 +318,9 @@ func TestApprovalPolicyFromPermissionMode(t *testing.T) {
 func TestRealKilledMidTurnReadsDead(t *testing.T) {
 	w := newRealWorld(t, "")
 	w.api.Handle("hang", func(int, string) fakeapi.Reply { return fakeapi.Reply{Stall: true} })
-	p := w.start(t, ProcessOptions{})
+	// A loaded machine (make test runs the packages side by side) can take
+	// more than the default 10 s to open the thread.
+	p := w.start(t, ProcessOptions{WriteTimeout: 30 * time.Second})
 	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
 		t.Fatal(err)
 	}
