@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // maxMaxLine caps a line limit so the limit arithmetic cannot overflow.
@@ -177,4 +178,38 @@ func (lr *LineReader) finish(line []byte) ([]byte, int, bool, error) {
 		return nil, len(line), true, nil
 	}
 	return line, len(line), false, nil
+}
+
+// Tally is what one decoded line adds to the Counters.
+type Tally struct {
+	Events             int
+	Malformed, Unknown bool
+}
+
+// NextLine reads lr's next line and counts it in stats while holding mu (a
+// decoder's lock over its protocol state and its counters): an oversize
+// line becomes oversize(raw), any other decode(raw), so each adapter's
+// decoder only says what a line means.
+func NextLine[L any](lr *LineReader, mu sync.Locker, stats *Counters, oversize func(RawLine) L, decode func(RawLine) (L, Tally)) (L, error) {
+	raw, err := lr.Next()
+	if err != nil {
+		var none L
+		return none, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	stats.Lines++
+	if raw.Oversize {
+		stats.Oversize++
+		return oversize(raw), nil
+	}
+	line, t := decode(raw)
+	stats.Events += int64(t.Events)
+	if t.Malformed {
+		stats.Malformed++
+	}
+	if t.Unknown {
+		stats.Unknown++
+	}
+	return line, nil
 }

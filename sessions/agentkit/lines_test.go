@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -90,5 +91,38 @@ func TestLineBufferReleased(t *testing.T) {
 	}
 	if lr.acc != nil {
 		t.Errorf("line buffer of %d bytes still held after %d small lines", cap(lr.acc), idleRelease+1)
+	}
+}
+
+// NextLine counts every line once: oversize ones without decoding them,
+// decoded ones with their events and skips.
+func TestNextLineCounts(t *testing.T) {
+	lr := NewLineReader(strings.NewReader("ok\nbad\n?\n"+strings.Repeat("x", 20)+"\n"), 10, "test")
+	var mu sync.Mutex
+	var stats Counters
+	decode := func(raw RawLine) (string, Tally) {
+		switch string(raw.Bytes) {
+		case "bad":
+			return "malformed", Tally{Malformed: true}
+		case "?":
+			return "unknown", Tally{Unknown: true}
+		}
+		return "decoded", Tally{Events: 2}
+	}
+	oversize := func(raw RawLine) string { return lr.OversizeDetail(raw.Size) }
+	var got []string
+	for {
+		l, err := NextLine(lr, &mu, &stats, oversize, decode)
+		if err != nil {
+			break
+		}
+		got = append(got, l)
+	}
+	want := []string{"decoded", "malformed", "unknown", "line of 20 bytes exceeds the 10-byte limit"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	if stats != (Counters{Lines: 4, Events: 2, Malformed: 1, Unknown: 1, Oversize: 1}) || stats.Skipped() != 3 {
+		t.Errorf("counters %+v", stats)
 	}
 }

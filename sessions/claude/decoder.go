@@ -55,30 +55,18 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 // end of the stream it returns io.EOF (a last line without a newline is
 // still returned first); a read error is returned wrapped.
 func (d *Decoder) Next() (Line, error) {
-	raw, err := d.lines.Next()
-	if err != nil {
-		return Line{}, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.stats.Lines++
-	if raw.Oversize {
-		d.stats.Oversize++
-		return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize,
-			Detail: d.lines.OversizeDetail(raw.Size)}}, nil
-	}
-	// A skip is not an error for a stream: info.Skip and info.Detail
-	// already carry what the error says.
-	events, info, _ := d.st.decode(raw.Bytes)
-	d.stats.Events += int64(len(events))
-	switch info.Skip {
-	case SkipMalformed:
-		d.stats.Malformed++
-	case SkipUnknown:
-		d.stats.Unknown++
-	}
-	info.Number = raw.Number
-	return Line{Events: events, Info: info}, nil
+	return agentkit.NextLine(d.lines, &d.mu, &d.stats, d.oversize, func(raw agentkit.RawLine) (Line, agentkit.Tally) {
+		// A skip is not an error for a stream: info.Skip and info.Detail
+		// already carry what the error says.
+		events, info, _ := d.st.decode(raw.Bytes)
+		info.Number = raw.Number
+		return Line{Events: events, Info: info}, agentkit.Tally{Events: len(events), Malformed: info.Skip == SkipMalformed, Unknown: info.Skip == SkipUnknown}
+	})
+}
+
+// oversize is the Line for a line too long to keep: skipped, with its size.
+func (d *Decoder) oversize(raw agentkit.RawLine) Line {
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
 }
 
 // Stats returns the running totals.

@@ -60,31 +60,19 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 // malformed, unknown or oversize line is not an error. At the end of the
 // stream it returns io.EOF; a read error is returned wrapped.
 func (d *Decoder) Next() (Line, error) {
-	raw, err := d.lines.Next()
-	if err != nil {
-		return Line{}, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.stats.Lines++
-	if raw.Oversize {
-		d.stats.Oversize++
-		return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize,
-			Detail: d.lines.OversizeDetail(raw.Size)}}, nil
-	}
-	// A skip is not an error for a stream: info.Skip and info.Detail
-	// already carry what the error says.
-	events, info, reply, _ := d.st.decode(raw.Bytes)
-	done := d.st.turnDone
-	d.stats.Events += int64(len(events))
-	switch info.Skip {
-	case SkipMalformed:
-		d.stats.Malformed++
-	case SkipUnknown:
-		d.stats.Unknown++
-	}
-	info.Number = raw.Number
-	return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, nil
+	return agentkit.NextLine(d.lines, &d.mu, &d.stats, d.oversize, func(raw agentkit.RawLine) (Line, agentkit.Tally) {
+		// A skip is not an error for a stream: info.Skip and info.Detail
+		// already carry what the error says.
+		events, info, reply, _ := d.st.decode(raw.Bytes)
+		done := d.st.turnDone
+		info.Number = raw.Number
+		return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.Tally{Events: len(events), Malformed: info.Skip == SkipMalformed, Unknown: info.Skip == SkipUnknown}
+	})
+}
+
+// oversize is the Line for a line too long to keep: skipped, with its size.
+func (d *Decoder) oversize(raw agentkit.RawLine) Line {
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
 }
 
 // Stats returns the running totals.
