@@ -488,7 +488,13 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now(), reader: make(chan struct{})}
 	// The machine's own connectivity must not leak into fake time: unknown
 	// unless a test says otherwise.
-	h.rt = New(Options{Store: st, Agents: map[string]Agent{"claude": ag}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
+	// The fake plays every agent: the runtime names none, and a test can
+	// launch a session of each (launchAgent).
+	agents := map[string]Agent{}
+	for _, name := range everyAgent {
+		agents[name] = ag
+	}
+	h.rt = New(Options{Store: st, Agents: agents, DefaultAgent: "claude", Connectivity: unknownConnectivity})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	go func() {
 		defer close(h.reader)
@@ -545,11 +551,20 @@ func (h *loopHarness) messages(typ localapi.MessageType) []localapi.Message {
 	return out
 }
 
-// launch starts a managed session with its first prompt (turn 1) and has the
-// agent announce its session id, all at the current instant.
+// everyAgent names the agents the fake plays.
+var everyAgent = []string{"claude", "codex", "gemini", "opencode", "copilot"}
+
+// launch starts a managed Claude session with its first prompt (turn 1)
+// and has the agent announce its session id, all at the current instant.
 func (h *loopHarness) launch() (sessions.Session, *fakeProc) {
 	h.t.Helper()
-	s, err := h.rt.Launch(context.Background(), localapi.LaunchRequest{Agent: "claude", Cwd: os.TempDir(), Prompt: "refactor the parser"})
+	return h.launchAgent("claude")
+}
+
+// launchAgent is launch for a session of the named agent.
+func (h *loopHarness) launchAgent(agent string) (sessions.Session, *fakeProc) {
+	h.t.Helper()
+	s, err := h.rt.Launch(context.Background(), localapi.LaunchRequest{Agent: agent, Cwd: os.TempDir(), Prompt: "refactor the parser"})
 	if err != nil {
 		h.t.Fatalf("Launch: %v", err)
 	}
@@ -1076,6 +1091,37 @@ func TestLoopLostExitIsCaughtByTheProbe(t *testing.T) {
 		h.wantState(id, sessions.Working, sessions.NoWait)
 		h.wantOutcomes(id)
 	})
+}
+
+// TestLoopLostExitIsCaughtForEveryAgent: the runtime asks any agent's
+// Process for its liveness (it names no agent), so a session of each agent
+// whose process dies mid-turn with its exit lost is Interrupted at the
+// next tick: the agents' Alive (agentkit.Liveness) is the only part that
+// differs, and each adapter's tests kill its real CLI to check that part.
+func TestLoopLostExitIsCaughtForEveryAgent(t *testing.T) {
+	for _, agent := range everyAgent {
+		t.Run(agent, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newLoopHarness(t, nil)
+				defer h.stop()
+				s, p := h.launchAgent(agent)
+				h.run()
+				h.until(7 * time.Second)
+				p.vanish()
+				h.until(16 * time.Second) // the first tick is at 15 s
+				rows := h.store.rowsOf(s.ID, core.TimelineMarkedInterrupted)
+				if len(rows) != 1 {
+					t.Fatalf("%d marked_interrupted rows by the first tick after the process died, want 1", len(rows))
+				}
+				if msg := rowField(rows[0], "message"); msg != "agent process 1001 is gone; turn 1 was in flight" {
+					t.Errorf("marked_interrupted says %q", msg)
+				}
+				if got := h.session(s.ID); got.Agent != agent {
+					t.Errorf("the session's agent is %q, want %q", got.Agent, agent)
+				}
+			})
+		})
+	}
 }
 
 // TestLoopUnprobeableProcessIsNotCalledAlive: where the platform's probe

@@ -3,6 +3,8 @@ package claude
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // LaunchOptions are the per-session choices for a managed Claude Code process.
@@ -29,10 +31,10 @@ var (
 // Validate reports options Args would pass through unsafely.
 func (o LaunchOptions) Validate() error {
 	if o.PermissionMode != "" && !permissionModeRE.MatchString(o.PermissionMode) {
-		return fmt.Errorf("claude launch options: invalid permission mode %q", clip(o.PermissionMode))
+		return fmt.Errorf("claude launch options: invalid permission mode %q", agentkit.Clip(o.PermissionMode))
 	}
 	if o.ResumeID != "" && !resumeIDRE.MatchString(o.ResumeID) {
-		return fmt.Errorf("claude launch options: invalid resume session id %q", clip(o.ResumeID))
+		return fmt.Errorf("claude launch options: invalid resume session id %q", agentkit.Clip(o.ResumeID))
 	}
 	return nil
 }

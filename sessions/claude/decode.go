@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // ErrMalformed marks a line that is not a JSON object. The decoder skips and
@@ -67,7 +68,7 @@ const interruptMarker = "[Request interrupted by user"
 // maxTracked bounds each per-stream map, so a stream that opens calls it never
 // closes cannot grow the decoder without limit. Names are cosmetic (Apply
 // remembers its own), so losing them when a map overflows is harmless.
-const maxTracked = 1024
+const maxTracked = agentkit.MaxTracked
 
 // maxRetryDelay bounds an agent retry delay taken from the wire.
 const maxRetryDelay = 24 * time.Hour
@@ -220,8 +221,8 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 	events, known := s.dispatch(&w, trimmed)
 	if !known {
 		info.Skip = SkipUnknown
-		info.Detail = fmt.Sprintf("unknown type %q subtype %q", clip(w.Type), clip(w.Subtype))
-		return nil, info, fmt.Errorf("%w: type %q subtype %q", ErrUnknown, clip(w.Type), clip(w.Subtype))
+		info.Detail = fmt.Sprintf("unknown type %q subtype %q", agentkit.Clip(w.Type), agentkit.Clip(w.Subtype))
+		return nil, info, fmt.Errorf("%w: type %q subtype %q", ErrUnknown, agentkit.Clip(w.Type), agentkit.Clip(w.Subtype))
 	}
 	return events, info, nil
 }
@@ -241,9 +242,9 @@ func (s *state) dispatch(w *wire, line []byte) (events []sessions.Event, known b
 	case "stream_event":
 		// Partial message deltas (--include-partial-messages): proof the
 		// model is streaming, which is exactly what the stall clock wants.
-		return one(sessions.EvActivity, "streaming a reply"), true
+		return agentkit.One(sessions.EvActivity, "streaming a reply"), true
 	case "tool_progress":
-		return one(sessions.EvActivity, sessions.SanitizeMessage(orDefault(w.ToolName, "tool")+" running")), true
+		return agentkit.One(sessions.EvActivity, sessions.SanitizeMessage(agentkit.OrDefault(w.ToolName, "tool")+" running")), true
 	case "rate_limit_event":
 		return s.rateLimit(w), true
 	case "control_request":
@@ -257,7 +258,7 @@ func (s *state) dispatch(w *wire, line []byte) (events []sessions.Event, known b
 	case "control_cancel_request":
 		return s.controlCancel(w), true
 	case "conversation_reset":
-		return one(sessions.EvActivity, "conversation reset"), true
+		return agentkit.One(sessions.EvActivity, "conversation reset"), true
 	case "keep_alive":
 		// A liveness ping, not progress: it must not refresh the stall clock.
 		return nil, true
@@ -278,7 +279,7 @@ func (s *state) system(w *wire) ([]sessions.Event, bool) {
 	case "compact_boundary":
 		if s.turn.compactResultSeen {
 			s.turn.compactResultSeen = false
-			return one(sessions.EvActivity, "compaction boundary"), true
+			return agentkit.One(sessions.EvActivity, "compaction boundary"), true
 		}
 		// Versions that print no compact_result report success only here.
 		return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}, true
@@ -288,7 +289,7 @@ func (s *state) system(w *wire) ([]sessions.Event, bool) {
 		// The description is model-written and ends up in evidence: it gets
 		// the same treatment as any provider text.
 		name := sessions.SanitizeMessage(w.Description)
-		s.tasks = remember(s.tasks, w.TaskID, name)
+		s.tasks = agentkit.Remember(s.tasks, w.TaskID, name)
 		return []sessions.Event{{
 			Kind:   sessions.EvTaskStarted,
 			CallID: w.TaskID,
@@ -296,19 +297,19 @@ func (s *state) system(w *wire) ([]sessions.Event, bool) {
 			Detail: "background task started",
 		}}, true
 	case "task_progress":
-		return one(sessions.EvActivity, "background task progress"), true
+		return agentkit.One(sessions.EvActivity, "background task progress"), true
 	case "task_notification", "task_updated":
 		// task_updated carries its new status in a patch object.
-		status := orDefault(w.Status, w.Patch.Status)
+		status := agentkit.OrDefault(w.Status, w.Patch.Status)
 		if !terminalTaskStatus(status) {
-			return one(sessions.EvActivity, "background task update"), true
+			return agentkit.One(sessions.EvActivity, "background task update"), true
 		}
 		name := s.tasks[w.TaskID]
 		delete(s.tasks, w.TaskID)
 		return []sessions.Event{{
 			Kind:   sessions.EvTaskFinished,
 			CallID: w.TaskID,
-			Name:   orDefault(name, sessions.SanitizeMessage(orDefault(w.Description, w.Summary))),
+			Name:   agentkit.OrDefault(name, sessions.SanitizeMessage(agentkit.OrDefault(w.Description, w.Summary))),
 			Detail: sessions.SanitizeMessage("background task " + status),
 		}}, true
 	case "session_state_changed":
@@ -316,7 +317,7 @@ func (s *state) system(w *wire) ([]sessions.Event, bool) {
 		case "idle":
 			return []sessions.Event{{Kind: sessions.EvIdle, Detail: "agent idle"}}, true
 		case "running":
-			return one(sessions.EvActivity, "agent running"), true
+			return agentkit.One(sessions.EvActivity, "agent running"), true
 		}
 		// Other states (requires_action, …) are echoed by more specific
 		// lines (control_request); recording them must not move the clock.
@@ -324,7 +325,7 @@ func (s *state) system(w *wire) ([]sessions.Event, bool) {
 	case "thinking_tokens":
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "thinking tokens"}}, true
 	case "hook_started", "hook_response":
-		return one(sessions.EvActivity, sessions.SanitizeMessage("hook "+orDefault(w.HookName, strings.TrimPrefix(w.Subtype, "hook_")))), true
+		return agentkit.One(sessions.EvActivity, sessions.SanitizeMessage("hook "+agentkit.OrDefault(w.HookName, strings.TrimPrefix(w.Subtype, "hook_")))), true
 	}
 	return nil, false
 }
@@ -340,7 +341,7 @@ func (s *state) status(w *wire) []sessions.Event {
 		s.turn.compactResultSeen = true
 		return []sessions.Event{{
 			Kind:   sessions.EvCompactionFinished,
-			Detail: sessions.SanitizeMessage(orDefault(w.CompactError, "no reason given")),
+			Detail: sessions.SanitizeMessage(agentkit.OrDefault(w.CompactError, "no reason given")),
 		}}
 	case w.Status == "compacting":
 		// Repeated every ~30 s while compaction runs; Apply keeps the first
@@ -348,9 +349,9 @@ func (s *state) status(w *wire) []sessions.Event {
 		s.turn.compactResultSeen = false
 		return []sessions.Event{{Kind: sessions.EvCompactionStarted, Detail: "compacting the context"}}
 	case w.Status == "requesting":
-		return one(sessions.EvActivity, "requesting the model")
+		return agentkit.One(sessions.EvActivity, "requesting the model")
 	}
-	return one(sessions.EvActivity, "status update")
+	return agentkit.One(sessions.EvActivity, "status update")
 }
 
 func retry(w *wire) sessions.Event {
@@ -416,7 +417,7 @@ func (s *state) assistant(w *wire) []sessions.Event {
 		case "thinking", "redacted_thinking":
 			events = addActivity(events, prefix(sub, "thinking"))
 		case "tool_use":
-			s.tools = remember(s.tools, b.ID, b.Name)
+			s.tools = agentkit.Remember(s.tools, b.ID, b.Name)
 			events = append(events, sessions.Event{Kind: sessions.EvToolStarted, CallID: b.ID, Name: b.Name, Detail: prefix(sub, "tool call")})
 			if r := waitReasonForTool(b.Name); r != sessions.NoWait {
 				events = append(events, sessions.Event{Kind: sessions.EvWaitingOnUser, Reason: r, CallID: b.ID, Name: b.Name})
@@ -424,7 +425,7 @@ func (s *state) assistant(w *wire) []sessions.Event {
 		}
 	}
 	if len(events) == 0 {
-		events = one(sessions.EvActivity, prefix(sub, "assistant message"))
+		events = agentkit.One(sessions.EvActivity, prefix(sub, "assistant message"))
 	}
 	return events
 }
@@ -457,7 +458,7 @@ func (s *state) user(w *wire, line []byte) []sessions.Event {
 		}
 	}
 	if len(events) == 0 {
-		events = one(sessions.EvActivity, prefix(sub, "user message"))
+		events = agentkit.One(sessions.EvActivity, prefix(sub, "user message"))
 	}
 	return events
 }
@@ -488,7 +489,7 @@ func (s *state) rateLimit(w *wire) []sessions.Event {
 	}
 	// The plan's window status is bookkeeping; only a failed result turns
 	// it into a state.
-	return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("rate limit " + orDefault(info.Status, "update"))}}
+	return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("rate limit " + agentkit.OrDefault(info.Status, "update"))}}
 }
 
 func (s *state) controlRequest(w *wire) ([]sessions.Event, bool) {
@@ -526,7 +527,7 @@ func (s *state) controlRequest(w *wire) ([]sessions.Event, bool) {
 // (the turn was interrupted, or the request was answered elsewhere).
 func (s *state) controlCancel(w *wire) []sessions.Event {
 	if _, ok := s.pending[w.RequestID]; !ok {
-		return one(sessions.EvActivity, "control request cancelled")
+		return agentkit.One(sessions.EvActivity, "control request cancelled")
 	}
 	delete(s.pending, w.RequestID)
 	// The request id says which of several open requests was withdrawn.
@@ -544,7 +545,7 @@ func (s *state) result(w *wire) sessions.Event {
 	aborted := w.TerminalReason == "aborted_streaming" || w.TerminalReason == "aborted_tools" ||
 		w.Subtype == "error_during_execution" && s.turn.interrupted
 	if aborted {
-		return sessions.Event{Kind: sessions.EvTurnAborted, Detail: sessions.SanitizeMessage(orDefault(w.TerminalReason, "interrupted"))}
+		return sessions.Event{Kind: sessions.EvTurnAborted, Detail: sessions.SanitizeMessage(agentkit.OrDefault(w.TerminalReason, "interrupted"))}
 	}
 	return sessions.Event{Kind: sessions.EvTurnFailed, Failure: s.classify(w)}
 }
@@ -561,7 +562,7 @@ func (s *state) classify(w *wire) sessions.Failure {
 		text = s.turn.syntheticText
 	}
 	if text == "" {
-		text = orDefault(w.TerminalReason, w.Subtype)
+		text = agentkit.OrDefault(w.TerminalReason, w.Subtype)
 	}
 	kind := sessions.OtherFailure
 	switch {
@@ -677,25 +678,6 @@ func waitReasonForTool(name string) sessions.WaitReason {
 	return sessions.NoWait
 }
 
-// remember records id → name in a bounded map, allocating it on first use.
-func remember(m map[string]string, id, name string) map[string]string {
-	if id == "" {
-		return m
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	if len(m) >= maxTracked {
-		clear(m)
-	}
-	m[id] = name
-	return m
-}
-
-func one(kind sessions.EventKind, detail string) []sessions.Event {
-	return []sessions.Event{{Kind: kind, Detail: detail}}
-}
-
 // addActivity appends an activity event unless the previous event is the
 // same activity: a message of ten text blocks is one piece of evidence.
 func addActivity(events []sessions.Event, detail string) []sessions.Event {
@@ -733,20 +715,4 @@ func millis(ms float64) time.Duration {
 		return maxRetryDelay
 	}
 	return time.Duration(d)
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// clip bounds a wire string quoted in an error message.
-func clip(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
 }

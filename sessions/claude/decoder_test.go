@@ -262,32 +262,3 @@ func TestDecoderBoundsTracking(t *testing.T) {
 		t.Errorf("tracking grew past its bound: %d tools, %d pending", len(d.st.tools), len(d.st.pending))
 	}
 }
-
-// TestDecoderLineBufferReleased checks the buffer policy for lines longer
-// than the read buffer: reused across a burst, dropped once small lines are
-// back, so an idle session does not pin the memory of its biggest line.
-func TestDecoderLineBufferReleased(t *testing.T) {
-	big := `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"` +
-		strings.Repeat("z", 3*readBufSize) + `"}]}}`
-	var b strings.Builder
-	b.WriteString(big + "\n" + big + "\n")
-	for range idleRelease + 1 {
-		b.WriteString(initLine + "\n")
-	}
-	d := NewDecoder(strings.NewReader(b.String()), 0)
-	for i := 0; ; i++ {
-		l, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil || l.Info.Skip != SkipNone {
-			t.Fatalf("line %d: %+v %v", i+1, l.Info, err)
-		}
-		if i == 1 && cap(d.acc) < len(big) {
-			t.Fatalf("no line buffer after two long lines (cap %d)", cap(d.acc))
-		}
-	}
-	if d.acc != nil {
-		t.Errorf("line buffer of %d bytes still held after %d small lines", cap(d.acc), idleRelease+1)
-	}
-}

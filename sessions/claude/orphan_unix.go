@@ -46,10 +46,10 @@ func commandLine(pid int) (string, bool) {
 // processAlive reports whether pid runs; a zombie does not. Where the
 // platform probe cannot tell, kill(pid, 0) decides.
 func processAlive(pid int) bool {
-	switch probeProcess(pid).state {
-	case livenessRunning:
+	switch _, st := procscan.Probe(pid); st {
+	case procscan.Running:
 		return true
-	case livenessGone:
+	case procscan.Gone:
 		return false
 	}
 	return syscall.Kill(pid, 0) == nil

@@ -1,44 +1,31 @@
 package claude
 
 import (
-	"fmt"
-	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
-	"os"
-	"os/exec"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // CommandSetting is the setting that names the Claude Code executable; errors
 // about a missing binary point the user at it.
 const CommandSetting = "agents.claude.command"
 
-// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
-const stderrKeep = 8 << 10
+// agentInfo names Claude Code to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "claude", Display: "Claude Code", Command: "claude",
+	Install: "npm install -g @anthropic-ai/claude-code", Setting: CommandSetting}
 
 // Process is one running `claude -p` in stream-json mode that the app owns:
 // its stdin takes prompts and control messages, its stdout is decoded into
 // sessions.Events.
 type Process struct {
-	cmd    *exec.Cmd
+	// Child is the process itself: PID, Signal, Wait, Alive, StderrTail.
+	*agentkit.Child
 	dec    *Decoder
 	events chan sessions.Event
-	stderr *pipeio.Ring
-
-	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
-	// only an *os.File pipe takes a write deadline.
-	stdin *pipeio.Input
-
-	mu sync.Mutex // guards deadSince and ident
-	// deadSince is when Alive first found the process dead.
-	deadSince time.Time
-	// ident is the process's start time as Alive first saw it (see judge).
-	ident uint64
 
 	reqSeq atomic.Int64
 }
@@ -65,40 +52,17 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if err := opts.Launch.Validate(); err != nil {
 		return nil, err
 	}
-	command := opts.Command
-	if command == "" {
-		command = "claude"
-	}
-	path, err := exec.LookPath(command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the Claude Code command %q was not found (install Claude Code, or point the setting %s at it: session-supervisor settings set %s /path/to/claude): %w",
-			command, CommandSetting, CommandSetting, err)
+		return nil, err
 	}
-	cmd := exec.Command(path, Args(opts.Launch)...)
-	cmd.Dir = opts.Cwd
-	cmd.Env = append(os.Environ(), opts.Env...)
-	proctree.SetGroup(cmd)
-	stdinR, stdin, err := os.Pipe()
+	child, err := agentkit.Start(agentkit.Spec{Agent: "claude", Path: path, Args: Args(opts.Launch),
+		Cwd: opts.Cwd, Env: opts.Env, Stdin: true, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("creating stdin for claude: %w", err)
+		return nil, err
 	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdinR.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("creating stdout for claude: %w", err)
-	}
-	p := &Process{cmd: cmd, stdin: pipeio.NewInput(stdin, opts.WriteTimeout, "claude"), stderr: &pipeio.Ring{Max: stderrKeep},
-		events: make(chan sessions.Event, 64)}
-	cmd.Stderr = p.stderr
-	err = cmd.Start()
-	stdinR.Close() // the child holds its own copy
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
-	}
-	p.dec = NewDecoder(stdout, opts.MaxLine)
+	p := &Process{Child: child, events: make(chan sessions.Event, 64)}
+	p.dec = NewDecoder(child.Stdout, opts.MaxLine)
 	go p.decode()
 	return p, nil
 }
@@ -117,9 +81,6 @@ func (p *Process) decode() {
 	}
 }
 
-// PID is the process id (also its process group id).
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
 // Events yields the decoded stream; closed when stdout ends.
 func (p *Process) Events() <-chan sessions.Event { return p.events }
 
@@ -129,10 +90,7 @@ func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
 // Stats are the decoder's counters.
 func (p *Process) Stats() Counters { return p.dec.Stats() }
 
-// StderrTail is the last few KB of stderr (diagnostics only; never persisted).
-func (p *Process) StderrTail() string { return p.stderr.String() }
-
-func (p *Process) write(line []byte) error { return p.stdin.WriteLine(line) }
+func (p *Process) write(line []byte) error { return p.Input.WriteLine(line) }
 
 // SendPrompt sends a user message: a new turn, or part of the running one.
 func (p *Process) SendPrompt(text string) error { return p.write(UserMessage(text)) }
@@ -159,16 +117,4 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, message
 }
 
 // CloseInput closes stdin: the turn in flight finishes, then claude exits.
-func (p *Process) CloseInput() error { return p.stdin.Close() }
-
-// Signal signals the process group (a terminating signal, its whole tree:
-// proctree.Signal).
-func (p *Process) Signal(sig os.Signal) error { return proctree.Signal(p.cmd.Process, sig) }
-
-// Wait waits for the process (call after Events is closed) and reports its
-// exit code, or the signal that killed it.
-func (p *Process) Wait() (int, string, error) {
-	code, sig, err := proctree.Wait(p.cmd)
-	_ = p.CloseInput()
-	return code, sig, err
-}
+func (p *Process) CloseInput() error { return p.Input.Close() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 var (
@@ -109,7 +110,7 @@ func TestProcessAliveProbe(t *testing.T) {
 		t.Fatalf("running process: Alive = %v, %v", alive, known)
 	}
 	// Kill only the agent (not its group) and do not reap it: a zombie.
-	if err := p.cmd.Process.Signal(os.Kill); err != nil {
+	if err := p.Cmd.Process.Signal(os.Kill); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -121,7 +122,7 @@ func TestProcessAliveProbe(t *testing.T) {
 		if alive && known && time.Now().After(deadline) {
 			t.Fatal("the killed process still reads as alive")
 		}
-		if time.Now().After(deadline.Add(exitGrace)) {
+		if time.Now().After(deadline.Add(agentkit.ExitGrace)) {
 			t.Fatal("Alive never became sure the process is dead")
 		}
 		time.Sleep(50 * time.Millisecond)

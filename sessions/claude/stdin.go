@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // The lines written to the stdin of `claude -p --input-format stream-json`,
@@ -87,7 +89,7 @@ func PermissionResponse(requestID string, allow bool, message string, updatedInp
 		}
 		l.Response.Response = permissionDecision{Behavior: "allow", UpdatedInput: in}
 	} else {
-		l.Response.Response = permissionDecision{Behavior: "deny", Message: orDefault(message, denyDefault)}
+		l.Response.Response = permissionDecision{Behavior: "deny", Message: agentkit.OrDefault(message, denyDefault)}
 	}
 	return encodeLine(l)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // ErrMalformed marks a line that is not a JSON-RPC object. The decoder skips
@@ -50,7 +51,7 @@ type LineInfo struct {
 }
 
 // maxTracked bounds each per-stream map (see the Claude decoder).
-const maxTracked = 1024
+const maxTracked = agentkit.MaxTracked
 
 // wire is the union of the fields the decoder reads from any line: one
 // struct and one json.Unmarshal per line, fields not declared (command
@@ -210,15 +211,15 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) 
 	}
 	if !known {
 		info.Skip = SkipUnknown
-		info.Detail = fmt.Sprintf("unknown method %q", clip(w.Method))
-		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, clip(w.Method))
+		info.Detail = fmt.Sprintf("unknown method %q", agentkit.Clip(w.Method))
+		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, agentkit.Clip(w.Method))
 	}
 	return events, info, reply, nil
 }
 
 // response handles the answer to one of our requests.
 func (s *state) response(w *wire) ([]sessions.Event, bool) {
-	id := idKey(w.ID)
+	id := agentkit.RPCID(w.ID)
 	method, ok := s.calls[id]
 	if !ok {
 		return nil, false
@@ -241,7 +242,7 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 		msg := sessions.SanitizeMessage(w.Error.Message)
 		switch method {
 		case methodThreadStart, methodThreadResume:
-			s.threadErr = orDefault(msg, method+" failed")
+			s.threadErr = agentkit.OrDefault(msg, method+" failed")
 			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(method + " failed: " + msg)}}, true
 		case methodTurnStart:
 			// The prompt never became a turn: the turn the app started
@@ -279,7 +280,7 @@ func verb(method string) string {
 // wait on the user; anything else is refused at once so the agent does not
 // wait on a client that will never answer.
 func (s *state) serverRequest(w *wire) ([]sessions.Event, []byte, bool) {
-	id := idKey(w.ID)
+	id := agentkit.RPCID(w.ID)
 	var reason sessions.WaitReason
 	var tool string
 	switch w.Method {
@@ -326,33 +327,33 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 	switch w.Method {
 	case "turn/started":
 		if sub {
-			return one(sessions.EvActivity, "subagent turn started"), true
+			return agentkit.One(sessions.EvActivity, "subagent turn started"), true
 		}
 		s.turn, s.lastError = p.Turn.ID, nil
 		s.started()
-		return one(sessions.EvActivity, "turn started"), true
+		return agentkit.One(sessions.EvActivity, "turn started"), true
 	case "turn/completed":
 		if sub {
-			return one(sessions.EvActivity, "subagent turn ended"), true
+			return agentkit.One(sessions.EvActivity, "subagent turn ended"), true
 		}
 		return []sessions.Event{s.turnCompleted(p)}, true
 	case "item/started", "item/completed":
 		return s.item(w.Method == "item/started", p, sub), true
 	case "item/agentMessage/delta":
-		return one(sessions.EvActivity, prefix(sub, "writing a reply")), true
+		return agentkit.One(sessions.EvActivity, prefix(sub, "writing a reply")), true
 	case "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded", "item/reasoning/textDelta":
-		return one(sessions.EvActivity, prefix(sub, "thinking")), true
+		return agentkit.One(sessions.EvActivity, prefix(sub, "thinking")), true
 	case "item/plan/delta", "turn/plan/updated":
-		return one(sessions.EvActivity, prefix(sub, "planning")), true
+		return agentkit.One(sessions.EvActivity, prefix(sub, "planning")), true
 	case "item/commandExecution/outputDelta", "item/commandExecution/terminalInteraction", "command/exec/outputDelta",
 		"process/outputDelta":
-		return one(sessions.EvActivity, prefix(sub, "command output")), true
+		return agentkit.One(sessions.EvActivity, prefix(sub, "command output")), true
 	case "item/fileChange/outputDelta", "item/fileChange/patchUpdated", "turn/diff/updated":
-		return one(sessions.EvActivity, prefix(sub, "editing files")), true
+		return agentkit.One(sessions.EvActivity, prefix(sub, "editing files")), true
 	case "item/mcpToolCall/progress":
-		return one(sessions.EvActivity, prefix(sub, "tool progress")), true
+		return agentkit.One(sessions.EvActivity, prefix(sub, "tool progress")), true
 	case "hook/started", "hook/completed":
-		return one(sessions.EvActivity, "hook "+strings.TrimPrefix(w.Method, "hook/")), true
+		return agentkit.One(sessions.EvActivity, "hook "+strings.TrimPrefix(w.Method, "hook/")), true
 	case "error":
 		return s.errorNote(p, sub), true
 	case "thread/tokenUsage/updated":
@@ -365,7 +366,7 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 		// this legacy note only confirms it.
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "thread compacted"}}, true
 	case "serverRequest/resolved":
-		id := idKey(p.RequestID)
+		id := agentkit.RPCID(p.RequestID)
 		if _, ok := s.pending[id]; !ok {
 			// Answered by us: the app recorded the answer when it sent it.
 			return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "request resolved"}}, true
@@ -395,7 +396,7 @@ func (s *state) item(started bool, p *params, sub bool) []sessions.Event {
 	switch {
 	case it.Type == "contextCompaction":
 		if sub {
-			return one(sessions.EvActivity, "subagent compaction")
+			return agentkit.One(sessions.EvActivity, "subagent compaction")
 		}
 		if started {
 			return []sessions.Event{{Kind: sessions.EvCompactionStarted, Detail: "compacting the context"}}
@@ -403,11 +404,11 @@ func (s *state) item(started bool, p *params, sub bool) []sessions.Event {
 		return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}
 	case name != "":
 		if started {
-			s.tools = remember(s.tools, it.ID, name)
+			s.tools = agentkit.Remember(s.tools, it.ID, name)
 			return []sessions.Event{{Kind: sessions.EvToolStarted, CallID: it.ID, Name: name, Detail: prefix(sub, "tool call")}}
 		}
 		delete(s.tools, it.ID)
-		return []sessions.Event{{Kind: sessions.EvToolFinished, CallID: it.ID, Name: name, Detail: prefix(sub, sessions.SanitizeMessage(name+" "+orDefault(it.Status, "finished")))}}
+		return []sessions.Event{{Kind: sessions.EvToolFinished, CallID: it.ID, Name: name, Detail: prefix(sub, sessions.SanitizeMessage(name+" "+agentkit.OrDefault(it.Status, "finished")))}}
 	}
 	what := "message"
 	switch it.Type {
@@ -420,7 +421,7 @@ func (s *state) item(started bool, p *params, sub bool) []sessions.Event {
 	case "plan":
 		what = "planning"
 	}
-	return one(sessions.EvActivity, prefix(sub, what))
+	return agentkit.One(sessions.EvActivity, prefix(sub, what))
 }
 
 // toolName is the name an item that does work is shown with, or "" for an
@@ -434,7 +435,7 @@ func toolName(typ, server, tool string) string {
 	case "mcpToolCall":
 		return sessions.SanitizeMessage("mcp " + server + "/" + tool)
 	case "dynamicToolCall", "collabAgentToolCall":
-		return sessions.SanitizeMessage(orDefault(tool, typ))
+		return sessions.SanitizeMessage(agentkit.OrDefault(tool, typ))
 	case "webSearch":
 		return "web search"
 	case "imageGeneration":
@@ -477,7 +478,7 @@ var reconnectRE = regexp.MustCompile(`(\d+)/(\d+)`)
 // turn/completed then reports.
 func (s *state) errorNote(p *params, sub bool) []sessions.Event {
 	if sub || p.Error == nil {
-		return one(sessions.EvActivity, prefix(sub, "error reported"))
+		return agentkit.One(sessions.EvActivity, prefix(sub, "error reported"))
 	}
 	if !p.WillRetry {
 		s.lastError = p.Error
@@ -614,53 +615,9 @@ func textKind(text string) sessions.FailureKind {
 	return sessions.OtherFailure
 }
 
-// idKey renders a JSON-RPC id (number or string) as the string the app keeps.
-func idKey(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	var str string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &str) == nil {
-		return str
-	}
-	return string(raw)
-}
-
-func remember(m map[string]string, id, name string) map[string]string {
-	if id == "" {
-		return m
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	if len(m) >= maxTracked {
-		clear(m)
-	}
-	m[id] = name
-	return m
-}
-
-func one(kind sessions.EventKind, detail string) []sessions.Event {
-	return []sessions.Event{{Kind: kind, Detail: detail}}
-}
-
 func prefix(sub bool, detail string) string {
 	if sub {
 		return "subagent " + detail
 	}
 	return detail
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// clip bounds a wire string quoted in an error message.
-func clip(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
 }

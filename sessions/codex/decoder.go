@@ -6,14 +6,11 @@
 package codex
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"sync"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // DefaultMaxLine is the line limit NewDecoder uses when given none. Codex
@@ -21,33 +18,9 @@ import (
 // lines while still capping what one line can cost.
 const DefaultMaxLine = 16 << 20
 
-// maxMaxLine caps maxLine so the limit arithmetic cannot overflow.
-const maxMaxLine = 1 << 30
-
-// readBufSize is the bufio buffer: a typical line fits, so it is decoded
-// straight from the buffer without a copy.
-const readBufSize = 64 << 10
-
-// idleRelease is how many lines in a row must fit the read buffer before the
-// line buffer grown for a long line is dropped: a burst of big tool results
-// reuses one buffer, and a session that has gone back to small lines does not
-// pin megabytes for good.
-const idleRelease = 32
-
-// Counters are a decoder's running totals.
-type Counters struct {
-	// Lines counts every non-blank line read, decoded or skipped.
-	Lines int64 `json:"lines"`
-	// Events counts the events produced.
-	Events    int64 `json:"events"`
-	Malformed int64 `json:"malformed"`
-	Unknown   int64 `json:"unknown"`
-	Oversize  int64 `json:"oversize"`
-}
-
-// Skipped is the number of lines that produced nothing because they could not
-// be used (malformed, unknown or oversize).
-func (c Counters) Skipped() int64 { return c.Malformed + c.Unknown + c.Oversize }
+// Counters are a decoder's running totals (agentkit's, shared by every
+// line-framed adapter).
+type Counters = agentkit.Counters
 
 // Line is one stdout line: the events it produced and what it was. A skipped
 // line has no events and Info.Skip set.
@@ -63,15 +36,7 @@ type Line struct {
 // Decoder reads the JSON-RPC stdout of one `codex app-server`. Next must be
 // called from one goroutine; the other methods may be called from any.
 type Decoder struct {
-	br      *bufio.Reader
-	maxLine int
-	// acc assembles a line longer than the bufio buffer; accIdle counts the
-	// lines since it was last needed.
-	acc     []byte
-	accIdle int
-	lineNo  int64
-	// err is sticky: after EOF or a read error every Next returns it.
-	err error
+	lines *agentkit.LineReader
 
 	mu    sync.Mutex // guards st and stats
 	st    state
@@ -85,12 +50,7 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	maxLine = min(maxLine, maxMaxLine)
-	bufSize := readBufSize
-	if maxLine < bufSize {
-		bufSize = maxLine + 1 // room for the newline
-	}
-	return &Decoder{br: bufio.NewReaderSize(r, bufSize), maxLine: maxLine}
+	return &Decoder{lines: agentkit.NewLineReader(r, maxLine, "codex")}
 }
 
 // Next returns the next non-blank line, decoded, or skipped with the reason
@@ -98,44 +58,18 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 // end of the stream it returns io.EOF (a last line without a newline is
 // still returned first); a read error is returned wrapped.
 func (d *Decoder) Next() (Line, error) {
-	for {
-		raw, size, oversize, err := d.readLine()
-		if err != nil {
-			return Line{}, err
-		}
-		if oversize {
-			d.lineNo++
-			d.mu.Lock()
-			d.stats.Lines++
-			d.stats.Oversize++
-			d.mu.Unlock()
-			return Line{Info: LineInfo{
-				Number: d.lineNo,
-				Size:   size,
-				Skip:   SkipOversize,
-				Detail: fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", size, d.maxLine),
-			}}, nil
-		}
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		d.lineNo++
-		d.mu.Lock()
+	return agentkit.NextLine(d.lines, &d.mu, &d.stats, d.oversize, func(raw agentkit.RawLine) (Line, agentkit.Tally) {
 		// A skip is not an error for a stream: info.Skip and info.Detail
 		// already carry what the error says.
-		events, info, reply, _ := d.st.decode(raw)
-		d.stats.Lines++
-		d.stats.Events += int64(len(events))
-		switch info.Skip {
-		case SkipMalformed:
-			d.stats.Malformed++
-		case SkipUnknown:
-			d.stats.Unknown++
-		}
-		d.mu.Unlock()
-		info.Number = d.lineNo
-		return Line{Events: events, Info: info, Reply: reply}, nil
-	}
+		events, info, reply, _ := d.st.decode(raw.Bytes)
+		info.Number = raw.Number
+		return Line{Events: events, Info: info, Reply: reply}, agentkit.Tally{Events: len(events), Malformed: info.Skip == SkipMalformed, Unknown: info.Skip == SkipUnknown}
+	})
+}
+
+// oversize is the Line for a line too long to keep: skipped, with its size.
+func (d *Decoder) oversize(raw agentkit.RawLine) Line {
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
 }
 
 // Stats returns the running totals.
@@ -143,84 +77,4 @@ func (d *Decoder) Stats() Counters {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.stats
-}
-
-// readLine returns the next line without its line ending; the slice is valid
-// until the next call. An oversize line is consumed and reported with its
-// size and no content.
-func (d *Decoder) readLine() (line []byte, size int, oversize bool, err error) {
-	if d.err != nil {
-		return nil, 0, false, d.err
-	}
-	if d.accIdle >= idleRelease {
-		d.acc, d.accIdle = nil, 0
-	}
-	d.acc = d.acc[:0]
-	for {
-		chunk, rerr := d.br.ReadSlice('\n')
-		complete := rerr == nil
-		body := chunk
-		if complete {
-			body = chunk[:len(chunk)-1]
-		}
-		size += len(body)
-		// One byte of slack for a '\r' whose '\n' has not been read yet;
-		// the exact check runs once the line is complete.
-		if !oversize && size > d.maxLine+1 {
-			// From here on the line is only counted, never kept.
-			oversize = true
-			d.acc = nil
-		}
-		if !oversize {
-			if complete && len(d.acc) == 0 {
-				// The whole line is in the read buffer: no copy.
-				if d.acc != nil {
-					d.accIdle++
-				}
-				return d.finish(body)
-			}
-			d.accIdle = 0
-			d.acc = append(d.acc, body...)
-		}
-		switch {
-		case complete:
-			if oversize {
-				return nil, size, true, nil
-			}
-			return d.finish(d.acc)
-		case errors.Is(rerr, bufio.ErrBufferFull):
-			continue
-		case errors.Is(rerr, io.EOF):
-			d.err = io.EOF
-			if size == 0 {
-				return nil, 0, false, io.EOF
-			}
-			// The stream ended mid-line (the process died while writing):
-			// hand over what there is; an incomplete object decodes as
-			// malformed.
-			if oversize {
-				return nil, size, true, nil
-			}
-			return d.finish(d.acc)
-		default:
-			d.err = fmt.Errorf("codex stream: read line %d: %w", d.lineNo+1, rerr)
-			return nil, 0, false, d.err
-		}
-	}
-}
-
-// finish strips a trailing '\r' and applies the exact length limit.
-func (d *Decoder) finish(line []byte) ([]byte, int, bool, error) {
-	line = trimCR(line)
-	if len(line) > d.maxLine {
-		return nil, len(line), true, nil
-	}
-	return line, len(line), false, nil
-}
-
-func trimCR(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return b[:n-1]
-	}
-	return b
 }

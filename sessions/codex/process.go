@@ -4,23 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 	"os"
-	"os/exec"
 	"regexp"
 	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // CommandSetting is the setting that names the Codex executable; errors
 // about a missing binary point the user at it.
 const CommandSetting = "agents.codex.command"
 
-// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
-const stderrKeep = 8 << 10
+// agentInfo names Codex to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "codex", Display: "Codex", Command: "codex",
+	Install: "npm install -g @openai/codex", Setting: CommandSetting}
 
 // readyWait bounds how long a prompt waits for the thread to be opened
 // when no write timeout is set: thread/start answers in well under a second
@@ -31,19 +31,16 @@ const readyWait = time.Minute
 // thread: its stdin takes JSON-RPC requests, its stdout is decoded into
 // sessions.Events.
 type Process struct {
-	cmd    *exec.Cmd
+	// Child is the process itself: PID, Signal, Wait, Alive, StderrTail.
+	*agentkit.Child
 	dec    *Decoder
 	events chan sessions.Event
-	stderr *pipeio.Ring
 
 	// ready is closed when the thread is open (or failed to open, or the
 	// stream ended): a prompt needs the thread's id.
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	// stdin is the write end of an os.Pipe (not cmd.StdinPipe), because
-	// only an *os.File pipe takes a write deadline.
-	stdin        *pipeio.Input
 	writeTimeout time.Duration
 
 	mu     sync.Mutex // guards nextID
@@ -98,45 +95,23 @@ func ApprovalPolicy(mode string) string {
 // waits for their answers.
 func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ApprovalPolicy != "" && !policyRE.MatchString(opts.ApprovalPolicy) {
-		return nil, fmt.Errorf("codex launch options: invalid approval policy %q", clip(opts.ApprovalPolicy))
+		return nil, fmt.Errorf("codex launch options: invalid approval policy %q", agentkit.Clip(opts.ApprovalPolicy))
 	}
 	if opts.ResumeID != "" && !threadRE.MatchString(opts.ResumeID) {
-		return nil, fmt.Errorf("codex launch options: invalid thread id %q", clip(opts.ResumeID))
+		return nil, fmt.Errorf("codex launch options: invalid thread id %q", agentkit.Clip(opts.ResumeID))
 	}
-	command := opts.Command
-	if command == "" {
-		command = "codex"
-	}
-	path, err := exec.LookPath(command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the Codex command %q was not found (install Codex, or point the setting %s at it: session-supervisor settings set %s /path/to/codex): %w",
-			command, CommandSetting, CommandSetting, err)
+		return nil, err
 	}
-	cmd := exec.Command(path, Args()...)
-	cmd.Dir = opts.Cwd
-	cmd.Env = append(os.Environ(), opts.Env...)
-	proctree.SetGroup(cmd)
-	stdinR, stdin, err := os.Pipe()
+	child, err := agentkit.Start(agentkit.Spec{Agent: "codex", Path: path, Args: Args(),
+		Cwd: opts.Cwd, Env: opts.Env, Stdin: true, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("creating stdin for codex: %w", err)
+		return nil, err
 	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdinR.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("creating stdout for codex: %w", err)
-	}
-	p := &Process{cmd: cmd, stdin: pipeio.NewInput(stdin, opts.WriteTimeout, "codex"), stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
+	p := &Process{Child: child, events: make(chan sessions.Event, 64),
 		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	err = cmd.Start()
-	stdinR.Close() // the child holds its own copy
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
-	}
-	p.dec = NewDecoder(stdout, opts.MaxLine)
+	p.dec = NewDecoder(child.Stdout, opts.MaxLine)
 	go p.decode()
 	version := opts.Version
 	if version == "" {
@@ -221,13 +196,10 @@ func (p *Process) thread() (string, error) {
 	}
 	id, failed := p.dec.threadID()
 	if id == "" {
-		return "", fmt.Errorf("codex could not open the thread: %s", orDefault(failed, "the process ended"))
+		return "", fmt.Errorf("codex could not open the thread: %s", agentkit.OrDefault(failed, "the process ended"))
 	}
 	return id, nil
 }
-
-// PID is the process id (also its process group id).
-func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Events yields the decoded stream; closed when stdout ends.
 func (p *Process) Events() <-chan sessions.Event { return p.events }
@@ -238,10 +210,7 @@ func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
 // Stats are the decoder's counters.
 func (p *Process) Stats() Counters { return p.dec.Stats() }
 
-// StderrTail is the last few KB of stderr (diagnostics only; never persisted).
-func (p *Process) StderrTail() string { return p.stderr.String() }
-
-func (p *Process) write(line []byte) error { return p.stdin.WriteLine(line) }
+func (p *Process) write(line []byte) error { return p.Input.WriteLine(line) }
 
 // SendPrompt starts a turn with text, or steers the turn in flight with it
 // (turn/steer), as a prompt written mid-turn does for Claude Code. A prompt
@@ -319,19 +288,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ strin
 }
 
 // CloseInput closes stdin: app-server exits at the end of its input.
-func (p *Process) CloseInput() error { return p.stdin.Close() }
-
-// Signal signals the process group (a terminating signal, its whole tree:
-// proctree.Signal).
-func (p *Process) Signal(sig os.Signal) error { return proctree.Signal(p.cmd.Process, sig) }
-
-// Wait waits for the process (call after Events is closed) and reports its
-// exit code, or the signal that killed it.
-func (p *Process) Wait() (int, string, error) {
-	code, sig, err := proctree.Wait(p.cmd)
-	_ = p.CloseInput()
-	return code, sig, err
-}
+func (p *Process) CloseInput() error { return p.Input.Close() }
 
 // expect records that request id of method was sent.
 func (d *Decoder) expect(id int64, method string) {

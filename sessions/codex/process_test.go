@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 )
 
@@ -306,6 +307,38 @@ func TestApprovalPolicyFromPermissionMode(t *testing.T) {
 	} {
 		if got := ApprovalPolicy(mode); got != want {
 			t.Errorf("ApprovalPolicy(%q) = %q, want %q", mode, got, want)
+		}
+	}
+}
+
+// TestRealKilledMidTurnReadsDead: the agent SIGKILLed mid-turn (alone: its group and its tools
+// left running, and not reaped) reads as dead once the exit grace has
+// passed, so the runtime interrupts the session at its next tick even when
+// a survivor holds stdout open and no exit event comes.
+func TestRealKilledMidTurnReadsDead(t *testing.T) {
+	w := newRealWorld(t, "")
+	w.api.Handle("hang", func(int, string) fakeapi.Reply { return fakeapi.Reply{Stall: true} })
+	// A loaded machine (make test runs the packages side by side) can take
+	// more than the default 10 s to open the thread.
+	p := w.start(t, ProcessOptions{WriteTimeout: 30 * time.Second})
+	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, p, "the turn to start", func(e sessions.Event) bool { return e.Detail == "turn started" })
+	if alive, known := p.Alive(); !alive || !known {
+		t.Fatalf("mid-turn: Alive = %v, %v; want alive", alive, known)
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	limit := time.After(agentkit.ExitGrace + 30*time.Second)
+	for alive, known := p.Alive(); alive || !known; alive, known = p.Alive() {
+		select {
+		case <-poll.C:
+		case <-limit:
+			t.Fatalf("killed mid-turn: Alive = %v, %v; want known dead", alive, known)
 		}
 	}
 }

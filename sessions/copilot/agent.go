@@ -4,25 +4,18 @@ import (
 	"context"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // Agent is the Copilot CLI's entry in the agent registry (sessions.Registry).
-type Agent struct{}
+type Agent struct{ agentkit.Named[describer] }
+
+// describer gives Agent its names (agentInfo).
+type describer struct{}
+
+func (describer) Info() agentkit.Info { return agentInfo }
 
 var _ sessions.ManagedAgent = Agent{}
-
-// Name is the agent's identifier: sessions store it, and its command
-// setting is agents.copilot.command (CommandSetting).
-func (Agent) Name() string { return "copilot" }
-
-// DisplayName is how the UI calls it.
-func (Agent) DisplayName() string { return "Copilot CLI" }
-
-// DefaultCommand is the executable on PATH that npm installs.
-func (Agent) DefaultCommand() string { return "copilot" }
-
-// InstallHint is how the Copilot CLI is installed.
-func (Agent) InstallHint() string { return "npm install -g @github/copilot" }
 
 // Start prepares the session (a new one, or ResumeID's); its first process
 // starts with the first prompt.

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // ErrMalformed marks a line that is not a JSON object with a type. The
@@ -239,8 +240,8 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 	}
 	k, ok := kinds[w.Type]
 	if !ok {
-		info.Skip, info.Detail = SkipUnknown, "type "+clip(w.Type)
-		return nil, info, fmt.Errorf("%w: %s", ErrUnknown, clip(w.Type))
+		info.Skip, info.Detail = SkipUnknown, "type "+agentkit.Clip(w.Type)
+		return nil, info, fmt.Errorf("%w: %s", ErrUnknown, agentkit.Clip(w.Type))
 	}
 	d := &w.Data
 	switch k {
@@ -251,9 +252,9 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 			// The cancellation notice after an abort is not work.
 			return nil, info, nil
 		}
-		return one(sessions.EvActivity, activityPhrase(w.Type)), info, nil
+		return agentkit.One(sessions.EvActivity, activityPhrase(w.Type)), info, nil
 	case kMetrics:
-		return one(sessions.EvMetrics, w.Type), info, nil
+		return agentkit.One(sessions.EvMetrics, w.Type), info, nil
 	case kToolStart:
 		return []sessions.Event{{Kind: sessions.EvToolStarted, CallID: d.ToolCallID, Name: toolName(d.ToolName)}}, info, nil
 	case kToolEnd:
@@ -263,11 +264,11 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 		}
 		return []sessions.Event{ev}, info, nil
 	case kTaskStart:
-		return []sessions.Event{{Kind: sessions.EvTaskStarted, CallID: d.ToolCallID, Name: orDefault(d.AgentName, "subagent")}}, info, nil
+		return []sessions.Event{{Kind: sessions.EvTaskStarted, CallID: d.ToolCallID, Name: agentkit.OrDefault(d.AgentName, "subagent")}}, info, nil
 	case kTaskEnd:
-		return []sessions.Event{{Kind: sessions.EvTaskFinished, CallID: d.ToolCallID, Name: orDefault(d.AgentName, "subagent")}}, info, nil
+		return []sessions.Event{{Kind: sessions.EvTaskFinished, CallID: d.ToolCallID, Name: agentkit.OrDefault(d.AgentName, "subagent")}}, info, nil
 	case kCompactStart:
-		return one(sessions.EvCompactionStarted, ""), info, nil
+		return agentkit.One(sessions.EvCompactionStarted, ""), info, nil
 	case kCompactEnd:
 		ok := d.Success == nil || *d.Success
 		if len(bytes.TrimSpace(d.Error)) > 0 && string(bytes.TrimSpace(d.Error)) != "null" {
@@ -288,7 +289,7 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 		return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: classify(d.ErrorType, d.ErrorCode+" "+d.ProviderErrorType, d.StatusCode, d.Message)}}, info, nil
 	case kAbort:
 		t.ended = true
-		return one(sessions.EvTurnAborted, sessions.SanitizeMessage(d.Reason)), info, nil
+		return agentkit.One(sessions.EvTurnAborted, sessions.SanitizeMessage(d.Reason)), info, nil
 	case kResult:
 		if t.ended {
 			return nil, info, nil
@@ -298,7 +299,7 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 			return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.OtherFailure,
 				Message: fmt.Sprintf("copilot ended the turn with exit code %d", *w.ExitCode)}}}, info, nil
 		}
-		return one(sessions.EvTurnCompleted, ""), info, nil
+		return agentkit.One(sessions.EvTurnCompleted, ""), info, nil
 	}
 	return nil, info, nil
 }
@@ -393,24 +394,4 @@ func textKind(lower string) sessions.FailureKind {
 		}
 	}
 	return sessions.OtherFailure
-}
-
-func one(kind sessions.EventKind, detail string) []sessions.Event {
-	return []sessions.Event{{Kind: kind, Detail: detail}}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// clip bounds a wire string quoted in an error message.
-func clip(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
 }

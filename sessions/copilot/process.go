@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -21,8 +22,10 @@ import (
 // about a missing binary point the user at it.
 const CommandSetting = "agents.copilot.command"
 
-// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
-const stderrKeep = 8 << 10
+// agentInfo names Copilot CLI to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "copilot", Display: "Copilot CLI", Command: "copilot",
+	Install: "npm install -g @github/copilot", Setting: CommandSetting}
 
 // compactPrompt is Copilot's own slash command: in prompt mode it makes the
 // summarizing model call and rewrites the session's history (measured on
@@ -80,16 +83,12 @@ type turnProc struct {
 	// interrupted: the app sent SIGINT; an exit without a result line is
 	// then the abort it asked for.
 	interrupted bool
-	// goneSince is when Alive first found the process gone while its
-	// pump had not finished yet.
-	goneSince time.Time
+	// child is the process; its liveness calls it dead once it has been
+	// gone for agentkit.ExitGrace before its pump finished (the pump reaps
+	// it and reports the turn's end in milliseconds): only stdout held open
+	// by a tool that outlived Copilot keeps the pump waiting longer.
+	child *agentkit.Child
 }
-
-// exitGrace is how long a turn's process may be gone before its pump
-// finishes (it reaps the process and reports the turn's end in
-// milliseconds) until Alive calls it dead: only stdout held open by a tool
-// that outlived Copilot keeps the pump waiting longer.
-const exitGrace = 3 * time.Second
 
 // ProcessOptions says how to run the session's turns.
 type ProcessOptions struct {
@@ -142,19 +141,14 @@ func Args(sessionID, permissionMode string) []string {
 func Start(opts ProcessOptions) (*Process, error) {
 	id := opts.ResumeID
 	if id != "" && !sessionRE.MatchString(id) {
-		return nil, fmt.Errorf("copilot launch options: invalid session id %q", clip(id))
+		return nil, fmt.Errorf("copilot launch options: invalid session id %q", agentkit.Clip(id))
 	}
 	if id == "" {
 		id = newUUID()
 	}
-	command := opts.Command
-	if command == "" {
-		command = "copilot"
-	}
-	path, err := exec.LookPath(command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the Copilot command %q was not found (install the Copilot CLI, or point the setting %s at it: session-supervisor settings set %s /path/to/copilot): %w",
-			command, CommandSetting, CommandSetting, err)
+		return nil, err
 	}
 	if opts.Cwd != "" {
 		if st, err := os.Stat(opts.Cwd); err != nil || !st.IsDir() {
@@ -162,7 +156,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		}
 	}
 	return &Process{opts: opts, path: path, sessionID: id, events: make(chan sessions.Event, 64),
-		stderr: &pipeio.Ring{Max: stderrKeep}, waited: make(chan struct{})}, nil
+		stderr: &pipeio.Ring{Max: agentkit.StderrKeep}, waited: make(chan struct{})}, nil
 }
 
 // SessionID is Copilot's id for the session.
@@ -239,33 +233,17 @@ func (p *Process) Compact() error {
 
 // startLocked starts one turn's process and returns its stdin, for the
 // prompt to be written outside the lock.
-func (p *Process) startLocked(compact, queued bool) (*os.File, error) {
-	cmd := exec.Command(p.path, Args(p.sessionID, p.opts.PermissionMode)...)
-	cmd.Dir = p.opts.Cwd
-	cmd.Env = append(os.Environ(), p.opts.Env...)
-	setProcessGroup(cmd)
-	stdinR, stdin, err := os.Pipe()
+func (p *Process) startLocked(compact, queued bool) (*pipeio.Input, error) {
+	child, err := agentkit.Start(agentkit.Spec{Agent: "copilot", Path: p.path, Args: Args(p.sessionID, p.opts.PermissionMode),
+		Cwd: p.opts.Cwd, Env: p.opts.Env, Stdin: true, WriteTimeout: p.opts.WriteTimeout, Stderr: p.stderr})
 	if err != nil {
-		return nil, fmt.Errorf("creating stdin for copilot: %w", err)
+		return nil, err
 	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdinR.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("creating stdout for copilot: %w", err)
-	}
-	cmd.Stderr = p.stderr
-	err = cmd.Start()
-	stdinR.Close() // the child holds its own copy
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("starting %s in %s: %w", p.path, p.opts.Cwd, err)
-	}
-	t := &turnProc{cmd: cmd, dec: NewDecoder(stdout, p.opts.MaxLine), compact: compact, queuedTurn: queued}
+	cmd := child.Cmd
+	t := &turnProc{cmd: cmd, dec: NewDecoder(child.Stdout, p.opts.MaxLine), compact: compact, queuedTurn: queued, child: child}
 	p.cur, p.pid = t, cmd.Process.Pid
 	go p.pump(t)
-	return stdin, nil
+	return child.Input, nil
 }
 
 // writePrompt writes the prompt as the whole of a turn's stdin: Copilot
@@ -273,9 +251,9 @@ func (p *Process) startLocked(compact, queued bool) (*os.File, error) {
 // line for ps to show). A process that does not read it within the write
 // timeout fails the write; the caller's escalation stops it and its pump
 // reports the exit.
-func (p *Process) writePrompt(stdin *os.File, text string) error {
-	_, err := pipeio.WriteLine(stdin, []byte(text), p.opts.WriteTimeout, "copilot")
-	stdin.Close()
+func (p *Process) writePrompt(stdin *pipeio.Input, text string) error {
+	err := stdin.WriteLine([]byte(text))
+	_ = stdin.Close()
 	if err != nil {
 		return fmt.Errorf("writing the prompt to copilot: %w", err)
 	}
@@ -336,7 +314,7 @@ func (p *Process) pump(t *turnProc) {
 		// 1.0.102): the compaction failed, the agent did not. (Killed
 		// by a signal, it is a crash like any turn's.)
 		ended = true
-		why := orDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
+		why := agentkit.OrDefault(sessions.StderrLine(p.stderr.String()), fmt.Sprintf("copilot exited with code %d", code))
 		p.send(sessions.Event{Kind: sessions.EvCompactionFinished, OK: false, Detail: why})
 		p.send(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.ContextOverflow,
 			Message: sessions.SanitizeMessage("compaction failed: " + why)}})
@@ -482,7 +460,7 @@ func (p *Process) Alive() (alive, known bool) {
 	if t == nil {
 		return true, true
 	}
-	alive, known = processAlive(t.cmd.Process.Pid)
+	alive, known = t.child.Alive()
 	if !known || alive {
 		return alive, known
 	}
@@ -490,12 +468,6 @@ func (p *Process) Alive() (alive, known bool) {
 	defer p.mu.Unlock()
 	if p.cur != t {
 		return true, true // the turn ended meanwhile
-	}
-	if t.goneSince.IsZero() {
-		t.goneSince = time.Now()
-	}
-	if time.Since(t.goneSince) < exitGrace {
-		return false, false
 	}
 	return false, true
 }

@@ -4,20 +4,16 @@ package copilot
 
 import (
 	"os"
-	"os/exec"
 	"syscall"
 
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
-// setProcessGroup puts a turn's process in a group of its own: the npm
-// `copilot` is a Node wrapper that runs the native binary as its child, and
-// a signal must reach both. (On Windows Copilot's turns differ from the
-// other agents': no group, and a signal as is.)
-func setProcessGroup(cmd *exec.Cmd) { proctree.SetGroup(cmd) }
-
-// signalGroup signals the turn's whole process group; terminating signals
-// also reach the tools that left it.
+// signalGroup signals the turn's whole process group (agentkit.Start put it
+// in one of its own: the npm `copilot` is a Node wrapper that runs the
+// native binary as its child, and a signal must reach both); terminating
+// signals also reach the tools that left it. (On Windows a signal goes to
+// the process as is.)
 func signalGroup(p *os.Process, sig os.Signal) error { return proctree.Signal(p, sig) }
 
 // interruptGroup sends SIGINT to the group: the wrapper alone would die and

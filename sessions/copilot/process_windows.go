@@ -2,12 +2,7 @@
 
 package copilot
 
-import (
-	"os"
-	"os/exec"
-)
-
-func setProcessGroup(*exec.Cmd) {}
+import "os"
 
 func signalGroup(p *os.Process, sig os.Signal) error { return p.Signal(sig) }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // ErrMalformed marks a line that is not a JSON-RPC object. The decoder skips
@@ -54,7 +55,7 @@ type LineInfo struct {
 }
 
 // maxTracked bounds each per-stream map.
-const maxTracked = 1024
+const maxTracked = agentkit.MaxTracked
 
 // wire is the union of the fields read from any line: one json.Unmarshal
 // per line, the rest (tool output, replayed history) never allocated.
@@ -185,15 +186,15 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) 
 			what = "update " + w.Params.Update.SessionUpdate
 		}
 		info.Skip = SkipUnknown
-		info.Detail = fmt.Sprintf("unknown %q", clip(what))
-		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, clip(what))
+		info.Detail = fmt.Sprintf("unknown %q", agentkit.Clip(what))
+		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, agentkit.Clip(what))
 	}
 	return events, info, reply, nil
 }
 
 // response handles the answer to one of our requests.
 func (s *state) response(w *wire) ([]sessions.Event, bool) {
-	id := idKey(w.ID)
+	id := agentkit.RPCID(w.ID)
 	method, ok := s.calls[id]
 	if !ok {
 		return nil, false
@@ -210,7 +211,7 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 			if d, _, _ := strings.Cut(strings.TrimSpace(w.Error.Data.Details), "\n"); d != "" {
 				msg = d
 			}
-			s.openErr = orDefault(sessions.SanitizeMessage(msg), method+" failed")
+			s.openErr = agentkit.OrDefault(sessions.SanitizeMessage(msg), method+" failed")
 			// The turn the app started for its prompt cannot run: it fails
 			// with the reason, classified (an auth error is auth), instead
 			// of waiting for the stall chain to find it silent.
@@ -224,7 +225,7 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 		}
 		if method == methodSessionLoad {
 			// session/load answers without the id: it is the one asked for.
-			sid, verb = orDefault(sid, s.loadID), "loaded"
+			sid, verb = agentkit.OrDefault(sid, s.loadID), "loaded"
 		}
 		if sid == "" {
 			s.openErr = method + " answered without a session id"
@@ -237,7 +238,7 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 	}
 	if w.Error != nil {
 		if method == methodInitialize {
-			s.openErr = orDefault(sessions.SanitizeMessage(apiMessage(w.Error.Message)), "initialize failed")
+			s.openErr = agentkit.OrDefault(sessions.SanitizeMessage(apiMessage(w.Error.Message)), "initialize failed")
 		}
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage(method + " refused: " + apiMessage(w.Error.Message))}}, true
 	}
@@ -280,7 +281,7 @@ func (s *state) promptAnswered(id string, w *wire) []sessions.Event {
 			Message: "the CLI stopped the turn: its turn limit was reached or it detected a loop (stop reason max_turn_requests)"}})
 	default:
 		out = append(out, sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.OtherFailure,
-			Message: sessions.SanitizeMessage("the turn ended with stop reason " + orDefault(reason, "(none)"))}})
+			Message: sessions.SanitizeMessage("the turn ended with stop reason " + agentkit.OrDefault(reason, "(none)"))}})
 	}
 	return out
 }
@@ -294,7 +295,7 @@ func (s *state) endTurn() {
 // permission handles session/request_permission: the tool it asks about is
 // open and the session waits on the user.
 func (s *state) permission(w *wire) []sessions.Event {
-	id := idKey(w.ID)
+	id := agentkit.RPCID(w.ID)
 	tc := w.Params.ToolCall
 	name := toolName(tc.Kind, tc.Title)
 	var p pendingRequest
@@ -322,7 +323,7 @@ func (s *state) permission(w *wire) []sessions.Event {
 	s.pending[id] = p
 	var out []sessions.Event
 	if _, open := s.tools[tc.ToolCallID]; !open && tc.ToolCallID != "" {
-		s.tools = remember(s.tools, tc.ToolCallID, name)
+		s.tools = agentkit.Remember(s.tools, tc.ToolCallID, name)
 		out = append(out, sessions.Event{Kind: sessions.EvToolStarted, CallID: tc.ToolCallID, Name: name, Detail: "tool call"})
 	}
 	return append(out, sessions.Event{
@@ -344,11 +345,11 @@ func (s *state) update(w *wire) ([]sessions.Event, bool) {
 	}
 	switch u.SessionUpdate {
 	case "agent_message_chunk":
-		return one(sessions.EvActivity, "writing a reply"), true
+		return agentkit.One(sessions.EvActivity, "writing a reply"), true
 	case "agent_thought_chunk":
-		return one(sessions.EvActivity, "thinking"), true
+		return agentkit.One(sessions.EvActivity, "thinking"), true
 	case "plan":
-		return one(sessions.EvActivity, "planning"), true
+		return agentkit.One(sessions.EvActivity, "planning"), true
 	case "tool_call", "tool_call_update":
 		return s.tool(u.SessionUpdate == "tool_call", &u.toolCall), true
 	case "user_message_chunk", "available_commands_update", "current_mode_update", "config_option_update",
@@ -373,11 +374,11 @@ func (s *state) tool(announced bool, tc *toolCall) []sessions.Event {
 			Detail: sessions.SanitizeMessage(name + " " + tc.Status)}}
 	case "pending", "in_progress", "":
 		if !open && (announced || tc.Status == "in_progress") {
-			s.tools = remember(s.tools, tc.ToolCallID, name)
+			s.tools = agentkit.Remember(s.tools, tc.ToolCallID, name)
 			return []sessions.Event{{Kind: sessions.EvToolStarted, CallID: tc.ToolCallID, Name: name, Detail: "tool call"}}
 		}
 	}
-	return one(sessions.EvActivity, "tool progress")
+	return agentkit.One(sessions.EvActivity, "tool progress")
 }
 
 // toolName is how a tool call is shown: ACP's kind for the common ones
@@ -390,9 +391,9 @@ func toolName(kind, title string) string {
 		return kind
 	}
 	if title != "" {
-		return sessions.SanitizeMessage(clip(title))
+		return sessions.SanitizeMessage(agentkit.Clip(title))
 	}
-	return orDefault(kind, "tool")
+	return agentkit.OrDefault(kind, "tool")
 }
 
 // apiError is the API's error body the CLI passes through as the JSON-RPC
@@ -424,7 +425,7 @@ func parseAPIError(msg string) (apiError, bool) {
 // the CLI passed the body through.
 func apiMessage(msg string) string {
 	if e, ok := parseAPIError(msg); ok {
-		return orDefault(e.Error.Message, e.Error.Status)
+		return agentkit.OrDefault(e.Error.Message, e.Error.Status)
 	}
 	return msg
 }
@@ -442,7 +443,7 @@ func (s *state) classify(code int, msg string) sessions.Failure {
 	status := code
 	apiStatus := ""
 	if e, ok := parseAPIError(msg); ok {
-		text = orDefault(e.Error.Message, e.Error.Status)
+		text = agentkit.OrDefault(e.Error.Message, e.Error.Status)
 		apiStatus = e.Error.Status
 		if e.Error.Code != 0 {
 			status = e.Error.Code
@@ -488,50 +489,6 @@ func parseDelay(v string) time.Duration {
 		return 0
 	}
 	return d
-}
-
-// idKey renders a JSON-RPC id (number or string) as the string the app keeps.
-func idKey(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	var str string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &str) == nil {
-		return str
-	}
-	return string(raw)
-}
-
-func remember(m map[string]string, id, name string) map[string]string {
-	if id == "" {
-		return m
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	if len(m) >= maxTracked {
-		clear(m)
-	}
-	m[id] = name
-	return m
-}
-
-func one(kind sessions.EventKind, detail string) []sessions.Event {
-	return []sessions.Event{{Kind: kind, Detail: detail}}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// clip bounds a wire string quoted in a message.
-func clip(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
 }
 
 // ClassifyError classifies a failure the CLI reported outside a stream of

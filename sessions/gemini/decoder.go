@@ -7,34 +7,23 @@
 package gemini
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // DefaultMaxLine is the line limit NewDecoder uses when given none: a
 // session/load replays whole tool outputs on single lines.
 const DefaultMaxLine = 16 << 20
 
-// Counters are a decoder's running totals.
-type Counters struct {
-	Lines     int64 `json:"lines"`
-	Events    int64 `json:"events"`
-	Malformed int64 `json:"malformed"`
-	Unknown   int64 `json:"unknown"`
-	Oversize  int64 `json:"oversize"`
-}
-
-// Skipped is the number of lines that produced nothing because they could
-// not be used.
-func (c Counters) Skipped() int64 { return c.Malformed + c.Unknown + c.Oversize }
+// Counters are a decoder's running totals (agentkit's, shared by every
+// line-framed adapter).
+type Counters = agentkit.Counters
 
 // Line is one stdout line: the events it produced and what it was.
 type Line struct {
@@ -50,11 +39,7 @@ type Line struct {
 // Decoder reads the stdout of one `gemini --acp`. Next must be called from
 // one goroutine; the other methods may be called from any.
 type Decoder struct {
-	br      *bufio.Reader
-	maxLine int
-	buf     []byte
-	lineNo  int64
-	err     error
+	lines *agentkit.LineReader
 
 	mu    sync.Mutex // guards st and stats
 	st    state
@@ -68,93 +53,26 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	return &Decoder{br: bufio.NewReaderSize(r, 64<<10), maxLine: min(maxLine, 1<<30)}
+	return &Decoder{lines: agentkit.NewLineReader(r, maxLine, "gemini")}
 }
 
 // Next returns the next non-blank line, decoded or skipped (Info.Skip). A
 // malformed, unknown or oversize line is not an error. At the end of the
 // stream it returns io.EOF; a read error is returned wrapped.
 func (d *Decoder) Next() (Line, error) {
-	for {
-		raw, size, oversize, err := d.readLine()
-		if err != nil {
-			return Line{}, err
-		}
-		if !oversize && len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		d.lineNo++
-		d.mu.Lock()
-		d.stats.Lines++
-		if oversize {
-			d.stats.Oversize++
-			d.mu.Unlock()
-			return Line{Info: LineInfo{Number: d.lineNo, Size: size, Skip: SkipOversize,
-				Detail: fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", size, d.maxLine)}}, nil
-		}
-		events, info, reply, _ := d.st.decode(raw)
+	return agentkit.NextLine(d.lines, &d.mu, &d.stats, d.oversize, func(raw agentkit.RawLine) (Line, agentkit.Tally) {
+		// A skip is not an error for a stream: info.Skip and info.Detail
+		// already carry what the error says.
+		events, info, reply, _ := d.st.decode(raw.Bytes)
 		done := d.st.turnDone
-		d.stats.Events += int64(len(events))
-		switch info.Skip {
-		case SkipMalformed:
-			d.stats.Malformed++
-		case SkipUnknown:
-			d.stats.Unknown++
-		}
-		d.mu.Unlock()
-		info.Number = d.lineNo
-		return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, nil
-	}
+		info.Number = raw.Number
+		return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.Tally{Events: len(events), Malformed: info.Skip == SkipMalformed, Unknown: info.Skip == SkipUnknown}
+	})
 }
 
-// readLine returns the next line without its line ending (valid until the
-// next call); an oversize line is consumed and only measured.
-func (d *Decoder) readLine() (line []byte, size int, oversize bool, err error) {
-	if d.err != nil {
-		return nil, 0, false, d.err
-	}
-	d.buf = d.buf[:0]
-	for {
-		chunk, rerr := d.br.ReadSlice('\n')
-		size += len(chunk)
-		if !oversize && size > d.maxLine+2 {
-			oversize, d.buf = true, nil
-		}
-		if !oversize {
-			d.buf = append(d.buf, chunk...)
-		}
-		switch {
-		case rerr == nil:
-			if oversize {
-				return nil, size - 1, true, nil
-			}
-			return d.finish()
-		case errors.Is(rerr, bufio.ErrBufferFull):
-			continue
-		case errors.Is(rerr, io.EOF):
-			d.err = io.EOF
-			if size == 0 {
-				return nil, 0, false, io.EOF
-			}
-			if oversize {
-				return nil, size, true, nil
-			}
-			// The stream ended mid-line (the process died while
-			// writing): an incomplete object decodes as malformed.
-			return d.finish()
-		default:
-			d.err = fmt.Errorf("gemini stream: read line %d: %w", d.lineNo+1, rerr)
-			return nil, 0, false, d.err
-		}
-	}
-}
-
-func (d *Decoder) finish() ([]byte, int, bool, error) {
-	b := bytes.TrimRight(d.buf, "\r\n")
-	if len(b) > d.maxLine {
-		return nil, len(b), true, nil
-	}
-	return b, len(b), false, nil
+// oversize is the Line for a line too long to keep: skipped, with its size.
+func (d *Decoder) oversize(raw agentkit.RawLine) Line {
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
 }
 
 // Stats returns the running totals.

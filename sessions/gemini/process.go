@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,16 +11,17 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // CommandSetting is the setting that names the Gemini CLI executable;
 // errors about a missing binary point the user at it.
 const CommandSetting = "agents.gemini.command"
 
-// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
-const stderrKeep = 8 << 10
+// agentInfo names Gemini CLI to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "gemini", Display: "Gemini CLI", Command: "gemini",
+	Install: "npm install -g @google/gemini-cli", Setting: CommandSetting}
 
 // readyWait bounds how long a prompt waits for the session to open: the
 // CLI answers initialize about 5 s after it starts (measured on 0.61.0, two
@@ -41,9 +41,9 @@ const noCompaction = "context overflow: Gemini CLI takes no compaction request o
 // session: its stdin takes JSON-RPC requests, its stdout is decoded into
 // sessions.Events.
 type Process struct {
-	cmd    *exec.Cmd
-	dec    *Decoder
-	stderr *pipeio.Ring
+	// Child is the process itself: PID, Signal, Wait, Alive, StderrTail.
+	*agentkit.Child
+	dec *Decoder
 
 	// events is written by the decode loop and by Compact; emitMu and
 	// eventsClosed keep a late Compact from sending on a closed channel.
@@ -54,9 +54,6 @@ type Process struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	// stdin is the write end of an os.Pipe: only an *os.File takes a
-	// write deadline.
-	stdin        *pipeio.Input
 	writeTimeout time.Duration
 
 	mu     sync.Mutex // guards nextID and queued
@@ -121,45 +118,23 @@ func Args(approvalMode string) []string {
 // answers.
 func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ApprovalMode != "" && ApprovalMode(opts.ApprovalMode) != opts.ApprovalMode {
-		return nil, fmt.Errorf("gemini launch options: invalid approval mode %q", clip(opts.ApprovalMode))
+		return nil, fmt.Errorf("gemini launch options: invalid approval mode %q", agentkit.Clip(opts.ApprovalMode))
 	}
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
-		return nil, fmt.Errorf("gemini launch options: invalid session id %q", clip(opts.ResumeID))
+		return nil, fmt.Errorf("gemini launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
-	command := opts.Command
-	if command == "" {
-		command = "gemini"
-	}
-	path, err := exec.LookPath(command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the Gemini CLI command %q was not found (install it, or point the setting %s at it: session-supervisor settings set %s /path/to/gemini): %w",
-			command, CommandSetting, CommandSetting, err)
+		return nil, err
 	}
-	cmd := exec.Command(path, Args(opts.ApprovalMode)...)
-	cmd.Dir = opts.Cwd
-	cmd.Env = append(os.Environ(), opts.Env...)
-	proctree.SetGroup(cmd)
-	stdinR, stdin, err := os.Pipe()
+	child, err := agentkit.Start(agentkit.Spec{Agent: "gemini", Path: path, Args: Args(opts.ApprovalMode),
+		Cwd: opts.Cwd, Env: opts.Env, Stdin: true, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("creating stdin for gemini: %w", err)
+		return nil, err
 	}
-	cmd.Stdin = stdinR
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdinR.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("creating stdout for gemini: %w", err)
-	}
-	p := &Process{cmd: cmd, stdin: pipeio.NewInput(stdin, opts.WriteTimeout, "gemini"), stderr: &pipeio.Ring{Max: stderrKeep}, events: make(chan sessions.Event, 64),
+	p := &Process{Child: child, events: make(chan sessions.Event, 64),
 		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	err = cmd.Start()
-	stdinR.Close() // the child holds its own copy
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
-	}
-	p.dec = NewDecoder(stdout, opts.MaxLine)
+	p.dec = NewDecoder(child.Stdout, opts.MaxLine)
 	go p.decode()
 	err = p.call(methodInitialize, InitializeRequest)
 	if err == nil {
@@ -283,7 +258,7 @@ func (p *Process) session() (string, error) {
 	}
 	id, failed := p.dec.session()
 	if id == "" {
-		return "", fmt.Errorf("gemini could not open the session: %s", orDefault(failed, "the process ended"))
+		return "", fmt.Errorf("gemini could not open the session: %s", agentkit.OrDefault(failed, "the process ended"))
 	}
 	return id, nil
 }
@@ -295,9 +270,6 @@ func (p *Process) bound() time.Duration {
 	return readyWait
 }
 
-// PID is the process id (also its process group id).
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
 // Events yields the decoded stream; closed when stdout ends.
 func (p *Process) Events() <-chan sessions.Event { return p.events }
 
@@ -307,10 +279,7 @@ func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
 // Stats are the decoder's counters.
 func (p *Process) Stats() Counters { return p.dec.Stats() }
 
-// StderrTail is the last few KB of stderr (diagnostics only; never persisted).
-func (p *Process) StderrTail() string { return p.stderr.String() }
-
-func (p *Process) write(line []byte) error { return p.stdin.WriteLine(line) }
+func (p *Process) write(line []byte) error { return p.Input.WriteLine(line) }
 
 // SendPrompt starts a turn with text; a prompt sent while a turn runs is
 // queued and starts the next turn when this one ends.
@@ -356,7 +325,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ strin
 	req, _ := p.dec.answer(perm.RequestID)
 	option := req.reject
 	if allow {
-		option = orDefault(req.allow, req.allowAll)
+		option = agentkit.OrDefault(req.allow, req.allowAll)
 	}
 	return p.write(PermissionResponse(rawOf(req, perm.RequestID), option))
 }
@@ -370,19 +339,7 @@ func (p *Process) Compact() error {
 }
 
 // CloseInput closes stdin: `gemini --acp` exits at the end of its input.
-func (p *Process) CloseInput() error { return p.stdin.Close() }
-
-// Signal signals the process group (a terminating signal, its whole tree:
-// proctree.Signal).
-func (p *Process) Signal(sig os.Signal) error { return proctree.Signal(p.cmd.Process, sig) }
-
-// Wait waits for the process (call after Events is closed) and reports its
-// exit code, or the signal that killed it.
-func (p *Process) Wait() (int, string, error) {
-	code, sig, err := proctree.Wait(p.cmd)
-	_ = p.CloseInput()
-	return code, sig, err
-}
+func (p *Process) CloseInput() error { return p.Input.Close() }
 
 // chatsHome is the home directory the CLI keeps its chats under: HOME as the
 // process will see it (the last value in env wins, as for exec).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -347,5 +348,34 @@ func TestIsGeminiACP(t *testing.T) {
 	}
 	if stopped, err := ReapOrphan(os.Getpid()); stopped || err != nil {
 		t.Errorf("ReapOrphan(the test itself) = %v, %v; want left alone", stopped, err)
+	}
+}
+
+// TestProcessRealKilledMidTurnReadsDead: the agent SIGKILLed mid-turn (alone: its group and its tools
+// left running, and not reaped) reads as dead once the exit grace has
+// passed, so the runtime interrupts the session at its next tick even when
+// a survivor holds stdout open and no exit event comes.
+func TestProcessRealKilledMidTurnReadsDead(t *testing.T) {
+	w := newRealWorld(t)
+	p := w.start(t, "yolo", "")
+	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
+	if alive, known := p.Alive(); !alive || !known {
+		t.Fatalf("mid-turn: Alive = %v, %v; want alive", alive, known)
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	limit := time.After(agentkit.ExitGrace + 30*time.Second)
+	for alive, known := p.Alive(); alive || !known; alive, known = p.Alive() {
+		select {
+		case <-poll.C:
+		case <-limit:
+			t.Fatalf("killed mid-turn: Alive = %v, %v; want known dead", alive, known)
+		}
 	}
 }

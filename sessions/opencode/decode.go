@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // ErrMalformed marks an event whose data is not a JSON object. The decoder
@@ -47,7 +48,7 @@ type EventInfo struct {
 }
 
 // maxTracked bounds each per-stream map (see the Claude decoder).
-const maxTracked = 1024
+const maxTracked = agentkit.MaxTracked
 
 // wire is the union of the fields the decoder reads from any bus event:
 // one struct and one json.Unmarshal per event; what is not declared (tool
@@ -179,8 +180,8 @@ func (s *state) decode(data []byte) ([]sessions.Event, EventInfo, error) {
 	events, known := s.event(&w)
 	if !known {
 		info.Skip = SkipUnknown
-		info.Detail = fmt.Sprintf("unknown event %q", clip(w.Type))
-		return nil, info, fmt.Errorf("%w: %q", ErrUnknown, clip(w.Type))
+		info.Detail = fmt.Sprintf("unknown event %q", agentkit.Clip(w.Type))
+		return nil, info, fmt.Errorf("%w: %q", ErrUnknown, agentkit.Clip(w.Type))
 	}
 	return events, info, nil
 }
@@ -206,8 +207,8 @@ func (s *state) event(w *wire) ([]sessions.Event, bool) {
 		// A session whose parent is ours is a subagent's: its work is
 		// our turn's activity.
 		if s.session != "" && p.Info.ParentID == s.session && p.Info.ID != "" {
-			s.children = remember(s.children, p.Info.ID, true)
-			return one(sessions.EvActivity, "subagent started"), true
+			s.children = agentkit.Remember(s.children, p.Info.ID, true)
+			return agentkit.One(sessions.EvActivity, "subagent started"), true
 		}
 		return nil, true
 	}
@@ -218,7 +219,7 @@ func (s *state) event(w *wire) ([]sessions.Event, bool) {
 		child := s.children[p.SessionID]
 		switch {
 		case child && strings.HasPrefix(w.Type, "message."):
-			return one(sessions.EvActivity, "subagent working"), true
+			return agentkit.One(sessions.EvActivity, "subagent working"), true
 		case child && (strings.HasPrefix(w.Type, "permission.") || strings.HasPrefix(w.Type, "question.")):
 			// A subagent's permission ask holds our turn: it is ours
 			// to show and answer (request ids are server-wide).
@@ -269,13 +270,13 @@ func (s *state) ours(w *wire) []sessions.Event {
 		if s.roles[p.Part.MessageID] == "user" {
 			return nil
 		}
-		return one(sessions.EvActivity, "writing a reply")
+		return agentkit.One(sessions.EvActivity, "writing a reply")
 	case "permission.asked", "question.asked":
-		reason, tool := sessions.WaitPermission, orDefault(p.Permission, "permission")
+		reason, tool := sessions.WaitPermission, agentkit.OrDefault(p.Permission, "permission")
 		if w.Type == "question.asked" {
 			reason, tool = sessions.WaitQuestion, "question"
 		}
-		s.pending = remember(s.pending, p.ID, true)
+		s.pending = agentkit.Remember(s.pending, p.ID, true)
 		return []sessions.Event{{Kind: sessions.EvWaitingOnUser, Reason: reason, CallID: p.Tool.CallID,
 			Name: sessions.SanitizeMessage(tool), Permission: &sessions.Permission{RequestID: p.ID, Tool: sessions.SanitizeMessage(tool)}}}
 	case "permission.replied", "question.replied", "question.rejected":
@@ -287,7 +288,7 @@ func (s *state) ours(w *wire) []sessions.Event {
 		return []sessions.Event{{Kind: sessions.EvUserAnswered, Detail: "request answered elsewhere",
 			Permission: &sessions.Permission{RequestID: p.RequestID}}}
 	case "todo.updated":
-		return one(sessions.EvActivity, "planning")
+		return agentkit.One(sessions.EvActivity, "planning")
 	}
 	return nil
 }
@@ -308,7 +309,7 @@ func (s *state) status(p *props) []sessions.Event {
 			return nil
 		}
 		s.busy, s.lastError = true, nil
-		return one(sessions.EvActivity, "working")
+		return agentkit.One(sessions.EvActivity, "working")
 	case "retry":
 		s.busy = true
 		ev := sessions.Event{Kind: sessions.EvRetryScheduled, Attempt: p.Status.Attempt, Detail: "agent retry scheduled",
@@ -348,7 +349,7 @@ func (s *state) endTurn() sessions.Event {
 func (s *state) message(p *props) []sessions.Event {
 	in := &p.Info
 	if in.ID != "" && in.Role != "" {
-		s.roles = remember(s.roles, in.ID, in.Role)
+		s.roles = agentkit.Remember(s.roles, in.ID, in.Role)
 	}
 	if in.Role != "assistant" {
 		return nil
@@ -361,7 +362,7 @@ func (s *state) message(p *props) []sessions.Event {
 		s.compacting = false
 		if in.Error != nil {
 			return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: false,
-				Detail: sessions.SanitizeMessage("compaction failed: " + orDefault(in.Error.Data.Message, in.Error.Name))}}
+				Detail: sessions.SanitizeMessage("compaction failed: " + agentkit.OrDefault(in.Error.Data.Message, in.Error.Name))}}
 		}
 		return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}
 	}
@@ -375,32 +376,32 @@ func (s *state) part(p *props) []sessions.Event {
 	pt := &p.Part
 	switch pt.Type {
 	case "tool":
-		name := sessions.SanitizeMessage(orDefault(pt.Tool, "tool"))
-		id := orDefault(pt.CallID, pt.ID)
+		name := sessions.SanitizeMessage(agentkit.OrDefault(pt.Tool, "tool"))
+		id := agentkit.OrDefault(pt.CallID, pt.ID)
 		switch pt.State.Status {
 		case "pending", "running":
 			if _, open := s.tools[id]; open {
-				return one(sessions.EvActivity, name+" running")
+				return agentkit.One(sessions.EvActivity, name+" running")
 			}
-			s.tools = remember(s.tools, id, name)
+			s.tools = agentkit.Remember(s.tools, id, name)
 			return []sessions.Event{{Kind: sessions.EvToolStarted, CallID: id, Name: name, Detail: "tool call"}}
 		case "completed", "error":
 			delete(s.tools, id)
 			return []sessions.Event{{Kind: sessions.EvToolFinished, CallID: id, Name: name, Detail: name + " " + pt.State.Status}}
 		}
-		return one(sessions.EvActivity, name)
+		return agentkit.One(sessions.EvActivity, name)
 	case "text":
 		if s.roles[pt.MessageID] == "user" {
-			return one(sessions.EvActivity, "prompt received")
+			return agentkit.One(sessions.EvActivity, "prompt received")
 		}
-		return one(sessions.EvActivity, "writing a reply")
+		return agentkit.One(sessions.EvActivity, "writing a reply")
 	case "reasoning":
-		return one(sessions.EvActivity, "thinking")
+		return agentkit.One(sessions.EvActivity, "thinking")
 	case "step-start":
 		// A model step after an error: OpenCode got past it (it
 		// compacted an overflow, or a retry went through).
 		s.lastError = nil
-		return one(sessions.EvActivity, "model step started")
+		return agentkit.One(sessions.EvActivity, "model step started")
 	case "step-finish":
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("step finished: " + pt.Reason)}}
 	case "compaction":
@@ -410,17 +411,17 @@ func (s *state) part(p *props) []sessions.Event {
 		s.compacting = true
 		return []sessions.Event{{Kind: sessions.EvCompactionStarted, Detail: "compacting the context"}}
 	case "subtask", "agent":
-		return one(sessions.EvActivity, "subagent")
+		return agentkit.One(sessions.EvActivity, "subagent")
 	case "retry":
-		return one(sessions.EvActivity, "retrying")
+		return agentkit.One(sessions.EvActivity, "retrying")
 	}
-	return one(sessions.EvActivity, sessions.SanitizeMessage(orDefault(pt.Type, "message part")))
+	return agentkit.One(sessions.EvActivity, sessions.SanitizeMessage(agentkit.OrDefault(pt.Type, "message part")))
 }
 
 // classify turns OpenCode's named error into a failure: the name first, the
 // HTTP status an APIError carries next, the message text last.
 func (s *state) classify(e *apiError) sessions.Failure {
-	msg := sessions.SanitizeMessage(orDefault(e.Data.Message, e.Name))
+	msg := sessions.SanitizeMessage(agentkit.OrDefault(e.Data.Message, e.Name))
 	var kind sessions.FailureKind
 	switch e.Name {
 	case "ProviderAuthError":
@@ -500,38 +501,4 @@ func textKind(text string) sessions.FailureKind {
 		return sessions.Network
 	}
 	return sessions.OtherFailure
-}
-
-func remember[V any](m map[string]V, id string, v V) map[string]V {
-	if id == "" {
-		return m
-	}
-	if m == nil {
-		m = map[string]V{}
-	}
-	if len(m) >= maxTracked {
-		clear(m)
-	}
-	m[id] = v
-	return m
-}
-
-func one(kind sessions.EventKind, detail string) []sessions.Event {
-	return []sessions.Event{{Kind: kind, Detail: detail}}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// clip bounds a wire string quoted in an error message.
-func clip(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
 }

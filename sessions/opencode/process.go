@@ -13,24 +13,26 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
-	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // CommandSetting is the setting that names the OpenCode executable; errors
 // about a missing binary point the user at it.
 const CommandSetting = "agents.opencode.command"
 
-// stderrKeep is how much of stderr is kept, in memory only, for diagnostics.
-const stderrKeep = 8 << 10
+// agentInfo names OpenCode to the registry (Agent) and says how its command is
+// found.
+var agentInfo = agentkit.Info{Name: "opencode", Display: "OpenCode", Command: "opencode",
+	Install: "npm install -g opencode-ai", Setting: CommandSetting}
 
 // startWait bounds how long a prompt waits for the server to listen and the
 // session to be opened: measured 2–6 s for `opencode serve` 1.18.33 on a
@@ -49,9 +51,9 @@ const serverUser = "opencode"
 // OpenCode session: prompts, interrupts and answers are HTTP requests to
 // it, and its event stream (GET /event) is decoded into sessions.Events.
 type Process struct {
-	cmd      *exec.Cmd
+	// Child is the process itself: PID, Signal, Alive, StderrTail.
+	*agentkit.Child
 	events   chan sessions.Event
-	stderr   *pipeio.Ring
 	password string
 	client   *http.Client
 	bound    time.Duration
@@ -133,62 +135,48 @@ func Args() []string { return []string{"serve", "--hostname", "127.0.0.1", "--po
 // subscribes to its events and opens (or resumes) the session.
 func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
-		return nil, fmt.Errorf("opencode launch options: invalid session id %q", clip(opts.ResumeID))
+		return nil, fmt.Errorf("opencode launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
-	command := opts.Command
-	if command == "" {
-		command = "opencode"
-	}
-	path, err := exec.LookPath(command)
+	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
-		return nil, fmt.Errorf("the OpenCode command %q was not found (install OpenCode, or point the setting %s at it: session-supervisor settings set %s /path/to/opencode): %w",
-			command, CommandSetting, CommandSetting, err)
+		return nil, err
 	}
 	var secret [24]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		return nil, fmt.Errorf("opencode: making the server password: %w", err)
 	}
 	password := hex.EncodeToString(secret[:])
-	cmd := exec.Command(path, Args()...)
-	cmd.Dir = opts.Cwd
-	cmd.Env = append(os.Environ(), opts.Env...)
 	// The server's API runs commands: only the app, which knows the
 	// password, may use it. The variable is not in the user's env, so it
 	// cannot leak into what the agent runs beyond this process's tree.
-	cmd.Env = append(cmd.Env, "OPENCODE_SERVER_USERNAME="+serverUser, "OPENCODE_SERVER_PASSWORD="+password)
+	env := append(slices.Clip(opts.Env), "OPENCODE_SERVER_USERNAME="+serverUser, "OPENCODE_SERVER_PASSWORD="+password)
 	if perm := Permission(opts.PermissionMode); perm != "" {
-		cmd.Env = append(cmd.Env, "OPENCODE_PERMISSION="+perm)
-	}
-	proctree.SetGroup(cmd)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("creating stdout for opencode: %w", err)
+		env = append(env, "OPENCODE_PERMISSION="+perm)
 	}
 	bound := opts.WriteTimeout
 	if bound <= 0 {
 		bound = startWait
 	}
+	child, err := agentkit.Start(agentkit.Spec{Agent: "opencode", Path: path, Args: Args(), Cwd: opts.Cwd, Env: env})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Process{
-		cmd: cmd, events: make(chan sessions.Event, 64), stderr: &pipeio.Ring{Max: stderrKeep},
+		Child: child, events: make(chan sessions.Event, 64),
 		password: password, bound: bound, ctx: ctx, cancel: cancel,
 		exited: make(chan struct{}), ready: make(chan struct{}),
 		// Loopback only: never through a proxy from the environment.
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}},
 	}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("starting %s in %s: %w", path, opts.Cwd, err)
-	}
 	go func() {
-		p.code, p.signal, p.waitErr = proctree.Wait(cmd)
+		p.code, p.signal, p.waitErr = child.Wait()
 		cancel()
 		p.client.CloseIdleConnections()
 		close(p.exited)
 	}()
 	listening := make(chan string, 1)
-	go p.readStdout(stdout, listening)
+	go p.readStdout(child.Stdout, listening)
 	go p.run(listening, opts)
 	return p, nil
 }
@@ -207,7 +195,7 @@ func (p *Process) readStdout(r io.Reader, listening chan<- string) {
 				continue
 			}
 		}
-		_, _ = p.stderr.Write(append(sc.Bytes(), '\n'))
+		_, _ = p.Stderr.Write(append(sc.Bytes(), '\n'))
 	}
 	_, _ = io.Copy(io.Discard, r)
 }
@@ -316,7 +304,7 @@ func (p *Process) openSession(resume string) (id, how string, err error) {
 		return "", "", fmt.Errorf("opencode could not open a session: %w", err)
 	}
 	if !sessionRE.MatchString(info.ID) {
-		return "", "", fmt.Errorf("opencode opened a session with an unexpected id %q", clip(info.ID))
+		return "", "", fmt.Errorf("opencode opened a session with an unexpected id %q", agentkit.Clip(info.ID))
 	}
 	return info.ID, "started", nil
 }
@@ -431,9 +419,6 @@ func (p *Process) call(method, path string, body, out any) error {
 	return nil
 }
 
-// PID is the server's process id (also its process group id).
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
 // Events yields the decoded stream; closed when the event stream ends.
 func (p *Process) Events() <-chan sessions.Event { return p.events }
 
@@ -450,10 +435,6 @@ func (p *Process) Stats() Counters {
 
 // SkippedLines counts malformed, unknown and oversize events.
 func (p *Process) SkippedLines() int { return int(p.Stats().Skipped()) }
-
-// StderrTail is the last few KB of the server's output (diagnostics only;
-// never persisted).
-func (p *Process) StderrTail() string { return p.stderr.String() }
 
 // SendPrompt sends text to the session (POST prompt_async, answered at
 // once). A prompt sent while a turn runs is queued by OpenCode for the
@@ -573,10 +554,6 @@ func (p *Process) CloseInput() error {
 	}
 	return nil
 }
-
-// Signal signals the process group (a terminating signal, its whole tree:
-// proctree.Signal).
-func (p *Process) Signal(sig os.Signal) error { return proctree.Signal(p.cmd.Process, sig) }
 
 // Wait waits for the process (call after Events is closed) and reports its
 // exit code, or the signal that killed it.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode/fakeapi"
 )
 
@@ -355,6 +356,39 @@ func checkLocked(t *testing.T, p *Process) {
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "OPENCODE_SERVER_PASSWORD=") {
 			t.Error("the password leaked into this process's environment")
+		}
+	}
+}
+
+// TestProcessKilledMidTurnReadsDead: the agent SIGKILLed mid-turn (alone: its group and its tools
+// left running, and not reaped) reads as dead once the exit grace has
+// passed, so the runtime interrupts the session at its next tick even when
+// a survivor holds stdout open and no exit event comes.
+func TestProcessKilledMidTurnReadsDead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real OpenCode CLI")
+	}
+	w := newRealWorld(t, fakeapi.Config{})
+	p := w.start(t, ProcessOptions{})
+	p.until("the session", kindIs(sessions.EvSessionInit))
+	if err := p.SendPrompt("[[scenario:stall]] go"); err != nil {
+		t.Fatal(err)
+	}
+	p.until("the stalled reply's first words", func(e sessions.Event) bool { return e.Detail == "writing a reply" })
+	if alive, known := p.Alive(); !alive || !known {
+		t.Fatalf("mid-turn: Alive = %v, %v; want alive", alive, known)
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	limit := time.After(agentkit.ExitGrace + 30*time.Second)
+	for alive, known := p.Alive(); alive || !known; alive, known = p.Alive() {
+		select {
+		case <-poll.C:
+		case <-limit:
+			t.Fatalf("killed mid-turn: Alive = %v, %v; want known dead", alive, known)
 		}
 	}
 }

@@ -169,12 +169,17 @@ func parseStat(b []byte, boot time.Time) (Proc, State) {
 	if i < 0 {
 		return Proc{}, Unknown
 	}
+	// After ") ": the state is field 3, so the start (field 22) is the
+	// 20th field of the rest. A line cut short still tells the state.
 	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
+	if len(f) < 1 || len(f[0]) != 1 {
 		return Proc{}, Unknown
 	}
 	if s := f[0][0]; s == 'Z' || s == 'X' {
 		return Proc{}, Gone
+	}
+	if len(f) < 20 {
+		return Proc{}, Running
 	}
 	p := Proc{Stamp: string(f[19])}
 	p.PPID, _ = strconv.Atoi(string(f[1]))

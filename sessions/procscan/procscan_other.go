@@ -40,9 +40,6 @@ func Named(comms ...string) ([]Proc, error) { return nil, nil }
 // OpenFiles cannot tell on this platform.
 func OpenFiles(pid int, pattern string) []string { return nil }
 
-// Probe cannot tell on this platform: Unknown, never a guess of alive.
-func Probe(pid int) (Proc, State) { return Proc{PID: pid}, Unknown }
-
 // Env cannot tell on this platform.
 func Env(pid int, name string) (string, bool) { return "", false }
 

@@ -87,6 +87,10 @@ func TestOpenFiles(t *testing.T) {
 
 func TestParseStat(t *testing.T) {
 	boot := time.Unix(1000, 0)
+	// Fields after the name: state, ppid, pgrp, session, tty, tpgid, flags,
+	// minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime,
+	// priority, nice, threads, itrealvalue, starttime, ...
+	tail := " 1 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 8192 100"
 	for _, tc := range []struct {
 		line  string
 		state State
@@ -97,6 +101,14 @@ func TestParseStat(t *testing.T) {
 		{"12 (co de) (x)) S 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Running, 1, boot.Add(2500 * time.Millisecond), "250"},
 		{"12 (codex) Z 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Gone, 0, time.Time{}, ""},
 		{"garbage", Unknown, 0, time.Time{}, ""},
+		// The cases of Claude's own /proc parser, which this one replaced.
+		{"42 (claude) S" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456"},
+		{"42 (node) R" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456"},
+		{"42 (claude) Z" + tail, Gone, 0, time.Time{}, ""},
+		{"42 (claude) X" + tail, Gone, 0, time.Time{}, ""},
+		{"42 (a) Z (b) S" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456"},
+		{"42 (claude) S 1", Running, 0, time.Time{}, ""}, // short line: the state only
+		{"42 (claude)", Unknown, 0, time.Time{}, ""},     // no state
 	} {
 		p, st := parseStat([]byte(tc.line), boot)
 		if st != tc.state || p.PPID != tc.ppid || !p.Started.Equal(tc.start) || p.Stamp != tc.stamp {

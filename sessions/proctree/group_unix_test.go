@@ -3,6 +3,7 @@
 package proctree
 
 import (
+	"bufio"
 	"errors"
 	"os/exec"
 	"runtime"
@@ -111,16 +112,26 @@ func TestReap(t *testing.T) {
 		signal  string
 		alone   bool
 	}{
-		{"stops on SIGTERM", "exec sleep 30", true, syscall.SIGTERM.String(), true},
-		{"ignores SIGTERM", "trap '' TERM; sleep 30; sleep 30", true, syscall.SIGKILL.String(), false},
+		// Each script says "ready" once its signal handling is in place:
+		// a SIGTERM sent before sh ran its trap would stop it, and the
+		// case would test nothing but the race.
+		{"stops on SIGTERM", "echo ready; exec sleep 30", true, syscall.SIGTERM.String(), true},
+		{"ignores SIGTERM", "trap '' TERM; echo ready; sleep 30; sleep 30", true, syscall.SIGKILL.String(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("sh", "-c", tc.script)
 			SetGroup(cmd)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" || err != nil {
+				t.Fatalf("the script said %q (%v), want \"ready\" before it is reaped", line, err)
+			}
 			type result struct {
 				sig string
 				err error

@@ -1,4 +1,4 @@
-package claude
+package procscan
 
 import (
 	"os/exec"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// TestProbeProcessRealChild probes a real child: running with a start time,
+// TestProbeRealChild probes a real child: running with a start time,
 // then a zombie (killed, not reaped: the case kill(pid, 0) calls alive),
 // then reaped.
-func TestProbeProcessRealChild(t *testing.T) {
+func TestProbeRealChild(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -23,20 +23,20 @@ func TestProbeProcessRealChild(t *testing.T) {
 		}
 	})
 	pid := cmd.Process.Pid
-	first := probeProcess(pid)
-	if first.state != livenessRunning || first.ident == 0 {
+	first, st := Probe(pid)
+	if st != Running || first.Stamp == "" {
 		t.Fatalf("running child: %+v, want running with a start time", first)
 	}
-	if again := probeProcess(pid); again != first {
+	if again, _ := Probe(pid); again.Stamp != first.Stamp || !again.Started.Equal(first.Started) {
 		t.Errorf("second probe %+v differs from the first %+v", again, first)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for probeProcess(pid).state != livenessGone {
+	for _, st := Probe(pid); st != Gone; _, st = Probe(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("killed, unreaped child still probes %+v", probeProcess(pid))
+			t.Fatalf("killed, unreaped child still probes %v", st)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -45,10 +45,10 @@ func TestProbeProcessRealChild(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	reaped = true
-	if got := probeProcess(pid); got.state != livenessGone {
-		t.Errorf("reaped child: %+v, want gone", got)
+	if _, got := Probe(pid); got != Gone {
+		t.Errorf("reaped child: %v, want gone", got)
 	}
-	if got := probeProcess(0); got.state != livenessUnknown {
-		t.Errorf("pid 0: %+v, want unknown", got)
+	if _, got := Probe(0); got != Unknown {
+		t.Errorf("pid 0: %v, want unknown", got)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build darwin
 
-package claude
+package procscan
 
 import (
 	"syscall"
@@ -16,14 +16,14 @@ const (
 	kernProcPID = 1
 )
 
-// probeProcess asks the kernel for the process's kinfo_proc: no answer is
-// gone, p_stat SZOMB is gone (kill(pid, 0) would still succeed on a zombie,
-// which is how a dead agent read as alive), the start time is the identity.
+// Probe asks the kernel for the process's kinfo_proc: no answer is gone,
+// p_stat SZOMB is gone (kill(pid, 0) would still succeed on a zombie,
+// which is how a dead agent read as alive), the start time is the Stamp.
 // When the query itself fails it falls back to kill(pid, 0), which can only
 // tell "gone" for sure.
-func probeProcess(pid int) probe {
+func Probe(pid int) (Proc, State) {
 	if pid <= 0 {
-		return probe{}
+		return Proc{}, Unknown
 	}
 	mib := [4]int32{ctlKern, kernProc, kernProcPID, int32(pid)}
 	var buf [kinfoProcSize]byte
@@ -35,9 +35,9 @@ func probeProcess(pid int) probe {
 		uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0, 0)
 	if errno != 0 {
 		if syscall.Kill(pid, 0) == syscall.ESRCH {
-			return probe{state: livenessGone}
+			return Proc{PID: pid}, Gone
 		}
-		return probe{}
+		return Proc{PID: pid}, Unknown
 	}
 	return parseKinfoProc(buf[:n], pid)
 }

@@ -1,8 +1,12 @@
 //go:build windows
 
-package claude
+package procscan
 
-import "syscall"
+import (
+	"strconv"
+	"syscall"
+	"time"
+)
 
 // Values the syscall package does not export.
 const (
@@ -11,46 +15,47 @@ const (
 	errorInvalidParameter          = syscall.Errno(87)
 )
 
-// probeProcess opens the process object by id. OpenProcess refusing the id
+// Probe opens the process object by id. OpenProcess refusing the id
 // as invalid means no such process; an exit code other than STILL_ACTIVE
 // means it exited. STILL_ACTIVE can also be a real exit code, so a
 // zero-timeout wait on the handle confirms it still runs. The creation time
-// is the identity. The app holds a handle to its own child (os.Process), so
+// is the Stamp. The app holds a handle to its own child (os.Process), so
 // until Wait the id is not reused. Anything refused (access denied) is
 // unknown.
-func probeProcess(pid int) probe {
+func Probe(pid int) (Proc, State) {
 	if pid <= 0 {
-		return probe{}
+		return Proc{}, Unknown
 	}
 	h, err := syscall.OpenProcess(processQueryLimitedInformation|syscall.SYNCHRONIZE, false, uint32(pid))
 	if err != nil {
 		if err == errorInvalidParameter {
-			return probe{state: livenessGone}
+			return Proc{PID: pid}, Gone
 		}
-		return probe{}
+		return Proc{PID: pid}, Unknown
 	}
 	defer syscall.CloseHandle(h)
 	var code uint32
 	if err := syscall.GetExitCodeProcess(h, &code); err != nil {
-		return probe{}
+		return Proc{PID: pid}, Unknown
 	}
 	if code != stillActive {
-		return probe{state: livenessGone}
+		return Proc{PID: pid}, Gone
 	}
 	ev, err := syscall.WaitForSingleObject(h, 0)
 	if err != nil {
-		return probe{}
+		return Proc{PID: pid}, Unknown
 	}
 	switch ev {
 	case syscall.WAIT_OBJECT_0:
-		return probe{state: livenessGone}
+		return Proc{PID: pid}, Gone
 	case syscall.WAIT_TIMEOUT:
 	default:
-		return probe{}
+		return Proc{PID: pid}, Unknown
 	}
 	var created, exited, kernel, user syscall.Filetime
 	if err := syscall.GetProcessTimes(h, &created, &exited, &kernel, &user); err != nil {
-		return probe{state: livenessRunning}
+		return Proc{PID: pid}, Running
 	}
-	return probe{state: livenessRunning, ident: uint64(created.Nanoseconds())}
+	return Proc{PID: pid, Stamp: strconv.FormatInt(created.Nanoseconds(), 10),
+		Started: time.Unix(0, created.Nanoseconds())}, Running
 }
