@@ -103,7 +103,7 @@ func cmdRun(c *cli, args []string) error {
 			q.request()
 		case <-c.interrupt:
 			q.request()
-		case err := <-d.failed:
+		case err := <-d.failed():
 			q.fail(err)
 		case <-runDone:
 		}

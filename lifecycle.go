@@ -12,14 +12,17 @@ import (
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
+	"github.com/session-supervisor/session-supervisor/services"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
-// daemon is the supervisor part of a running app: the store, the runtime
-// and its loop, and the local API. start brings it up in order; stop takes
-// it down in the reverse order, gracefully, and returns only when every
-// goroutine it started has ended. It knows nothing of the GUI or of signals.
+// daemon is the supervisor part of a running app: the store, the runtime,
+// and the services that run beside it (the loop, the local API, the
+// settings publisher and, headless, the notifier). startDaemon brings it up
+// in order; stop takes it down in the reverse order, gracefully, and returns
+// only when every service has returned. It knows nothing of the GUI or of
+// signals.
 type daemon struct {
 	st *storage.Store
 	// settings is the one way settings are read and changed while the app
@@ -29,16 +32,12 @@ type daemon struct {
 	api      *localapi.API
 	log      *slog.Logger
 
-	// failed receives a fatal error from the API server (at most one).
-	failed   chan error
-	loopCtx  context.Context
-	stopLoop context.CancelFunc
-	wg       sync.WaitGroup
+	services *services.Group
 	stopOnce sync.Once
 }
 
 // startDaemon opens the store in dir (already locked by the caller), boots
-// the runtime, starts its loop and serves the local API.
+// the runtime, and starts its services.
 func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	st, err := storage.Open(dir)
 	if err != nil {
@@ -62,37 +61,48 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d = &daemon{st: st, settings: settings, rt: rt, api: api, log: log, failed: make(chan error, 1)}
-	loopCtx, stopLoop := context.WithCancel(context.Background())
-	d.loopCtx, d.stopLoop = loopCtx, stopLoop
-	changes, cancelChanges := settings.Subscribe()
-	d.wg.Add(3)
-	go func() {
-		// Every settings change reaches the bus (the desktop, attached or
-		// not, and `watch`) at once.
-		defer d.wg.Done()
-		defer cancelChanges()
-		for {
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-changes:
-				rt.PublishSettings(settings.List())
-			}
-		}
-	}()
-	go func() {
-		defer d.wg.Done()
-		if err := api.Serve(); err != nil {
-			d.failed <- err
-		}
-	}()
-	go func() {
-		defer d.wg.Done()
-		rt.Run(loopCtx)
-	}()
+	d = &daemon{st: st, settings: settings, rt: rt, api: api, log: log}
+	d.services = services.Start(context.Background(),
+		services.Service{Name: "the supervisor loop", Run: func(ctx context.Context) error { rt.Run(ctx); return nil }},
+		services.Service{Name: "the local API", Run: d.serveAPI},
+		services.Service{Name: "the settings publisher", Run: d.publishSettings},
+	)
 	return d, nil
 }
+
+// serveAPI serves the local API until ctx ends, then closes it (no new
+// request from then on; the socket is removed).
+func (d *daemon) serveAPI(ctx context.Context) error {
+	served := make(chan error, 1)
+	go func() { served <- d.api.Serve() }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+		if err := d.api.Close(); err != nil {
+			d.log.Warn("closing the local API", "err", err)
+		}
+		return <-served
+	}
+}
+
+// publishSettings sends every settings change to the bus (the desktop,
+// attached or not, and `watch`) at once.
+func (d *daemon) publishSettings(ctx context.Context) error {
+	changes, cancel := d.settings.Subscribe()
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changes:
+			d.rt.PublishSettings(d.settings.List())
+		}
+	}
+}
+
+// failed delivers a fatal error of a service (at most one).
+func (d *daemon) failed() <-chan error { return d.services.Failed() }
 
 // notifyWhileNoDesktop runs the supervisor's own notifier (headless): it
 // notifies escalations and waits on the user through the machine's
@@ -107,12 +117,15 @@ func (d *daemon) notifyWhileNoDesktop() {
 	n := notify.New(notify.Desktop, icon, nil, d.log)
 	n.SetGate(func() bool { return !d.api.DesktopAttached() })
 	sub := d.rt.Subscribe(notifyBuffer, false)
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	err := d.services.Add(services.Service{Name: "the notifier", Run: func(ctx context.Context) error {
 		defer d.rt.Bus().Unsubscribe(sub)
-		n.Run(d.loopCtx, sub.C, func() bool { return d.settings.Get().NotifyWaitingOnUser })
-	}()
+		n.Run(ctx, sub.C, func() bool { return d.settings.Get().NotifyWaitingOnUser })
+		return nil
+	}})
+	if err != nil {
+		d.rt.Bus().Unsubscribe(sub)
+		d.log.Warn("the notifier did not start", "err", err)
+	}
 }
 
 // stop is the graceful quit: stop deciding, stop serving, then let every
@@ -122,11 +135,7 @@ func (d *daemon) notifyWhileNoDesktop() {
 func (d *daemon) stop(ctx context.Context) error {
 	var err error
 	d.stopOnce.Do(func() {
-		d.stopLoop()
-		if cerr := d.api.Close(); cerr != nil {
-			d.log.Warn("closing the local API", "err", cerr)
-		}
-		d.wg.Wait() // the loop and the server have returned
+		d.services.Stop() // the loop, the server and the rest have returned
 		err = d.rt.Shutdown(ctx)
 		if cerr := d.st.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the database: %w", cerr)
