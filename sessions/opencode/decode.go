@@ -47,9 +47,6 @@ type EventInfo struct {
 	Detail string
 }
 
-// maxTracked bounds each per-stream map (see the Claude decoder).
-const maxTracked = agentkit.MaxTracked
-
 // wire is the union of the fields the decoder reads from any bus event:
 // one struct and one json.Unmarshal per event; what is not declared (tool
 // output, diffs, the session's info) is skipped without being allocated.
