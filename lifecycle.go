@@ -77,6 +77,11 @@ func (d *daemon) serveAPI(ctx context.Context) error {
 	go func() { served <- d.api.Serve() }()
 	select {
 	case err := <-served:
+		// Failed on its own: close it all the same (open watch streams of
+		// an attached desktop or `watch` end, the socket goes).
+		if cerr := d.api.Close(); cerr != nil {
+			d.log.Warn("closing the local API", "err", cerr)
+		}
 		return err
 	case <-ctx.Done():
 		if err := d.api.Close(); err != nil {
@@ -135,7 +140,16 @@ func (d *daemon) notifyWhileNoDesktop() {
 func (d *daemon) stop(ctx context.Context) error {
 	var err error
 	d.stopOnce.Do(func() {
-		d.services.Stop() // the loop, the server and the rest have returned
+		// The loop, the server and the rest return, unless one is stuck
+		// (a read of a hung file system): then ctx (a second Ctrl-C, the
+		// service manager's grace) stops the wait as it stops the turns'.
+		stopped := make(chan struct{})
+		go func() { d.services.Stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			d.log.Warn("stopped waiting for the services to end", "err", ctx.Err())
+		}
 		err = d.rt.Shutdown(ctx)
 		if cerr := d.st.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the database: %w", cerr)

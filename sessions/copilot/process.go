@@ -334,6 +334,8 @@ func (p *Process) pump(t *turnProc) {
 		p.compactNext = false
 		stdin, err := p.startLocked(true, false)
 		if err != nil {
+			// Said where a start failure is read: the stderr tail.
+			_, _ = fmt.Fprintf(p.stderr, "starting the compaction: %v\n", err)
 			p.exitCode = -1
 			p.finishLocked()
 			break

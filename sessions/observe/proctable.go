@@ -99,14 +99,20 @@ func (t *ProcTable[P, F]) Scan(now time.Time, maxAge time.Duration, scan func() 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.last.IsZero() && now.Sub(t.last) < maxAge {
-		return t.procs, t.pairs, t.err
+		if t.err != nil {
+			return nil, nil, t.err
+		}
+		return t.procs, t.pairs, nil
 	}
 	t.last = now
-	t.procs, t.pairs, t.err = scan()
-	if t.err != nil {
-		t.procs, t.pairs = nil, nil
+	procs, pairs, err := scan()
+	if t.err = err; err != nil {
+		// The last good pairing stays (Paired): the observers keep
+		// watching their files until a scan succeeds again.
+		return nil, nil, err
 	}
-	return t.procs, t.pairs, t.err
+	t.procs, t.pairs = procs, pairs
+	return procs, pairs, nil
 }
 
 // Forget makes the next Scan scan, however recent the last one.

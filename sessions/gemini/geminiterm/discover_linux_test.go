@@ -36,7 +36,7 @@ func TestScanProcsRealNode(t *testing.T) {
 	// CLI does; only once the test says so, so the launcher's time alone (a
 	// few seconds on a busy machine) is seen.
 	const js = `const fs = require("fs");
-if (!process.env.GEMINI_CLI_NO_RELAUNCH) {
+if (!process.env.GEMINI_CLI_NO_RELAUNCH && !process.env.NEVER_RELAUNCH) {
   const t = setInterval(() => {
     if (!fs.existsSync(process.env.RELAUNCH_WHEN)) return;
     clearInterval(t);
@@ -101,15 +101,26 @@ setInterval(() => {}, 1000);
 		t.Fatalf("listed %+v, want the relaunched child alone (not the launcher, not --acp)", got)
 	}
 	// A CLI told not to relaunch (GEMINI_CLI_NO_RELAUNCH, or a sandbox) is
-	// the session itself.
-	for _, env := range []string{"GEMINI_CLI_NO_RELAUNCH=true", "SANDBOX=sandbox-exec"} {
-		alone := start([]string{script, "--model", "m"}, env)
+	// the session itself; and so is one that was to relaunch but is still
+	// alone past the window (an older CLI relaunches only for memory; a
+	// container sandbox waits on its container).
+	defer func(w time.Duration) { relaunchWindow = w }(relaunchWindow)
+	for _, tc := range []struct {
+		env    string
+		window time.Duration
+	}{
+		{"GEMINI_CLI_NO_RELAUNCH=true", time.Hour},
+		{"SANDBOX=sandbox-exec", time.Hour},
+		{"NEVER_RELAUNCH=1", 0}, // no relaunch, though nothing said so
+	} {
+		relaunchWindow = tc.window
+		alone := start([]string{script, "--model", "m"}, tc.env)
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			if slices.ContainsFunc(mine(), func(p Proc) bool { return p.PID == alone.Process.Pid }) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("with %s the CLI was never listed: %+v", env, mine())
+				t.Fatalf("with %s the CLI was never listed: %+v", tc.env, mine())
 			}
 		}
 	}

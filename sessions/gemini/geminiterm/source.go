@@ -93,10 +93,13 @@ func ScanProcs() ([]Proc, error) {
 			continue
 		}
 		parents[p.PPID] = true
-		if willRelaunch(p.PID) {
+		if willRelaunch(p.PID) && time.Since(p.Started) < relaunchWindow {
 			// A launcher alone (its child not spawned yet: seconds on a
-			// busy machine) is not a session; listing it would show one
-			// that vanishes once the child appears.
+			// busy machine) is not a session yet; listing it would show
+			// one that vanishes once the child appears. One still alone
+			// after the window never relaunched (an older CLI that
+			// relaunches only for memory, a container sandbox): it is
+			// the session.
 			continue
 		}
 		home := ""
@@ -109,6 +112,10 @@ func ScanProcs() ([]Proc, error) {
 	}
 	return slices.DeleteFunc(out, func(p Proc) bool { return parents[p.PID] }), nil
 }
+
+// relaunchWindow is how long a Gemini CLI that will relaunch itself is
+// given to do so before it counts as the session itself.
+var relaunchWindow = 15 * time.Second
 
 // willRelaunch reports whether pid is a Gemini CLI that will start itself
 // again (0.61.0 always relaunches unless GEMINI_CLI_NO_RELAUNCH or SANDBOX
