@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // End-to-end tests of the real binary: `run --headless` as a child process
