@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 )
 
@@ -325,20 +325,5 @@ func TestRealKilledMidTurnReadsDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, p, "the turn to start", func(e sessions.Event) bool { return e.Detail == "turn started" })
-	if alive, known := p.Alive(); !alive || !known {
-		t.Fatalf("mid-turn: Alive = %v, %v; want alive", alive, known)
-	}
-	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
-	limit := time.After(agentkit.ExitGrace + 30*time.Second)
-	for alive, known := p.Alive(); alive || !known; alive, known = p.Alive() {
-		select {
-		case <-poll.C:
-		case <-limit:
-			t.Fatalf("killed mid-turn: Alive = %v, %v; want known dead", alive, known)
-		}
-	}
+	agenttest.KillReadsDead(t, p)
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -362,20 +362,5 @@ func TestProcessRealKilledMidTurnReadsDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
-	if alive, known := p.Alive(); !alive || !known {
-		t.Fatalf("mid-turn: Alive = %v, %v; want alive", alive, known)
-	}
-	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
-	limit := time.After(agentkit.ExitGrace + 30*time.Second)
-	for alive, known := p.Alive(); alive || !known; alive, known = p.Alive() {
-		select {
-		case <-poll.C:
-		case <-limit:
-			t.Fatalf("killed mid-turn: Alive = %v, %v; want known dead", alive, known)
-		}
-	}
+	agenttest.KillReadsDead(t, p)
 }
