@@ -21,18 +21,6 @@ var ErrMalformed = errors.New("claude stream: malformed line")
 // line is counted and skipped, never fatal.
 var ErrUnknown = errors.New("claude stream: unknown line type")
 
-// SkipReason says why a line produced no events.
-type SkipReason string
-
-// The skip reasons. SkipNone is the zero value: the line was decoded.
-const (
-	SkipNone      SkipReason = ""
-	SkipEmpty     SkipReason = "empty"
-	SkipMalformed SkipReason = "malformed"
-	SkipUnknown   SkipReason = "unknown"
-	SkipOversize  SkipReason = "oversize"
-)
-
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
 	// Number is the 1-based line number in the stream (0 from DecodeLine).
@@ -44,8 +32,8 @@ type LineInfo struct {
 	Subtype string
 	// SessionID is the agent's session id when the line carries one.
 	SessionID string
-	// Skip says why the line produced no events (SkipNone when decoded).
-	Skip SkipReason
+	// Skip says why the line produced no events (agentkit.SkipNone when decoded).
+	Skip agentkit.SkipReason
 	// Detail is the reason in words for a skipped line.
 	Detail string
 }
@@ -198,11 +186,11 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 	info := LineInfo{Size: len(line)}
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		info.Skip = SkipEmpty
+		info.Skip = agentkit.SkipEmpty
 		return nil, info, nil
 	}
 	if trimmed[0] != '{' {
-		info.Skip, info.Detail = SkipMalformed, "not a JSON object"
+		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
 		return nil, info, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
 	var w wire
@@ -212,7 +200,7 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 		// and reports only the first mismatch. Anything else is bad JSON.
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = SkipMalformed, err.Error()
+			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
 			return nil, info, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
@@ -220,7 +208,7 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 
 	events, known := s.dispatch(&w, trimmed)
 	if !known {
-		info.Skip = SkipUnknown
+		info.Skip = agentkit.SkipUnknown
 		info.Detail = fmt.Sprintf("unknown type %q subtype %q", agentkit.Clip(w.Type), agentkit.Clip(w.Subtype))
 		return nil, info, fmt.Errorf("%w: type %q subtype %q", ErrUnknown, agentkit.Clip(w.Type), agentkit.Clip(w.Subtype))
 	}

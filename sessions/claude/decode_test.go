@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // Lines in the shapes documented in reference/agent-cli-protocols.md §1.2
@@ -344,7 +345,7 @@ func TestFailureMessageSanitized(t *testing.T) {
 
 func TestDecodeLineIsStateless(t *testing.T) {
 	events, info, err := DecodeLine([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"x"}]},"session_id":"abc"}`))
-	if err != nil || info.Skip != SkipNone || info.Type != "user" || info.SessionID != "abc" {
+	if err != nil || info.Skip != agentkit.SkipNone || info.Type != "user" || info.SessionID != "abc" {
 		t.Fatalf("info %+v err %v", info, err)
 	}
 	if len(events) != 1 || events[0].Kind != sessions.EvToolFinished || events[0].CallID != "toolu_1" || events[0].Name != "" {
@@ -352,15 +353,15 @@ func TestDecodeLineIsStateless(t *testing.T) {
 	}
 
 	_, info, err = DecodeLine([]byte(`{"type":"nope"}`))
-	if !errors.Is(err, ErrUnknown) || info.Skip != SkipUnknown || info.Type != "nope" {
+	if !errors.Is(err, ErrUnknown) || info.Skip != agentkit.SkipUnknown || info.Type != "nope" {
 		t.Errorf("unknown: info %+v err %v", info, err)
 	}
 	_, info, err = DecodeLine([]byte(`{"type":`))
-	if !errors.Is(err, ErrMalformed) || info.Skip != SkipMalformed {
+	if !errors.Is(err, ErrMalformed) || info.Skip != agentkit.SkipMalformed {
 		t.Errorf("malformed: info %+v err %v", info, err)
 	}
 	events, info, err = DecodeLine([]byte("  \t"))
-	if err != nil || info.Skip != SkipEmpty || events != nil {
+	if err != nil || info.Skip != agentkit.SkipEmpty || events != nil {
 		t.Errorf("empty: %v %+v %v", events, info, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 const initLine = `{"type":"system","subtype":"init","session_id":"abc"}`
@@ -35,7 +37,7 @@ func TestDecoderBlankMalformedUnknown(t *testing.T) {
 		}
 		got = append(got, lineSummary(l))
 		numbers = append(numbers, l.Info.Number)
-		if l.Info.Skip != SkipNone && l.Info.Detail == "" {
+		if l.Info.Skip != agentkit.SkipNone && l.Info.Detail == "" {
 			t.Errorf("skipped line %d has no detail", l.Info.Number)
 		}
 	}

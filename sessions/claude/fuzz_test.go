@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // seedLines adds every captured line plus edge cases to a fuzz corpus.
@@ -47,10 +48,10 @@ func FuzzDecodeLine(f *testing.F) {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknown) {
 				t.Fatalf("unexpected error class: %v", err)
 			}
-			if len(events) != 0 || info.Skip == SkipNone {
+			if len(events) != 0 || info.Skip == agentkit.SkipNone {
 				t.Fatalf("skipped line with events %v or no reason %+v", events, info)
 			}
-		case info.Skip != SkipNone && info.Skip != SkipEmpty:
+		case info.Skip != agentkit.SkipNone && info.Skip != agentkit.SkipEmpty:
 			t.Fatalf("skip %q without an error", info.Skip)
 		}
 		for _, e := range events {
@@ -84,7 +85,7 @@ func FuzzDecoder(f *testing.F) {
 				t.Fatalf("Next: %v", err)
 			}
 			lines++
-			if l.Info.Skip == SkipNone && l.Info.Size > 128 {
+			if l.Info.Skip == agentkit.SkipNone && l.Info.Size > 128 {
 				t.Fatalf("decoded a line of %d bytes past the limit", l.Info.Size)
 			}
 		}

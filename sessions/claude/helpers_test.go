@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // t0 is the fixed clock the Apply replays start from.
@@ -55,7 +56,7 @@ func decodeLines(t testing.TB, lines ...string) []string {
 }
 
 func lineSummary(l Line) string {
-	if l.Info.Skip != SkipNone {
+	if l.Info.Skip != agentkit.SkipNone {
 		return "skip:" + string(l.Info.Skip)
 	}
 	if len(l.Events) == 0 {

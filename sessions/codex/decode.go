@@ -23,18 +23,6 @@ var ErrMalformed = errors.New("codex stream: malformed line")
 // counted and skipped, never fatal.
 var ErrUnknown = errors.New("codex stream: unknown method")
 
-// SkipReason says why a line produced no events.
-type SkipReason string
-
-// The skip reasons. SkipNone is the zero value: the line was decoded.
-const (
-	SkipNone      SkipReason = ""
-	SkipEmpty     SkipReason = "empty"
-	SkipMalformed SkipReason = "malformed"
-	SkipUnknown   SkipReason = "unknown"
-	SkipOversize  SkipReason = "oversize"
-)
-
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
 	// Number is the 1-based line number in the stream (0 from DecodeLine).
@@ -44,8 +32,8 @@ type LineInfo struct {
 	// Method is the notification's or request's method; empty for a
 	// response to one of our requests.
 	Method string
-	// Skip says why the line produced no events (SkipNone when decoded).
-	Skip SkipReason
+	// Skip says why the line produced no events (agentkit.SkipNone when decoded).
+	Skip agentkit.SkipReason
 	// Detail is the reason in words for a skipped line.
 	Detail string
 }
@@ -180,18 +168,18 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) 
 	info := LineInfo{Size: len(line)}
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		info.Skip = SkipEmpty
+		info.Skip = agentkit.SkipEmpty
 		return nil, info, nil, nil
 	}
 	if trimmed[0] != '{' {
-		info.Skip, info.Detail = SkipMalformed, "not a JSON object"
+		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
 		return nil, info, nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
 	var w wire
 	if err := json.Unmarshal(trimmed, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = SkipMalformed, err.Error()
+			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
 			return nil, info, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
@@ -210,7 +198,7 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) 
 		events, known = s.notification(&w)
 	}
 	if !known {
-		info.Skip = SkipUnknown
+		info.Skip = agentkit.SkipUnknown
 		info.Detail = fmt.Sprintf("unknown method %q", agentkit.Clip(w.Method))
 		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, agentkit.Clip(w.Method))
 	}

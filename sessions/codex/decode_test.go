@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // The capture files are the real stdout of `codex app-server` 0.171.0
@@ -226,7 +227,7 @@ func TestDecodeSynthetic(t *testing.T) {
 			d := primed(strings.NewReader(strings.Join(tt.lines, "\n")+"\n"), 0)
 			events, lines := decodeAll(t, d)
 			for _, l := range lines {
-				if l.Info.Skip != SkipNone {
+				if l.Info.Skip != agentkit.SkipNone {
 					t.Errorf("line %d skipped: %s", l.Info.Number, l.Info.Detail)
 				}
 			}
@@ -331,10 +332,10 @@ func FuzzDecodeLine(f *testing.F) {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknown) {
 				t.Fatalf("unexpected error class: %v", err)
 			}
-			if len(events) != 0 || info.Skip == SkipNone {
+			if len(events) != 0 || info.Skip == agentkit.SkipNone {
 				t.Fatalf("skipped line with events %v or no reason %+v", events, info)
 			}
-		case info.Skip != SkipNone && info.Skip != SkipEmpty:
+		case info.Skip != agentkit.SkipNone && info.Skip != agentkit.SkipEmpty:
 			t.Fatalf("skip %q without an error", info.Skip)
 		}
 		for _, e := range events {
@@ -364,7 +365,7 @@ func FuzzDecoder(f *testing.F) {
 				t.Fatalf("Next: %v", err)
 			}
 			lines++
-			if l.Info.Skip == SkipNone && l.Info.Size > 128 {
+			if l.Info.Skip == agentkit.SkipNone && l.Info.Size > 128 {
 				t.Fatalf("decoded a line of %d bytes past the limit", l.Info.Size)
 			}
 		}

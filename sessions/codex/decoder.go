@@ -45,7 +45,7 @@ type Decoder struct {
 
 // NewDecoder returns a Decoder reading r. A line longer than maxLine bytes
 // (without its line ending) is never held in memory: it is skipped as it is
-// read and reported as SkipOversize. maxLine <= 0 means DefaultMaxLine.
+// read and reported as agentkit.SkipOversize. maxLine <= 0 means DefaultMaxLine.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
@@ -63,13 +63,13 @@ func (d *Decoder) Next() (Line, error) {
 		// already carry what the error says.
 		events, info, reply, _ := d.st.decode(raw.Bytes)
 		info.Number = raw.Number
-		return Line{Events: events, Info: info, Reply: reply}, agentkit.Tally{Events: len(events), Malformed: info.Skip == SkipMalformed, Unknown: info.Skip == SkipUnknown}
+		return Line{Events: events, Info: info, Reply: reply}, agentkit.Tally{Events: len(events), Malformed: info.Skip == agentkit.SkipMalformed, Unknown: info.Skip == agentkit.SkipUnknown}
 	})
 }
 
 // oversize is the Line for a line too long to keep: skipped, with its size.
 func (d *Decoder) oversize(raw agentkit.RawLine) Line {
-	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
 }
 
 // Stats returns the running totals.

@@ -27,27 +27,6 @@ var ErrMalformed = errors.New("copilot stream: malformed line")
 // so an unknown line is counted and skipped, never fatal.
 var ErrUnknown = errors.New("copilot stream: unknown event type")
 
-// SkipReason says why a line produced no events.
-type SkipReason int
-
-// The skip reasons. SkipNone is the zero value: the line was decoded.
-const (
-	SkipNone SkipReason = iota
-	SkipEmpty
-	SkipMalformed
-	SkipUnknown
-	SkipOversize
-)
-
-var skipNames = []string{"", "empty", "malformed", "unknown", "oversize"}
-
-func (r SkipReason) String() string {
-	if int(r) < 0 || int(r) >= len(skipNames) {
-		return "skip(" + strconv.Itoa(int(r)) + ")"
-	}
-	return skipNames[r]
-}
-
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
 	// Number is the 1-based line number in the stream (0 from DecodeLine).
@@ -55,7 +34,7 @@ type LineInfo struct {
 	Size   int
 	// Type is the event's type ("assistant.message_delta").
 	Type   string
-	Skip   SkipReason
+	Skip   agentkit.SkipReason
 	Detail string
 }
 
@@ -218,29 +197,29 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 	info := LineInfo{Size: len(line)}
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		info.Skip = SkipEmpty
+		info.Skip = agentkit.SkipEmpty
 		return nil, info, nil
 	}
 	if trimmed[0] != '{' {
-		info.Skip, info.Detail = SkipMalformed, "not a JSON object"
+		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
 		return nil, info, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
 	var w wire
 	if err := json.Unmarshal(trimmed, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = SkipMalformed, err.Error()
+			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
 			return nil, info, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
 	info.Type = w.Type
 	if w.Type == "" {
-		info.Skip, info.Detail = SkipMalformed, "no type"
+		info.Skip, info.Detail = agentkit.SkipMalformed, "no type"
 		return nil, info, fmt.Errorf("%w: no type", ErrMalformed)
 	}
 	k, ok := kinds[w.Type]
 	if !ok {
-		info.Skip, info.Detail = SkipUnknown, "type "+agentkit.Clip(w.Type)
+		info.Skip, info.Detail = agentkit.SkipUnknown, "type "+agentkit.Clip(w.Type)
 		return nil, info, fmt.Errorf("%w: %s", ErrUnknown, agentkit.Clip(w.Type))
 	}
 	d := &w.Data

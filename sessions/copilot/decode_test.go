@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // decodeFile runs a captured stream (Copilot CLI 1.0.102 against the fake
@@ -113,39 +114,39 @@ func TestDecodeLine(t *testing.T) {
 		name    string
 		line    string
 		kinds   []sessions.EventKind
-		skip    SkipReason
+		skip    agentkit.SkipReason
 		err     error
 		failure sessions.FailureKind
 	}{
-		{"blank", "   ", nil, SkipEmpty, nil, 0},
-		{"not json", "Error: boom", nil, SkipMalformed, ErrMalformed, 0},
-		{"broken json", `{"type":`, nil, SkipMalformed, ErrMalformed, 0},
-		{"no type", `{"data":{}}`, nil, SkipMalformed, ErrMalformed, 0},
-		{"unknown", `{"type":"future.thing","data":{}}`, nil, SkipUnknown, ErrUnknown, 0},
+		{"blank", "   ", nil, agentkit.SkipEmpty, nil, 0},
+		{"not json", "Error: boom", nil, agentkit.SkipMalformed, ErrMalformed, 0},
+		{"broken json", `{"type":`, nil, agentkit.SkipMalformed, ErrMalformed, 0},
+		{"no type", `{"data":{}}`, nil, agentkit.SkipMalformed, ErrMalformed, 0},
+		{"unknown", `{"type":"future.thing","data":{}}`, nil, agentkit.SkipUnknown, ErrUnknown, 0},
 		{"wrong field type still decodes", `{"type":"tool.execution_start","data":{"toolCallId":7,"toolName":"view"}}`,
-			[]sessions.EventKind{sessions.EvToolStarted}, SkipNone, nil, 0},
-		{"usage is metrics", `{"type":"assistant.usage","data":{"inputTokens":5}}`, []sessions.EventKind{sessions.EvMetrics}, SkipNone, nil, 0},
-		{"lifecycle is quiet", `{"type":"session.skills_loaded","data":{}}`, nil, SkipNone, nil, 0},
-		{"subagent", `{"type":"subagent.started","data":{"toolCallId":"t","agentName":"explore"}}`, []sessions.EventKind{sessions.EvTaskStarted}, SkipNone, nil, 0},
-		{"compaction", `{"type":"session.compaction_complete","data":{"success":false}}`, []sessions.EventKind{sessions.EvCompactionFinished}, SkipNone, nil, 0},
-		{"result ok", `{"type":"result","sessionId":"s","exitCode":0}`, []sessions.EventKind{sessions.EvTurnCompleted}, SkipNone, nil, 0},
-		{"result failed alone", `{"type":"result","sessionId":"s","exitCode":1}`, []sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.OtherFailure},
+			[]sessions.EventKind{sessions.EvToolStarted}, agentkit.SkipNone, nil, 0},
+		{"usage is metrics", `{"type":"assistant.usage","data":{"inputTokens":5}}`, []sessions.EventKind{sessions.EvMetrics}, agentkit.SkipNone, nil, 0},
+		{"lifecycle is quiet", `{"type":"session.skills_loaded","data":{}}`, nil, agentkit.SkipNone, nil, 0},
+		{"subagent", `{"type":"subagent.started","data":{"toolCallId":"t","agentName":"explore"}}`, []sessions.EventKind{sessions.EvTaskStarted}, agentkit.SkipNone, nil, 0},
+		{"compaction", `{"type":"session.compaction_complete","data":{"success":false}}`, []sessions.EventKind{sessions.EvCompactionFinished}, agentkit.SkipNone, nil, 0},
+		{"result ok", `{"type":"result","sessionId":"s","exitCode":0}`, []sessions.EventKind{sessions.EvTurnCompleted}, agentkit.SkipNone, nil, 0},
+		{"result failed alone", `{"type":"result","sessionId":"s","exitCode":1}`, []sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.OtherFailure},
 		{"quota", `{"type":"session.error","data":{"errorType":"quota","errorCode":"quota_exceeded","message":"You have exceeded your monthly quota","statusCode":402}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Billing},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.Billing},
 		{"weekly rate limit", `{"type":"session.error","data":{"errorType":"rate_limit","errorCode":"user_weekly_rate_limited","message":"You have reached your weekly rate limit"}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.RateLimit},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.RateLimit},
 		{"login", `{"type":"session.error","data":{"errorType":"query","message":"Please use /login to sign in to use Copilot"}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Auth},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.Auth},
 		{"overloaded", `{"type":"session.error","data":{"errorType":"model_call","message":"503 the model is overloaded","statusCode":503}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Overloaded},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.Overloaded},
 		{"server error", `{"type":"session.error","data":{"errorType":"model_call","message":"Failed after 5 retries: 500 internal","statusCode":500}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Network},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.Network},
 		{"anthropic overflow", `{"type":"session.error","data":{"errorType":"query","message":"prompt is too long: 210000 tokens > 200000 maximum","statusCode":400}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.ContextOverflow},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.ContextOverflow},
 		{"provider type says overflow", `{"type":"session.error","data":{"errorType":"query","providerErrorType":"context_length_exceeded","message":"400 Bad Request","statusCode":400}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.ContextOverflow},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.ContextOverflow},
 		{"timeout", `{"type":"session.error","data":{"errorType":"timeout","message":"The request timed out"}}`,
-			[]sessions.EventKind{sessions.EvTurnFailed}, SkipNone, nil, sessions.Network},
+			[]sessions.EventKind{sessions.EvTurnFailed}, agentkit.SkipNone, nil, sessions.Network},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,7 +190,7 @@ func TestDecoderOversizeAndLastLine(t *testing.T) {
 	in := long + "\n" + `{"type":"result","exitCode":0}`
 	d := NewDecoder(strings.NewReader(in), 100)
 	l1, err := d.Next()
-	if err != nil || l1.Info.Skip != SkipOversize || l1.Info.Size != len(long) {
+	if err != nil || l1.Info.Skip != agentkit.SkipOversize || l1.Info.Size != len(long) {
 		t.Fatalf("first line %+v %v, want an oversize skip of %d bytes", l1.Info, err, len(long))
 	}
 	l2, err := d.Next()
@@ -213,10 +214,10 @@ func FuzzDecodeLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		evs, info, err := DecodeLine(line)
-		if (err != nil) != (info.Skip == SkipMalformed || info.Skip == SkipUnknown) {
+		if (err != nil) != (info.Skip == agentkit.SkipMalformed || info.Skip == agentkit.SkipUnknown) {
 			t.Fatalf("err %v with skip %v", err, info.Skip)
 		}
-		if len(evs) > 0 && info.Skip != SkipNone {
+		if len(evs) > 0 && info.Skip != agentkit.SkipNone {
 			t.Fatalf("events from a skipped line")
 		}
 		for _, ev := range evs {

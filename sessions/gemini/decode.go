@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,27 +21,6 @@ var ErrMalformed = errors.New("gemini stream: malformed line")
 // or a session update added by a later release): counted and skipped.
 var ErrUnknown = errors.New("gemini stream: unknown message")
 
-// SkipReason says why a line produced no events.
-type SkipReason int
-
-// The skip reasons. SkipNone is the zero value: the line was decoded.
-const (
-	SkipNone SkipReason = iota
-	SkipEmpty
-	SkipMalformed
-	SkipUnknown
-	SkipOversize
-)
-
-var skipNames = []string{"", "empty", "malformed", "unknown", "oversize"}
-
-func (r SkipReason) String() string {
-	if int(r) < len(skipNames) {
-		return skipNames[r]
-	}
-	return "skip(" + strconv.Itoa(int(r)) + ")"
-}
-
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
 	// Number is the 1-based line number in the stream (0 from DecodeLine).
@@ -50,7 +28,7 @@ type LineInfo struct {
 	Size   int
 	// Method is the notification's or request's method ("" for a response).
 	Method string
-	Skip   SkipReason
+	Skip   agentkit.SkipReason
 	Detail string
 }
 
@@ -146,18 +124,18 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) 
 	s.turnDone = false
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		info.Skip = SkipEmpty
+		info.Skip = agentkit.SkipEmpty
 		return nil, info, nil, nil
 	}
 	if trimmed[0] != '{' {
-		info.Skip, info.Detail = SkipMalformed, "not a JSON object"
+		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
 		return nil, info, nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
 	var w wire
 	if err := json.Unmarshal(trimmed, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = SkipMalformed, err.Error()
+			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
 			return nil, info, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
@@ -185,7 +163,7 @@ func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) 
 		if what == methodUpdate {
 			what = "update " + w.Params.Update.SessionUpdate
 		}
-		info.Skip = SkipUnknown
+		info.Skip = agentkit.SkipUnknown
 		info.Detail = fmt.Sprintf("unknown %q", agentkit.Clip(what))
 		return nil, info, reply, fmt.Errorf("%w: %q", ErrUnknown, agentkit.Clip(what))
 	}

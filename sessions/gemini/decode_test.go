@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // The lines below are what `gemini --acp` 0.61.0 printed against the fake
@@ -183,7 +184,7 @@ func TestDecodeSkips(t *testing.T) {
 		lineChunk,
 	}, "\n")
 	d := NewDecoder(strings.NewReader(in), 250)
-	var skips []SkipReason
+	var skips []agentkit.SkipReason
 	var reply []byte
 	for {
 		l, err := d.Next()
@@ -195,7 +196,7 @@ func TestDecodeSkips(t *testing.T) {
 			reply = l.Reply
 		}
 	}
-	want := []SkipReason{SkipMalformed, SkipUnknown, SkipNone, SkipOversize, SkipNone}
+	want := []agentkit.SkipReason{agentkit.SkipMalformed, agentkit.SkipUnknown, agentkit.SkipNone, agentkit.SkipOversize, agentkit.SkipNone}
 	if len(skips) != len(want) {
 		t.Fatalf("skips %v, want %v", skips, want)
 	}
@@ -237,10 +238,10 @@ func FuzzDecodeLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		evs, info, err := DecodeLine(line)
-		if err != nil && info.Skip == SkipNone {
+		if err != nil && info.Skip == agentkit.SkipNone {
 			t.Errorf("error %v without a skip reason", err)
 		}
-		if info.Skip != SkipNone && len(evs) > 0 {
+		if info.Skip != agentkit.SkipNone && len(evs) > 0 {
 			t.Errorf("skipped line produced %d events", len(evs))
 		}
 		for _, e := range evs {

@@ -23,26 +23,14 @@ var ErrMalformed = errors.New("opencode stream: malformed event")
 // counted and skipped, never fatal.
 var ErrUnknown = errors.New("opencode stream: unknown event type")
 
-// SkipReason says why an event produced no events.
-type SkipReason string
-
-// The skip reasons. SkipNone is the zero value: the event was decoded.
-const (
-	SkipNone      SkipReason = ""
-	SkipEmpty     SkipReason = "empty"
-	SkipMalformed SkipReason = "malformed"
-	SkipUnknown   SkipReason = "unknown"
-	SkipOversize  SkipReason = "oversize"
-)
-
 // EventInfo describes one server-sent event, decoded or skipped.
 type EventInfo struct {
 	// Size is the data's length in bytes.
 	Size int
 	// Type is the bus event's type ("session.status").
 	Type string
-	// Skip says why the event produced no events (SkipNone when decoded).
-	Skip SkipReason
+	// Skip says why the event produced no events (agentkit.SkipNone when decoded).
+	Skip agentkit.SkipReason
 	// Detail is the reason in words for a skipped event.
 	Detail string
 }
@@ -158,25 +146,25 @@ func (s *state) decode(data []byte) ([]sessions.Event, EventInfo, error) {
 	info := EventInfo{Size: len(data)}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		info.Skip = SkipEmpty
+		info.Skip = agentkit.SkipEmpty
 		return nil, info, nil
 	}
 	if trimmed[0] != '{' {
-		info.Skip, info.Detail = SkipMalformed, "not a JSON object"
+		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
 		return nil, info, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
 	var w wire
 	if err := json.Unmarshal(trimmed, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = SkipMalformed, err.Error()
+			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
 			return nil, info, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
 	info.Type = w.Type
 	events, known := s.event(&w)
 	if !known {
-		info.Skip = SkipUnknown
+		info.Skip = agentkit.SkipUnknown
 		info.Detail = fmt.Sprintf("unknown event %q", agentkit.Clip(w.Type))
 		return nil, info, fmt.Errorf("%w: %q", ErrUnknown, agentkit.Clip(w.Type))
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // decodeAll runs a whole stream through a Decoder.
@@ -239,15 +240,15 @@ func TestDecodePermissions(t *testing.T) {
 func TestDecodeSkips(t *testing.T) {
 	tests := []struct {
 		data string
-		skip SkipReason
+		skip agentkit.SkipReason
 		err  error
 	}{
-		{`not json`, SkipMalformed, ErrMalformed},
-		{`{"type":`, SkipMalformed, ErrMalformed},
-		{`{"type":"brand.new.event","properties":{}}`, SkipUnknown, ErrUnknown},
-		{`{"type":"server.heartbeat","properties":{}}`, SkipNone, nil},
-		{`{"type":"session.status","properties":{"status":"busy"}}`, SkipNone, nil},
-		{`   `, SkipEmpty, nil},
+		{`not json`, agentkit.SkipMalformed, ErrMalformed},
+		{`{"type":`, agentkit.SkipMalformed, ErrMalformed},
+		{`{"type":"brand.new.event","properties":{}}`, agentkit.SkipUnknown, ErrUnknown},
+		{`{"type":"server.heartbeat","properties":{}}`, agentkit.SkipNone, nil},
+		{`{"type":"session.status","properties":{"status":"busy"}}`, agentkit.SkipNone, nil},
+		{`   `, agentkit.SkipEmpty, nil},
 	}
 	for _, tc := range tests {
 		_, info, err := DecodeEvent([]byte(tc.data))
@@ -273,7 +274,7 @@ func TestDecoderFraming(t *testing.T) {
 	if got := significant(evs); !slices.Equal(got, []string{"retry:other", "turn_completed"}) {
 		t.Errorf("events %v", got)
 	}
-	if len(frames) != 4 || frames[1].Info.Skip != SkipOversize {
+	if len(frames) != 4 || frames[1].Info.Skip != agentkit.SkipOversize {
 		t.Errorf("frames %+v, want 4 with the second oversize", frames)
 	}
 	if st := d.Stats(); st.Oversize != 1 || st.Frames != 4 || st.Skipped() != 1 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // DefaultMaxEvent is the bound on one event's data NewDecoder uses when
@@ -233,7 +234,7 @@ func (d *Decoder) flush() (Frame, bool) {
 	if d.oversize {
 		d.stats.Frames++
 		d.stats.Oversize++
-		return Frame{Info: EventInfo{Skip: SkipOversize, Detail: fmt.Sprintf("event over %d bytes", d.maxEvent)}}, true
+		return Frame{Info: EventInfo{Skip: agentkit.SkipOversize, Detail: fmt.Sprintf("event over %d bytes", d.maxEvent)}}, true
 	}
 	if len(bytes.TrimSpace(d.data)) == 0 {
 		return Frame{}, false

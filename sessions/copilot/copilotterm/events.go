@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
@@ -117,7 +118,7 @@ func (s *Summary) Feed(raw []byte) {
 		// The managed decoder's alone: one pass over what can be a tool's
 		// whole result.
 		evs, info, _ := copilot.DecodeLine(raw)
-		if info.Skip == copilot.SkipMalformed {
+		if info.Skip == agentkit.SkipMalformed {
 			s.Skipped++
 			return
 		}
