@@ -1,63 +1,34 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // seedLines adds every captured line plus edge cases to a fuzz corpus.
 func seedLines(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			f.Add(bytes.Clone(sc.Bytes()))
-		}
-	}
-	for _, s := range []string{
+	agenttest.SeedLines(f,
 		"", "{", "}", "null", "[]", `{"type":null}`, `{"type":"user","message":{"content":"x"}}`,
 		`{"type":"assistant","message":{"content":[null,1,"x",{"type":"tool_use"}]}}`,
 		`{"type":"result","is_error":true,"api_error_status":-1,"errors":[1,{}]}`,
 		`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1e308}}`,
 		`{"type":"system","subtype":"api_retry","retry_delay_ms":-1e308}`,
 		`{"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool","input":[}}`,
-	} {
-		f.Add([]byte(s))
-	}
+	)
 }
 
 func FuzzDecodeLine(f *testing.F) {
 	seedLines(f)
 	f.Fuzz(func(t *testing.T, line []byte) {
 		events, info, err := DecodeLine(line)
-		switch {
-		case err != nil:
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknown) {
-				t.Fatalf("unexpected error class: %v", err)
-			}
-			if len(events) != 0 || info.Skip == agentkit.SkipNone {
-				t.Fatalf("skipped line with events %v or no reason %+v", events, info)
-			}
-		case info.Skip != agentkit.SkipNone && info.Skip != agentkit.SkipEmpty:
-			t.Fatalf("skip %q without an error", info.Skip)
-		}
+		agenttest.CheckDecodedLine(t, events, info.Skip, info, err, ErrMalformed, ErrUnknown)
 		for _, e := range events {
-			if e.Kind == sessions.EvUnknown {
-				t.Fatalf("decoder emitted EvUnknown: %+v", e)
-			}
 			if e.Kind == sessions.EvWaitingOnUser && e.Reason == sessions.NoWait {
 				t.Fatalf("waiting without a reason: %+v", e)
 			}

@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // The capture files are the real stdout of `codex app-server` 0.171.0
@@ -301,47 +301,20 @@ func TestApprovalResponses(t *testing.T) {
 
 // seedLines adds every captured line plus edge cases to a fuzz corpus.
 func seedLines(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			f.Add(bytes.Clone(sc.Bytes()))
-		}
-	}
-	for _, s := range []string{
+	agenttest.SeedLines(f,
 		"", "{", "null", `{"id":null}`, `{"id":[],"method":1}`, `{"method":"error","params":{"willRetry":true,"error":{"codexErrorInfo":{"a":1,"b":2}}}}`,
 		`{"method":"turn/completed","params":{"turn":{"status":"failed","error":{"codexErrorInfo":{"httpConnectionFailed":{"httpStatusCode":-1}}}}}}`,
 		`{"method":"account/rateLimits/updated","params":{"rateLimits":{"primary":{"usedPercent":1e308,"resetsAt":-1}}}}`,
 		`{"id":1,"method":"item/tool/requestUserInput","params":null}`,
-	} {
-		f.Add([]byte(s))
-	}
+	)
 }
 
 func FuzzDecodeLine(f *testing.F) {
 	seedLines(f)
 	f.Fuzz(func(t *testing.T, line []byte) {
 		events, info, err := DecodeLine(line)
-		switch {
-		case err != nil:
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknown) {
-				t.Fatalf("unexpected error class: %v", err)
-			}
-			if len(events) != 0 || info.Skip == agentkit.SkipNone {
-				t.Fatalf("skipped line with events %v or no reason %+v", events, info)
-			}
-		case info.Skip != agentkit.SkipNone && info.Skip != agentkit.SkipEmpty:
-			t.Fatalf("skip %q without an error", info.Skip)
-		}
+		agenttest.CheckDecodedLine(t, events, info.Skip, info, err, ErrMalformed, ErrUnknown)
 		for _, e := range events {
-			if e.Kind == sessions.EvUnknown {
-				t.Fatalf("decoder emitted EvUnknown: %+v", e)
-			}
 			if e.Kind == sessions.EvWaitingOnUser && (e.Reason == sessions.NoWait || e.Permission == nil) {
 				t.Fatalf("waiting without a reason or request: %+v", e)
 			}

@@ -1,0 +1,58 @@
+package agenttest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+)
+
+// SeedLines adds every line of the package's captured streams
+// (testdata/*.jsonl) and then extra to a fuzz corpus.
+func SeedLines(f *testing.F, extra ...string) {
+	f.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			f.Add(bytes.Clone(sc.Bytes()))
+		}
+	}
+	for _, s := range extra {
+		f.Add([]byte(s))
+	}
+}
+
+// CheckDecodedLine checks what every line decoder promises for one line: an
+// error is malformed or unknown, and a line that failed yields no events and
+// says why; a line skipped for another reason than being empty failed; no
+// event is of an unknown kind. info is the line's info, printed on failure.
+func CheckDecodedLine(t testing.TB, events []sessions.Event, skip agentkit.SkipReason, info any, err, malformed, unknown error) {
+	t.Helper()
+	switch {
+	case err != nil:
+		if !errors.Is(err, malformed) && !errors.Is(err, unknown) {
+			t.Fatalf("unexpected error class: %v", err)
+		}
+		if len(events) != 0 || skip == agentkit.SkipNone {
+			t.Fatalf("skipped line with events %v or no reason %+v", events, info)
+		}
+	case skip != agentkit.SkipNone && skip != agentkit.SkipEmpty:
+		t.Fatalf("skip %q without an error", skip)
+	}
+	for _, e := range events {
+		if e.Kind == sessions.EvUnknown {
+			t.Fatalf("decoder emitted EvUnknown: %+v", e)
+		}
+	}
+}
