@@ -3,13 +3,14 @@ package claude
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // benchStream is a realistic session: every captured stdout stream, then
@@ -42,23 +43,7 @@ func benchStream(b *testing.B, rounds int) []byte {
 
 func BenchmarkDecodeStream(b *testing.B) {
 	stream := benchStream(b, 4)
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d := NewDecoder(bytes.NewReader(stream), 4<<20)
-		for {
-			_, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		if d.Stats().Skipped() != 0 {
-			b.Fatalf("lines skipped: %+v", d.Stats())
-		}
-	}
+	agenttest.BenchDecode(b, stream, "lines", func(r io.Reader) agenttest.Decoder[Line, Counters] { return NewDecoder(r, 4<<20) })
 }
 
 // BenchmarkDecodeStreamSmall is the same session without the big tool

@@ -3,13 +3,14 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // benchStream is a realistic session: every captured stdout stream, then
@@ -50,23 +51,7 @@ func benchStream(b *testing.B, rounds int) []byte {
 
 func benchDecode(b *testing.B, rounds, maxLine int) {
 	stream := benchStream(b, rounds)
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d := primed(bytes.NewReader(stream), maxLine)
-		for {
-			_, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		if d.Stats().Skipped() != 0 {
-			b.Fatalf("lines skipped: %+v", d.Stats())
-		}
-	}
+	agenttest.BenchDecode(b, stream, "lines", func(r io.Reader) agenttest.Decoder[Line, Counters] { return primed(r, maxLine) })
 }
 
 // BenchmarkDecodeStream: the captures plus four 1 MB command outputs.

@@ -3,13 +3,14 @@ package opencode
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // benchStream is a realistic session: every captured event stream, then
@@ -41,23 +42,7 @@ func benchStream(b *testing.B, rounds int) []byte {
 
 func benchDecode(b *testing.B, rounds, maxEvent int) {
 	stream := benchStream(b, rounds)
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d := NewDecoder(bytes.NewReader(stream), maxEvent, "")
-		for {
-			_, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		if d.Stats().Skipped() != 0 {
-			b.Fatalf("events skipped: %+v", d.Stats())
-		}
-	}
+	agenttest.BenchDecode(b, stream, "events", func(r io.Reader) agenttest.Decoder[Frame, Counters] { return NewDecoder(r, maxEvent, "") })
 }
 
 // BenchmarkDecodeStream: the captures plus four 2 MB tool parts.
