@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,25 +183,11 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 	info := LineInfo{Size: len(line)}
-	trimmed := bytes.TrimSpace(line)
-	if len(trimmed) == 0 {
-		info.Skip = agentkit.SkipEmpty
-		return nil, info, nil
-	}
-	if trimmed[0] != '{' {
-		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
-		return nil, info, fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	}
 	var w wire
-	if err := json.Unmarshal(trimmed, &w); err != nil {
-		// A field of an unexpected JSON type (a string where an array was
-		// expected, say) is not fatal: encoding/json fills every other field
-		// and reports only the first mismatch. Anything else is bad JSON.
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
-			return nil, info, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
+	trimmed, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
+	if skip != agentkit.SkipNone {
+		info.Skip, info.Detail = skip, detail
+		return nil, info, err
 	}
 	info.Type, info.Subtype, info.SessionID = w.Type, w.Subtype, w.SessionID
 

@@ -166,22 +166,11 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) {
 	info := LineInfo{Size: len(line)}
-	trimmed := bytes.TrimSpace(line)
-	if len(trimmed) == 0 {
-		info.Skip = agentkit.SkipEmpty
-		return nil, info, nil, nil
-	}
-	if trimmed[0] != '{' {
-		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
-		return nil, info, nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	}
 	var w wire
-	if err := json.Unmarshal(trimmed, &w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
-			return nil, info, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
+	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
+	if skip != agentkit.SkipNone {
+		info.Skip, info.Detail = skip, detail
+		return nil, info, nil, err
 	}
 	info.Method = w.Method
 	var (

@@ -195,22 +195,11 @@ func DecodeLine(line []byte) ([]sessions.Event, LineInfo, error) {
 
 func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 	info := LineInfo{Size: len(line)}
-	trimmed := bytes.TrimSpace(line)
-	if len(trimmed) == 0 {
-		info.Skip = agentkit.SkipEmpty
-		return nil, info, nil
-	}
-	if trimmed[0] != '{' {
-		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
-		return nil, info, fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	}
 	var w wire
-	if err := json.Unmarshal(trimmed, &w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
-			return nil, info, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
+	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
+	if skip != agentkit.SkipNone {
+		info.Skip, info.Detail = skip, detail
+		return nil, info, err
 	}
 	info.Type = w.Type
 	if w.Type == "" {

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,22 +143,11 @@ func DecodeEvent(data []byte) ([]sessions.Event, EventInfo, error) {
 
 func (s *state) decode(data []byte) ([]sessions.Event, EventInfo, error) {
 	info := EventInfo{Size: len(data)}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		info.Skip = agentkit.SkipEmpty
-		return nil, info, nil
-	}
-	if trimmed[0] != '{' {
-		info.Skip, info.Detail = agentkit.SkipMalformed, "not a JSON object"
-		return nil, info, fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	}
 	var w wire
-	if err := json.Unmarshal(trimmed, &w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) {
-			info.Skip, info.Detail = agentkit.SkipMalformed, err.Error()
-			return nil, info, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
+	_, skip, detail, err := agentkit.UnmarshalLine(data, &w, ErrMalformed)
+	if skip != agentkit.SkipNone {
+		info.Skip, info.Detail = skip, detail
+		return nil, info, err
 	}
 	info.Type = w.Type
 	events, known := s.event(&w)
