@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
 // maxMaxLine caps a line limit so the limit arithmetic cannot overflow.
@@ -184,6 +186,12 @@ func (lr *LineReader) finish(line []byte) ([]byte, int, bool, error) {
 type Tally struct {
 	Events             int
 	Malformed, Unknown bool
+}
+
+// TallyOf is the Tally of a line that produced events and was skipped for
+// skip (SkipNone when decoded).
+func TallyOf(events []sessions.Event, skip SkipReason) Tally {
+	return Tally{Events: len(events), Malformed: skip == SkipMalformed, Unknown: skip == SkipUnknown}
 }
 
 // NextLine reads lr's next line and counts it in stats while holding mu (a

@@ -3,6 +3,8 @@ package agentkit
 import (
 	"errors"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
 func TestUnmarshalLine(t *testing.T) {
@@ -30,6 +32,25 @@ func TestUnmarshalLine(t *testing.T) {
 		}
 		if tt.fails && (!errors.Is(err, errBad) || detail == "") {
 			t.Errorf("UnmarshalLine(%q): error %v, detail %q; want one wrapping %v and a detail", tt.line, err, detail, errBad)
+		}
+	}
+}
+
+func TestTallyOf(t *testing.T) {
+	two := []sessions.Event{{}, {}}
+	for _, tt := range []struct {
+		events []sessions.Event
+		skip   SkipReason
+		want   Tally
+	}{
+		{two, SkipNone, Tally{Events: 2}},
+		{nil, SkipEmpty, Tally{}},
+		{nil, SkipMalformed, Tally{Malformed: true}},
+		{nil, SkipUnknown, Tally{Unknown: true}},
+		{nil, SkipOversize, Tally{}},
+	} {
+		if got := TallyOf(tt.events, tt.skip); got != tt.want {
+			t.Errorf("TallyOf(%d events, %q) = %+v; want %+v", len(tt.events), tt.skip, got, tt.want)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (d *Decoder) Next() (Line, error) {
 		// already carry what the error says.
 		events, info, reply, _ := d.st.decode(raw.Bytes)
 		info.Number = raw.Number
-		return Line{Events: events, Info: info, Reply: reply}, agentkit.Tally{Events: len(events), Malformed: info.Skip == agentkit.SkipMalformed, Unknown: info.Skip == agentkit.SkipUnknown}
+		return Line{Events: events, Info: info, Reply: reply}, agentkit.TallyOf(events, info.Skip)
 	})
 }
 

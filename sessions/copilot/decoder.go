@@ -51,7 +51,7 @@ func (d *Decoder) Next() (Line, error) {
 		// already carry what the error says.
 		events, info, _ := d.t.decode(raw.Bytes)
 		info.Number = raw.Number
-		return Line{Events: events, Info: info}, agentkit.Tally{Events: len(events), Malformed: info.Skip == agentkit.SkipMalformed, Unknown: info.Skip == agentkit.SkipUnknown}
+		return Line{Events: events, Info: info}, agentkit.TallyOf(events, info.Skip)
 	})
 }
 

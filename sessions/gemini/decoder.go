@@ -66,7 +66,7 @@ func (d *Decoder) Next() (Line, error) {
 		events, info, reply, _ := d.st.decode(raw.Bytes)
 		done := d.st.turnDone
 		info.Number = raw.Number
-		return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.Tally{Events: len(events), Malformed: info.Skip == agentkit.SkipMalformed, Unknown: info.Skip == agentkit.SkipUnknown}
+		return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.TallyOf(events, info.Skip)
 	})
 }
 
