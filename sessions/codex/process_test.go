@@ -37,11 +37,7 @@ func newRealWorld(t *testing.T, approvalPolicy string) *realWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(api.Close)
-	proxy, stop, err := fakeapi.StartRefusingProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	proxy := agenttest.Serve(t, fakeapi.StartRefusingProxy)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, "codex")
 	if err := fakeapi.WriteConfig(codexHome, api.URL(), fakeapi.Config{ApprovalPolicy: approvalPolicy}); err != nil {

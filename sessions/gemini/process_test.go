@@ -36,11 +36,7 @@ func newRealWorld(t *testing.T) *realWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(api.Close)
-	proxy, stop, err := fakeapi.StartRefusingProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	proxy := agenttest.Serve(t, fakeapi.StartRefusingProxy)
 	home := t.TempDir()
 	if err := fakeapi.WriteSettings(home, fakeapi.Config{}); err != nil {
 		t.Fatal(err)

@@ -39,3 +39,15 @@ func KillReadsDead(t testing.TB, p Process) {
 		}
 	}
 }
+
+// Serve runs start (a fake API package's StartRefusingProxy, say), fails t
+// if it fails, closes what it started when t ends, and returns its URL.
+func Serve(t testing.TB, start func() (url string, closeFn func(), err error)) string {
+	t.Helper()
+	url, closeFn, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	return url
+}
