@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,16 +18,11 @@ import (
 func benchStream(b *testing.B, rounds int) []byte {
 	b.Helper()
 	var buf bytes.Buffer
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		if strings.HasPrefix(filepath.Base(name), "transcript") {
+	for _, c := range agenttest.Captures(b, "*.jsonl") {
+		if strings.HasPrefix(filepath.Base(c.Name), "transcript") {
 			continue // not stdout
 		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		buf.Write(data)
+		buf.Write(c.Data)
 	}
 	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
 	for i := range rounds {

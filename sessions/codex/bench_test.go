@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,16 +17,11 @@ import (
 func benchStream(b *testing.B, rounds int) []byte {
 	b.Helper()
 	var buf bytes.Buffer
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			b.Fatal(err)
-		}
+	for i, c := range agenttest.Captures(b, "*.jsonl") {
 		// Answers to requests are kept once: each capture answers its own
 		// initialize, thread/start and turn/start with ids 1 to 3.
-		for line := range bytes.Lines(data) {
-			if bytes.HasPrefix(line, []byte(`{"id":`)) && !bytes.Contains(line, []byte(`"method"`)) && name != files[0] {
+		for line := range bytes.Lines(c.Data) {
+			if bytes.HasPrefix(line, []byte(`{"id":`)) && !bytes.Contains(line, []byte(`"method"`)) && i != 0 {
 				continue
 			}
 			buf.Write(line)

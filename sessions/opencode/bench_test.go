@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,13 +18,8 @@ import (
 func benchStream(b *testing.B, rounds int) []byte {
 	b.Helper()
 	var buf bytes.Buffer
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.sse"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		buf.Write(data)
+	for _, c := range agenttest.Captures(b, "*.sse") {
+		buf.Write(c.Data)
 	}
 	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
 	for i := range rounds {

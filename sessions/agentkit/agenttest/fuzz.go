@@ -16,13 +16,8 @@ import (
 // (testdata/*.jsonl) and then extra to a fuzz corpus.
 func SeedLines(f *testing.F, extra ...string) {
 	f.Helper()
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
+	for _, c := range Captures(f, "*.jsonl") {
+		sc := bufio.NewScanner(bytes.NewReader(c.Data))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			f.Add(bytes.Clone(sc.Bytes()))
@@ -55,4 +50,26 @@ func CheckDecodedLine(t testing.TB, events []sessions.Event, skip agentkit.SkipR
 			t.Fatalf("decoder emitted EvUnknown: %+v", e)
 		}
 	}
+}
+
+// Capture is one captured stream of the package's testdata.
+type Capture struct {
+	Name string // its path, "testdata/text.jsonl"
+	Data []byte
+}
+
+// Captures reads every file in testdata matching pattern ("*.jsonl"), in
+// name order.
+func Captures(tb testing.TB, pattern string) []Capture {
+	tb.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", pattern))
+	out := make([]Capture, 0, len(files))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, Capture{Name: name, Data: data})
+	}
+	return out
 }
