@@ -113,15 +113,22 @@ func (w *geminiTUI) send(text, scenario string) {
 	if _, err := w.ptmx.Write([]byte(text)); err != nil {
 		w.t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(w.h.api.Requests(scenario)) == 0; {
-		time.Sleep(time.Second)
+	// Enter again only when the last one was evidently not taken: on a
+	// busy machine the request comes seconds after the Enter, and a second
+	// Enter would land on the dialog the reply opens and approve it.
+	time.Sleep(time.Second)
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		if _, err := w.ptmx.Write([]byte("\r")); err != nil {
 			w.t.Fatal(err)
+		}
+		for taken := time.Now().Add(15 * time.Second); time.Now().Before(taken); time.Sleep(100 * time.Millisecond) {
+			if len(w.h.api.Requests(scenario)) > 0 {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			w.fail("the TUI never sent the prompt")
 		}
-		time.Sleep(time.Second)
 	}
 }
 
