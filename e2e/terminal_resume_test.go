@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -122,9 +121,6 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 // prompt writes, and follows its turn to review.
 func TestTerminalOldCLIFromProcessTable(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("the process table is read from /proc")
-	}
 	w := startPTYWorldWith(t, ptyOptions{noSessionFile: true})
 	s := w.observed(20*time.Second, "found in the process table", func(sessions.Session) bool { return true })
 	t.Logf("listed %s after the CLI started (the table waits 5 s for a session file)", time.Since(w.fileAt).Round(time.Millisecond))

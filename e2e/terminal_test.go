@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +21,6 @@ import (
 // its session file appearing, and follows its turn as the transcript grows.
 func TestTerminalSessionAppearsInLs(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("the pid probe reads /proc")
-	}
 	h := newAppE2E(t, `{"turns": [[]]}`)
 	cfg, err := os.MkdirTemp("", "cc")
 	if err != nil {

@@ -131,7 +131,7 @@ func (p *proc) has(k sessions.EventKind) bool {
 // sequence and the outcome the supervisor is told.
 func TestProcessTurns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the real OpenCode CLI")
+		t.Skip("-short: this test needs the real OpenCode CLI, which it runs for minutes")
 	}
 	tests := []struct {
 		scenario string
@@ -208,7 +208,7 @@ func TestProcessTurns(t *testing.T) {
 // the turn as a rate limit with the provider's retry time.
 func TestProcessRateLimitPastRetries(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the real OpenCode CLI")
+		t.Skip("-short: this test needs the real OpenCode CLI, which it runs for minutes")
 	}
 	w := newRealWorld(t, fakeapi.Config{})
 	p := w.start(t, ProcessOptions{})
@@ -242,7 +242,7 @@ func TestProcessRateLimitPastRetries(t *testing.T) {
 // id and sees its history; SIGKILL ends the stream and Wait reports it.
 func TestProcessInterruptAndResume(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the real OpenCode CLI")
+		t.Skip("-short: this test needs the real OpenCode CLI, which it runs for minutes")
 	}
 	w := newRealWorld(t, fakeapi.Config{})
 	p := w.start(t, ProcessOptions{})
@@ -362,7 +362,7 @@ func checkLocked(t *testing.T, p *Process) {
 // a survivor holds stdout open and no exit event comes.
 func TestProcessKilledMidTurnReadsDead(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the real OpenCode CLI")
+		t.Skip("-short: this test needs the real OpenCode CLI, which it runs for minutes")
 	}
 	w := newRealWorld(t, fakeapi.Config{})
 	p := w.start(t, ProcessOptions{})
