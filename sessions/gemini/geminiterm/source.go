@@ -93,7 +93,10 @@ func ScanProcs() ([]Proc, error) {
 			continue
 		}
 		parents[p.PPID] = true
-		if willRelaunch(p.PID) && time.Since(p.Started) < relaunchWindow {
+		// One read of the environment answers both what follows (nil
+		// when it cannot be read: another user's process).
+		env, _ := procscan.Environ(p.PID)
+		if willRelaunch(env) && time.Since(p.Started) < relaunchWindow {
 			// A launcher alone (its child not spawned yet: seconds on a
 			// busy machine) is not a session yet; listing it would show
 			// one that vanishes once the child appears. One still alone
@@ -103,9 +106,9 @@ func ScanProcs() ([]Proc, error) {
 			continue
 		}
 		home := ""
-		if h, ok := procscan.Env(p.PID, "GEMINI_CLI_HOME"); ok && h != "" {
+		if h, ok := envValue(env, "GEMINI_CLI_HOME"); ok && h != "" {
 			home = filepath.Join(h, ".gemini")
-		} else if h, ok := procscan.Env(p.PID, "HOME"); ok {
+		} else if h, ok := envValue(env, "HOME"); ok {
 			home = filepath.Join(h, ".gemini")
 		}
 		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home})
@@ -117,18 +120,27 @@ func ScanProcs() ([]Proc, error) {
 // given to do so before it counts as the session itself.
 var relaunchWindow = 15 * time.Second
 
-// willRelaunch reports whether pid is a Gemini CLI that will start itself
-// again (0.61.0 always relaunches unless GEMINI_CLI_NO_RELAUNCH or SANDBOX
-// is set, and sets GEMINI_CLI_NO_RELAUNCH in the child). An environment
-// that cannot be read (another user's process) says nothing: false.
-func willRelaunch(pid int) bool {
-	env, err := procscan.Environ(pid)
-	if err != nil {
+// willRelaunch reports whether a Gemini CLI with this environment will
+// start itself again (0.61.0 always relaunches unless GEMINI_CLI_NO_RELAUNCH
+// or SANDBOX is set, and sets GEMINI_CLI_NO_RELAUNCH in the child). An
+// environment that could not be read (nil) says nothing: false.
+func willRelaunch(env []string) bool {
+	if env == nil {
 		return false
 	}
-	return !slices.ContainsFunc(env, func(kv string) bool {
-		return strings.HasPrefix(kv, "GEMINI_CLI_NO_RELAUNCH=") || strings.HasPrefix(kv, "SANDBOX=")
-	})
+	_, noRelaunch := envValue(env, "GEMINI_CLI_NO_RELAUNCH")
+	_, sandbox := envValue(env, "SANDBOX")
+	return !noRelaunch && !sandbox
+}
+
+// envValue is name's value in env (KEY=VALUE entries).
+func envValue(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // minScan bounds how often the process table and the chat directories are
