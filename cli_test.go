@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // runCLI runs one command line in-process and returns exit code and output.
@@ -270,5 +272,68 @@ func TestShowWindowAtStart(t *testing.T) {
 		if got := showWindowAtStart(tc.launch, tc.tray); got != tc.want {
 			t.Errorf("launch %s, --tray %t: show %t, want %t", tc.launch, tc.tray, got, tc.want)
 		}
+	}
+}
+
+// A session's name, evidence and timeline detail can carry words from an
+// agent; every human-readable printout drops the escape sequences and
+// control characters in them (a reply could otherwise retitle, recolour or
+// rewrite the user's terminal), while --json keeps the bytes (escaped by the
+// encoder) and the tables stay aligned.
+func TestHumanOutputDropsEscapeSequences(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	hostile := sessions.Session{ID: "55555555-e", Name: "x\x1b]0;pwned\x07y", Agent: "claude", State: sessions.Working,
+		Evidence: "model said \x1b[2J\x1b[31mred\u202e", StateChangedAt: now, CreatedAt: now}
+	plain := sessions.Session{ID: "66666666-f", Name: "plain", Agent: "claude", State: sessions.Idle, Evidence: "ok", StateChangedAt: now, CreatedAt: now}
+	detail := []byte(`{"message":"tool said \u001b[1mbold\u001b[0m"}`)
+	prints := []struct {
+		name  string
+		print func(c *cli)
+		want  []string
+	}{
+		{"ls", func(c *cli) { printSessions(c, []sessions.Session{hostile, plain}, now) }, []string{"xy", "model said red"}},
+		{"show", func(c *cli) { printSession(c, hostile) }, []string{"xy", "model said red"}},
+		{"watch", func(c *cli) {
+			names := map[string]string{}
+			printMessage(c, localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{hostile}}, names)
+			printMessage(c, localapi.Message{Type: localapi.MsgSession, Session: &hostile}, names)
+			printMessage(c, localapi.Message{Type: localapi.MsgTimeline, Event: &localapi.TimelineRow{SessionID: hostile.ID, Kind: "tool", Detail: detail}}, names)
+			printMessage(c, localapi.Message{Type: localapi.MsgEscalation, Session: &hostile}, names)
+		}, []string{"xy", "model said red", "tool said bold"}},
+		{"timeline", func(c *cli) {
+			printTimeline(c, hostile.Name, []storage.TimelineEvent{{SessionID: hostile.ID, Time: now, Kind: "tool", Detail: detail}})
+		}, []string{"tool said bold"}},
+	}
+	for _, p := range prints {
+		t.Run(p.name, func(t *testing.T) {
+			var out bytes.Buffer
+			p.print(&cli{stdout: &out})
+			got := out.String()
+			if strings.ContainsAny(got, "\x1b\x07\u202e") {
+				t.Errorf("%s printed a control character or escape sequence: %q", p.name, got)
+			}
+			for _, w := range p.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%s lacks %q: %q", p.name, w, got)
+				}
+			}
+		})
+	}
+	// The ls columns are measured on the cleaned text: the evidence column
+	// starts at the same offset on both rows as a terminal shows them
+	// (escape sequences take no width there).
+	var out bytes.Buffer
+	printSessions(&cli{stdout: &out}, []sessions.Session{hostile, plain}, now)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if a, b := strings.Index(textsafe.Clean(lines[1]), "model said"), strings.Index(textsafe.Clean(lines[2]), "ok"); a != b {
+		t.Errorf("columns misaligned (%d vs %d):\n%s", a, b, out.String())
+	}
+	// JSON keeps the text, escaped.
+	out.Reset()
+	if err := writeJSON(&cli{stdout: &out}, hostile); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `x\u001b]0;pwned\u0007y`) {
+		t.Errorf("--json changed the name: %s", out.String())
 	}
 }

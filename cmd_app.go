@@ -17,6 +17,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // appCommands are the commands that talk to the running app.
@@ -133,8 +134,9 @@ func printSessions(c *cli, list []sessions.Session, now time.Time) {
 	view.Sort(list)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
+	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
+		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	tw.Flush()
 }
@@ -168,7 +170,8 @@ func cmdShow(c *cli, args []string) error {
 
 func printSession(c *cli, s sessions.Session) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
+	row := func(k, v string) { fmt.Fprintf(cells, "%s\t%s\n", k, v) }
 	row("id", s.ID)
 	row("name", s.DisplayName())
 	row("agent", s.Agent)
@@ -301,7 +304,7 @@ func (c *cli) sessionAction(id string, act func(context.Context, *localapi.Clien
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%s: %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
+	fmt.Fprintf(c.human(), "%s: %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
 	return nil
 }
 
@@ -362,28 +365,28 @@ func printMessage(c *cli, m localapi.Message, names map[string]string) {
 	now := time.Now().Format(time.TimeOnly)
 	switch m.Type {
 	case localapi.MsgResync:
-		fmt.Fprintf(c.stdout, "%s  the app restarted; resyncing from a full snapshot\n", now)
+		fmt.Fprintf(c.human(), "%s  the app restarted; resyncing from a full snapshot\n", now)
 	case localapi.MsgSnapshot:
 		for _, s := range m.Sessions {
 			names[s.ID] = s.DisplayName()
 		}
-		fmt.Fprintf(c.stdout, "%s  snapshot: %d session(s)\n", now, len(m.Sessions))
+		fmt.Fprintf(c.human(), "%s  snapshot: %d session(s)\n", now, len(m.Sessions))
 		for _, s := range m.Sessions {
-			fmt.Fprintf(c.stdout, "          %s  %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
+			fmt.Fprintf(c.human(), "          %s  %s — %s\n", s.DisplayName(), s.State.Label(), s.Evidence)
 		}
 	case localapi.MsgSession:
 		s := m.Session
 		names[s.ID] = s.DisplayName()
-		fmt.Fprintf(c.stdout, "%s  %s  %s — %s\n", now, s.DisplayName(), s.State.Label(), s.Evidence)
+		fmt.Fprintf(c.human(), "%s  %s  %s — %s\n", now, s.DisplayName(), s.State.Label(), s.Evidence)
 	case localapi.MsgTimeline:
 		e := m.Event
 		name := names[e.SessionID]
 		if name == "" {
 			name = shortID(e.SessionID)
 		}
-		fmt.Fprintf(c.stdout, "%s  %s  [%s] %s\n", now, name, e.Kind, view.TimelineDetail(e.Detail))
+		fmt.Fprintf(c.human(), "%s  %s  [%s] %s\n", now, name, e.Kind, view.TimelineDetail(e.Detail))
 	case localapi.MsgEscalation:
-		fmt.Fprintf(c.stdout, "%s  %s NEEDS ATTENTION — %s\n", now, m.Session.DisplayName(), m.Session.Evidence)
+		fmt.Fprintf(c.human(), "%s  %s NEEDS ATTENTION — %s\n", now, m.Session.DisplayName(), m.Session.Evidence)
 	}
 }
 

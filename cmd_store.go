@@ -12,6 +12,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // resolveDataDir returns --data-dir when given, else the default data directory.
@@ -220,14 +221,15 @@ func toTimelineRow(e storage.TimelineEvent) timelineRow {
 // line each in the window's words (sessions/view): time, turn, kind, detail.
 func printTimeline(c *cli, name string, events []storage.TimelineEvent) {
 	if len(events) == 0 {
-		fmt.Fprintf(c.stdout, "%s: no timeline events yet\n", name)
+		fmt.Fprintf(c.human(), "%s: no timeline events yet\n", name)
 		return
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tTURN\tKIND\tDETAIL")
+	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.TurnGeneration, view.KindLabel(e.Kind), view.TimelineDetail(e.Detail))
+		fmt.Fprintf(cells, "%s\t%d\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.TurnGeneration, view.KindLabel(e.Kind), view.TimelineDetail(e.Detail))
 	}
 	tw.Flush()
 }

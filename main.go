@@ -17,6 +17,8 @@ import (
 	// First: keeps Fyne's locale lookup quiet under LANG=C.UTF-8 (see
 	// the package's comment for why its init runs before Fyne's).
 	_ "github.com/session-supervisor/session-supervisor/localeenv"
+
+	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -39,10 +41,24 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // cli carries what every command needs: where to write, and the data directory.
 type cli struct {
 	stdout, stderr io.Writer
+	// humanOut is stdout through textsafe for text an agent may have
+	// written (names, evidence, timeline details): see human.
+	humanOut io.Writer
 	// dataDir is --data-dir when given; empty means storage.DataDir's default.
 	dataDir string
 	// interrupt, when set, is closed to stop long-running commands (watch, run).
 	interrupt <-chan struct{}
+}
+
+// human is where the CLI prints text meant for a person that carries words
+// from an agent: a reply quoted as evidence can hold escape sequences that
+// would rewrite the user's terminal. JSON output keeps its bytes (the
+// encoder escapes control characters itself).
+func (c *cli) human() io.Writer {
+	if c.humanOut == nil {
+		c.humanOut = textsafe.NewWriter(c.stdout)
+	}
+	return c.humanOut
 }
 
 type command struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // Sender delivers one notification (beeep.Notify in the app).
@@ -93,12 +94,12 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 		k := escalationKey(s)
 		if !d.sent[k] {
 			d.sent[k] = true
-			return Notification{Key: k, Title: s.DisplayName() + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
+			return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
 		}
 	}
 	if k, ok := waitKey(s); ok && waitingOnUser && !d.sent[k] {
 		d.sent[k] = true
-		return Notification{Key: k, Title: s.DisplayName() + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
+		return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
 	}
 	return Notification{}, false
 }

@@ -117,20 +117,45 @@ func TestRateLimitAcrossSessions(t *testing.T) {
 	}
 }
 
+// A session's name and evidence can hold what a model or a provider wrote:
+// the title and body a notification shows carry no secret, no line break,
+// no escape sequence or bidi override, and the body is bounded.
 func TestTextIsSanitized(t *testing.T) {
-	var out []sent
-	n := New(recorder(&out, nil), nil, nil, nil)
-	n.Observe(s("a", sessions.Working, nil), true, t0)
-	n.Observe(s("a", sessions.Errored, func(x *sessions.Session) {
-		x.NeedsAttention = true
-		x.Evidence = "auth failed with key sk-ant-api03-SECRETSECRETSECRET\nstderr: " + strings.Repeat("x", 500)
-	}), true, t0)
-	if len(out) != 1 {
-		t.Fatal("nothing sent")
+	tests := []struct {
+		name, sessionName, evidence string
+		check                       func(t *testing.T, title, body string)
+	}{
+		{"secrets, lines and length", "a", "auth failed with key sk-ant-api03-SECRETSECRETSECRET\nstderr: " + strings.Repeat("x", 500),
+			func(t *testing.T, _, b string) {
+				if strings.Contains(b, "SECRET") || strings.Contains(b, "\n") || len([]rune(b)) > maxBody {
+					t.Fatalf("body not sanitized: %q", b)
+				}
+			}},
+		{"escape sequences", "fix\x1b]0;owned\x07 it\u202e", "failed: \x1b[31mred\x1b[0m",
+			func(t *testing.T, title, b string) {
+				if want := "fix it needs attention"; title != want {
+					t.Errorf("title %q, want %q", title, want)
+				}
+				if want := "failed: red"; b != want {
+					t.Errorf("body %q, want %q", b, want)
+				}
+			}},
 	}
-	b := out[0].body
-	if strings.Contains(b, "SECRET") || strings.Contains(b, "\n") || len([]rune(b)) > maxBody {
-		t.Fatalf("body not sanitized: %q", b)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out []sent
+			n := New(recorder(&out, nil), nil, nil, nil)
+			n.Observe(s("a", sessions.Working, nil), true, t0)
+			n.Observe(s("a", sessions.Errored, func(x *sessions.Session) {
+				x.NeedsAttention = true
+				x.Name = tt.sessionName
+				x.Evidence = tt.evidence
+			}), true, t0)
+			if len(out) != 1 {
+				t.Fatal("nothing sent")
+			}
+			tt.check(t, out[0].title, out[0].body)
+		})
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // Failure is why a turn failed, already sanitized: it never carries secrets
@@ -249,7 +251,8 @@ var secretPatterns = []*regexp.Regexp{
 const maxMessageLen = 200
 
 // SanitizeMessage makes provider text safe to store and show: secrets are
-// redacted, control characters and runs of whitespace collapse to one space,
+// redacted, escape sequences and bidirectional controls are removed, other
+// control characters and runs of whitespace collapse to one space,
 // and the result is cut to one short line.
 func SanitizeMessage(s string) string {
 	for _, re := range secretPatterns {
@@ -259,12 +262,17 @@ func SanitizeMessage(s string) string {
 			s = re.ReplaceAllString(s, "[redacted]")
 		}
 	}
+	// Control characters part words (a NUL or CR between two words must
+	// not join them), except those that open or close an escape sequence
+	// and the line breaks that end an unterminated one: textsafe removes
+	// the sequences whole, then whitespace folds.
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if r < 0x20 && r != 0x1b && r != 0x07 && r != '\n' && r != '\t' || r == 0x7f {
 			return ' '
 		}
 		return r
 	}, s)
+	s = textsafe.Clean(s)
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > maxMessageLen {
 		s = string(r[:maxMessageLen-1]) + "…"
