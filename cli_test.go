@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -335,5 +339,69 @@ func TestHumanOutputDropsEscapeSequences(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `x\u001b]0;pwned\u0007y`) {
 		t.Errorf("--json changed the name: %s", out.String())
+	}
+}
+
+// `new` and `send` take their prompt as words, from standard input ("-")
+// or from --file, so a prompt need not stand in the process list.
+func TestPromptSources(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "prompt.txt")
+	if err := os.WriteFile(file, []byte("fix the build\nthen run the tests\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.txt")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.txt")
+	if err := os.WriteFile(huge, bytes.Repeat([]byte("x"), maxPromptBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		stdin   io.Reader
+		file    string
+		words   []string
+		want    string
+		wantErr string
+		usage   bool
+	}{
+		{name: "words", words: []string{"fix", "the", "build"}, want: "fix the build"},
+		{name: "a lone dash word is stdin", stdin: strings.NewReader("from a pipe\n"), words: []string{"-"}, want: "from a pipe"},
+		{name: "stdin keeps inner lines", stdin: strings.NewReader("one\ntwo\r\n"), words: []string{"-"}, want: "one\ntwo"},
+		{name: "a dash among words is a word", words: []string{"a", "-", "b"}, want: "a - b"},
+		{name: "file", file: file, want: "fix the build\nthen run the tests"},
+		{name: "no prompt", wantErr: "needs a prompt", usage: true},
+		{name: "words and file", file: file, words: []string{"x"}, wantErr: "not both", usage: true},
+		{name: "empty stdin", stdin: strings.NewReader(""), words: []string{"-"}, wantErr: "is empty", usage: true},
+		{name: "no stdin", words: []string{"-"}, wantErr: "no standard input", usage: true},
+		{name: "empty file", file: empty, wantErr: "is empty", usage: true},
+		{name: "missing file", file: filepath.Join(dir, "nope"), wantErr: "reading the prompt: open"},
+		{name: "oversized file", file: huge, wantErr: "is over 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &cli{stdin: tt.stdin}
+			got, err := c.prompt("new", tt.file, tt.words)
+			if tt.wantErr == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("prompt = %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+			var u usageError
+			if errors.As(err, &u) != tt.usage {
+				t.Errorf("usage error: %v, want %v (%v)", !tt.usage, tt.usage, err)
+			}
+		})
+	}
+	// Through the command line: a usage mistake exits 2 and names the fix.
+	code, _, stderr := runCLI(t, "--data-dir", dir, "send", "abc", "--file", file, "extra")
+	if code != exitUsage || !strings.Contains(stderr, "not both") {
+		t.Errorf("send with words and --file: exit %d, stderr %q", code, stderr)
 	}
 }

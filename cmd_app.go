@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,10 +25,10 @@ import (
 func appCommands() []command {
 	return []command{
 		{"run", "[--headless]", "start the app (the supervisor, its local API and the agent processes)", cmdRun},
-		{"new", "--agent claude --cwd DIR [--name NAME] [--permission-mode MODE] PROMPT", "launch a managed session; prints its id", cmdNew},
+		{"new", "[--agent NAME] --cwd DIR [--name NAME] [--permission-mode MODE] (PROMPT | - | --file F)", "launch a managed session; prints its id (- reads the prompt from standard input)", cmdNew},
 		{"ls", "[--json]", "list sessions", cmdLs},
 		{"show", "ID [--json]", "show one session", cmdShow},
-		{"send", "ID PROMPT", "send a prompt to a session", cmdSend},
+		{"send", "ID (PROMPT | - | --file F)", "send a prompt to a session (- reads it from standard input)", cmdSend},
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
 		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},
 		{"resume", "ID", "resume a terminal session whose process died mid-turn in the background, as a managed session with the nudge; prints the new session's id", cmdResume},
@@ -61,16 +62,18 @@ func launchContext() (context.Context, context.CancelFunc) {
 
 func cmdNew(c *cli, args []string) error {
 	fs := c.newFlags("new")
-	agent := fs.String("agent", "claude", "agent CLI")
+	agent := fs.String("agent", "", "agent CLI (default "+defaultAgent()+")")
 	cwd := fs.String("cwd", "", "working directory")
 	name := fs.String("name", "", "display name")
 	mode := fs.String("permission-mode", "", "the agent's permission mode")
+	file := fs.String("file", "", "read the prompt from this file")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("new needs a prompt")
+	prompt, err := c.prompt("new", *file, pos)
+	if err != nil {
+		return err
 	}
 	if *cwd == "" {
 		return usagef("new needs --cwd DIR")
@@ -85,7 +88,7 @@ func cmdNew(c *cli, args []string) error {
 	}
 	ctx, cancel := launchContext()
 	defer cancel()
-	s, err := cl.Launch(ctx, localapi.LaunchRequest{Agent: *agent, Cwd: abs, Name: *name, PermissionMode: *mode, Prompt: strings.Join(pos, " ")})
+	s, err := cl.Launch(ctx, localapi.LaunchRequest{Agent: *agent, Cwd: abs, Name: *name, PermissionMode: *mode, Prompt: prompt})
 	if err != nil {
 		return err
 	}
@@ -211,16 +214,68 @@ func printSession(c *cli, s sessions.Session) {
 }
 
 func cmdSend(c *cli, args []string) error {
-	pos, err := parseFlags(c.newFlags("send"), args)
+	fs := c.newFlags("send")
+	file := fs.String("file", "", "read the prompt from this file")
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 2 {
+	if len(pos) == 0 {
 		return usagef("send needs a session id and a prompt")
 	}
+	prompt, err := c.prompt("send", *file, pos[1:])
+	if err != nil {
+		return err
+	}
 	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
-		return cl.Send(ctx, id, strings.Join(pos[1:], " "))
+		return cl.Send(ctx, id, prompt)
 	})
+}
+
+// maxPromptBytes bounds a prompt read from a file or standard input; the
+// app refuses larger input to an agent anyway (input_blocked).
+const maxPromptBytes = 1 << 20
+
+// prompt is a command's prompt: its words, or "-" for standard input, or
+// --file. Reading it from a file or a pipe keeps it out of the process
+// list, where any user of the machine can read a command line.
+func (c *cli) prompt(cmd, file string, words []string) (string, error) {
+	var (
+		r    io.Reader
+		from string
+	)
+	switch {
+	case file != "" && len(words) > 0:
+		return "", usagef("%s takes the prompt as words, - or --file, not both", cmd)
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("reading the prompt: %w", err)
+		}
+		defer f.Close()
+		r, from = f, file
+	case len(words) == 1 && words[0] == "-":
+		if c.stdin == nil {
+			return "", usagef("%s -: no standard input", cmd)
+		}
+		r, from = c.stdin, "standard input"
+	case len(words) == 0:
+		return "", usagef("%s needs a prompt (words, - for standard input, or --file F)", cmd)
+	default:
+		return strings.Join(words, " "), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxPromptBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the prompt from %s: %w", from, err)
+	}
+	if len(b) > maxPromptBytes {
+		return "", fmt.Errorf("the prompt in %s is over %d bytes", from, maxPromptBytes)
+	}
+	prompt := strings.TrimRight(string(b), "\r\n")
+	if strings.TrimSpace(prompt) == "" {
+		return "", usagef("%s: the prompt in %s is empty", cmd, from)
+	}
+	return prompt, nil
 }
 
 func cmdInterrupt(c *cli, args []string) error {

@@ -40,6 +40,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // cli carries what every command needs: where to write, and the data directory.
 type cli struct {
+	stdin          io.Reader // a prompt given as "-"
 	stdout, stderr io.Writer
 	// humanOut is stdout through textsafe for text an agent may have
 	// written (names, evidence, timeline details): see human.
@@ -93,7 +94,7 @@ func findCommand(name string) (command, bool) {
 }
 
 func main() {
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr}
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	os.Exit(c.main(os.Args[1:]))
 }
 
