@@ -15,8 +15,8 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // runCLI runs one command line in-process and returns exit code and output.

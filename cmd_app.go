@@ -17,8 +17,8 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
-	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // appCommands are the commands that talk to the running app.

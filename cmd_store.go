@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/textsafe"
 )
 
 // resolveDataDir returns --data-dir when given, else the default data directory.

@@ -18,7 +18,7 @@ import (
 	// the package's comment for why its init runs before Fyne's).
 	_ "github.com/session-supervisor/session-supervisor/localeenv"
 
-	"github.com/session-supervisor/session-supervisor/textsafe"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".

@@ -99,6 +99,8 @@ func kindOfStatus(status int) string {
 		return "conflict"
 	case http.StatusServiceUnavailable:
 		return "unavailable"
+	case http.StatusForbidden:
+		return "forbidden"
 	}
 	return ""
 }

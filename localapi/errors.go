@@ -21,6 +21,9 @@ var (
 	// ErrUnavailable: the runtime cannot do it now (the database is failing,
 	// the loop is not ticking); retrying later may work.
 	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrForbidden: the caller may not make this request (another user, or
+	// a tool of a supervised session asking for a change).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // kindError carries a message and the kind it is matched by with errors.Is;
@@ -41,7 +44,7 @@ func Errorf(kind error, format string, args ...any) error {
 }
 
 // ErrorKind names the kind of err for the wire ("invalid", "not_found",
-// "conflict", "unavailable"), "" when it has none.
+// "conflict", "unavailable", "forbidden"), "" when it has none.
 func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, ErrInvalid):
@@ -52,6 +55,8 @@ func ErrorKind(err error) string {
 		return "conflict"
 	case errors.Is(err, ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, ErrForbidden):
+		return "forbidden"
 	}
 	return ""
 }
@@ -68,6 +73,8 @@ func ErrorFromWire(kind, msg string) error {
 		return Errorf(ErrConflict, "%s", msg)
 	case "unavailable":
 		return Errorf(ErrUnavailable, "%s", msg)
+	case "forbidden":
+		return Errorf(ErrForbidden, "%s", msg)
 	}
 	return errors.New(msg)
 }

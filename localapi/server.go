@@ -75,6 +75,8 @@ type API struct {
 	closingOnce sync.Once
 	// showWindow is the GUI's "bring the window forward"; nil when headless.
 	showWindow atomic.Pointer[func()]
+	// parent walks a peer's ancestry (the process table; tests replace it).
+	parent Parent
 	// desktops counts the desktops attached over the event stream
 	// (GET /v1/events?client=desktop): while one is, it shows the window
 	// and the notifications, not this process.
@@ -121,9 +123,9 @@ func Listen(rt Supervisor, settings SettingsService, dataDir, version string) (*
 		ln.Close()
 		return nil, fmt.Errorf("restricting %s to its owner: %w", path, err)
 	}
-	a := &API{rt: rt, settings: settings, ln: ln, closing: make(chan struct{}),
+	a := &API{rt: rt, settings: settings, ln: ln, closing: make(chan struct{}), parent: procParent,
 		health: Health{PID: os.Getpid(), Version: version, Generation: rt.Bus().Generation(), DataDir: dataDir}}
-	a.srv = &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+	a.srv = &http.Server{Handler: a.guard(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 	a.srv.RegisterOnShutdown(func() { a.closingOnce.Do(func() { close(a.closing) }) })
 	return a, nil
 }
@@ -377,6 +379,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case "unavailable":
 		return http.StatusServiceUnavailable
+	case "forbidden":
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }

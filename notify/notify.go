@@ -14,7 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/textsafe"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 )
 
 // Sender delivers one notification (beeep.Notify in the app).

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/textsafe"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 )
 
 // Failure is why a turn failed, already sanitized: it never carries secrets

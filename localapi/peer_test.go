@@ -1,0 +1,150 @@
+package localapi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/storage"
+)
+
+func TestDecide(t *testing.T) {
+	const me = 1000
+	// A small process tree: 1 ← 10 (a shell) ← 20 (an agent) ← 30 (its
+	// tool's shell) ← 40 (the tool); 10 ← 50 (the user's CLI).
+	parents := map[int]int{10: 1, 20: 10, 30: 20, 40: 30, 50: 10}
+	parent := func(pid int) int { return parents[pid] }
+	agent := sessions.Session{ID: "s1", Name: "fix the build", PID: 20, ProcessAlive: true}
+	exited := sessions.Session{ID: "s2", Name: "old", PID: 30, ProcessAlive: false}
+	tests := []struct {
+		name string
+		peer Peer
+		list []sessions.Session
+		want Access
+		why  string
+	}{
+		{"unknown peer (no peer credentials on this platform)", Peer{}, []sessions.Session{agent}, Full, ""},
+		{"another user", Peer{PID: 50, UID: 1001, Known: true}, nil, Refused, "uid 1001"},
+		{"the user's shell", Peer{PID: 50, UID: me, Known: true}, []sessions.Session{agent}, Full, ""},
+		{"a tool of an agent", Peer{PID: 40, UID: me, Known: true}, []sessions.Session{agent}, ReadOnly, "session fix the build (process 20)"},
+		{"the agent itself", Peer{PID: 20, UID: me, Known: true}, []sessions.Session{agent}, ReadOnly, "process 20 runs under"},
+		{"under an exited session's old pid", Peer{PID: 40, UID: me, Known: true}, []sessions.Session{exited}, Full, ""},
+		{"no sessions", Peer{PID: 40, UID: me, Known: true}, nil, Full, ""},
+		{"pid not visible (another pid namespace)", Peer{PID: 0, UID: me, Known: true}, []sessions.Session{agent}, Full, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := Decide(tt.peer, me, tt.list, parent)
+			if got != tt.want || !strings.Contains(why, tt.why) {
+				t.Errorf("Decide = %v %q, want %v containing %q", got, why, tt.want, tt.why)
+			}
+		})
+	}
+	// A parent cycle (a reused pid) ends the walk.
+	loop := func(pid int) int { return map[int]int{7: 8, 8: 7}[pid] }
+	if got, _ := Decide(Peer{PID: 7, UID: me, Known: true}, me, []sessions.Session{agent}, loop); got != Full {
+		t.Errorf("a cycle: %v, want full", got)
+	}
+	for a := Full; a <= Refused; a++ {
+		if strings.HasPrefix(a.String(), "access(") {
+			t.Errorf("access %d has no name", int(a))
+		}
+	}
+}
+
+// fakeSupervisor serves what the guard test needs; the rest of the
+// interface is never called.
+type fakeSupervisor struct {
+	Supervisor
+	bus  *Bus
+	mu   sync.Mutex
+	list []sessions.Session
+	acks int
+}
+
+func (f *fakeSupervisor) Bus() *Bus { return f.bus }
+func (f *fakeSupervisor) Sessions() []sessions.Session {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.list
+}
+func (f *fakeSupervisor) Session(id string) (sessions.Session, error) {
+	return sessions.Session{ID: id}, nil
+}
+func (f *fakeSupervisor) Ack(_ context.Context, id string) (sessions.Session, error) {
+	f.mu.Lock()
+	f.acks++
+	f.mu.Unlock()
+	return sessions.Session{ID: id}, nil
+}
+
+type fakeSettings struct {
+	SettingsService
+	updates int
+}
+
+func (f *fakeSettings) Update(_ context.Context, key, raw string) (storage.SetResult, error) {
+	f.updates++
+	return storage.SetResult{}, nil
+}
+
+// Over the real socket, with the kernel's peer credentials and the real
+// process table: when this test process descends from a supervised
+// session's agent (here its parent, `go test`, plays the agent), it may
+// read but every change answers 403 and reaches nothing; when no session's
+// agent is among its ancestors, the same requests go through.
+func TestGuardOverTheSocket(t *testing.T) {
+	if _, err := peerOf(nil); err != nil && strings.Contains(err.Error(), "not read on this platform") {
+		t.Skip("this platform's sockets do not name their peer (Windows)")
+	}
+	dir, err := os.MkdirTemp("", "peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sup := &fakeSupervisor{bus: NewBus()}
+	settings := &fakeSettings{}
+	api, err := Listen(sup, settings, dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve()
+	t.Cleanup(func() { api.Close() })
+	c := NewClient(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	sup.mu.Lock()
+	sup.list = []sessions.Session{{ID: "s1", Name: "agent", PID: os.Getppid(), ProcessAlive: true}}
+	sup.mu.Unlock()
+	if _, err := c.Sessions(ctx); err != nil {
+		t.Errorf("a read from under an agent: %v, want it served", err)
+	}
+	if _, err := c.Ack(ctx, "s1"); !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "runs under the agent of session agent") {
+		t.Errorf("ack from under an agent: %v, want forbidden naming the session", err)
+	}
+	if _, err := c.SetSetting(ctx, "agents.claude.command", "/tmp/evil"); !errors.Is(err, ErrForbidden) {
+		t.Errorf("settings set from under an agent: %v, want forbidden", err)
+	}
+	if sup.acks != 0 || settings.updates != 0 {
+		t.Fatalf("a refused request reached the runtime: %d acks, %d setting updates", sup.acks, settings.updates)
+	}
+
+	sup.mu.Lock()
+	sup.list = []sessions.Session{{ID: "s1", Name: "agent", PID: os.Getppid(), ProcessAlive: false}}
+	sup.mu.Unlock()
+	if _, err := c.Ack(ctx, "s1"); err != nil {
+		t.Errorf("ack from the user: %v", err)
+	}
+	if _, err := c.SetSetting(ctx, "agents.claude.command", "/usr/bin/claude"); err != nil {
+		t.Errorf("settings set from the user: %v", err)
+	}
+	if sup.acks != 1 || settings.updates != 1 {
+		t.Errorf("the user's requests: %d acks, %d setting updates; want 1 and 1", sup.acks, settings.updates)
+	}
+}
