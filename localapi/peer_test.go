@@ -3,7 +3,9 @@ package localapi
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -147,4 +149,81 @@ func TestGuardOverTheSocket(t *testing.T) {
 	if sup.acks != 1 || settings.updates != 1 {
 		t.Errorf("the user's requests: %d acks, %d setting updates; want 1 and 1", sup.acks, settings.updates)
 	}
+}
+
+func (f *fakeSupervisor) Subscribe(buf int, resync bool) *Subscription {
+	sub := f.bus.Subscribe(buf)
+	f.bus.SendTo(sub, Message{Type: MsgSnapshot, Sessions: f.Sessions()})
+	return sub
+}
+
+// startFakeAPI serves a fake supervisor on a socket of its own.
+func startFakeAPI(t *testing.T) (*fakeSupervisor, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sup := &fakeSupervisor{bus: NewBus()}
+	api, err := Listen(sup, &fakeSettings{}, dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve()
+	t.Cleanup(func() { api.Close() })
+	return sup, dir
+}
+
+// A subscriber that stops reading (a `watch` suspended with Ctrl-Z) is
+// dropped once a write has been blocked for streamWriteTimeout: its handler
+// and queue go, publishing goes on, and a client that comes back starts
+// again from a snapshot.
+func TestStoppedSubscriberIsDropped(t *testing.T) {
+	old := streamWriteTimeout
+	streamWriteTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { streamWriteTimeout = old })
+	sup, dir := startFakeAPI(t)
+
+	conn, err := net.Dial("unix", filepath.Join(dir, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /v1/events HTTP/1.1\r\nHost: supervisor\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The stream is open once the bus has its subscriber.
+	waitUntil(t, "the stream to subscribe", func() bool { n, _ := sup.bus.Stats(); return n == 1 })
+	// Fill the socket's buffers with messages nobody reads.
+	big := sessions.Session{ID: "s1", Evidence: strings.Repeat("x", 64<<10)}
+	waitUntil(t, "the stopped subscriber to be dropped", func() bool {
+		for range 8 {
+			sup.bus.Publish(Message{Type: MsgSession, Session: &big})
+		}
+		n, _ := sup.bus.Stats()
+		return n == 0
+	})
+
+	// Back again: a new stream starts with a snapshot.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errStop := errors.New("stop")
+	var first MessageType
+	err = NewClient(dir).Watch(ctx, "", func(m Message) error { first = m.Type; return errStop })
+	if !errors.Is(err, errStop) || first != MsgSnapshot {
+		t.Errorf("the client back: first message %q (%v), want a snapshot", first, err)
+	}
+}
+
+// waitUntil polls cond (real I/O is behind it, not a clock synctest can
+// drive) for at most 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

@@ -32,6 +32,10 @@ type SettingsService interface {
 	Reset(ctx context.Context, key string) (storage.SetResult, error)
 }
 
+// streamWriteTimeout is how long one write to an event-stream client may
+// block before the client is dropped (a variable for the test).
+var streamWriteTimeout = 30 * time.Second
+
 // subscriberBuffer bounds each streaming client's queue: a client that falls
 // further behind misses incremental events and catches up from the next
 // snapshot instead of slowing the app.
@@ -125,7 +129,12 @@ func Listen(rt Supervisor, settings SettingsService, dataDir, version string) (*
 	}
 	a := &API{rt: rt, settings: settings, ln: ln, closing: make(chan struct{}), parent: procParent,
 		health: Health{PID: os.Getpid(), Version: version, Generation: rt.Bus().Generation(), DataDir: dataDir}}
-	a.srv = &http.Server{Handler: a.guard(a.routes()), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
+	// Bounded under slow or hostile clients: headers must arrive in time,
+	// bodies are capped (maxBody), an idle connection is closed, and the
+	// event stream bounds each write itself. No ReadTimeout: its expiry
+	// cancels a live event stream's request.
+	a.srv = &http.Server{Handler: a.guard(a.routes()), ConnContext: connContext,
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	a.srv.RegisterOnShutdown(func() { a.closingOnce.Do(func() { close(a.closing) }) })
 	return a, nil
 }
@@ -332,6 +341,13 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	// Every write has a deadline: a client that stops reading (a `watch`
+	// suspended with Ctrl-Z) is dropped once the socket's buffer is full
+	// for streamWriteTimeout, instead of holding its handler and queue for
+	// ever; it resyncs from a snapshot when it reconnects.
+	rc := http.NewResponseController(w)
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }
+	deadline()
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 	for {
@@ -344,10 +360,13 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
+			deadline()
 			if err := writeSSE(w, m); err != nil {
 				return
 			}
-			flusher.Flush()
+			if err := rc.Flush(); err != nil {
+				return
+			}
 		}
 	}
 }
