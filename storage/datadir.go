@@ -101,6 +101,15 @@ func EnsureDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("data directory %s exists and is not a directory", dir)
 	}
+	if err := checkOwner(dir, fi); err != nil {
+		return err
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 {
+		// Another user could already have planted a file (a database, a
+		// socket) in it: tightening now would not undo that.
+		return fmt.Errorf("data directory %s is writable by group or others (mode %04o): another user could have placed files in it; check what it holds, then run `chmod 700 %s`",
+			dir, fi.Mode().Perm(), dir)
+	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm() != dirMode {
 		if err := os.Chmod(dir, dirMode); err != nil {
 			return fmt.Errorf("restrict data directory %s to mode 0700: %w", dir, err)

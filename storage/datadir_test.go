@@ -91,37 +91,50 @@ func TestDataDirUsesEnv(t *testing.T) {
 	}
 }
 
+// EnsureDir makes a 0700 data directory (tightening a readable one), and
+// refuses one others may write to, or one of another user, with the fix:
+// a file planted in it (a database, a socket) would survive a chmod.
 func TestEnsureDir(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("unix modes; Windows relies on the profile's ACLs")
+		t.Skip("unix modes and owners; Windows relies on the profile's ACLs")
 	}
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
+		// refused is what the error says; "" when the directory is used.
+		refused string
 	}{
 		{name: "creates missing parents", setup: func(t *testing.T, dir string) {}},
 		{name: "tightens an existing 0755 dir", setup: func(t *testing.T, dir string) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(dir, 0o755); err != nil { // MkdirAll is subject to umask
-				t.Fatal(err)
-			}
+			mustChmod(t, dir, 0o755) // MkdirAll is subject to umask
 		}},
-		{name: "tightens an existing 0777 dir", setup: func(t *testing.T, dir string) {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
+		{"refuses a dir writable by others", func(t *testing.T, dir string) { mkdir(t, dir); mustChmod(t, dir, 0o777) }, "chmod 700"},
+		{"refuses a dir writable by group", func(t *testing.T, dir string) { mkdir(t, dir); mustChmod(t, dir, 0o770) }, "writable by group or others (mode 0770)"},
+		{"refuses another user's dir", func(t *testing.T, dir string) {
+			if os.Getuid() != 0 {
+				t.Skip("needs root to give a directory to another user")
+			}
+			mkdir(t, dir)
+			if err := os.Chown(dir, 4242, 4242); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(dir, 0o777); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		}, "belongs to uid 4242"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "a", "b", "data")
 			tt.setup(t, dir)
-			if err := EnsureDir(dir); err != nil {
+			err := EnsureDir(dir)
+			if tt.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.refused) || !strings.Contains(err.Error(), dir) {
+					t.Fatalf("EnsureDir = %v, want an error naming %s and %q", err, dir, tt.refused)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatalf("EnsureDir: %v", err)
 			}
 			fi, err := os.Stat(dir)
@@ -132,6 +145,20 @@ func TestEnsureDir(t *testing.T) {
 				t.Errorf("mode = %v, want a 0700 directory", fi.Mode())
 			}
 		})
+	}
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustChmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
 	}
 }
 
