@@ -2,24 +2,17 @@ package codexterm
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // readLines is a testdata rollout's lines.
-func readLines(t testing.TB, name string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-}
+var readLines = observetest.ReadLines
 
 // upTo feeds a rollout's lines up to and including the first line holding
 // marker (all lines when marker is empty).

@@ -221,8 +221,3 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 // a message could be delivered through, so recovery escalates with the
 // evidence (or the user resumes the thread in the background, managed).
 var ErrNoInbox error = observe.NoInboxError{Agent: codex.Agent{}.Name()}
-
-// rolloutFor is the rollout paired with the session's process, if found.
-func (s *Source) rolloutFor(es sessions.ExternalSession) (Rollout, bool) {
-	return observe.PairOf(s.scan, es.PID)
-}

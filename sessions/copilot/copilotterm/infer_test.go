@@ -1,51 +1,25 @@
 package copilotterm
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // readLines is a testdata events file's lines.
-func readLines(t testing.TB, name string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+var readLines = observetest.ReadLines
 
 // replay feeds a file line by line and returns the distinct states the
 // stack inferred on the way (a live process) and the final summary.
 func replay(t *testing.T, name string) ([]string, Summary) {
 	var sum Summary
-	var seen []string
-	for _, l := range readLines(t, name) {
-		sum.Feed(l)
+	path := observetest.Path(readLines(t, name), sum.Feed, func() sessions.ObservedState {
 		st, _ := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
-		s := st.State.String()
-		if st.Wait != sessions.NoWait {
-			s += "/" + st.Wait.String()
-		}
-		if st.Tool != "" {
-			s += "/" + st.Tool
-		}
-		if len(seen) == 0 || seen[len(seen)-1] != s {
-			seen = append(seen, s)
-		}
-	}
-	return seen, sum
+		return st
+	}, true)
+	return path, sum
 }
 
 // The events files the real 1.0.102 TUI wrote against the fake chat

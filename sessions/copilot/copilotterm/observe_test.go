@@ -14,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
@@ -22,19 +23,18 @@ const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
 // directory, one fake TUI process holding it (its liveness set by the
 // test) and an observer stepped by hand.
 type world struct {
-	t     *testing.T
-	src   *Source
-	proc  Proc
-	dir   string
-	alive atomic.Bool
-	o     *observer
+	t   *testing.T
+	src *Source
+	*observetest.Process[Proc]
+	dir string
+	o   *observer
 }
 
 func newWorld(t *testing.T) *world {
 	home := t.TempDir()
-	w := &world{t: t, dir: filepath.Join(home, "session-state", sid)}
-	w.proc = Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home, Held: []string{w.dir}}
-	w.alive.Store(true)
+	dir := filepath.Join(home, "session-state", sid)
+	proc := Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home, Held: []string{dir}}
+	w := &world{t: t, dir: dir, Process: observetest.NewProcess(proc, proc.PID, proc.Started)}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -42,24 +42,14 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.src = &Source{CopilotHome: home, ProcSource: observe.ProcSource[Proc, Workspace]{
-		Procs: func() ([]Proc, error) {
-			if !w.alive.Load() {
-				return nil, nil
-			}
-			// Another Copilot home's TUI is never this source's.
-			return []Proc{w.proc, {PID: 99, Cwd: "/w", Started: w.proc.Started, Home: "/elsewhere/.copilot"}}, nil
-		},
-		Probe: func(pid int, started time.Time) (bool, bool) {
-			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
-		},
-	},
-	}
+		// Another Copilot home's TUI is never this source's.
+		Procs: w.Table(Proc{PID: 99, Cwd: "/w", Started: proc.Started, Home: "/elsewhere/.copilot"}),
+		Probe: w.Probe,
+	}}
 	return w
 }
 
-func (w *world) es() sessions.ExternalSession {
-	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
-}
+func (w *world) es() sessions.ExternalSession { return w.Session(key(w.Proc), w.Proc.Cwd) }
 
 // observe starts an observer as Observe does, without its loop.
 func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
@@ -67,43 +57,30 @@ func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
 	w.src.Rescan()
-	return w.o.step()
+	return w.o.Step()
 }
 
-// observed steps once and returns the one EvObserved it must send.
+// observed steps once and returns the one EvObserved it must send, which
+// names the session.
 func (w *world) observed() sessions.ObservedState {
 	w.t.Helper()
-	evs, done := w.step()
-	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
-		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
+	ev := observetest.Observed(w.t, w.step)
+	if ev.AgentSessionID != sid {
+		w.t.Fatalf("agent session id %q", ev.AgentSessionID)
 	}
-	if evs[0].AgentSessionID != sid {
-		w.t.Fatalf("agent session id %q", evs[0].AgentSessionID)
-	}
-	return *evs[0].Observed
+	return *ev.Observed
 }
 
 func (w *world) quiet() {
 	w.t.Helper()
-	if evs, done := w.step(); len(evs) != 0 || done {
-		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
-	}
+	observetest.Quiet(w.t, w.step)
 }
 
 func (w *world) events() string { return filepath.Join(w.dir, "events.jsonl") }
 
 func (w *world) append(data ...[]byte) {
 	w.t.Helper()
-	fh, err := os.OpenFile(w.events(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer fh.Close()
-	for _, d := range data {
-		if _, err := fh.Write(d); err != nil {
-			w.t.Fatal(err)
-		}
-	}
+	observetest.Append(w.t, w.events(), data...)
 }
 
 // upTo is the real file's lines up to and including the first of typ
@@ -119,12 +96,7 @@ func upTo(t *testing.T, ls [][]byte, typ string) (head []byte, rest [][]byte) {
 	return nil, nil
 }
 
-func lines(ls ...[]byte) []byte {
-	if len(ls) == 0 {
-		return nil
-	}
-	return append(bytes.Join(ls, []byte("\n")), '\n')
-}
+var lines = observetest.Lines
 
 // A real turn (testdata/tui_tool.jsonl: a command approved in the
 // terminal) written in pieces as the TUI wrote it: before the first prompt
@@ -217,8 +189,8 @@ func TestObservePartialTruncatedHuge(t *testing.T) {
 	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
 		t.Fatalf("after the huge line: %+v", st)
 	}
-	if w.o.file.Tail().Skipped != 1 {
-		t.Fatalf("skipped %d lines", w.o.file.Tail().Skipped)
+	if w.o.File().Tail().Skipped != 1 {
+		t.Fatalf("skipped %d lines", w.o.File().Tail().Skipped)
 	}
 }
 
@@ -232,7 +204,7 @@ func TestObserveKilledMidTurn(t *testing.T) {
 	if st := w.observed(); st.State != sessions.Working || st.Tool != "command" {
 		t.Fatalf("%+v", st)
 	}
-	w.alive.Store(false)
+	w.Kill()
 	evs, done := w.step()
 	if !done || len(evs) != 2 || evs[0].Observed == nil || evs[0].Observed.State != sessions.Interrupted ||
 		!strings.Contains(evs[0].Observed.Evidence, "gone mid-turn") || evs[1].Kind != sessions.EvSessionEnded {
@@ -252,7 +224,7 @@ func TestObserveFollowsANewSession(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w.proc.Held = []string{dir}
+	w.Proc.Held = []string{dir}
 	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), lines(readLines(t, "tui_401.jsonl")...), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -289,21 +261,7 @@ func TestWatchListsAndRescans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list := <-ch
-		if len(list) != 1 || list[0].PID != 7 || list[0].AgentSessionID != sid || list[0].Key != key(w.proc) || list[0].Cwd != "/w" {
-			t.Fatalf("first list: %+v", list)
-		}
-		w.alive.Store(false)
-		time.Sleep(4 * time.Second)
-		synctest.Wait()
-		select {
-		case list = <-ch:
-		default:
-			t.Fatal("no new list after the process exited and a rescan")
-		}
-		if len(list) != 0 {
-			t.Fatalf("after the exit: %+v", list)
-		}
+		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: key(w.Proc), PID: 7, Cwd: "/w", AgentSessionID: sid}, w.Kill, 4*time.Second)
 	})
 }
 
@@ -320,7 +278,7 @@ func TestObserveLoop(t *testing.T) {
 		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Idle {
 			t.Fatalf("%+v", ev)
 		}
-		w.alive.Store(false)
+		w.Kill()
 		time.Sleep(2 * time.Second)
 		var last sessions.Event
 		for ev := range ch {
@@ -351,9 +309,9 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Hour
-		w.proc.Started = time.Now()
+		w.Proc.Started = time.Now()
 		var paired atomic.Bool
-		proc := w.proc
+		proc := w.Proc
 		w.src.Procs = func() ([]Proc, error) {
 			p := proc
 			if !paired.Load() {

@@ -236,9 +236,3 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 // inbox a message could be delivered through, so recovery escalates with
 // the evidence (or the user resumes the session in the background, managed).
 var ErrNoInbox error = observe.NoInboxError{Agent: copilot.Agent{}.Name()}
-
-// workspaceFor is the session directory paired with the session's
-// process, if found.
-func (s *Source) workspaceFor(es sessions.ExternalSession) (Workspace, bool) {
-	return observe.PairOf(s.scan, es.PID)
-}

@@ -35,6 +35,6 @@ func BenchmarkStepUnchanged(b *testing.B) {
 	w.step()
 	b.ReportAllocs()
 	for b.Loop() {
-		w.o.step()
+		w.o.Step()
 	}
 }

@@ -14,82 +14,62 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // world is a Gemini home in a temporary directory, one fake process in it
 // (its liveness set by the test) and an observer stepped by hand.
 type world struct {
-	t     testing.TB
-	src   *Source
-	proc  Proc
-	alive atomic.Bool
+	t   testing.TB
+	src *Source
+	*observetest.Process[Proc]
 	// children is how many processes run under the fake CLI.
 	children atomic.Int32
 	o        *observer
 }
 
 func newWorld(t testing.TB) *world {
-	w := &world{t: t, proc: Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond)}}
-	w.alive.Store(true)
-	home := filepath.Join(t.TempDir(), ".gemini")
-	w.proc.Home = home
-	w.src = &Source{GeminiHome: home, ProcSource: observe.ProcSource[Proc, Chat]{
-		Procs: func() ([]Proc, error) {
-			if !w.alive.Load() {
-				return nil, nil
-			}
-			// Another home's TUI in the same cwd is never this source's.
-			return []Proc{w.proc, {PID: 99, Cwd: w.proc.Cwd, Started: w.proc.Started, Home: "/elsewhere/.gemini"}}, nil
-		},
-		Probe: func(pid int, started time.Time) (bool, bool) {
-			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
-		},
+	proc := Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond),
+		Home: filepath.Join(t.TempDir(), ".gemini")}
+	w := &world{t: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started)}
+	w.src = &Source{GeminiHome: proc.Home, ProcSource: observe.ProcSource[Proc, Chat]{
+		// Another home's TUI in the same cwd is never this source's.
+		Procs: w.Table(Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.gemini"}),
+		Probe: w.Probe,
 	},
-		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == w.proc.PID },
+		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == proc.PID },
 	}
 	return w
 }
 
-func (w *world) es() sessions.ExternalSession {
-	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
-}
+func (w *world) es() sessions.ExternalSession { return w.Session(key(w.Proc), w.Proc.Cwd) }
 
 // observe starts an observer as Observe does, without its loop.
-func (w *world) observe() {
-	w.o = &observer{src: w.src, es: w.es()}
-	if c, ok := w.src.chatFor(w.es()); ok {
-		w.o.follow(c, true)
-	}
-}
+func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
 
 // step is one look, with a fresh scan (the scan throttle is for the loop).
 func (w *world) step() ([]sessions.Event, bool) {
 	w.src.Rescan()
-	return w.o.step()
+	return w.o.Step()
 }
 
 // observed steps once and returns the one EvObserved it must send.
 func (w *world) observed() (sessions.ObservedState, string) {
 	w.t.Helper()
-	evs, done := w.step()
-	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
-		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
-	}
-	return *evs[0].Observed, evs[0].AgentSessionID
+	ev := observetest.Observed(w.t, w.step)
+	return *ev.Observed, ev.AgentSessionID
 }
 
 func (w *world) quiet() {
 	w.t.Helper()
-	if evs, done := w.step(); len(evs) != 0 || done {
-		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
-	}
+	observetest.Quiet(w.t, w.step)
 }
 
 // chatPath is a chat file of the process's project, under the slug the
 // CLI registers in projects.json.
 func (w *world) chatPath(id string) string {
-	slug := filepath.Base(w.proc.Cwd)
-	reg := fmt.Sprintf(`{"projects":{%q:%q}}`, w.proc.Cwd, slug)
+	slug := filepath.Base(w.Proc.Cwd)
+	reg := fmt.Sprintf(`{"projects":{%q:%q}}`, w.Proc.Cwd, slug)
 	if err := os.MkdirAll(w.src.Home(), 0o700); err != nil {
 		w.t.Fatal(err)
 	}
@@ -99,26 +79,11 @@ func (w *world) chatPath(id string) string {
 	return filepath.Join(w.src.TmpDir(), slug, "chats", "session-2026-11-30T22-54-"+id[:8]+".jsonl")
 }
 
-func appendTo(t testing.TB, path string, data ...string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	for _, d := range data {
-		if _, err := fh.WriteString(d); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+var appendTo = observetest.Append[string]
 
 func (w *world) meta(id string) string {
 	return fmt.Sprintf(`{"sessionId":%q,"projectHash":%q,"startTime":%q,"lastUpdated":%q,"kind":"main"}`+"\n",
-		id, ProjectHash(w.proc.Cwd), time.Now().UTC().Format(time.RFC3339Nano), time.Now().UTC().Format(time.RFC3339Nano))
+		id, ProjectHash(w.Proc.Cwd), time.Now().UTC().Format(time.RFC3339Nano), time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 const seed = `{"$set":{"messages":[{"id":"ctx","type":"user","content":[{"text":"<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}]}}` + "\n"
@@ -175,7 +140,7 @@ func TestObserveOneSession(t *testing.T) {
 	if st, _ = w.observed(); st.State != sessions.Working || st.NewTurns != 0 || !strings.Contains(st.Evidence, "running a tool") {
 		t.Fatalf("the command running: %+v", st)
 	}
-	w.alive.Store(false)
+	w.Kill()
 	evs, done := w.step()
 	if !done || len(evs) != 2 || evs[0].Observed.State != sessions.Interrupted || evs[1].Kind != sessions.EvSessionEnded {
 		t.Fatalf("killed mid-turn: %+v %v", evs, done)
@@ -246,10 +211,10 @@ func TestObserveHugeChatReadsItsTail(t *testing.T) {
 	if st.State != sessions.Working || id != sid1 {
 		t.Fatalf("huge: %+v %q", st, id)
 	}
-	if read := w.o.file.Tail().BytesRead; read > 3<<20 {
+	if read := w.o.File().Tail().BytesRead; read > 3<<20 {
 		t.Fatalf("read %d bytes of a %d-byte file", read, b.Len())
 	}
-	t.Logf("first look read %d KB of %d MB", w.o.file.Tail().BytesRead>>10, b.Len()>>20)
+	t.Logf("first look read %d KB of %d MB", w.o.File().Tail().BytesRead>>10, b.Len()>>20)
 }
 
 // Watch lists the TUI (not the other home's) before its chat exists, then
@@ -266,7 +231,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		list := <-ch
-		if len(list) != 1 || list[0].PID != w.proc.PID || list[0].AgentSessionID != "" || list[0].Cwd != w.proc.Cwd {
+		if len(list) != 1 || list[0].PID != w.Proc.PID || list[0].AgentSessionID != "" || list[0].Cwd != w.Proc.Cwd {
 			t.Fatalf("first list: %+v", list)
 		}
 		path := w.chatPath(sid1)
@@ -286,7 +251,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if ev := <-evs; ev.Observed == nil || ev.Observed.State != sessions.Working || ev.AgentSessionID != sid1 {
 			t.Fatalf("the turn %+v", ev)
 		}
-		w.alive.Store(false)
+		w.Kill()
 		for ev := range evs {
 			if ev.Kind == sessions.EvSessionEnded {
 				break

@@ -262,8 +262,3 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 // the evidence (or the user resumes the session in the background, managed
 // over ACP).
 var ErrNoInbox error = observe.NoInboxError{Agent: gemini.Agent{}.Name()}
-
-// chatFor is the chat file paired with the session's process, if found.
-func (s *Source) chatFor(es sessions.ExternalSession) (Chat, bool) {
-	return observe.PairOf(s.scan, es.PID)
-}

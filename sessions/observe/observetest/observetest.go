@@ -1,0 +1,195 @@
+// Package observetest is what the tests of every terminal-session source
+// share: a fake process whose liveness the test sets, the fake process
+// table and pid probe over it, stepping an observer by hand and waiting
+// for what it sends, writing a session's file as the agent would, and
+// reading a captured file's lines.
+package observetest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// Process is a fake agent process of type P (the agent's own Proc) that
+// the test keeps alive or kills: the process table and the pid probe a
+// source under test is given answer from it. Its zero value is dead; use
+// NewProcess.
+type Process[P any] struct {
+	// Proc is the process as the table lists it; a test may change it
+	// between looks (a lock taken, a file opened).
+	Proc P
+	// PID and Started identify it to the probe.
+	PID     int
+	Started time.Time
+	alive   atomic.Bool
+}
+
+// NewProcess is a live fake process p with this pid and start.
+func NewProcess[P any](p P, pid int, started time.Time) *Process[P] {
+	f := &Process[P]{Proc: p, PID: pid, Started: started}
+	f.alive.Store(true)
+	return f
+}
+
+// Kill makes the process gone: the table no longer lists it and the probe
+// says so.
+func (f *Process[P]) Kill() { f.alive.Store(false) }
+
+// Revive makes it live again (for a test that sets liveness both ways).
+func (f *Process[P]) Revive() { f.alive.Store(true) }
+
+// Alive tells whether the test keeps the process alive.
+func (f *Process[P]) Alive() bool { return f.alive.Load() }
+
+// Table lists the process while it lives, with others (another home's
+// processes, which the source must never take for its own).
+func (f *Process[P]) Table(others ...P) func() ([]P, error) {
+	return func() ([]P, error) {
+		if !f.Alive() {
+			return nil, nil
+		}
+		return append([]P{f.Proc}, others...), nil
+	}
+}
+
+// Probe is the pid probe: alive while the test keeps this very process
+// (pid and start) alive, and always known.
+func (f *Process[P]) Probe(pid int, started time.Time) (alive, known bool) {
+	return f.Alive() && pid == f.PID && started.Equal(f.Started), true
+}
+
+// Session is the process as the source's Watch lists it (key, pid, cwd,
+// start).
+func (f *Process[P]) Session(key, cwd string) sessions.ExternalSession {
+	return sessions.ExternalSession{Key: key, PID: f.PID, Cwd: cwd, StartedAt: f.Started}
+}
+
+// Step is one look of an observer: the events it sends and whether the
+// session ended.
+type Step func() ([]sessions.Event, bool)
+
+// Observed steps once and returns the one EvObserved it must send (the
+// test fails otherwise).
+func Observed(t testing.TB, step Step) sessions.Event {
+	t.Helper()
+	evs, done := step()
+	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
+		t.Fatalf("want one observation, got %+v (done %v)", evs, done)
+	}
+	return evs[0]
+}
+
+// Quiet steps once and fails the test when anything is sent: nothing
+// changed.
+func Quiet(t testing.TB, step Step) {
+	t.Helper()
+	if evs, done := step(); len(evs) != 0 || done {
+		for _, e := range evs {
+			if e.Observed != nil {
+				t.Logf("observed %+v", *e.Observed)
+			}
+		}
+		t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
+	}
+}
+
+// Append appends data to the file at path as an agent writes it (creating
+// the file and its directories).
+func Append[D string | []byte](t testing.TB, path string, data ...D) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	for _, d := range data {
+		if _, err := fh.Write([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Lines joins lines, each with its newline (nil for none).
+func Lines(ls ...[]byte) []byte {
+	if len(ls) == 0 {
+		return nil
+	}
+	return append(bytes.Join(ls, []byte("\n")), '\n')
+}
+
+// ReadLines is the non-blank lines of testdata/name (a file the real CLI
+// wrote).
+func ReadLines(t testing.TB, name string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Word names an observed state the way a test lists the states a follower
+// saw: the state, then its wait and its tool when it has them
+// ("waiting_on_user/permission/command").
+func Word(st sessions.ObservedState, withTool bool) string {
+	s := st.State.String()
+	if st.Wait != sessions.NoWait {
+		s += "/" + st.Wait.String()
+	}
+	if withTool && st.Tool != "" {
+		s += "/" + st.Tool
+	}
+	return s
+}
+
+// Path feeds lines one by one to feed and returns the distinct words (Word)
+// of the states infer decides after each: what a follower sees on the way.
+func Path(lines [][]byte, feed func([]byte), infer func() sessions.ObservedState, withTool bool) []string {
+	var seen []string
+	for _, l := range lines {
+		feed(l)
+		w := Word(infer(), withTool)
+		if len(seen) == 0 || seen[len(seen)-1] != w {
+			seen = append(seen, w)
+		}
+	}
+	return seen
+}
+
+// ListedUntilGone checks a source's Watch in a synctest bubble: its first
+// list is the one session want (key, pid, cwd, agent session id), and once
+// kill ends the process a rescan within wait sends an empty list.
+func ListedUntilGone(t *testing.T, ch <-chan []sessions.ExternalSession, want sessions.ExternalSession, kill func(), wait time.Duration) {
+	t.Helper()
+	list := <-ch
+	if len(list) != 1 || list[0].PID != want.PID || list[0].AgentSessionID != want.AgentSessionID || list[0].Key != want.Key || list[0].Cwd != want.Cwd {
+		t.Fatalf("first list: %+v, want %+v", list, want)
+	}
+	kill()
+	time.Sleep(wait)
+	synctest.Wait()
+	select {
+	case list = <-ch:
+	default:
+		t.Fatal("no new list after the process exited and a rescan")
+	}
+	if len(list) != 0 {
+		t.Fatalf("after the exit: %+v", list)
+	}
+}
