@@ -46,9 +46,7 @@ type Files[F any, T any, S interface {
 // Look is what one step of a FileObserver read: the process probe, the
 // pair followed (the zero F before one is found) and the summary.
 type Look[F any, S any] struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	Liveness
 	// Following is false until a file is paired.
 	Following bool
 	Pair      F
@@ -129,7 +127,7 @@ func (o *FileObserver[F, T, S]) Step() (evs []sessions.Event, done bool) {
 	}
 	lines := o.file.Read()
 	sum := o.file.Summary()
-	st := o.files.Infer(Look[F, S]{PID: o.es.PID, Alive: alive, Known: known, Following: o.file.Following(),
+	st := o.files.Infer(Look[F, S]{Liveness: Liveness{PID: o.es.PID, Alive: alive, Known: known}, Following: o.file.Following(),
 		Pair: o.pair, Lines: lines, Summary: sum})
 	st.Name = Title(o.files.Prompt(sum))
 	gone := known && !alive

@@ -26,6 +26,43 @@ func Infer[E any](rules []Rule[E], ev E) (sessions.ObservedState, string) {
 	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing observed"}, "idle"
 }
 
+// Stack is the rule stack of a source whose evidence answers the generic
+// questions in the generic order (Codex, Copilot, Gemini): the process
+// first (a gone process ends everything), then a failed turn, a wait on
+// the user, compaction, an open tool, a turn in flight, an ended turn,
+// idle. A source fills in the slots its evidence answers; an empty one is
+// left out. (Claude's stack interleaves its hook rules and lists its own.)
+type Stack[E any] struct {
+	Gone, Failed, Waiting, Compacting, OpenTool, Working, Ended, Idle func(E) (sessions.ObservedState, bool)
+}
+
+// Rules is the stack in its order, each rule under its generic name.
+func (s Stack[E]) Rules() []Rule[E] {
+	var out []Rule[E]
+	for _, r := range []Rule[E]{
+		{"process gone", s.Gone}, {"turn failed", s.Failed}, {"waiting on the user", s.Waiting},
+		{"compacting", s.Compacting}, {"open tool", s.OpenTool}, {"turn in flight", s.Working},
+		{"turn ended", s.Ended}, {"idle", s.Idle},
+	} {
+		if r.Match != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Liveness is what the pid probe said of a session's process at one look.
+type Liveness struct {
+	PID int
+	// Alive and Known are the probe's answer (Known false: cannot tell).
+	Alive, Known bool
+}
+
+// Gone is the first rule of every stack (ProcessGone) for this process.
+func (l Liveness) Gone(inTurn bool, witness string) (sessions.ObservedState, bool) {
+	return ProcessGone(l.PID, l.Alive, l.Known, inTurn, witness)
+}
+
 // The generic rules: what every source concludes the same way once its
 // summary answered the agent-specific question. Each is pure.
 

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,24 @@ func TestOrDefault(t *testing.T) {
 		if got := OrDefault(tc.s, tc.def); got != tc.want {
 			t.Errorf("OrDefault(%q, %q) = %q, want %q", tc.s, tc.def, got, tc.want)
 		}
+	}
+}
+
+// A Stack lists its filled slots in the generic order under their generic
+// names, leaving the empty ones out.
+func TestStackOrderAndNames(t *testing.T) {
+	match := func(int) (sessions.ObservedState, bool) { return sessions.ObservedState{}, false }
+	full := Stack[int]{Gone: match, Failed: match, Waiting: match, Compacting: match, OpenTool: match, Working: match, Ended: match, Idle: match}
+	var names []string
+	for _, r := range full.Rules() {
+		names = append(names, r.Name)
+	}
+	want := "process gone, turn failed, waiting on the user, compacting, open tool, turn in flight, turn ended, idle"
+	if got := strings.Join(names, ", "); got != want {
+		t.Fatalf("rules %s\nwant  %s", got, want)
+	}
+	full.Compacting, full.Failed = nil, nil
+	if got := len(full.Rules()); got != 6 {
+		t.Fatalf("%d rules with two slots empty", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 func hookAt(sec int, ev HookEvent) *HookEvent {
@@ -77,7 +78,7 @@ func TestRuleStackWithHooks(t *testing.T) {
 			for _, r := range tc.records {
 				sum.Feed([]byte(r))
 			}
-			st, rule := Infer(Evidence{PID: 42, Known: true, Alive: true, File: tc.file, Transcript: sum, Hook: tc.hook})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, File: tc.file, Transcript: sum, Hook: tc.hook})
 			if st.State != tc.state || st.Wait != tc.wait || st.Failure.Kind != tc.failure || st.InTurn != tc.inTurn || rule != tc.rule {
 				t.Fatalf("got %v/%q failure %v inTurn %v by rule %q (%s); want %v/%q %v %v by %q",
 					st.State, st.Wait, st.Failure.Kind, st.InTurn, rule, st.Evidence, tc.state, tc.wait, tc.failure, tc.inTurn, tc.rule)

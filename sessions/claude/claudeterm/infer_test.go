@@ -26,7 +26,7 @@ func TestInferOnRealTranscript(t *testing.T) {
 	sc.Buffer(nil, observe.MaxLine)
 	for sc.Scan() {
 		sum.Feed(sc.Bytes())
-		st, _ := Infer(Evidence{Known: true, Alive: true, Transcript: sum})
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Transcript: sum})
 		w := st.State.String()
 		if st.Wait != sessions.NoWait {
 			w += "/" + st.Wait.String()
@@ -123,7 +123,7 @@ func TestRuleStack(t *testing.T) {
 			for _, r := range tc.records {
 				sum.Feed([]byte(r))
 			}
-			st, rule := Infer(Evidence{PID: 42, Known: true, Alive: !tc.gone, File: tc.file, Transcript: sum})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: !tc.gone, Known: true}, File: tc.file, Transcript: sum})
 			if st.State != tc.state || st.Wait != tc.wait || st.Failure.Kind != tc.failure || st.InTurn != tc.inTurn || rule != tc.rule {
 				t.Fatalf("got %v/%q failure %v inTurn %v by rule %q (%s); want %v/%q %v %v by %q",
 					st.State, st.Wait, st.Failure.Kind, st.InTurn, rule, st.Evidence, tc.state, tc.wait, tc.failure, tc.inTurn, tc.rule)
@@ -145,13 +145,13 @@ func TestRuleStackEveryRuleReachable(t *testing.T) {
 			sum.Feed([]byte(r))
 		}
 		for _, gone := range []bool{false, true} {
-			_, rule := Infer(Evidence{Known: true, Alive: !gone, Transcript: sum})
+			_, rule := Infer(Evidence{Liveness: observe.Liveness{Alive: !gone, Known: true}, Transcript: sum})
 			hit[rule] = true
 		}
 		for _, h := range []HookEvent{{Name: "StopFailure"}, {Name: "Notification", NotificationType: "permission_prompt"},
 			{Name: "PreCompact"}, {Name: "UserPromptSubmit"}, {Name: "Stop"}} {
 			h.At = time.UnixMilli(at(60))
-			_, rule := Infer(Evidence{Known: true, Alive: true, Transcript: sum, Hook: &h})
+			_, rule := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Transcript: sum, Hook: &h})
 			hit[rule] = true
 		}
 	}
@@ -202,7 +202,7 @@ func TestUsageLimitResetIsTheRecordsExactSecond(t *testing.T) {
 	var sum Summary
 	sum.Feed([]byte(recPrompt))
 	sum.Feed([]byte(rec))
-	st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+	st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, File: SessionFile{Status: "idle"}, Transcript: sum})
 	want := time.Unix(1796078896, 0)
 	if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(want) {
 		t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, want)
@@ -239,7 +239,7 @@ func TestUsageLimitAutoContinueDefersTheContinue(t *testing.T) {
 			for _, r := range tc.records {
 				sum.Feed([]byte(r))
 			}
-			st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+			st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, File: SessionFile{Status: "idle"}, Transcript: sum})
 			if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(tc.want) {
 				t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, tc.want)
 			}

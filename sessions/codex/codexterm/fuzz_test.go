@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // FuzzSummary feeds arbitrary lines (seeded with every real rollout line
@@ -34,7 +35,7 @@ func FuzzSummary(f *testing.F) {
 			t.Fatalf("invariants: %+v", s)
 		}
 		for _, alive := range []bool{true, false} {
-			st, rule := Infer(Evidence{PID: 1, Alive: alive, Known: true, Rollout: true, Summary: s})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: alive, Known: true}, Rollout: true, Summary: s})
 			if st.Evidence == "" || st.State.String() == "" || rule == "" {
 				t.Fatalf("no decision: %+v (%s)", st, rule)
 			}

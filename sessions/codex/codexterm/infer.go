@@ -11,9 +11,7 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process and its rollout's summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	observe.Liveness
 	// Rollout is false until the session's rollout is found (Codex writes
 	// it at the first prompt).
 	Rollout bool
@@ -28,15 +26,8 @@ type Rule = observe.Rule[Evidence]
 // §2.4: task_started without task_complete or turn_aborted is a turn in
 // flight, a call without its output an open tool, task_complete's
 // error.codex_error_info the failure class).
-var Rules = []Rule{
-	{Name: "process gone", Match: ruleProcessGone},
-	{Name: "turn failed", Match: ruleFailed},
-	{Name: "waiting on the user", Match: ruleWaiting},
-	{Name: "open tool", Match: ruleOpenTool},
-	{Name: "turn in flight", Match: ruleWorking},
-	{Name: "turn ended", Match: ruleTurnEnded},
-	{Name: "idle", Match: ruleIdle},
-}
+var Rules = observe.Stack[Evidence]{Gone: ruleProcessGone, Failed: ruleFailed, Waiting: ruleWaiting,
+	OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle}.Rules()
 
 // Infer walks the rule stack and returns the first match's state and the
 // rule's name.
@@ -45,7 +36,7 @@ func Infer(ev Evidence) (sessions.ObservedState, string) {
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.InTurn, "its rollout shows no end of the turn")
+	return ev.Gone(ev.Summary.InTurn, "its rollout shows no end of the turn")
 }
 
 func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {

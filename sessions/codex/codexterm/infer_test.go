@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -66,7 +67,7 @@ func TestInferOnRealRollouts(t *testing.T) {
 			if sum.Skipped != 0 {
 				t.Errorf("%d real lines skipped", sum.Skipped)
 			}
-			got, rule := Infer(Evidence{PID: 42, Alive: true, Known: true, Rollout: true, Summary: sum})
+			got, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, Rollout: true, Summary: sum})
 			if got.State != tc.state || got.Wait != tc.wait || got.InTurn != tc.inTurn || got.Tool != tc.tool ||
 				got.Failure.Kind != tc.failure || !got.Failure.RetryAt.Equal(tc.retryAt) {
 				t.Fatalf("rule %q: got %+v", rule, got)
@@ -139,7 +140,7 @@ func TestInferSyntheticRules(t *testing.T) {
 			for _, l := range tc.lines {
 				s.Feed([]byte(l))
 			}
-			got, rule := Infer(Evidence{PID: 7, Alive: tc.alive, Known: tc.known, Rollout: true, Summary: s})
+			got, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 7, Alive: tc.alive, Known: tc.known}, Rollout: true, Summary: s})
 			if got.State != tc.state || got.Wait != tc.wait || got.InTurn != tc.inTurn {
 				t.Fatalf("rule %q: got %+v", rule, got)
 			}
@@ -153,7 +154,7 @@ func TestFailureMessageSanitized(t *testing.T) {
 	var s Summary
 	s.Feed([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`))
 	s.Feed([]byte(`{"type":"event_msg","payload":{"type":"task_complete","error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789","codex_error_info":"unauthorized"}}}`))
-	got, _ := Infer(Evidence{Alive: true, Known: true, Rollout: true, Summary: s})
+	got, _ := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Rollout: true, Summary: s})
 	if got.Failure.Kind != sessions.Auth || strings.Contains(got.Failure.Message, "abcdefghijklmnop") {
 		t.Fatalf("got %+v", got.Failure)
 	}

@@ -27,7 +27,7 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		Path:   func(r Rollout) string { return r.Path },
 		Before: s.today,
 		Infer: func(l observe.Look[Rollout, *Summary]) sessions.ObservedState {
-			st, _ := Infer(Evidence{PID: l.PID, Alive: l.Alive, Known: l.Known, Rollout: l.Following, Summary: *l.Summary})
+			st, _ := Infer(Evidence{Liveness: l.Liveness, Rollout: l.Following, Summary: *l.Summary})
 			return st
 		},
 		Prompt:    func(sum *Summary) string { return sum.FirstPrompt },

@@ -10,9 +10,7 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process and its events' summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	observe.Liveness
 	// Events is false until the session's events.jsonl exists (Copilot
 	// writes it at the first prompt).
 	Events  bool
@@ -24,16 +22,8 @@ type Evidence struct {
 type Rule = observe.Rule[Evidence]
 
 // Rules is the stack, walked in order; the first match wins.
-var Rules = []Rule{
-	{Name: "process gone", Match: ruleProcessGone},
-	{Name: "turn failed", Match: ruleFailed},
-	{Name: "waiting on the user", Match: ruleWaiting},
-	{Name: "compacting", Match: ruleCompacting},
-	{Name: "open tool", Match: ruleOpenTool},
-	{Name: "turn in flight", Match: ruleWorking},
-	{Name: "turn ended", Match: ruleTurnEnded},
-	{Name: "idle", Match: ruleIdle},
-}
+var Rules = observe.Stack[Evidence]{Gone: ruleProcessGone, Failed: ruleFailed, Waiting: ruleWaiting, Compacting: ruleCompacting,
+	OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle}.Rules()
 
 // Infer walks the rule stack and returns the first match's state and the
 // rule's name.
@@ -42,7 +32,7 @@ func Infer(ev Evidence) (sessions.ObservedState, string) {
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.InTurn, "its events show no end of the turn")
+	return ev.Gone(ev.Summary.InTurn, "its events show no end of the turn")
 }
 
 func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {

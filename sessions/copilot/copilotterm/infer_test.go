@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -16,7 +17,7 @@ var readLines = observetest.ReadLines
 func replay(t *testing.T, name string) ([]string, Summary) {
 	var sum Summary
 	path := observetest.Path(readLines(t, name), sum.Feed, func() sessions.ObservedState {
-		st, _ := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 		return st
 	}, true)
 	return path, sum
@@ -56,14 +57,14 @@ func TestInferOnRealEvents(t *testing.T) {
 			if strings.Join(path, " → ") != strings.Join(tc.path, " → ") {
 				t.Errorf("path %v, want %v", path, tc.path)
 			}
-			st, rule := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 			if st.State != tc.final || st.Wait != tc.wait || st.Failure.Kind != tc.kind || st.Evidence == "" {
 				t.Errorf("final %+v (rule %s), want %v/%v/%v", st, rule, tc.final, tc.wait, tc.kind)
 			}
 			if sum.Turns != tc.turns || sum.Skipped != 0 || sum.SessionID == "" || sum.FirstPrompt == "" {
 				t.Errorf("summary %+v", sum)
 			}
-			gone, _ := Infer(Evidence{PID: 1, Alive: false, Known: true, Events: true, Summary: sum})
+			gone, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: false, Known: true}, Events: true, Summary: sum})
 			if gone.State != tc.gone {
 				t.Errorf("process gone: %+v, want %v", gone, tc.gone)
 			}
@@ -74,7 +75,7 @@ func TestInferOnRealEvents(t *testing.T) {
 // The permission evidence quotes the command Copilot asks to run.
 func TestPermissionEvidenceQuotesTheCommand(t *testing.T) {
 	_, sum := replay(t, "tui_permission.jsonl")
-	st, _ := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+	st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 	if !strings.Contains(st.Evidence, "`sleep 1; echo hi`") || !st.InTurn {
 		t.Fatalf("%+v", st)
 	}
@@ -132,7 +133,7 @@ func TestInferSyntheticRules(t *testing.T) {
 			for _, l := range tc.lines {
 				sum.Feed(l)
 			}
-			st, rule := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 			if st.State != tc.state || st.Wait != tc.wait || st.Failure.Kind != tc.kind || sum.Turns != tc.turns || st.Tool != tc.tool {
 				t.Fatalf("%+v (rule %s, turns %d), want %v/%v/%v turns %d tool %q", st, rule, sum.Turns, tc.state, tc.wait, tc.kind, tc.turns, tc.tool)
 			}
@@ -145,12 +146,12 @@ func TestEvidenceWords(t *testing.T) {
 	var sum Summary
 	sum.Feed([]byte(`{"type":"user.message","data":{"content":"x"}}`))
 	sum.Feed([]byte(`{"type":"assistant.turn_retry","data":{"reason":"HTTP 429"}}`))
-	st, _ := Infer(Evidence{Alive: true, Known: true, Events: true, Summary: sum})
+	st, _ := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Events: true, Summary: sum})
 	if !strings.Contains(st.Evidence, "retries (attempt 1)") {
 		t.Fatalf("%+v", st)
 	}
 	sum.Feed([]byte(`{"type":"session.error","data":{"errorType":"authentication","message":"bad key sk-ant-api03-SECRETSECRETSECRETSECRET","statusCode":401}}`))
-	st, _ = Infer(Evidence{Alive: true, Known: true, Events: true, Summary: sum})
+	st, _ = Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Events: true, Summary: sum})
 	if st.State != sessions.Errored || strings.Contains(st.Failure.Message, "SECRETSECRET") {
 		t.Fatalf("%+v", st)
 	}

@@ -32,7 +32,7 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		FoundIsPast: true,
 		Infer: func(l observe.Look[Workspace, *Summary]) sessions.ObservedState {
 			exists := l.Following && (l.Summary.Records > 0 || l.Lines > 0)
-			st, _ := Infer(Evidence{PID: l.PID, Alive: l.Alive, Known: l.Known, Events: exists, Summary: *l.Summary})
+			st, _ := Infer(Evidence{Liveness: l.Liveness, Events: exists, Summary: *l.Summary})
 			return st
 		},
 		Prompt: func(sum *Summary) string { return sum.FirstPrompt },

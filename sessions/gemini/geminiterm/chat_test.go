@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // feedFile feeds every line of a testdata file, or its first n lines (n <
@@ -65,7 +66,7 @@ func TestRealChatFiles(t *testing.T) {
 		{"quota-dialog.jsonl", -1, Prompted, sessions.Working, sessions.NoWait, 1, sessions.NoFailure, "turn in flight"},
 	} {
 		s := feedFile(t, tc.file, tc.n)
-		st, rule := Infer(Evidence{PID: 7, Alive: true, Known: true, Chat: true, Summary: s})
+		st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 7, Alive: true, Known: true}, Chat: true, Summary: s})
 		if s.Phase != tc.phase || st.State != tc.state || st.Wait != tc.wait || s.Turns != tc.turns ||
 			st.Failure.Kind != tc.failure || !strings.Contains(st.Evidence, tc.evidence) {
 			t.Errorf("%s[:%d]: phase %s, %s/%s turns %d failure %s (%s: %q); want %s, %s/%s turns %d failure %s, %q",
@@ -172,8 +173,7 @@ func TestPendingCallByChildren(t *testing.T) {
 		if s.PendingSince.IsZero() {
 			t.Fatalf("%s: no pending time", tc.file)
 		}
-		st, _ := Infer(Evidence{PID: 7, Alive: true, Known: true, Chat: true, Summary: s,
-			Children: tc.children, ChildrenKnown: tc.known, Now: s.PendingSince.Add(tc.after)})
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 7, Alive: true, Known: true}, Chat: true, Summary: s, Children: tc.children, ChildrenKnown: tc.known, Now: s.PendingSince.Add(tc.after)})
 		if st.State != tc.state || st.Wait != tc.wait || !st.InTurn || !strings.Contains(st.Evidence, tc.evidence) {
 			t.Errorf("%s with %d children (%v) after %s: %s/%s %q", tc.file, tc.children, tc.known, tc.after, st.State, st.Wait, st.Evidence)
 		}

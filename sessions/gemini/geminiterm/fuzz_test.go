@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // FuzzFeed: any bytes, fed as lines in any order, never panic the summary
@@ -32,6 +34,6 @@ func FuzzFeed(f *testing.F) {
 		if s.Phase.String() == "phase(?)" {
 			t.Fatalf("phase %d", s.Phase)
 		}
-		Infer(Evidence{Alive: true, Known: true, Chat: true, Summary: s, ChildrenKnown: true, Now: time.Now()})
+		Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Chat: true, Summary: s, ChildrenKnown: true, Now: time.Now()})
 	})
 }

@@ -14,9 +14,7 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process and its chat file's summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	observe.Liveness
 	// Chat is false until the session's chat file is found.
 	Chat    bool
 	Summary Summary
@@ -39,15 +37,8 @@ const approvalAfter = 3 * time.Second
 type Rule = observe.Rule[Evidence]
 
 // Rules is the stack, walked in order; the first match wins.
-var Rules = []Rule{
-	{Name: "process gone", Match: ruleProcessGone},
-	{Name: "turn failed", Match: ruleFailed},
-	{Name: "waiting for approval", Match: ruleApproval},
-	{Name: "open tool", Match: ruleOpenTool},
-	{Name: "turn in flight", Match: ruleWorking},
-	{Name: "turn ended", Match: ruleTurnEnded},
-	{Name: "idle", Match: ruleIdle},
-}
+var Rules = observe.Stack[Evidence]{Gone: ruleProcessGone, Failed: ruleFailed, Waiting: ruleApproval,
+	OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle}.Rules()
 
 // Infer walks the rule stack and returns the first match's state and the
 // rule's name.
@@ -56,7 +47,7 @@ func Infer(ev Evidence) (sessions.ObservedState, string) {
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.Phase.InTurn(), "its chat file shows no end of the turn")
+	return ev.Gone(ev.Summary.Phase.InTurn(), "its chat file shows no end of the turn")
 }
 
 // apiErrorPrefix wraps the API's error body in the CLI's error messages.

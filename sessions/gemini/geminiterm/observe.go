@@ -34,7 +34,7 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		Before:       s.TmpDir,
 		RereadIsPast: true,
 		Infer: func(l observe.Look[Chat, *Summary]) sessions.ObservedState {
-			ev := Evidence{PID: l.PID, Alive: l.Alive, Known: l.Known, Chat: l.Following, Summary: *l.Summary, Now: time.Now()}
+			ev := Evidence{Liveness: l.Liveness, Chat: l.Following, Summary: *l.Summary, Now: time.Now()}
 			if l.Summary.Phase == CallPending && l.Alive {
 				ev.Children, ev.ChildrenKnown = s.children(l.PID)
 			}
