@@ -3,6 +3,8 @@ package observe
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -26,6 +28,13 @@ func (AgentInfo[A]) DisplayName() string    { var a A; return a.DisplayName() }
 func (AgentInfo[A]) DefaultCommand() string { var a A; return a.DefaultCommand() }
 func (AgentInfo[A]) InstallHint() string    { var a A; return a.InstallHint() }
 
+// Unreachable is the identity of agent A (AgentInfo) and no inbox
+// (NoInbox): what a terminal source that cannot reach its sessions embeds.
+type Unreachable[A sessions.AgentInfo] struct {
+	AgentInfo[A]
+	NoInbox[A]
+}
+
 // NoInboxError is Nudge's answer for an agent whose TUI offers no inbox a
 // message could be delivered through. It is a comparable value, so a
 // package's ErrNoInbox equals what its Nudge returns.
@@ -48,6 +57,41 @@ func (NoInbox[A]) CanNudge(sessions.ExternalSession) bool { return false }
 func (NoInbox[A]) Nudge(context.Context, sessions.ExternalSession, string, bool) error {
 	var a A
 	return NoInboxError{Agent: a.Name()}
+}
+
+// HomeDir is an agent's home directory: set when the source was given one,
+// else env (an environment variable's value, "" when unset), else dot
+// under the user's home ("" when there is none to find).
+func HomeDir(set, env, dot string) string {
+	if set != "" {
+		return set
+	}
+	if env != "" {
+		return env
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, dot)
+}
+
+// ProcHome is the home an agent's process runs with: envVar in its
+// environment, else dot under its HOME ("" when its environment cannot be
+// read: another user's process).
+func ProcHome(pid int, envVar, dot string) string {
+	if home, ok := procscan.Env(pid, envVar); ok {
+		return home
+	}
+	if h, ok := procscan.Env(pid, "HOME"); ok {
+		return filepath.Join(h, dot)
+	}
+	return ""
+}
+
+// SameDir tells whether a and b name the same directory (both known).
+func SameDir(a, b string) bool {
+	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }
 
 // Key is a process-table session's identity for as long as its process

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,8 +23,7 @@ func (fakeAgent) InstallHint() string    { return "install fake" }
 
 // fakeSource is a source built from the shape's pieces alone.
 type fakeSource struct {
-	AgentInfo[fakeAgent]
-	NoInbox[fakeAgent]
+	Unreachable[fakeAgent]
 }
 
 func TestAgentInfoAndNoInbox(t *testing.T) {
@@ -408,5 +408,46 @@ func TestPairOf(t *testing.T) {
 				t.Errorf("PairOf = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// An agent's home: the source's own setting, else its environment
+// variable, else the dot directory under the user's home; a process's home
+// from its environment; two spellings of one directory are the same.
+func TestHomes(t *testing.T) {
+	startHome, hadHome := os.LookupEnv("HOME")
+	t.Setenv("HOME", "/home/u")
+	for _, tc := range []struct{ set, env, want string }{
+		{"/given", "/from-env", "/given"},
+		{"", "/from-env", "/from-env"},
+		{"", "", "/home/u/.agent"},
+	} {
+		if got := HomeDir(tc.set, tc.env, ".agent"); got != tc.want {
+			t.Errorf("HomeDir(%q, %q) = %q, want %q", tc.set, tc.env, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{{"/w", "/w/", true}, {"/w/./x", "/w/x", true}, {"/w", "/x", false}, {"", "", false}, {"/w", "", false}} {
+		if SameDir(tc.a, tc.b) != tc.same {
+			t.Errorf("SameDir(%q, %q) = %v", tc.a, tc.b, !tc.same)
+		}
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("ProcHome reads /proc (Linux only)")
+	}
+	if !hadHome {
+		t.Skip("no HOME in this process's environment")
+	}
+	// The environment the process started with (t.Setenv does not change it).
+	if got := ProcHome(os.Getpid(), "HOME", ".agent"); got != startHome {
+		t.Errorf("ProcHome by the variable = %q, want %q", got, startHome)
+	}
+	if got, want := ProcHome(os.Getpid(), "NO_SUCH_AGENT_HOME", ".agent"), filepath.Join(startHome, ".agent"); got != want {
+		t.Errorf("ProcHome under HOME = %q, want %q", got, want)
+	}
+	if got := ProcHome(-1, "HOME", ".agent"); got != "" {
+		t.Errorf("ProcHome of no process = %q", got)
 	}
 }

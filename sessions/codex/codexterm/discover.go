@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Proc is a live interactive Codex process: the native binary (the npm
@@ -146,7 +148,7 @@ func Pair(procs []Proc, rollouts []Rollout) map[int]Rollout {
 				if m.ID != p.ResumeID {
 					continue
 				}
-			case !sameDir(m.Cwd, p.Cwd):
+			case !observe.SameDir(m.Cwd, p.Cwd):
 				continue
 			case p.Resuming:
 				// An older thread, written to since the process started.
@@ -162,8 +164,4 @@ func Pair(procs []Proc, rollouts []Rollout) map[int]Rollout {
 		}
 	}
 	return out
-}
-
-func sameDir(a, b string) bool {
-	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }

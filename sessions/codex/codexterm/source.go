@@ -32,8 +32,7 @@ import (
 // and "Resume in the background" can start it managed on the same thread.
 type Source struct {
 	observe.ProcSource[Proc, Rollout]
-	observe.AgentInfo[codex.Agent]
-	observe.NoInbox[codex.Agent]
+	observe.Unreachable[codex.Agent]
 
 	// CodexHome is Codex's home; empty means $CODEX_HOME, else ~/.codex.
 	CodexHome string
@@ -46,17 +45,7 @@ var _ sessions.ExternalSource = (*Source)(nil)
 
 // Home is Codex's home directory ("" when there is none to find).
 func (s *Source) Home() string {
-	if s.CodexHome != "" {
-		return s.CodexHome
-	}
-	if d := os.Getenv("CODEX_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".codex")
+	return observe.HomeDir(s.CodexHome, os.Getenv("CODEX_HOME"), ".codex")
 }
 
 // SessionsDir is where Codex writes its rollouts, one directory a day.
@@ -74,13 +63,8 @@ func ScanProcs() ([]Proc, error) {
 		if !ok || p.Cwd == "" {
 			continue
 		}
-		home, ok := procscan.Env(p.PID, "CODEX_HOME")
-		if !ok {
-			if h, ok := procscan.Env(p.PID, "HOME"); ok {
-				home = filepath.Join(h, ".codex")
-			}
-		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home,
+		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming,
+			Home: observe.ProcHome(p.PID, "CODEX_HOME", ".codex"),
 			Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
 	}
 	return out, nil
@@ -95,7 +79,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
 	return s.Scan(minScan, ScanProcs, "Codex processes", func(procs []Proc) ([]Proc, map[int]Rollout) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !observe.SameDir(p.Home, s.Home()) })
 		return procs, Pair(procs, s.rollouts(procs))
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Proc is a live interactive Copilot process: the native binary (the npm
@@ -220,7 +222,7 @@ func Pair(procs []Proc, spaces []Workspace) map[int]Workspace {
 				if w.ID != p.WantID {
 					continue
 				}
-			case !sameDir(w.Cwd, p.Cwd) || w.Created.Before(p.Started.Add(-pairSlack)):
+			case !observe.SameDir(w.Cwd, p.Cwd) || w.Created.Before(p.Started.Add(-pairSlack)):
 				continue
 			}
 			out[p.PID] = w
@@ -229,8 +231,4 @@ func Pair(procs []Proc, spaces []Workspace) map[int]Workspace {
 		}
 	}
 	return out
-}
-
-func sameDir(a, b string) bool {
-	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }

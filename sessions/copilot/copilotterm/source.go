@@ -36,8 +36,7 @@ import (
 // on the same session id.
 type Source struct {
 	observe.ProcSource[Proc, Workspace]
-	observe.AgentInfo[copilot.Agent]
-	observe.NoInbox[copilot.Agent]
+	observe.Unreachable[copilot.Agent]
 
 	// CopilotHome is Copilot's home; empty means $COPILOT_HOME, else
 	// ~/.copilot.
@@ -63,17 +62,7 @@ var _ sessions.ExternalSource = (*Source)(nil)
 
 // Home is Copilot's home directory ("" when there is none to find).
 func (s *Source) Home() string {
-	if s.CopilotHome != "" {
-		return s.CopilotHome
-	}
-	if d := os.Getenv("COPILOT_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".copilot")
+	return observe.HomeDir(s.CopilotHome, os.Getenv("COPILOT_HOME"), ".copilot")
 }
 
 // StateDir holds one directory per session.
@@ -101,17 +90,11 @@ func ScanProcs() ([]Proc, error) {
 		if tty, known := procscan.StdinTerminal(p.PID); known && !tty {
 			continue
 		}
-		home, ok := procscan.Env(p.PID, "COPILOT_HOME")
-		if !ok {
-			if h, ok := procscan.Env(p.PID, "HOME"); ok {
-				home = filepath.Join(h, ".copilot")
-			}
-		}
 		var held []string
 		for _, f := range procscan.OpenFiles(p.PID, "inuse.*.hold") {
 			held = append(held, filepath.Dir(f))
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: home, WantID: want, Held: held})
+		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "COPILOT_HOME", ".copilot"), WantID: want, Held: held})
 	}
 	return out, nil
 }
@@ -124,7 +107,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
 	return s.Scan(minScan, ScanProcs, "Copilot processes", func(procs []Proc) ([]Proc, map[int]Workspace) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !observe.SameDir(p.Home, s.Home()) })
 		pairs := Pair(procs, s.workspaces(procs))
 		// Only a process with its session is listed: the directory exists
 		// from the TUI's start, so one without is a subcommand or a
@@ -184,7 +167,7 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 			oldest = p.Started
 		}
 		for _, d := range p.Held {
-			if sameDir(filepath.Dir(d), s.StateDir()) {
+			if observe.SameDir(filepath.Dir(d), s.StateDir()) {
 				add(d, nil)
 			}
 		}

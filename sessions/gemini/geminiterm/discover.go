@@ -214,7 +214,3 @@ func Pair(procs []Proc, chats []Chat) map[int]Chat {
 	}
 	return out
 }
-
-func sameDir(a, b string) bool {
-	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
-}

@@ -35,8 +35,7 @@ import (
 // session managed.
 type Source struct {
 	observe.ProcSource[Proc, Chat]
-	observe.AgentInfo[gemini.Agent]
-	observe.NoInbox[gemini.Agent]
+	observe.Unreachable[gemini.Agent]
 
 	// GeminiHome is the CLI's configuration directory; empty means
 	// $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
@@ -54,17 +53,11 @@ var _ sessions.ExternalSource = (*Source)(nil)
 
 // Home is the CLI's configuration directory ("" when there is none to find).
 func (s *Source) Home() string {
-	if s.GeminiHome != "" {
-		return s.GeminiHome
+	env := os.Getenv("GEMINI_CLI_HOME")
+	if env != "" {
+		env = filepath.Join(env, ".gemini")
 	}
-	if d := os.Getenv("GEMINI_CLI_HOME"); d != "" {
-		return filepath.Join(d, ".gemini")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".gemini")
+	return observe.HomeDir(s.GeminiHome, env, ".gemini")
 }
 
 // TmpDir holds one directory per project, each with its chats/.
@@ -151,7 +144,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Chat, error) {
 	return s.Scan(minScan, ScanProcs, "Gemini CLI processes", func(procs []Proc) ([]Proc, map[int]Chat) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !observe.SameDir(p.Home, s.Home()) })
 		return procs, Pair(procs, s.chats(procs))
 	})
 }
