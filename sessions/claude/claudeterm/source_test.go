@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
@@ -130,30 +131,13 @@ func (g *rig) transcript(sid string, lines ...string) {
 	appendFile(g.t, p, strings.Join(lines, "\n")+"\n")
 }
 
+// next waits for the next event; waitObserved for one carrying a state.
 func next(t *testing.T, ch <-chan sessions.Event) sessions.Event {
 	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("the event stream closed")
-		}
-		return ev
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5 s")
-	}
-	return sessions.Event{}
+	return observetest.Recv(t, ch, "event")
 }
 
-// waitObserved reads events until one carries the wanted state.
-func waitObserved(t *testing.T, ch <-chan sessions.Event, want sessions.State) sessions.Event {
-	t.Helper()
-	for {
-		ev := next(t, ch)
-		if ev.Kind == sessions.EvObserved && ev.Observed.State == want {
-			return ev
-		}
-	}
-}
+var waitObserved = observetest.WaitObserved
 
 func TestObserveFollowsTurnsClearAndExit(t *testing.T) {
 	g := newSourceRig(t)
@@ -163,17 +147,12 @@ func TestObserveFollowsTurnsClearAndExit(t *testing.T) {
 	g.src.Probe = func(SessionFile) (bool, bool) { return true, true }
 	g.register(f)
 	g.transcript("sid-1", recPrompt)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	watch, err := g.src.Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	watch := observetest.Watch(t, g.src)
 	list := <-watch
 	if len(list) != 1 || list[0].Key != f.Key() || list[0].AgentSessionID != "sid-1" {
 		t.Fatalf("discovered %+v", list)
 	}
-	ch, err := g.src.Observe(ctx, list[0])
+	ch, err := g.src.Observe(t.Context(), list[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,14 +371,4 @@ func TestObserverCountsTurnsOnce(t *testing.T) {
 	}
 }
 
-func appendFile(t testing.TB, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-}
+var appendFile = observetest.Append[string]

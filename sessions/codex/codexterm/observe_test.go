@@ -2,7 +2,6 @@ package codexterm
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -247,12 +246,7 @@ func TestWatchListsAndRescans(t *testing.T) {
 		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
 		w.src.Poll = 3 * time.Second
 		appendTo(t, w.path("th"), lines(metaLine("th", "/w", time.Now(), "user"), started))
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Watch(t, w.src)
 		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: key(w.Proc), PID: 7, Cwd: "/w", AgentSessionID: "th"}, w.Kill, 4*time.Second)
 	})
 }

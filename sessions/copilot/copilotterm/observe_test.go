@@ -2,7 +2,6 @@ package copilotterm
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -255,12 +254,7 @@ func TestWatchListsAndRescans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = 3 * time.Second
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Watch(t, w.src)
 		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: key(w.Proc), PID: 7, Cwd: "/w", AgentSessionID: sid}, w.Kill, 4*time.Second)
 	})
 }
@@ -322,12 +316,7 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 		if err := os.Remove(filepath.Join(w.dir, "workspace.yaml")); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Watch(t, w.src)
 		if list := <-ch; len(list) != 0 {
 			t.Fatalf("listed before its session: %+v", list)
 		}

@@ -1,7 +1,6 @@
 package geminiterm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -224,12 +223,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Second
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Watch(t, w.src)
 		list := <-ch
 		if len(list) != 1 || list[0].PID != w.Proc.PID || list[0].AgentSessionID != "" || list[0].Cwd != w.Proc.Cwd {
 			t.Fatalf("first list: %+v", list)
@@ -240,7 +234,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if len(list) != 1 || list[0].AgentSessionID != sid1 {
 			t.Fatalf("with its chat: %+v", list)
 		}
-		evs, err := w.src.Observe(ctx, list[0])
+		evs, err := w.src.Observe(t.Context(), list[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +254,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if list = <-ch; len(list) != 0 {
 			t.Fatalf("gone: %+v", list)
 		}
-		if w.src.CanNudge(list0(w)) || !errors.Is(w.src.Nudge(ctx, list0(w), "x", false), ErrNoInbox) {
+		if w.src.CanNudge(list0(w)) || !errors.Is(w.src.Nudge(t.Context(), list0(w), "x", false), ErrNoInbox) {
 			t.Fatal("a Gemini terminal cannot be nudged")
 		}
 	})

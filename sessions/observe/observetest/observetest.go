@@ -7,6 +7,7 @@ package observetest
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -191,5 +192,46 @@ func ListedUntilGone(t *testing.T, ch <-chan []sessions.ExternalSession, want se
 	}
 	if len(list) != 0 {
 		t.Fatalf("after the exit: %+v", list)
+	}
+}
+
+// Watch starts a source's Watch for the length of the test (its context
+// ends with it).
+func Watch(t testing.TB, src interface {
+	Watch(context.Context) (<-chan []sessions.ExternalSession, error)
+}) <-chan []sessions.ExternalSession {
+	t.Helper()
+	ch, err := src.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// Recv waits (5 s at most) for the next value of ch; what names it in the
+// failure.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: channel closed", what)
+		}
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no %s within 5 s", what)
+	}
+	panic("unreachable")
+}
+
+// WaitObserved reads an observer's events until one carries the wanted
+// state, and returns it.
+func WaitObserved(t testing.TB, ch <-chan sessions.Event, want sessions.State) sessions.Event {
+	t.Helper()
+	for {
+		ev := Recv(t, ch, "event")
+		if ev.Kind == sessions.EvObserved && ev.Observed.State == want {
+			return ev
+		}
 	}
 }
