@@ -159,7 +159,6 @@ func TestListClaudeProcs(t *testing.T) {
 	}
 }
 
-
 // An old CLI (no session file) is discovered from the process table, keyed
 // on its pid and start, paired with the newest transcript of its cwd
 // written since it started (not an older one), observed with the same rule
