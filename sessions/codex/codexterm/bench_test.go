@@ -5,21 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // benchRollout is every real rollout in testdata, then command rounds
 // whose outputs are 256 KB each (a rollout keeps every command's output).
 func benchRollout(b *testing.B, rounds int) [][]byte {
 	b.Helper()
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	var out [][]byte
-	for _, name := range files {
-		out = append(out, readLines(b, filepath.Base(name))...)
-	}
-	big, _ := json.Marshal(strings.Repeat("build output line ok\n", (256<<10)/21))
+	out := observetest.TestdataLines(b)
+	big := observetest.BigJSON()
 	for i := range rounds {
 		out = append(out,
 			[]byte(`{"timestamp":"2026-11-30T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}`),
@@ -32,22 +29,13 @@ func benchRollout(b *testing.B, rounds int) [][]byte {
 }
 
 func benchFeed(b *testing.B, rounds int) {
-	lines := benchRollout(b, rounds)
-	var n int64
-	for _, l := range lines {
-		n += int64(len(l)) + 1
-	}
-	b.SetBytes(n)
-	b.ReportAllocs()
-	for b.Loop() {
+	observetest.BenchFeed(b, benchRollout(b, rounds), func(lines [][]byte) int {
 		var s Summary
 		for _, l := range lines {
 			s.Feed(l)
 		}
-		if s.Skipped != 0 {
-			b.Fatalf("%d lines skipped", s.Skipped)
-		}
-	}
+		return s.Skipped
+	})
 }
 
 // BenchmarkRolloutFeed: the real rollouts plus sixteen 256 KB outputs.

@@ -1,25 +1,18 @@
 package codexterm
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // FuzzSummary feeds arbitrary lines (seeded with every real rollout line
 // and the synthetic shapes): the reader never panics, keeps its bounds and
 // its invariants, and the rule stack always decides a state with evidence.
 func FuzzSummary(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		for _, l := range readLines(f, filepath.Base(name)) {
-			if len(l) < 4096 {
-				f.Add(l, []byte(nil))
-			}
-		}
-	}
+	observetest.SeedLines(f)
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`),
 		[]byte(`{"type":"response_item","payload":{"type":"function_call","name":"request_user_input","call_id":"c"}}`))
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"task_complete","error":{"codex_error_info":{"http_connection_failed":{"http_status_code":429}}}}}`),

@@ -1,23 +1,18 @@
 package copilotterm
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // benchEvents is every real events file in testdata, then tool rounds
 // whose results are 256 KB each (the file keeps every tool's result).
 func benchEvents(b *testing.B, rounds int) [][]byte {
 	b.Helper()
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	var out [][]byte
-	for _, name := range files {
-		out = append(out, readLines(b, filepath.Base(name))...)
-	}
-	big, _ := json.Marshal(strings.Repeat("build output line ok\n", (256<<10)/21))
+	out := observetest.TestdataLines(b)
+	big := observetest.BigJSON()
 	for i := range rounds {
 		out = append(out,
 			[]byte(`{"type":"assistant.turn_start","data":{"turnId":"0"}}`),
@@ -30,22 +25,13 @@ func benchEvents(b *testing.B, rounds int) [][]byte {
 }
 
 func benchFeed(b *testing.B, rounds int) {
-	lines := benchEvents(b, rounds)
-	var n int64
-	for _, l := range lines {
-		n += int64(len(l)) + 1
-	}
-	b.SetBytes(n)
-	b.ReportAllocs()
-	for b.Loop() {
+	observetest.BenchFeed(b, benchEvents(b, rounds), func(lines [][]byte) int {
 		var s Summary
 		for _, l := range lines {
 			s.Feed(l)
 		}
-		if s.Skipped != 0 {
-			b.Fatalf("%d lines skipped", s.Skipped)
-		}
-	}
+		return s.Skipped
+	})
 }
 
 // BenchmarkEventsFeed: the real events files plus sixteen 256 KB results.

@@ -1,25 +1,18 @@
 package copilotterm
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // FuzzSummary feeds arbitrary lines (seeded with every real events line
 // and the synthetic shapes): the reader never panics, keeps its bounds and
 // its invariants, and the rule stack always decides a state with evidence.
 func FuzzSummary(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	for _, name := range files {
-		for _, l := range readLines(f, filepath.Base(name)) {
-			if len(l) < 4096 {
-				f.Add(l, []byte(nil))
-			}
-		}
-	}
+	observetest.SeedLines(f)
 	f.Add([]byte(`{"type":"user.message","data":{"content":"x"}}`),
 		[]byte(`{"type":"permission.requested","data":{"requestId":"r","permissionRequest":{"kind":"shell"}}}`))
 	f.Add([]byte(`{"type":"session.error","data":{"errorType":"rate_limit","statusCode":429}}`), []byte(`{"type":"abort","data":{}}`))

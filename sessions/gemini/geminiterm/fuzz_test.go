@@ -2,27 +2,20 @@ package geminiterm
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // FuzzFeed: any bytes, fed as lines in any order, never panic the summary
 // or the rule stack, and the phase stays a known one.
 func FuzzFeed(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.jsonl")
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, l := range bytes.Split(b, []byte("\n")) {
-			f.Add(l)
-		}
+	for _, l := range observetest.TestdataLines(f) {
+		f.Add(l)
 	}
+	f.Add([]byte{}) // a blank line
 	f.Add([]byte(`{"$rewindTo":null}`))
 	f.Add([]byte(`{"id":"x","type":"user","content":"not parts"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {

@@ -8,8 +8,10 @@ package observetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -232,6 +234,52 @@ func WaitObserved(t testing.TB, ch <-chan sessions.Event, want sessions.State) s
 		ev := Recv(t, ch, "event")
 		if ev.Kind == sessions.EvObserved && ev.Observed.State == want {
 			return ev
+		}
+	}
+}
+
+// TestdataLines is every non-blank line of every testdata/*.jsonl (the
+// files the real CLI wrote).
+func TestdataLines(t testing.TB) [][]byte {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	var out [][]byte
+	for _, name := range files {
+		out = append(out, ReadLines(t, filepath.Base(name))...)
+	}
+	return out
+}
+
+// BigJSON is a JSON string of 256 KB of build output: a command's result
+// as a session's file keeps it.
+func BigJSON() []byte {
+	big, _ := json.Marshal(strings.Repeat("build output line ok\n", (256<<10)/21))
+	return big
+}
+
+// BenchFeed measures reading lines into a summary: feed reads them all
+// once per op and returns how many its reader skipped, which must be none.
+// The bytes per op are the lines with their newlines.
+func BenchFeed(b *testing.B, lines [][]byte, feed func([][]byte) (skipped int)) {
+	var n int64
+	for _, l := range lines {
+		n += int64(len(l)) + 1
+	}
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		if skipped := feed(lines); skipped != 0 {
+			b.Fatalf("%d lines skipped", skipped)
+		}
+	}
+}
+
+// SeedLines adds every real line of testdata shorter than 4 KB to a fuzz
+// corpus of line pairs (as the first line, the second empty).
+func SeedLines(f *testing.F) {
+	for _, l := range TestdataLines(f) {
+		if len(l) < 4096 {
+			f.Add(l, []byte(nil))
 		}
 	}
 }
