@@ -11,50 +11,30 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // world is a CODEX_HOME in a temporary directory, one fake process in it
 // (its liveness set by the test) and an observer stepped by hand.
 type world struct {
-	t   *testing.T
+	observetest.World[Proc, *observer]
 	src *Source
-	*observetest.Process[Proc]
-	o *observer
 }
 
 func newWorld(t *testing.T, proc Proc) *world {
 	proc.Home = t.TempDir()
-	w := &world{t: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started)}
-	w.src = &Source{CodexHome: proc.Home, ProcSource: observe.ProcSource[Proc, Rollout]{
-		// Another Codex home's TUI is never this source's.
-		Procs: w.Table(Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.codex"}),
-		Probe: w.Probe,
-	}}
+	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}}
+	// Another Codex home's TUI is never this source's.
+	w.src = &Source{CodexHome: proc.Home, ProcSource: observetest.Source[Proc, Rollout](w.Process,
+		Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.codex"})}
+	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
-}
-
-func (w *world) es() sessions.ExternalSession { return w.Session(key(w.Proc), w.Proc.Cwd) }
-
-// observe starts an observer as Observe does, without its loop.
-func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
-
-// step is one look, with a fresh scan (the scan throttle is for the loop).
-func (w *world) step() ([]sessions.Event, bool) {
-	w.src.Rescan()
-	return w.o.Step()
 }
 
 // observed steps once and returns the one EvObserved it must send.
 func (w *world) observed() sessions.ObservedState {
-	w.t.Helper()
-	return *observetest.Observed(w.t, w.step).Observed
-}
-
-func (w *world) quiet() {
-	w.t.Helper()
-	observetest.Quiet(w.t, w.step)
+	w.T.Helper()
+	return *w.Observed().Observed
 }
 
 // path is a rollout path in the day directory of now.
@@ -85,11 +65,11 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 	w := newWorld(t, Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()})
 	path := w.path("01a22e80-e47d-7172-8bd1-361677df9952")
 	w.Proc.Open = []string{path} // --no-daemon: the TUI holds its rollout open
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.Idle || !strings.Contains(st.Evidence, "no prompt yet") {
 		t.Fatalf("before the first prompt: %+v", st)
 	}
-	w.quiet()
+	w.Quiet()
 
 	idx := func(marker string) int {
 		for i, l := range real {
@@ -112,19 +92,19 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 	}
 	half := len(real[fc]) / 2
 	appendTo(t, path, real[fc][:half])
-	w.quiet() // half a line is not a record yet
+	w.Quiet() // half a line is not a record yet
 	appendTo(t, path, real[fc][half:], []byte("\n"))
 	if st := w.observed(); st.Tool != "exec_command" || st.State != sessions.Working {
 		t.Fatalf("the command: %+v", st)
 	}
 	appendTo(t, path, lines(real[fc+1:]...))
-	evs, _ := w.step()
+	evs, _ := w.Step()
 	if st := evs[0].Observed; st.State != sessions.WaitingOnUser || st.Wait != sessions.WaitReview || st.InTurn ||
 		evs[0].AgentSessionID != "01a22e80-e47d-7172-8bd1-361677df9952" || st.Name != "hello [[scenario:tool]]" {
 		t.Fatalf("the end: %+v %+v", evs[0], st)
 	}
 	w.Kill()
-	evs, done := w.step()
+	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[1].Kind != sessions.EvSessionEnded || evs[0].Observed.State != sessions.Idle {
 		t.Fatalf("the exit: %+v done %v", evs, done)
 	}
@@ -145,7 +125,7 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
 			appendTo(t, w.path("h"), lines(metaLine("h", "/w", time.Now(), "user")), tc.content)
-			w.observe()
+			w.Observe()
 			st := w.observed()
 			if st.State != tc.state || st.NewTurns != tc.turns {
 				t.Fatalf("got %+v", st)
@@ -161,7 +141,7 @@ func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
 	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
 	first := w.path("first")
 	appendTo(t, first, lines(metaLine("first", "/w", time.Now().Add(-50*time.Second), "user"), started, complete))
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.WaitingOnUser {
 		t.Fatalf("start: %+v", st)
 	}
@@ -175,11 +155,11 @@ func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
 	}
 	// A subagent writes its own, newer rollout: not the user's thread.
 	appendTo(t, w.path("sub"), lines(metaLine("sub", "/w", time.Now(), "subagent"), started, complete))
-	w.quiet()
+	w.Quiet()
 	// The thread is re-created: the newer user rollout is followed.
 	second := w.path("second")
 	appendTo(t, second, lines(metaLine("second", "/w", time.Now(), "user"), started, complete))
-	evs, _ := w.step()
+	evs, _ := w.Step()
 	if len(evs) != 1 || evs[0].AgentSessionID != "second" || evs[0].Observed.State != sessions.WaitingOnUser || evs[0].Observed.NewTurns != 1 {
 		t.Fatalf("after the re-creation: %+v", evs)
 	}
@@ -191,7 +171,7 @@ func TestObserveSkipsAHugeLine(t *testing.T) {
 	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
 	path := w.path("big")
 	appendTo(t, path, lines(metaLine("big", "/w", time.Now(), "user"), started))
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.Working {
 		t.Fatalf("start: %+v", st)
 	}
@@ -200,8 +180,8 @@ func TestObserveSkipsAHugeLine(t *testing.T) {
 	if st := w.observed(); st.State != sessions.WaitingOnUser {
 		t.Fatalf("after the huge line: %+v", st)
 	}
-	if w.o.File().Tail().Skipped != 1 {
-		t.Errorf("skipped %d lines, want 1", w.o.File().Tail().Skipped)
+	if w.O.File().Tail().Skipped != 1 {
+		t.Errorf("skipped %d lines, want 1", w.O.File().Tail().Skipped)
 	}
 }
 
@@ -215,7 +195,7 @@ func TestObserveFailureOnRealRollout(t *testing.T) {
 	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now()})
 	path := w.path("u")
 	w.Proc.Open = []string{path}
-	w.observe()
+	w.Observe()
 	w.observed()
 	appendTo(t, path, real)
 	st := w.observed()
@@ -247,12 +227,10 @@ func TestWatchListsAndRescans(t *testing.T) {
 		w.src.Poll = 3 * time.Second
 		appendTo(t, w.path("th"), lines(metaLine("th", "/w", time.Now(), "user"), started))
 		ch := observetest.Watch(t, w.src)
-		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: key(w.Proc), PID: 7, Cwd: "/w", AgentSessionID: "th"}, w.Kill, 4*time.Second)
+		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: w.ES().Key, PID: 7, Cwd: "/w", AgentSessionID: "th"}, w.Kill, 4*time.Second)
 	})
 }
 
-// key is the key Watch lists the process under.
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }
 
 // A rollout that appears after Observe began is followed by the loop
 // while the wake-up asks which directories to watch: no data race.
@@ -260,7 +238,7 @@ func TestObserveLoopFollowsALaterRollout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
 		w.src.Poll = time.Second
-		ch, err := w.src.Observe(t.Context(), w.es())
+		ch, err := w.src.Observe(t.Context(), w.ES())
 		if err != nil {
 			t.Fatal(err)
 		}

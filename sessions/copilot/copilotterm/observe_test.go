@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -22,64 +21,45 @@ const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
 // directory, one fake TUI process holding it (its liveness set by the
 // test) and an observer stepped by hand.
 type world struct {
-	t   *testing.T
+	observetest.World[Proc, *observer]
 	src *Source
-	*observetest.Process[Proc]
 	dir string
-	o   *observer
 }
 
 func newWorld(t *testing.T) *world {
 	home := t.TempDir()
 	dir := filepath.Join(home, "session-state", sid)
 	proc := Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home, Held: []string{dir}}
-	w := &world{t: t, dir: dir, Process: observetest.NewProcess(proc, proc.PID, proc.Started)}
+	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}, dir: dir}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(w.dir, "workspace.yaml"), []byte("id: "+sid+"\ncwd: /w\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.src = &Source{CopilotHome: home, ProcSource: observe.ProcSource[Proc, Workspace]{
-		// Another Copilot home's TUI is never this source's.
-		Procs: w.Table(Proc{PID: 99, Cwd: "/w", Started: proc.Started, Home: "/elsewhere/.copilot"}),
-		Probe: w.Probe,
-	}}
+	// Another Copilot home's TUI is never this source's.
+	w.src = &Source{CopilotHome: home, ProcSource: observetest.Source[Proc, Workspace](w.Process,
+		Proc{PID: 99, Cwd: "/w", Started: proc.Started, Home: "/elsewhere/.copilot"})}
+	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
-}
-
-func (w *world) es() sessions.ExternalSession { return w.Session(key(w.Proc), w.Proc.Cwd) }
-
-// observe starts an observer as Observe does, without its loop.
-func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
-
-// step is one look, with a fresh scan (the scan throttle is for the loop).
-func (w *world) step() ([]sessions.Event, bool) {
-	w.src.Rescan()
-	return w.o.Step()
 }
 
 // observed steps once and returns the one EvObserved it must send, which
 // names the session.
 func (w *world) observed() sessions.ObservedState {
-	w.t.Helper()
-	ev := observetest.Observed(w.t, w.step)
+	w.T.Helper()
+	ev := w.Observed()
 	if ev.AgentSessionID != sid {
-		w.t.Fatalf("agent session id %q", ev.AgentSessionID)
+		w.T.Fatalf("agent session id %q", ev.AgentSessionID)
 	}
 	return *ev.Observed
-}
-
-func (w *world) quiet() {
-	w.t.Helper()
-	observetest.Quiet(w.t, w.step)
 }
 
 func (w *world) events() string { return filepath.Join(w.dir, "events.jsonl") }
 
 func (w *world) append(data ...[]byte) {
-	w.t.Helper()
-	observetest.Append(w.t, w.events(), data...)
+	w.T.Helper()
+	observetest.Append(w.T, w.events(), data...)
 }
 
 // upTo is the real file's lines up to and including the first of typ
@@ -104,11 +84,11 @@ var lines = observetest.Lines
 // nothing new sends nothing.
 func TestObserveFollowsARealTurn(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.Idle || st.InTurn || !strings.Contains(st.Evidence, "no prompt yet") {
 		t.Fatalf("before the first prompt: %+v", st)
 	}
-	w.quiet()
+	w.Quiet()
 	ls := readLines(t, "tui_tool.jsonl")
 	for _, step := range []struct {
 		upTo  string
@@ -135,14 +115,14 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 			t.Fatalf("name %q", st.Name)
 		}
 	}
-	w.quiet()
+	w.Quiet()
 }
 
 // Events already written when following begins are the past: no new turn.
 func TestObserveHistoryIsNotNews(t *testing.T) {
 	w := newWorld(t)
 	w.append(lines(readLines(t, "tui_text.jsonl")...))
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 0 {
 		t.Fatalf("%+v", st)
 	}
@@ -158,14 +138,14 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 // is skipped without stopping the session.
 func TestObservePartialTruncatedHuge(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	w.observed()
 	start := lines(readLines(t, "tui_text.jsonl")[:2]...)
 	w.append(start)
 	w.observed() // the session's start: still idle, the file grew
 	user := []byte(`{"type":"user.message","data":{"content":"half"}}` + "\n")
 	w.append(user[:20])
-	w.quiet()
+	w.Quiet()
 	w.append(user[20:])
 	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
 		t.Fatalf("after the rest of the line: %+v", st)
@@ -188,8 +168,8 @@ func TestObservePartialTruncatedHuge(t *testing.T) {
 	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
 		t.Fatalf("after the huge line: %+v", st)
 	}
-	if w.o.File().Tail().Skipped != 1 {
-		t.Fatalf("skipped %d lines", w.o.File().Tail().Skipped)
+	if w.O.File().Tail().Skipped != 1 {
+		t.Fatalf("skipped %d lines", w.O.File().Tail().Skipped)
 	}
 }
 
@@ -197,14 +177,14 @@ func TestObservePartialTruncatedHuge(t *testing.T) {
 // ran): Interrupted with the evidence, then the session ends.
 func TestObserveKilledMidTurn(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	w.observed()
 	w.append(lines(readLines(t, "tui_killed.jsonl")...))
 	if st := w.observed(); st.State != sessions.Working || st.Tool != "command" {
 		t.Fatalf("%+v", st)
 	}
 	w.Kill()
-	evs, done := w.step()
+	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[0].Observed == nil || evs[0].Observed.State != sessions.Interrupted ||
 		!strings.Contains(evs[0].Observed.Evidence, "gone mid-turn") || evs[1].Kind != sessions.EvSessionEnded {
 		t.Fatalf("%+v done %v", evs, done)
@@ -216,7 +196,7 @@ func TestObserveKilledMidTurn(t *testing.T) {
 func TestObserveFollowsANewSession(t *testing.T) {
 	w := newWorld(t)
 	w.append(lines(readLines(t, "tui_text.jsonl")...))
-	w.observe()
+	w.Observe()
 	w.observed()
 	const other = "3f1e34b9-7886-48e5-b68a-f40204ea6277"
 	dir := filepath.Join(w.src.StateDir(), other)
@@ -227,7 +207,7 @@ func TestObserveFollowsANewSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), lines(readLines(t, "tui_401.jsonl")...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := w.step()
+	evs, _ := w.Step()
 	if len(evs) != 1 || evs[0].AgentSessionID != other || evs[0].Observed.State != sessions.Errored || evs[0].Observed.Failure.Kind != sessions.Auth {
 		t.Fatalf("%+v", evs)
 	}
@@ -235,10 +215,10 @@ func TestObserveFollowsANewSession(t *testing.T) {
 
 func TestNoNudge(t *testing.T) {
 	w := newWorld(t)
-	if w.src.CanNudge(w.es()) {
+	if w.src.CanNudge(w.ES()) {
 		t.Fatal("CanNudge")
 	}
-	if err := w.src.Nudge(t.Context(), w.es(), "x", false); !errors.Is(err, ErrNoInbox) {
+	if err := w.src.Nudge(t.Context(), w.ES(), "x", false); !errors.Is(err, ErrNoInbox) {
 		t.Fatal(err)
 	}
 	if w.src.Name() != "copilot" {
@@ -255,7 +235,7 @@ func TestWatchListsAndRescans(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = 3 * time.Second
 		ch := observetest.Watch(t, w.src)
-		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: key(w.Proc), PID: 7, Cwd: "/w", AgentSessionID: sid}, w.Kill, 4*time.Second)
+		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: w.ES().Key, PID: 7, Cwd: "/w", AgentSessionID: sid}, w.Kill, 4*time.Second)
 	})
 }
 
@@ -265,7 +245,7 @@ func TestObserveLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Second
-		ch, err := w.src.Observe(t.Context(), w.es())
+		ch, err := w.src.Observe(t.Context(), w.ES())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +268,7 @@ func TestObserveLoop(t *testing.T) {
 // a quick turn that started and ended between two looks is still a turn.
 func TestObserveQuickFirstTurnIsNews(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	w.observed()
 	w.append(lines(readLines(t, "tui_text.jsonl")...))
 	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 1 {
@@ -334,5 +314,3 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 	})
 }
 
-// key is the key Watch lists the process under.
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }

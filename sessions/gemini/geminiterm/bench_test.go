@@ -31,10 +31,10 @@ func BenchmarkStepUnchanged(b *testing.B) {
 	w := newWorld(b)
 	path := w.chatPath(sid1)
 	appendTo(b, path, w.meta(sid1), seed, prompt("p1", "go"), reply("g1", "done"))
-	w.observe()
-	w.step()
+	w.Observe()
+	w.Step()
 	b.ReportAllocs()
 	for b.Loop() {
-		w.o.Step()
+		w.O.Step()
 	}
 }

@@ -12,56 +12,36 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // world is a Gemini home in a temporary directory, one fake process in it
 // (its liveness set by the test) and an observer stepped by hand.
 type world struct {
-	t   testing.TB
+	observetest.World[Proc, *observer]
 	src *Source
-	*observetest.Process[Proc]
 	// children is how many processes run under the fake CLI.
 	children atomic.Int32
-	o        *observer
 }
 
 func newWorld(t testing.TB) *world {
 	proc := Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond),
 		Home: filepath.Join(t.TempDir(), ".gemini")}
-	w := &world{t: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started)}
-	w.src = &Source{GeminiHome: proc.Home, ProcSource: observe.ProcSource[Proc, Chat]{
-		// Another home's TUI in the same cwd is never this source's.
-		Procs: w.Table(Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.gemini"}),
-		Probe: w.Probe,
-	},
+	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}}
+	// Another home's TUI in the same cwd is never this source's.
+	w.src = &Source{GeminiHome: proc.Home, ProcSource: observetest.Source[Proc, Chat](w.Process,
+		Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.gemini"}),
 		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == proc.PID },
 	}
+	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
-}
-
-func (w *world) es() sessions.ExternalSession { return w.Session(key(w.Proc), w.Proc.Cwd) }
-
-// observe starts an observer as Observe does, without its loop.
-func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
-
-// step is one look, with a fresh scan (the scan throttle is for the loop).
-func (w *world) step() ([]sessions.Event, bool) {
-	w.src.Rescan()
-	return w.o.Step()
 }
 
 // observed steps once and returns the one EvObserved it must send.
 func (w *world) observed() (sessions.ObservedState, string) {
-	w.t.Helper()
-	ev := observetest.Observed(w.t, w.step)
+	w.T.Helper()
+	ev := w.Observed()
 	return *ev.Observed, ev.AgentSessionID
-}
-
-func (w *world) quiet() {
-	w.t.Helper()
-	observetest.Quiet(w.t, w.step)
 }
 
 // chatPath is a chat file of the process's project, under the slug the
@@ -70,10 +50,10 @@ func (w *world) chatPath(id string) string {
 	slug := filepath.Base(w.Proc.Cwd)
 	reg := fmt.Sprintf(`{"projects":{%q:%q}}`, w.Proc.Cwd, slug)
 	if err := os.MkdirAll(w.src.Home(), 0o700); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(w.src.Home(), "projects.json"), []byte(reg), 0o600); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return filepath.Join(w.src.TmpDir(), slug, "chats", "session-2026-11-30T22-54-"+id[:8]+".jsonl")
 }
@@ -105,7 +85,7 @@ const (
 // turn through a tool, then SIGKILL mid-turn.
 func TestObserveOneSession(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	st, id := w.observed()
 	if st.State != sessions.Idle || id != "" || !strings.Contains(st.Evidence, "no prompt yet") {
 		t.Fatalf("before any chat: %+v %q", st, id)
@@ -123,13 +103,13 @@ func TestObserveOneSession(t *testing.T) {
 	}
 	r := reply("g1", "Fixed.")
 	appendTo(t, path, r[:20])
-	w.quiet()
+	w.Quiet()
 	appendTo(t, path, r[20:])
 	st, _ = w.observed()
 	if st.State != sessions.WaitingOnUser || st.Wait != sessions.WaitReview || st.InTurn || st.NewTurns != 0 {
 		t.Fatalf("the reply: %+v", st)
 	}
-	w.quiet()
+	w.Quiet()
 	appendTo(t, path, prompt("p2", "run it"), reply("g2", ""))
 	st, _ = w.observed()
 	if st.State != sessions.Working || st.NewTurns != 1 || !strings.Contains(st.Evidence, "has not completed") {
@@ -140,7 +120,7 @@ func TestObserveOneSession(t *testing.T) {
 		t.Fatalf("the command running: %+v", st)
 	}
 	w.Kill()
-	evs, done := w.step()
+	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[0].Observed.State != sessions.Interrupted || evs[1].Kind != sessions.EvSessionEnded {
 		t.Fatalf("killed mid-turn: %+v %v", evs, done)
 	}
@@ -155,7 +135,7 @@ func TestObserveHistoryRecreatedAndReplaced(t *testing.T) {
 	w := newWorld(t)
 	path := w.chatPath(sid1)
 	appendTo(t, path, w.meta(sid1), seed, prompt("p1", "one"), reply("g1", "a"), prompt("p2", "two"))
-	w.observe()
+	w.Observe()
 	st, id := w.observed()
 	if st.State != sessions.Working || st.NewTurns != 1 || id != sid1 {
 		t.Fatalf("joined mid-turn: %+v %q", st, id)
@@ -205,15 +185,15 @@ func TestObserveHugeChatReadsItsTail(t *testing.T) {
 	}
 	b.WriteString(prompt("last", "and now?"))
 	appendTo(t, path, b.String())
-	w.observe()
+	w.Observe()
 	st, id := w.observed()
 	if st.State != sessions.Working || id != sid1 {
 		t.Fatalf("huge: %+v %q", st, id)
 	}
-	if read := w.o.File().Tail().BytesRead; read > 3<<20 {
+	if read := w.O.File().Tail().BytesRead; read > 3<<20 {
 		t.Fatalf("read %d bytes of a %d-byte file", read, b.Len())
 	}
-	t.Logf("first look read %d KB of %d MB", w.o.File().Tail().BytesRead>>10, b.Len()>>20)
+	t.Logf("first look read %d KB of %d MB", w.O.File().Tail().BytesRead>>10, b.Len()>>20)
 }
 
 // Watch lists the TUI (not the other home's) before its chat exists, then
@@ -260,7 +240,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 	})
 }
 
-func list0(w *world) sessions.ExternalSession { return w.es() }
+func list0(w *world) sessions.ExternalSession { return w.ES() }
 
 // A pending call with nothing running under the CLI becomes an approval
 // prompt at the first look past approvalAfter: the poll brings it, the
@@ -273,7 +253,7 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 		call := fmt.Sprintf(`{"id":"g1","timestamp":%q,"type":"gemini","content":""}`+"\n", time.Now().UTC().Format(time.RFC3339Nano))
 		appendTo(t, path, w.meta(sid1), seed, prompt("p1", "make it"), call)
 		start := time.Now()
-		evs, err := w.src.Observe(t.Context(), w.es())
+		evs, err := w.src.Observe(t.Context(), w.ES())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,5 +270,3 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 	})
 }
 
-// key is the key Watch lists the process under.
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }

@@ -18,25 +18,26 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Process is a fake agent process of type P (the agent's own Proc) that
 // the test keeps alive or kills: the process table and the pid probe a
-// source under test is given answer from it. Its zero value is dead; use
-// NewProcess.
+// source under test is given answer from it. Use NewProcess.
 type Process[P any] struct {
 	// Proc is the process as the table lists it; a test may change it
 	// between looks (a lock taken, a file opened).
 	Proc P
-	// PID and Started identify it to the probe.
+	// PID, Started and Cwd identify it to the probe and to the source.
 	PID     int
 	Started time.Time
+	Cwd     string
 	alive   atomic.Bool
 }
 
-// NewProcess is a live fake process p with this pid and start.
-func NewProcess[P any](p P, pid int, started time.Time) *Process[P] {
-	f := &Process[P]{Proc: p, PID: pid, Started: started}
+// NewProcess is a live fake process p with this pid, start and cwd.
+func NewProcess[P any](p P, pid int, started time.Time, cwd string) *Process[P] {
+	f := &Process[P]{Proc: p, PID: pid, Started: started, Cwd: cwd}
 	f.alive.Store(true)
 	return f
 }
@@ -44,9 +45,6 @@ func NewProcess[P any](p P, pid int, started time.Time) *Process[P] {
 // Kill makes the process gone: the table no longer lists it and the probe
 // says so.
 func (f *Process[P]) Kill() { f.alive.Store(false) }
-
-// Revive makes it live again (for a test that sets liveness both ways).
-func (f *Process[P]) Revive() { f.alive.Store(true) }
 
 // Alive tells whether the test keeps the process alive.
 func (f *Process[P]) Alive() bool { return f.alive.Load() }
@@ -68,10 +66,52 @@ func (f *Process[P]) Probe(pid int, started time.Time) (alive, known bool) {
 	return f.Alive() && pid == f.PID && started.Equal(f.Started), true
 }
 
-// Session is the process as the source's Watch lists it (key, pid, cwd,
-// start).
-func (f *Process[P]) Session(key, cwd string) sessions.ExternalSession {
-	return sessions.ExternalSession{Key: key, PID: f.PID, Cwd: cwd, StartedAt: f.Started}
+// ES is the process as a process-table source's Watch lists it.
+func (f *Process[P]) ES() sessions.ExternalSession {
+	return sessions.ExternalSession{Key: observe.Key(f.PID, f.Started), PID: f.PID, Cwd: f.Cwd, StartedAt: f.Started}
+}
+
+// Source is a process-table source's common half over the fake process
+// (its table, with others, and its probe).
+func Source[P, F any](f *Process[P], others ...P) observe.ProcSource[P, F] {
+	return observe.ProcSource[P, F]{Procs: f.Table(others...), Probe: f.Probe}
+}
+
+// World is a process-table source under test: one fake process and an
+// observer O of it stepped by hand. Each step forgets the source's last
+// scan first (the scan throttle is for the loop).
+type World[P any, O interface {
+	Step() ([]sessions.Event, bool)
+}] struct {
+	*Process[P]
+	T testing.TB
+	// Rescan forgets the source's last scan; New starts an observer as
+	// the source's Observe does, without its loop.
+	Rescan func()
+	New    func(sessions.ExternalSession) O
+	// O is the observer Observe started.
+	O O
+}
+
+// Observe starts the observer.
+func (w *World[P, O]) Observe() { w.O = w.New(w.ES()) }
+
+// Step is one look, after a fresh scan.
+func (w *World[P, O]) Step() ([]sessions.Event, bool) {
+	w.Rescan()
+	return w.O.Step()
+}
+
+// Observed steps once and returns the one EvObserved it must send.
+func (w *World[P, O]) Observed() sessions.Event {
+	w.T.Helper()
+	return Observed(w.T, w.Step)
+}
+
+// Quiet steps once and fails the test when anything is sent.
+func (w *World[P, O]) Quiet() {
+	w.T.Helper()
+	Quiet(w.T, w.Step)
 }
 
 // Step is one look of an observer: the events it sends and whether the
