@@ -231,7 +231,6 @@ func TestWatchListsAndRescans(t *testing.T) {
 	})
 }
 
-
 // A rollout that appears after Observe began is followed by the loop
 // while the wake-up asks which directories to watch: no data race.
 func TestObserveLoopFollowsALaterRollout(t *testing.T) {

@@ -313,4 +313,3 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 		}
 	})
 }
-

@@ -269,4 +269,3 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 		}
 	})
 }
-
