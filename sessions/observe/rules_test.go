@@ -91,10 +91,17 @@ func TestOrDefault(t *testing.T) {
 }
 
 // A Stack lists its filled slots in the generic order under their generic
-// names, leaving the empty ones out.
+// names, the process first, leaving the empty ones out; its Infer walks
+// them (a gone process mid-turn is Interrupted, with the witness).
 func TestStackOrderAndNames(t *testing.T) {
-	match := func(int) (sessions.ObservedState, bool) { return sessions.ObservedState{}, false }
-	full := Stack[int]{Gone: match, Failed: match, Waiting: match, Compacting: match, OpenTool: match, Working: match, Ended: match, Idle: match}
+	type ev struct {
+		Liveness
+		inTurn bool
+	}
+	match := func(ev) (sessions.ObservedState, bool) { return sessions.ObservedState{}, false }
+	idle := func(ev) (sessions.ObservedState, bool) { return Idle(true), true }
+	full := Stack[ev]{InTurn: func(e ev) bool { return e.inTurn }, Witness: "its file says so",
+		Failed: match, Waiting: match, Compacting: match, OpenTool: match, Working: match, Ended: match, Idle: idle}
 	var names []string
 	for _, r := range full.Rules() {
 		names = append(names, r.Name)
@@ -102,6 +109,13 @@ func TestStackOrderAndNames(t *testing.T) {
 	want := "process gone, turn failed, waiting on the user, compacting, open tool, turn in flight, turn ended, idle"
 	if got := strings.Join(names, ", "); got != want {
 		t.Fatalf("rules %s\nwant  %s", got, want)
+	}
+	if st, rule := full.Infer(ev{Liveness{PID: 7, Known: true}, true}); st.State != sessions.Interrupted || rule != "process gone" ||
+		st.Evidence != "process 7 is gone mid-turn (its file says so)" {
+		t.Fatalf("gone mid-turn: %+v by %q", st, rule)
+	}
+	if st, rule := full.Infer(ev{Liveness{PID: 7, Alive: true, Known: true}, true}); st.State != sessions.Idle || rule != "idle" {
+		t.Fatalf("alive: %+v by %q", st, rule)
 	}
 	full.Compacting, full.Failed = nil, nil
 	if got := len(full.Rules()); got != 6 {

@@ -17,23 +17,13 @@ type Evidence struct {
 	Summary Summary
 }
 
-// Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence (observe.Rule).
-type Rule = observe.Rule[Evidence]
-
-// Rules is the stack, walked in order; the first match wins.
-var Rules = observe.Stack[Evidence]{Gone: ruleProcessGone, Failed: ruleFailed, Waiting: ruleWaiting, Compacting: ruleCompacting,
-	OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle}.Rules()
-
-// Infer walks the rule stack and returns the first match's state and the
-// rule's name.
-func Infer(ev Evidence) (sessions.ObservedState, string) {
-	return observe.Infer(Rules, ev)
-}
-
-func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return ev.Gone(ev.Summary.InTurn, "its events show no end of the turn")
-}
+// Infer walks the rule stack (observe.Stack) and returns the first
+// match's state and the rule's name; the first match wins.
+var Infer = observe.Stack[Evidence]{
+	InTurn: func(ev Evidence) bool { return ev.Summary.InTurn }, Witness: "its events show no end of the turn",
+	Failed: ruleFailed, Waiting: ruleWaiting, Compacting: ruleCompacting, OpenTool: ruleOpenTool, Working: ruleWorking,
+	Ended: ruleTurnEnded, Idle: ruleIdle,
+}.Infer
 
 func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Summary

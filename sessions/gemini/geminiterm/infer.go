@@ -32,23 +32,12 @@ type Evidence struct {
 // not written its result yet.
 const approvalAfter = 3 * time.Second
 
-// Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence (observe.Rule).
-type Rule = observe.Rule[Evidence]
-
-// Rules is the stack, walked in order; the first match wins.
-var Rules = observe.Stack[Evidence]{Gone: ruleProcessGone, Failed: ruleFailed, Waiting: ruleApproval,
-	OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle}.Rules()
-
-// Infer walks the rule stack and returns the first match's state and the
-// rule's name.
-func Infer(ev Evidence) (sessions.ObservedState, string) {
-	return observe.Infer(Rules, ev)
-}
-
-func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return ev.Gone(ev.Summary.Phase.InTurn(), "its chat file shows no end of the turn")
-}
+// Infer walks the rule stack (observe.Stack) and returns the first
+// match's state and the rule's name; the first match wins.
+var Infer = observe.Stack[Evidence]{
+	InTurn: func(ev Evidence) bool { return ev.Summary.Phase.InTurn() }, Witness: "its chat file shows no end of the turn",
+	Failed: ruleFailed, Waiting: ruleApproval, OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle,
+}.Infer
 
 // apiErrorPrefix wraps the API's error body in the CLI's error messages.
 const apiErrorPrefix = "[API Error: "
