@@ -198,10 +198,7 @@ func TestProcessTableSession(t *testing.T) {
 	if c.src.CanNudge(es) {
 		t.Fatal("an old CLI has no inbox, yet CanNudge")
 	}
-	events, err := c.src.Observe(t.Context(), es)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := observetest.Observe(t, c.src, es)
 	c.transcript(t, "sid-7", `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]}}`)
 	for {
 		ev := observetest.Recv(t, events, "working")

@@ -152,10 +152,7 @@ func TestObserveFollowsTurnsClearAndExit(t *testing.T) {
 	if len(list) != 1 || list[0].Key != f.Key() || list[0].AgentSessionID != "sid-1" {
 		t.Fatalf("discovered %+v", list)
 	}
-	ch, err := g.src.Observe(t.Context(), list[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := observetest.Observe(t, g.src, list[0])
 	ev := waitObserved(t, ch, sessions.Working)
 	if ev.Observed.Name != "fix the build" || ev.AgentSessionID != "sid-1" || ev.PID != pid {
 		t.Fatalf("first event %+v %+v", ev, ev.Observed)

@@ -245,10 +245,7 @@ func TestObserveLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Second
-		ch, err := w.src.Observe(t.Context(), w.ES())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Observe(t, w.src, w.ES())
 		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Idle {
 			t.Fatalf("%+v", ev)
 		}

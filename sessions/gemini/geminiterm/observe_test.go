@@ -214,10 +214,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if len(list) != 1 || list[0].AgentSessionID != sid1 {
 			t.Fatalf("with its chat: %+v", list)
 		}
-		evs, err := w.src.Observe(t.Context(), list[0])
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := observetest.Observe(t, w.src, list[0])
 		if ev := <-evs; ev.Observed == nil || ev.Observed.State != sessions.Idle {
 			t.Fatalf("first observation %+v", ev)
 		}
@@ -253,10 +250,7 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 		call := fmt.Sprintf(`{"id":"g1","timestamp":%q,"type":"gemini","content":""}`+"\n", time.Now().UTC().Format(time.RFC3339Nano))
 		appendTo(t, path, w.meta(sid1), seed, prompt("p1", "make it"), call)
 		start := time.Now()
-		evs, err := w.src.Observe(t.Context(), w.ES())
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := observetest.Observe(t, w.src, w.ES())
 		if ev := <-evs; ev.Observed.State != sessions.Working {
 			t.Fatalf("at once: %+v", ev.Observed)
 		}
