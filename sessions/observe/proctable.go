@@ -94,6 +94,21 @@ func SameDir(a, b string) bool {
 	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }
 
+// SessionFile is a file a session is written to, found by a scan: its
+// path, what its first line says (M: the agent's metadata) and its last
+// write.
+type SessionFile[M any] struct {
+	Path    string
+	Meta    M
+	ModTime time.Time
+}
+
+// PairSlack is how much earlier than its process's start a session's file
+// may say the session began: the process's start is to the clock tick, the
+// file's timestamp to the millisecond (the other way round is the usual
+// order).
+const PairSlack = 2 * time.Second
+
 // Key is a process-table session's identity for as long as its process
 // lives: the pid and its start (a later process reusing the pid starts
 // later).

@@ -91,17 +91,7 @@ func interactive(argv []string) (ok bool, resumeID string, resuming bool) {
 }
 
 // Rollout is one rollout file and its session_meta.
-type Rollout struct {
-	Path string
-	Meta Meta
-	// ModTime is the file's last write.
-	ModTime time.Time
-}
-
-// pairSlack is how much earlier than its process's start a thread may say
-// it was created (the process's start is to the clock tick, the thread's
-// timestamp to the millisecond: the other way round is the usual order).
-const pairSlack = 2 * time.Second
+type Rollout = observe.SessionFile[Meta]
 
 // Pair finds each process's rollout: the one it holds open; else, for
 // `resume <id>`, that thread's; for `resume --last` or the picker, the
@@ -152,10 +142,10 @@ func Pair(procs []Proc, rollouts []Rollout) map[int]Rollout {
 				continue
 			case p.Resuming:
 				// An older thread, written to since the process started.
-				if r.ModTime.Before(p.Started.Add(-pairSlack)) {
+				if r.ModTime.Before(p.Started.Add(-observe.PairSlack)) {
 					continue
 				}
-			case m.Started.Before(p.Started.Add(-pairSlack)):
+			case m.Started.Before(p.Started.Add(-observe.PairSlack)):
 				continue
 			}
 			out[p.PID] = r

@@ -149,7 +149,7 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 			// A rollout not written since the oldest process started is no
 			// live session's (a resumed thread is written to as it
 			// resumes): its first line is not even read.
-			if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+			if err != nil || fi.ModTime().Before(oldest.Add(-observe.PairSlack)) {
 				continue
 			}
 			add(filepath.Join(dir, e.Name()), fi)

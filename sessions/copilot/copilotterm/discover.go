@@ -177,10 +177,6 @@ func unquote(v string) string {
 	return v
 }
 
-// pairSlack is how much earlier than its process's start a session may
-// say it was created (the process's start is to the clock tick).
-const pairSlack = 2 * time.Second
-
 // Pair finds each process's session: the one it holds a lock in (exact);
 // else the one its command line names; else the newest session created in
 // its working directory since it started and not taken by a process
@@ -222,7 +218,7 @@ func Pair(procs []Proc, spaces []Workspace) map[int]Workspace {
 				if w.ID != p.WantID {
 					continue
 				}
-			case !observe.SameDir(w.Cwd, p.Cwd) || w.Created.Before(p.Started.Add(-pairSlack)):
+			case !observe.SameDir(w.Cwd, p.Cwd) || w.Created.Before(p.Started.Add(-observe.PairSlack)):
 				continue
 			}
 			out[p.PID] = w

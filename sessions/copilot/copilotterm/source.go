@@ -183,7 +183,7 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 		fi, err := e.Info()
 		// A directory not changed since the oldest process started is no
 		// live session's (a TUI takes its lock in it as it starts).
-		if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+		if err != nil || fi.ModTime().Before(oldest.Add(-observe.PairSlack)) {
 			continue
 		}
 		add(filepath.Join(s.StateDir(), e.Name()), fi)

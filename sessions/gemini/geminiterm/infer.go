@@ -111,24 +111,29 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 	return sessions.ObservedState{}, false
 }
 
-func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
-	switch ev.Summary.Phase {
-	case Prompted:
-		return observe.Working("the chat file shows a turn in flight"), true
-	case ToolDone:
-		return observe.Working("the tools completed; their results go back to the model"), true
-	}
-	return sessions.ObservedState{}, false
-}
+// ruleWorking and ruleTurnEnded read the phase alone: each phase they
+// know is one sentence of evidence.
+var (
+	ruleWorking = byPhase(observe.Working, map[Phase]string{
+		Prompted: "the chat file shows a turn in flight",
+		ToolDone: "the tools completed; their results go back to the model",
+	})
+	ruleTurnEnded = byPhase(observe.TurnEnded, map[Phase]string{
+		Replied:   "the model replied; waiting for review",
+		Cancelled: "you stopped the turn in the terminal; waiting for review",
+	})
+)
 
-func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
-	switch ev.Summary.Phase {
-	case Replied:
-		return observe.TurnEnded("the model replied; waiting for review"), true
-	case Cancelled:
-		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
+// byPhase is a rule that matches the phases of says, with state(its
+// sentence).
+func byPhase(state func(evidence string) sessions.ObservedState, says map[Phase]string) func(Evidence) (sessions.ObservedState, bool) {
+	return func(ev Evidence) (sessions.ObservedState, bool) {
+		text, ok := says[ev.Summary.Phase]
+		if !ok {
+			return sessions.ObservedState{}, false
+		}
+		return state(text), true
 	}
-	return sessions.ObservedState{}, false
 }
 
 func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {

@@ -204,7 +204,7 @@ func (s *Source) chats(procs []Proc) []Chat {
 			fi, err := e.Info()
 			// A chat not written since the oldest process started is no
 			// live session's: its first line is not even read.
-			if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+			if err != nil || fi.ModTime().Before(oldest.Add(-observe.PairSlack)) {
 				continue
 			}
 			path := filepath.Join(dir, "chats", e.Name())
