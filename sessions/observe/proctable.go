@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,6 +93,41 @@ func ProcHome(pid int, envVar, dot string) string {
 // SameDir tells whether a and b name the same directory (both known).
 func SameDir(a, b string) bool {
 	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
+}
+
+// Proc is what every process-table source knows of one of its agent's
+// live interactive processes; an agent's own Proc embeds it and adds what
+// its command line and open files say.
+type Proc struct {
+	PID     int
+	Cwd     string
+	Started time.Time
+	// Home is the agent's home the process runs with ("" when its
+	// environment cannot be read): a TUI of another home is not the
+	// source's (OwnHome).
+	Home string
+}
+
+// Process is the embedded Proc itself (for generic code over an agent's
+// Proc).
+func (p Proc) Process() Proc { return p }
+
+// OwnHome drops the processes of another home than home (one whose home
+// could not be read is kept).
+func OwnHome[P interface{ Process() Proc }](procs []P, home string) []P {
+	return slices.DeleteFunc(procs, func(p P) bool { h := p.Process().Home; return h != "" && !SameDir(h, home) })
+}
+
+// Oldest is the earliest start of procs (now when none is known): files
+// not written since then are no live session's.
+func Oldest[P interface{ Process() Proc }](procs []P, now time.Time) time.Time {
+	oldest := now
+	for _, p := range procs {
+		if s := p.Process().Started; !s.IsZero() && s.Before(oldest) {
+			oldest = s
+		}
+	}
+	return oldest
 }
 
 // SessionFile is a file a session is written to, found by a scan: its

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -449,5 +450,34 @@ func TestHomes(t *testing.T) {
 	}
 	if got := ProcHome(-1, "HOME", ".agent"); got != "" {
 		t.Errorf("ProcHome of no process = %q", got)
+	}
+}
+
+// An agent's Proc embeds Proc: OwnHome keeps this home's processes and
+// those whose home is unknown; Oldest is the earliest known start.
+func TestOwnHomeAndOldest(t *testing.T) {
+	type agentProc struct {
+		Proc
+		Extra string
+	}
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	procs := []agentProc{
+		{Proc: Proc{PID: 1, Home: "/h/.agent/", Started: now.Add(-time.Minute)}},
+		{Proc: Proc{PID: 2, Home: "/elsewhere/.agent", Started: now.Add(-time.Hour)}},
+		{Proc: Proc{PID: 3, Started: now.Add(-2 * time.Minute)}},
+		{Proc: Proc{PID: 4, Home: "/h/.agent"}},
+	}
+	var kept []int
+	for _, p := range OwnHome(slices.Clone(procs), "/h/.agent") {
+		kept = append(kept, p.PID)
+	}
+	if !slices.Equal(kept, []int{1, 3, 4}) {
+		t.Errorf("kept %v", kept)
+	}
+	if got := Oldest(procs, now); !got.Equal(now.Add(-time.Hour)) {
+		t.Errorf("oldest %v", got)
+	}
+	if got := Oldest([]agentProc{{Proc: Proc{PID: 4}}}, now); !got.Equal(now) {
+		t.Errorf("oldest of no known start %v", got)
 	}
 }

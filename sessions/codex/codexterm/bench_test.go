@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -70,7 +71,7 @@ func BenchmarkDiscovery(b *testing.B) {
 			m, _ := json.Marshal(rec)
 			os.WriteFile(filepath.Join(day, "rollout-x-"+id+".jsonl"), append(m, '\n'), 0o644)
 			if i < live {
-				procs = append(procs, Proc{PID: 1000 + i, Cwd: cwd, Started: now.Add(-time.Second)})
+				procs = append(procs, Proc{Proc: observe.Proc{PID: 1000 + i, Cwd: cwd, Started: now.Add(-time.Second)}})
 			}
 		}
 		src.Procs = func() ([]Proc, error) { return procs, nil }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
@@ -14,13 +13,7 @@ import (
 // `codex` is a Node wrapper around it, which is skipped), its working
 // directory and start time.
 type Proc struct {
-	PID     int
-	Cwd     string
-	Started time.Time
-	// Home is the CODEX_HOME the process runs with ("" when its
-	// environment cannot be read): a TUI of another Codex home is not
-	// this source's.
-	Home string
+	observe.Proc
 	// ResumeID is the thread `codex resume <id>` continues ("" otherwise).
 	ResumeID string
 	// Resuming: `codex resume` without an id (--last, or the picker): an

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -26,7 +27,7 @@ func newWorld(t *testing.T, proc Proc) *world {
 	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}}
 	// Another Codex home's TUI is never this source's.
 	w.src = &Source{CodexHome: proc.Home, ProcSource: observetest.Source[Proc, Rollout](w.Process,
-		Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.codex"})}
+		Proc{Proc: observe.Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.codex"}})}
 	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
 }
@@ -62,7 +63,7 @@ var (
 // waits for its newline), the end; then the process exits.
 func TestObserveFollowsARealTurn(t *testing.T) {
 	real := readLines(t, "tui_tool.jsonl")
-	w := newWorld(t, Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()}})
 	path := w.path("01a22e80-e47d-7172-8bd1-361677df9952")
 	w.Proc.Open = []string{path} // --no-daemon: the TUI holds its rollout open
 	w.Observe()
@@ -123,7 +124,7 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 		{"in flight", lines(started, complete, started), sessions.Working, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+			w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 			appendTo(t, w.path("h"), lines(metaLine("h", "/w", time.Now(), "user")), tc.content)
 			w.Observe()
 			st := w.observed()
@@ -138,7 +139,7 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 // thread (after the trust prompt, or /new) is followed instead, while a
 // subagent's newer rollout in the same directory never is.
 func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 	first := w.path("first")
 	appendTo(t, first, lines(metaLine("first", "/w", time.Now().Add(-50*time.Second), "user"), started, complete))
 	w.Observe()
@@ -168,7 +169,7 @@ func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
 // A line longer than the tailer's limit (1 MiB) is skipped by measured
 // length; the lines around it still count.
 func TestObserveSkipsAHugeLine(t *testing.T) {
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 	path := w.path("big")
 	appendTo(t, path, lines(metaLine("big", "/w", time.Now(), "user"), started))
 	w.Observe()
@@ -192,7 +193,7 @@ func TestObserveFailureOnRealRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now()})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now()}})
 	path := w.path("u")
 	w.Proc.Open = []string{path}
 	w.Observe()
@@ -223,7 +224,7 @@ func TestNoNudge(t *testing.T) {
 // synctest bubble: no real waiting).
 func TestWatchListsAndRescans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+		w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 		w.src.Poll = 3 * time.Second
 		appendTo(t, w.path("th"), lines(metaLine("th", "/w", time.Now(), "user"), started))
 		ch := observetest.Watch(t, w.src)
@@ -235,7 +236,7 @@ func TestWatchListsAndRescans(t *testing.T) {
 // while the wake-up asks which directories to watch: no data race.
 func TestObserveLoopFollowsALaterRollout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+		w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 		w.src.Poll = time.Second
 		ch := observetest.Observe(t, w.src, w.ES())
 		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Idle {

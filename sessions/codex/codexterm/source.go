@@ -63,9 +63,7 @@ func ScanProcs() ([]Proc, error) {
 		if !ok || p.Cwd == "" {
 			continue
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming,
-			Home: observe.ProcHome(p.PID, "CODEX_HOME", ".codex"),
-			Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
+		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "CODEX_HOME", ".codex")}, ResumeID: resume, Resuming: resuming, Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
 	}
 	return out, nil
 }
@@ -79,7 +77,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
 	return s.Scan(minScan, ScanProcs, "Codex processes", func(procs []Proc) ([]Proc, map[int]Rollout) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !observe.SameDir(p.Home, s.Home()) })
+		procs = observe.OwnHome(procs, s.Home())
 		return procs, Pair(procs, s.rollouts(procs))
 	})
 }
@@ -124,11 +122,8 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 		clear(s.metas)
 		return nil
 	}
-	oldest := time.Now()
+	oldest := observe.Oldest(procs, time.Now())
 	for _, p := range procs {
-		if !p.Started.IsZero() && p.Started.Before(oldest) {
-			oldest = p.Started
-		}
 		for _, path := range p.Open {
 			add(path, nil)
 		}

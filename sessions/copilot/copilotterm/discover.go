@@ -18,13 +18,7 @@ import (
 // `copilot` is a Node loader that spawnSyncs it, and is skipped), its
 // working directory and start time.
 type Proc struct {
-	PID     int
-	Cwd     string
-	Started time.Time
-	// Home is the COPILOT_HOME the process runs with ("" when its
-	// environment cannot be read): a TUI of another home is not this
-	// source's.
-	Home string
+	observe.Proc
 	// WantID is the session the command line names (--resume=<id>,
 	// --session-id <id>), "" otherwise.
 	WantID string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -29,7 +30,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	home := t.TempDir()
 	dir := filepath.Join(home, "session-state", sid)
-	proc := Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home, Held: []string{dir}}
+	proc := Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home}, Held: []string{dir}}
 	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}, dir: dir}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func newWorld(t *testing.T) *world {
 	}
 	// Another Copilot home's TUI is never this source's.
 	w.src = &Source{CopilotHome: home, ProcSource: observetest.Source[Proc, Workspace](w.Process,
-		Proc{PID: 99, Cwd: "/w", Started: proc.Started, Home: "/elsewhere/.copilot"})}
+		Proc{Proc: observe.Proc{PID: 99, Cwd: "/w", Started: proc.Started, Home: "/elsewhere/.copilot"}})}
 	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
 }

@@ -94,7 +94,7 @@ func ScanProcs() ([]Proc, error) {
 		for _, f := range procscan.OpenFiles(p.PID, "inuse.*.hold") {
 			held = append(held, filepath.Dir(f))
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "COPILOT_HOME", ".copilot"), WantID: want, Held: held})
+		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "COPILOT_HOME", ".copilot")}, WantID: want, Held: held})
 	}
 	return out, nil
 }
@@ -107,7 +107,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
 	return s.Scan(minScan, ScanProcs, "Copilot processes", func(procs []Proc) ([]Proc, map[int]Workspace) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !observe.SameDir(p.Home, s.Home()) })
+		procs = observe.OwnHome(procs, s.Home())
 		pairs := Pair(procs, s.workspaces(procs))
 		// Only a process with its session is listed: the directory exists
 		// from the TUI's start, so one without is a subcommand or a
@@ -161,11 +161,8 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 		w.ModTime = fi.ModTime()
 		out = append(out, w)
 	}
-	oldest := time.Now()
+	oldest := observe.Oldest(procs, time.Now())
 	for _, p := range procs {
-		if !p.Started.IsZero() && p.Started.Before(oldest) {
-			oldest = p.Started
-		}
 		for _, d := range p.Held {
 			if observe.SameDir(filepath.Dir(d), s.StateDir()) {
 				add(d, nil)

@@ -21,14 +21,9 @@ import (
 // Proc is a live interactive Gemini CLI process: the Node process running
 // the CLI's bundle (by default the CLI relaunches itself once with a larger
 // heap; the relaunched child is the session, its parent only waits for it).
+// Its Home is $GEMINI_CLI_HOME/.gemini, else $HOME/.gemini.
 type Proc struct {
-	PID     int
-	Cwd     string
-	Started time.Time
-	// Home is the configuration directory the process uses
-	// ($GEMINI_CLI_HOME/.gemini, else $HOME/.gemini; "" when its environment
-	// cannot be read): a TUI of another home is not this source's.
-	Home string
+	observe.Proc
 	// ResumeID is the session `--resume <uuid>` or `--session-id <uuid>`
 	// names ("" otherwise).
 	ResumeID string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
@@ -25,12 +26,11 @@ type world struct {
 }
 
 func newWorld(t testing.TB) *world {
-	proc := Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond),
-		Home: filepath.Join(t.TempDir(), ".gemini")}
+	proc := Proc{Proc: observe.Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond), Home: filepath.Join(t.TempDir(), ".gemini")}}
 	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}}
 	// Another home's TUI in the same cwd is never this source's.
 	w.src = &Source{GeminiHome: proc.Home, ProcSource: observetest.Source[Proc, Chat](w.Process,
-		Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.gemini"}),
+		Proc{Proc: observe.Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.gemini"}}),
 		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == proc.PID },
 	}
 	w.Rescan, w.New = w.src.Rescan, w.src.newObserver

@@ -104,7 +104,7 @@ func ScanProcs() ([]Proc, error) {
 		} else if h, ok := envValue(env, "HOME"); ok {
 			home = filepath.Join(h, ".gemini")
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home})
+		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: home}, ResumeID: resume, Resuming: resuming})
 	}
 	return slices.DeleteFunc(out, func(p Proc) bool { return parents[p.PID] }), nil
 }
@@ -144,7 +144,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Chat, error) {
 	return s.Scan(minScan, ScanProcs, "Gemini CLI processes", func(procs []Proc) ([]Proc, map[int]Chat) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !observe.SameDir(p.Home, s.Home()) })
+		procs = observe.OwnHome(procs, s.Home())
 		return procs, Pair(procs, s.chats(procs))
 	})
 }
@@ -187,12 +187,7 @@ func (s *Source) chats(procs []Proc) []Chat {
 		clear(s.metas)
 		return nil
 	}
-	oldest := time.Now()
-	for _, p := range procs {
-		if !p.Started.IsZero() && p.Started.Before(oldest) {
-			oldest = p.Started
-		}
-	}
+	oldest := observe.Oldest(procs, time.Now())
 	seen := map[string]bool{}
 	var out []Chat
 	for _, dir := range s.projectDirs(procs) {
