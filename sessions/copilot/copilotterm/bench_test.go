@@ -11,27 +11,19 @@ import (
 // whose results are 256 KB each (the file keeps every tool's result).
 func benchEvents(b *testing.B, rounds int) [][]byte {
 	b.Helper()
-	out := observetest.TestdataLines(b)
-	big := observetest.BigJSON()
-	for i := range rounds {
-		out = append(out,
+	return observetest.WithRounds(b, rounds, func(i int, big []byte) [][]byte {
+		return [][]byte{
 			[]byte(`{"type":"assistant.turn_start","data":{"turnId":"0"}}`),
 			[]byte(fmt.Sprintf(`{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"c%d","name":"bash"}]}}`, i)),
 			[]byte(fmt.Sprintf(`{"type":"tool.execution_start","data":{"toolCallId":"c%d","toolName":"bash","arguments":{"command":"make"}}}`, i)),
 			[]byte(fmt.Sprintf(`{"type":"tool.execution_complete","data":{"toolCallId":"c%d","success":true,"result":{"content":%s}}}`, i, big)),
-			[]byte(`{"type":"assistant.turn_end","data":{"turnId":"0"}}`))
-	}
-	return out
+			[]byte(`{"type":"assistant.turn_end","data":{"turnId":"0"}}`),
+		}
+	})
 }
 
 func benchFeed(b *testing.B, rounds int) {
-	observetest.BenchFeed(b, benchEvents(b, rounds), func(lines [][]byte) int {
-		var s Summary
-		for _, l := range lines {
-			s.Feed(l)
-		}
-		return s.Skipped
-	})
+	observetest.BenchFeed(b, benchEvents(b, rounds), func(s *Summary) int { return s.Skipped })
 }
 
 // BenchmarkEventsFeed: the real events files plus sixteen 256 KB results.

@@ -177,12 +177,7 @@ func FuzzSummary(f *testing.F) {
 		}
 		for _, alive := range []bool{true, false} {
 			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: alive, Known: true}, Events: true, Summary: s})
-			if st.Evidence == "" || st.State.String() == "" || rule == "" {
-				t.Fatalf("no decision: %+v (%s)", st, rule)
-			}
-			if st.State == sessions.Errored && st.Failure.Kind == sessions.NoFailure {
-				t.Fatalf("errored without a failure: %+v", st)
-			}
+			observetest.Decided(t, st, rule)
 		}
 	})
 }

@@ -102,10 +102,13 @@ func BigJSON() []byte {
 	return big
 }
 
-// BenchFeed measures reading lines into a summary: feed reads them all
-// once per op and returns how many its reader skipped, which must be none.
-// The bytes per op are the lines with their newlines.
-func BenchFeed(b *testing.B, lines [][]byte, feed func([][]byte) (skipped int)) {
+// BenchFeed measures reading lines into a summary (a fresh one each op,
+// every line fed once); skipped says how many lines it dropped, which
+// must be none. The bytes per op are the lines with their newlines.
+func BenchFeed[T any, S interface {
+	*T
+	Feed([]byte)
+}](b *testing.B, lines [][]byte, skipped func(S) int) {
 	var n int64
 	for _, l := range lines {
 		n += int64(len(l)) + 1
@@ -113,8 +116,12 @@ func BenchFeed(b *testing.B, lines [][]byte, feed func([][]byte) (skipped int)) 
 	b.SetBytes(n)
 	b.ReportAllocs()
 	for b.Loop() {
-		if skipped := feed(lines); skipped != 0 {
-			b.Fatalf("%d lines skipped", skipped)
+		sum := S(new(T))
+		for _, l := range lines {
+			sum.Feed(l)
+		}
+		if k := skipped(sum); k != 0 {
+			b.Fatalf("%d lines skipped", k)
 		}
 	}
 }
@@ -126,5 +133,30 @@ func SeedLines(f *testing.F) {
 		if len(l) < 4096 {
 			f.Add(l, []byte(nil))
 		}
+	}
+}
+
+// WithRounds is the testdata lines, then rounds of a turn whose lines
+// round(i, big) writes around big (BigJSON): a session's file that kept
+// many large outputs.
+func WithRounds(t testing.TB, rounds int, round func(i int, big []byte) [][]byte) [][]byte {
+	out := TestdataLines(t)
+	big := BigJSON()
+	for i := range rounds {
+		out = append(out, round(i, big)...)
+	}
+	return out
+}
+
+// Decided checks what every rule stack promises for any evidence: a state
+// with its evidence sentence, by a named rule, and a failure named when it
+// says Errored.
+func Decided(t testing.TB, st sessions.ObservedState, rule string) {
+	t.Helper()
+	if st.Evidence == "" || st.State.String() == "" || rule == "" {
+		t.Fatalf("no decision: %+v (%s)", st, rule)
+	}
+	if st.State == sessions.Errored && st.Failure.Kind == sessions.NoFailure {
+		t.Fatalf("errored without a failure: %+v", st)
 	}
 }
