@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,27 @@ func TestStackOrderAndNames(t *testing.T) {
 	full.Compacting, full.Failed = nil, nil
 	if got := len(full.Rules()); got != 6 {
 		t.Fatalf("%d rules with two slots empty", got)
+	}
+}
+
+// Opened keeps at most max entries, dropping the oldest; Closed removes
+// the first entry that closes without touching the array an earlier copy
+// holds.
+func TestOpenedAndClosed(t *testing.T) {
+	var open []int
+	for i := range 5 {
+		open = Opened(open, 3, i)
+	}
+	if !slices.Equal(open, []int{2, 3, 4}) {
+		t.Fatalf("opened %v", open)
+	}
+	before := slices.Clone(open)
+	kept := open
+	open = Closed(open, func(v int) bool { return v == 3 })
+	if !slices.Equal(open, []int{2, 4}) || !slices.Equal(kept, before) {
+		t.Fatalf("closed %v, the earlier copy %v", open, kept)
+	}
+	if got := Closed(open, func(v int) bool { return v == 9 }); !slices.Equal(got, open) {
+		t.Fatalf("closing nothing: %v", got)
 	}
 }
