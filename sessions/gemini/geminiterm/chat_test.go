@@ -202,3 +202,22 @@ func FuzzFeed(f *testing.F) {
 		Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Chat: true, Summary: s, ChildrenKnown: true, Now: time.Now()})
 	})
 }
+
+// BenchmarkFeed is the cost of one chat line (the real CLI's, a turn with a
+// tool call and its output).
+func BenchmarkFeed(b *testing.B) {
+	data, err := os.ReadFile("testdata/text-then-tool.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var s Summary
+		for _, l := range lines {
+			s.Feed(l)
+		}
+	}
+	b.ReportMetric(float64(len(lines)), "lines/op")
+}

@@ -263,3 +263,17 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkStepUnchanged is one look at a session whose chat did not
+// change: a stat, no read.
+func BenchmarkStepUnchanged(b *testing.B) {
+	w := newWorld(b)
+	path := w.chatPath(sid1)
+	appendTo(b, path, w.meta(sid1), seed, prompt("p1", "go"), reply("g1", "done"))
+	w.Observe()
+	w.Step()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.O.Step()
+	}
+}
