@@ -1,7 +1,10 @@
 package codexterm
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -124,5 +127,56 @@ func TestScanSkipsRolloutsWrittenBeforeTheProcesses(t *testing.T) {
 	}
 	if _, read := w.src.metas[oldPath]; read || len(w.src.metas) != 1 {
 		t.Fatalf("read %v", w.src.metas)
+	}
+}
+
+// BenchmarkDiscovery: a day directory of 1,000 rollouts (each with a real
+// ~30 KB session_meta) and live processes to pair; cold is the first scan
+// (every meta read), warm a rescan (metas cached, only the directory
+// listed).
+func BenchmarkDiscovery(b *testing.B) {
+	meta := readLines(b, "tui_tool.jsonl")[0]
+	for _, live := range []int{1, 20} {
+		home := b.TempDir()
+		src := &Source{CodexHome: home}
+		day := src.today()
+		os.MkdirAll(day, 0o755)
+		now := time.Now()
+		var procs []Proc
+		for i := range 1000 {
+			id := fmt.Sprintf("01a22e80-0000-0000-0000-%012d", i)
+			cwd := fmt.Sprintf("/home/u/p%d", i)
+			var rec map[string]any
+			if err := json.Unmarshal(meta, &rec); err != nil {
+				b.Fatal(err)
+			}
+			p := rec["payload"].(map[string]any)
+			p["id"], p["cwd"], p["timestamp"] = id, cwd, now.UTC().Format(time.RFC3339Nano)
+			m, _ := json.Marshal(rec)
+			os.WriteFile(filepath.Join(day, "rollout-x-"+id+".jsonl"), append(m, '\n'), 0o644)
+			if i < live {
+				procs = append(procs, Proc{Proc: observe.Proc{PID: 1000 + i, Cwd: cwd, Started: now.Add(-time.Second)}})
+			}
+		}
+		src.Procs = func() ([]Proc, error) { return procs, nil }
+		check := func(b *testing.B) {
+			_, pairs, err := src.scan()
+			if err != nil || len(pairs) != live {
+				b.Fatalf("paired %d of %d: %v", len(pairs), live, err)
+			}
+		}
+		b.Run(fmt.Sprintf("cold/live=%d", live), func(b *testing.B) {
+			for b.Loop() {
+				src.metas = nil
+				src.Rescan()
+				check(b)
+			}
+		})
+		b.Run(fmt.Sprintf("warm/live=%d", live), func(b *testing.B) {
+			for b.Loop() {
+				src.Rescan()
+				check(b)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package codexterm
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,3 +190,29 @@ func FuzzSummary(f *testing.F) {
 		}
 	})
 }
+
+// benchRollout is every real rollout in testdata, then command rounds
+// whose outputs are 256 KB each (a rollout keeps every command's output).
+func benchRollout(b *testing.B, rounds int) [][]byte {
+	b.Helper()
+	return observetest.WithRounds(b, rounds, func(i int, big []byte) [][]byte {
+		return [][]byte{
+			[]byte(`{"timestamp":"2026-11-30T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}`),
+			[]byte(fmt.Sprintf(`{"timestamp":"2026-11-30T10:00:00.100Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"make\"}","call_id":"c%d"}}`, i)),
+			[]byte(fmt.Sprintf(`{"timestamp":"2026-11-30T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c%d","output":%s}}`, i, big)),
+			[]byte(`{"timestamp":"2026-11-30T10:00:05.100Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"primary":{"used_percent":12.0,"window_minutes":300,"resets_at":1796076633}}}}`),
+			[]byte(`{"timestamp":"2026-11-30T10:00:06.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t","last_agent_message":"ok"}}`),
+		}
+	})
+}
+
+func benchFeed(b *testing.B, rounds int) {
+	observetest.BenchFeed(b, benchRollout(b, rounds), func(s *Summary) int { return s.Skipped })
+}
+
+// BenchmarkRolloutFeed: the real rollouts plus sixteen 256 KB outputs.
+func BenchmarkRolloutFeed(b *testing.B) { benchFeed(b, 16) }
+
+// BenchmarkRolloutFeedSmall is the real rollouts alone: the per-line cost
+// of ordinary records (each session_meta carries ~30 KB of instructions).
+func BenchmarkRolloutFeedSmall(b *testing.B) { benchFeed(b, 0) }

@@ -121,3 +121,13 @@ func TestPair(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkScanProcs is one read of this machine's process table for
+// Copilot TUIs (what every rescan costs).
+func BenchmarkScanProcs(b *testing.B) {
+	for b.Loop() {
+		if _, err := ScanProcs(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
