@@ -44,13 +44,8 @@ type Stack[E interface{ Probed() Liveness }] struct {
 
 // Rules is the stack in its order, each rule under its generic name.
 func (s Stack[E]) Rules() []Rule[E] {
-	gone := func(ev E) (sessions.ObservedState, bool) { return ev.Probed().Gone(s.InTurn(ev), s.Witness) }
-	var out []Rule[E]
-	for _, r := range []Rule[E]{
-		{"process gone", gone}, {"turn failed", s.Failed}, {"waiting on the user", s.Waiting},
-		{"compacting", s.Compacting}, {"open tool", s.OpenTool}, {"turn in flight", s.Working},
-		{"turn ended", s.Ended}, {"idle", s.Idle},
-	} {
+	out := []Rule[E]{{"process gone", s.gone}}
+	for _, r := range s.slots() {
 		if r.Match != nil {
 			out = append(out, r)
 		}
@@ -58,9 +53,37 @@ func (s Stack[E]) Rules() []Rule[E] {
 	return out
 }
 
-// Infer walks the stack (Infer) and returns the first match's state and
-// the rule's name.
-func (s Stack[E]) Infer(ev E) (sessions.ObservedState, string) { return Infer(s.Rules(), ev) }
+// Infer walks the stack (as Infer walks Rules) and returns the first
+// match's state and the rule's name. It builds no slice: a source infers
+// at every look.
+func (s Stack[E]) Infer(ev E) (sessions.ObservedState, string) {
+	if o, ok := s.gone(ev); ok {
+		return o, "process gone"
+	}
+	for _, r := range s.slots() {
+		if r.Match == nil {
+			continue
+		}
+		if o, ok := r.Match(ev); ok {
+			return o, r.Name
+		}
+	}
+	return Infer[E](nil, ev)
+}
+
+// gone is the first rule: ProcessGone for the evidence's process.
+func (s Stack[E]) gone(ev E) (sessions.ObservedState, bool) {
+	return ev.Probed().Gone(s.InTurn(ev), s.Witness)
+}
+
+// slots are the rules after the first, in order (an empty slot's Match
+// is nil).
+func (s Stack[E]) slots() [7]Rule[E] {
+	return [7]Rule[E]{
+		{"turn failed", s.Failed}, {"waiting on the user", s.Waiting}, {"compacting", s.Compacting},
+		{"open tool", s.OpenTool}, {"turn in flight", s.Working}, {"turn ended", s.Ended}, {"idle", s.Idle},
+	}
+}
 
 // Liveness is what the pid probe said of a session's process at one look.
 type Liveness struct {
