@@ -5,7 +5,8 @@
 // shape and its generic rules (Infer, ProcessGone, TurnFailed, Waiting,
 // Working, TurnEnded, Idle), and the shape of a source that finds its
 // sessions in the process table (ProcSource, ProcTable, AgentInfo,
-// NoInbox, Follower, ListProcs).
+// NoInbox, Follower, ListProcs) and its observe loop (FileObserver, over
+// the Files an agent describes).
 //
 // An agent's package keeps what only it knows: how to scan its processes,
 // how to pair each with its file, how to read that file into a summary,

@@ -1,6 +1,10 @@
 package observe
 
-import "github.com/session-supervisor/session-supervisor/sessions"
+import (
+	"slices"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
 
 // Summary is what an agent reads its session's file into, line by line:
 // the agent-specific part of following a file.
@@ -98,4 +102,25 @@ func (f *Follower[T, S]) Read() (lines int) {
 // the summary's turns and whether the last Read grew the file.
 func (f *Follower[T, S]) Next(st sessions.ObservedState, gone bool) (sessions.ObservedState, bool) {
 	return f.emit.Next(st, S(&f.sum).TurnCount(), f.grew, gone)
+}
+
+// Opened is open with v added (a call started, a request asked), the
+// oldest dropped once it holds max: a summary's bound on what it keeps
+// open.
+func Opened[T any](open []T, max int, v T) []T {
+	if len(open) >= max {
+		open = open[1:]
+	}
+	return append(open, v)
+}
+
+// Closed is open without its first entry that closes (a call whose output
+// came, a request answered), in a new array: a summary copied before (the
+// evidence of an earlier look) keeps its entries.
+func Closed[T any](open []T, closes func(T) bool) []T {
+	i := slices.IndexFunc(open, closes)
+	if i < 0 {
+		return open
+	}
+	return append(open[:i:i], open[i+1:]...)
 }

@@ -3,6 +3,9 @@ package observe
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +28,13 @@ func (AgentInfo[A]) Name() string           { var a A; return a.Name() }
 func (AgentInfo[A]) DisplayName() string    { var a A; return a.DisplayName() }
 func (AgentInfo[A]) DefaultCommand() string { var a A; return a.DefaultCommand() }
 func (AgentInfo[A]) InstallHint() string    { var a A; return a.InstallHint() }
+
+// Unreachable is the identity of agent A (AgentInfo) and no inbox
+// (NoInbox): what a terminal source that cannot reach its sessions embeds.
+type Unreachable[A sessions.AgentInfo] struct {
+	AgentInfo[A]
+	NoInbox[A]
+}
 
 // NoInboxError is Nudge's answer for an agent whose TUI offers no inbox a
 // message could be delivered through. It is a comparable value, so a
@@ -49,6 +59,91 @@ func (NoInbox[A]) Nudge(context.Context, sessions.ExternalSession, string, bool)
 	var a A
 	return NoInboxError{Agent: a.Name()}
 }
+
+// HomeDir is an agent's home directory: set when the source was given one,
+// else env (an environment variable's value, "" when unset), else dot
+// under the user's home ("" when there is none to find).
+func HomeDir(set, env, dot string) string {
+	if set != "" {
+		return set
+	}
+	if env != "" {
+		return env
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, dot)
+}
+
+// ProcHome is the home an agent's process runs with: envVar in its
+// environment, else dot under its HOME ("" when its environment cannot be
+// read: another user's process).
+func ProcHome(pid int, envVar, dot string) string {
+	if home, ok := procscan.Env(pid, envVar); ok {
+		return home
+	}
+	if h, ok := procscan.Env(pid, "HOME"); ok {
+		return filepath.Join(h, dot)
+	}
+	return ""
+}
+
+// SameDir tells whether a and b name the same directory (both known).
+func SameDir(a, b string) bool {
+	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
+}
+
+// Proc is what every process-table source knows of one of its agent's
+// live interactive processes; an agent's own Proc embeds it and adds what
+// its command line and open files say.
+type Proc struct {
+	PID     int
+	Cwd     string
+	Started time.Time
+	// Home is the agent's home the process runs with ("" when its
+	// environment cannot be read): a TUI of another home is not the
+	// source's (OwnHome).
+	Home string
+}
+
+// Process is the embedded Proc itself (for generic code over an agent's
+// Proc).
+func (p Proc) Process() Proc { return p }
+
+// OwnHome drops the processes of another home than home (one whose home
+// could not be read is kept).
+func OwnHome[P interface{ Process() Proc }](procs []P, home string) []P {
+	return slices.DeleteFunc(procs, func(p P) bool { h := p.Process().Home; return h != "" && !SameDir(h, home) })
+}
+
+// Oldest is the earliest start of procs (now when none is known): files
+// not written since then are no live session's.
+func Oldest[P interface{ Process() Proc }](procs []P, now time.Time) time.Time {
+	oldest := now
+	for _, p := range procs {
+		if s := p.Process().Started; !s.IsZero() && s.Before(oldest) {
+			oldest = s
+		}
+	}
+	return oldest
+}
+
+// SessionFile is a file a session is written to, found by a scan: its
+// path, what its first line says (M: the agent's metadata) and its last
+// write.
+type SessionFile[M any] struct {
+	Path    string
+	Meta    M
+	ModTime time.Time
+}
+
+// PairSlack is how much earlier than its process's start a session's file
+// may say the session began: the process's start is to the clock tick, the
+// file's timestamp to the millisecond (the other way round is the usual
+// order).
+const PairSlack = 2 * time.Second
 
 // Key is a process-table session's identity for as long as its process
 // lives: the pid and its start (a later process reusing the pid starts

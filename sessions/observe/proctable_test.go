@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,8 +24,7 @@ func (fakeAgent) InstallHint() string    { return "install fake" }
 
 // fakeSource is a source built from the shape's pieces alone.
 type fakeSource struct {
-	AgentInfo[fakeAgent]
-	NoInbox[fakeAgent]
+	Unreachable[fakeAgent]
 }
 
 func TestAgentInfoAndNoInbox(t *testing.T) {
@@ -408,5 +409,75 @@ func TestPairOf(t *testing.T) {
 				t.Errorf("PairOf = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// An agent's home: the source's own setting, else its environment
+// variable, else the dot directory under the user's home; a process's home
+// from its environment; two spellings of one directory are the same.
+func TestHomes(t *testing.T) {
+	startHome, hadHome := os.LookupEnv("HOME")
+	t.Setenv("HOME", "/home/u")
+	for _, tc := range []struct{ set, env, want string }{
+		{"/given", "/from-env", "/given"},
+		{"", "/from-env", "/from-env"},
+		{"", "", "/home/u/.agent"},
+	} {
+		if got := HomeDir(tc.set, tc.env, ".agent"); got != tc.want {
+			t.Errorf("HomeDir(%q, %q) = %q, want %q", tc.set, tc.env, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{{"/w", "/w/", true}, {"/w/./x", "/w/x", true}, {"/w", "/x", false}, {"", "", false}, {"/w", "", false}} {
+		if SameDir(tc.a, tc.b) != tc.same {
+			t.Errorf("SameDir(%q, %q) = %v", tc.a, tc.b, !tc.same)
+		}
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("ProcHome reads /proc (Linux only)")
+	}
+	if !hadHome {
+		t.Skip("no HOME in this process's environment")
+	}
+	// The environment the process started with (t.Setenv does not change it).
+	if got := ProcHome(os.Getpid(), "HOME", ".agent"); got != startHome {
+		t.Errorf("ProcHome by the variable = %q, want %q", got, startHome)
+	}
+	if got, want := ProcHome(os.Getpid(), "NO_SUCH_AGENT_HOME", ".agent"), filepath.Join(startHome, ".agent"); got != want {
+		t.Errorf("ProcHome under HOME = %q, want %q", got, want)
+	}
+	if got := ProcHome(-1, "HOME", ".agent"); got != "" {
+		t.Errorf("ProcHome of no process = %q", got)
+	}
+}
+
+// An agent's Proc embeds Proc: OwnHome keeps this home's processes and
+// those whose home is unknown; Oldest is the earliest known start.
+func TestOwnHomeAndOldest(t *testing.T) {
+	type agentProc struct {
+		Proc
+		Extra string
+	}
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	procs := []agentProc{
+		{Proc: Proc{PID: 1, Home: "/h/.agent/", Started: now.Add(-time.Minute)}},
+		{Proc: Proc{PID: 2, Home: "/elsewhere/.agent", Started: now.Add(-time.Hour)}},
+		{Proc: Proc{PID: 3, Started: now.Add(-2 * time.Minute)}},
+		{Proc: Proc{PID: 4, Home: "/h/.agent"}},
+	}
+	var kept []int
+	for _, p := range OwnHome(slices.Clone(procs), "/h/.agent") {
+		kept = append(kept, p.PID)
+	}
+	if !slices.Equal(kept, []int{1, 3, 4}) {
+		t.Errorf("kept %v", kept)
+	}
+	if got := Oldest(procs, now); !got.Equal(now.Add(-time.Hour)) {
+		t.Errorf("oldest %v", got)
+	}
+	if got := Oldest([]agentProc{{Proc: Proc{PID: 4}}}, now); !got.Equal(now) {
+		t.Errorf("oldest of no known start %v", got)
 	}
 }

@@ -26,6 +26,81 @@ func Infer[E any](rules []Rule[E], ev E) (sessions.ObservedState, string) {
 	return sessions.ObservedState{State: sessions.Idle, Evidence: "nothing observed"}, "idle"
 }
 
+// Stack is the rule stack of a source whose evidence answers the generic
+// questions in the generic order (Codex, Copilot, Gemini): the process
+// first (a gone process ends everything: ProcessGone, from the evidence's
+// Liveness, InTurn and Witness), then a failed turn, a wait on the user,
+// compaction, an open tool, a turn in flight, an ended turn, idle. A source
+// fills in the slots its evidence answers; an empty one is left out.
+// (Claude's stack interleaves its hook rules and lists its own.)
+type Stack[E interface{ Probed() Liveness }] struct {
+	// InTurn tells whether the evidence shows a turn in flight; Witness
+	// says how the file shows it ("its rollout shows no end of the turn").
+	InTurn  func(E) bool
+	Witness string
+
+	Failed, Waiting, Compacting, OpenTool, Working, Ended, Idle func(E) (sessions.ObservedState, bool)
+}
+
+// Rules is the stack in its order, each rule under its generic name.
+func (s Stack[E]) Rules() []Rule[E] {
+	out := []Rule[E]{{"process gone", s.gone}}
+	for _, r := range s.slots() {
+		if r.Match != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Infer walks the stack (as Infer walks Rules) and returns the first
+// match's state and the rule's name. It builds no slice: a source infers
+// at every look.
+func (s Stack[E]) Infer(ev E) (sessions.ObservedState, string) {
+	if o, ok := s.gone(ev); ok {
+		return o, "process gone"
+	}
+	for _, r := range s.slots() {
+		if r.Match == nil {
+			continue
+		}
+		if o, ok := r.Match(ev); ok {
+			return o, r.Name
+		}
+	}
+	return Infer[E](nil, ev)
+}
+
+// gone is the first rule: ProcessGone for the evidence's process.
+func (s Stack[E]) gone(ev E) (sessions.ObservedState, bool) {
+	return ev.Probed().Gone(s.InTurn(ev), s.Witness)
+}
+
+// slots are the rules after the first, in order (an empty slot's Match
+// is nil).
+func (s Stack[E]) slots() [7]Rule[E] {
+	return [7]Rule[E]{
+		{"turn failed", s.Failed}, {"waiting on the user", s.Waiting}, {"compacting", s.Compacting},
+		{"open tool", s.OpenTool}, {"turn in flight", s.Working}, {"turn ended", s.Ended}, {"idle", s.Idle},
+	}
+}
+
+// Liveness is what the pid probe said of a session's process at one look.
+type Liveness struct {
+	PID int
+	// Alive and Known are the probe's answer (Known false: cannot tell).
+	Alive, Known bool
+}
+
+// Probed is the probe's answer itself: evidence that embeds a Liveness
+// gives it to the generic rules (Stack).
+func (l Liveness) Probed() Liveness { return l }
+
+// Gone is the first rule of every stack (ProcessGone) for this process.
+func (l Liveness) Gone(inTurn bool, witness string) (sessions.ObservedState, bool) {
+	return ProcessGone(l.PID, l.Alive, l.Known, inTurn, witness)
+}
+
 // The generic rules: what every source concludes the same way once its
 // summary answered the agent-specific question. Each is pure.
 

@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +88,60 @@ func TestOrDefault(t *testing.T) {
 		if got := OrDefault(tc.s, tc.def); got != tc.want {
 			t.Errorf("OrDefault(%q, %q) = %q, want %q", tc.s, tc.def, got, tc.want)
 		}
+	}
+}
+
+// A Stack lists its filled slots in the generic order under their generic
+// names, the process first, leaving the empty ones out; its Infer walks
+// them (a gone process mid-turn is Interrupted, with the witness).
+func TestStackOrderAndNames(t *testing.T) {
+	type ev struct {
+		Liveness
+		inTurn bool
+	}
+	match := func(ev) (sessions.ObservedState, bool) { return sessions.ObservedState{}, false }
+	idle := func(ev) (sessions.ObservedState, bool) { return Idle(true), true }
+	full := Stack[ev]{InTurn: func(e ev) bool { return e.inTurn }, Witness: "its file says so",
+		Failed: match, Waiting: match, Compacting: match, OpenTool: match, Working: match, Ended: match, Idle: idle}
+	var names []string
+	for _, r := range full.Rules() {
+		names = append(names, r.Name)
+	}
+	want := "process gone, turn failed, waiting on the user, compacting, open tool, turn in flight, turn ended, idle"
+	if got := strings.Join(names, ", "); got != want {
+		t.Fatalf("rules %s\nwant  %s", got, want)
+	}
+	if st, rule := full.Infer(ev{Liveness{PID: 7, Known: true}, true}); st.State != sessions.Interrupted || rule != "process gone" ||
+		st.Evidence != "process 7 is gone mid-turn (its file says so)" {
+		t.Fatalf("gone mid-turn: %+v by %q", st, rule)
+	}
+	if st, rule := full.Infer(ev{Liveness{PID: 7, Alive: true, Known: true}, true}); st.State != sessions.Idle || rule != "idle" {
+		t.Fatalf("alive: %+v by %q", st, rule)
+	}
+	full.Compacting, full.Failed = nil, nil
+	if got := len(full.Rules()); got != 6 {
+		t.Fatalf("%d rules with two slots empty", got)
+	}
+}
+
+// Opened keeps at most max entries, dropping the oldest; Closed removes
+// the first entry that closes without touching the array an earlier copy
+// holds.
+func TestOpenedAndClosed(t *testing.T) {
+	var open []int
+	for i := range 5 {
+		open = Opened(open, 3, i)
+	}
+	if !slices.Equal(open, []int{2, 3, 4}) {
+		t.Fatalf("opened %v", open)
+	}
+	before := slices.Clone(open)
+	kept := open
+	open = Closed(open, func(v int) bool { return v == 3 })
+	if !slices.Equal(open, []int{2, 4}) || !slices.Equal(kept, before) {
+		t.Fatalf("closed %v, the earlier copy %v", open, kept)
+	}
+	if got := Closed(open, func(v int) bool { return v == 9 }); !slices.Equal(got, open) {
+		t.Fatalf("closing nothing: %v", got)
 	}
 }

@@ -12,11 +12,9 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process, its session file, and its transcript's summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
-	File         SessionFile
-	Transcript   Summary
+	observe.Liveness
+	File       SessionFile
+	Transcript Summary
 	// Hook is the session's newest hook event (nil: none arrived).
 	Hook *HookEvent
 }
@@ -51,7 +49,7 @@ func Infer(ev Evidence) (sessions.ObservedState, string) {
 }
 
 func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Transcript.InTurn, "killed or crashed: its session file was left behind")
+	return ev.Gone(ev.Transcript.InTurn, "killed or crashed: its session file was left behind")
 }
 
 func ruleAPIError(ev Evidence) (sessions.ObservedState, bool) {

@@ -26,7 +26,7 @@ func TestInferOnRealTranscript(t *testing.T) {
 	sc.Buffer(nil, observe.MaxLine)
 	for sc.Scan() {
 		sum.Feed(sc.Bytes())
-		st, _ := Infer(Evidence{Known: true, Alive: true, Transcript: sum})
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Transcript: sum})
 		w := st.State.String()
 		if st.Wait != sessions.NoWait {
 			w += "/" + st.Wait.String()
@@ -72,58 +72,34 @@ const (
 // at is a status time in Unix ms, seconds after the records' 10:00:00.
 func at(sec int) int64 { return time.Date(2026, 11, 30, 10, 0, sec, 0, time.UTC).UnixMilli() }
 
-func TestRuleStack(t *testing.T) {
-	cases := []struct {
-		name    string
-		records []string
-		file    SessionFile
-		gone    bool
-		state   sessions.State
-		wait    sessions.WaitReason
-		failure sessions.FailureKind
-		inTurn  bool
-		rule    string
-		evid    string
-	}{
-		{"nothing yet", nil, SessionFile{}, false, sessions.Idle, 0, 0, false, "idle", "no prompt yet"},
-		{"prompt sent", []string{recPrompt}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
-		{"busy status alone", nil, SessionFile{Status: "busy"}, false, sessions.Working, 0, 0, true, "turn in flight", "says busy"},
-		{"open tool", []string{recPrompt, recToolUse}, SessionFile{}, false, sessions.Working, 0, 0, true, "open tool", "running Bash"},
-		{"tool finished", []string{recPrompt, recToolUse, recToolResult}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"mid-message", []string{recPrompt, recPartial}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"turn ended", []string{recPrompt, recEnd}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "turn ended"},
-		{"turn_duration ends it", []string{recPrompt, recToolUse, recToolResult, recPartial, recDuration}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
-		{"an idle status newer than the transcript beats it", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(2)}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "not in the transcript yet"},
-		{"an idle status older than the prompt is the last turn's", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(-1)}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"an idle status of unknown age is not trusted", []string{recPrompt}, SessionFile{Status: "idle"}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"question", []string{recPrompt, recAsk}, SessionFile{Status: "busy"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "question"},
-		{"plan", []string{recPrompt, recPlan}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitPlan, 0, true, "waiting on the user", "plan"},
-		{"permission as 2.1.328 writes it", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "permission prompt"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "asks permission in the terminal"},
-		{"another wait", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "dialog open"}, false, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "dialog open"},
-		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "permission to use Bash"},
-		{"rate limit: errored, the CLI's idle is not the truth", []string{recPrompt, recRateLimit}, SessionFile{Status: "idle"}, false, sessions.Errored, 0, sessions.RateLimit, false, "API error", "resets at"},
-		{"overload", []string{recPrompt, recOverloaded}, SessionFile{}, false, sessions.Errored, 0, sessions.Overloaded, false, "API error", "overloaded"},
-		{"context too long", []string{recPrompt, recTooLong}, SessionFile{}, false, sessions.Errored, 0, sessions.ContextOverflow, false, "API error", ""},
-		{"isApiErrorMessage false is no error", []string{recPrompt, recNotError}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
-		{"an error followed by a new prompt is over", []string{recPrompt, recRateLimit, recPrompt}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"the CLI retries", []string{recPrompt, recRetry}, SessionFile{Status: "busy"}, false, sessions.Recovering, 0, sessions.Overloaded, true, "API error", "attempt 1/10"},
-		{"a retry followed by progress is over", []string{recPrompt, recRetry, recPartial}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"stopped by the user", []string{recPrompt, recToolUse, recInterrupt}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "you stopped"},
-		{"compacting", []string{recPrompt, recEnd, recCompactCmd}, SessionFile{Status: "busy"}, false, sessions.Compacting, 0, 0, true, "compacting", "compact"},
-		{"compaction done", []string{recPrompt, recEnd, recCompactCmd, recBoundary}, SessionFile{}, false, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
-		{"a meta note is no prompt", []string{recMeta}, SessionFile{}, false, sessions.Idle, 0, 0, false, "idle", "nothing in flight"},
-		{"a message from the inbox starts a turn", []string{recPrompt, recEnd, recPeer}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
-		{"a subagent's line is progress", []string{recPrompt, recToolUse, recToolResult, recEnd, recSidechain}, SessionFile{}, false, sessions.Working, 0, 0, true, "turn in flight", ""},
-		{"process gone mid-turn", []string{recPrompt, recToolUse}, SessionFile{Status: "busy"}, true, sessions.Interrupted, 0, 0, false, "process gone", "gone mid-turn"},
-		{"process gone after the turn", []string{recPrompt, recEnd}, SessionFile{}, true, sessions.Idle, 0, 0, false, "process gone", "gone"},
-	}
+// ruleCase is one row of a rule stack table: the transcript's records,
+// the session file, the process gone or not, the newest hook event, and the
+// state, wait, failure, turn and rule the stack must decide, with a word of
+// its evidence.
+type ruleCase struct {
+	name    string
+	records []string
+	file    SessionFile
+	gone    bool
+	hook    *HookEvent
+	state   sessions.State
+	wait    sessions.WaitReason
+	failure sessions.FailureKind
+	inTurn  bool
+	rule    string
+	evid    string
+}
+
+// checkRules runs a rule stack table.
+func checkRules(t *testing.T, cases []ruleCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var sum Summary
 			for _, r := range tc.records {
 				sum.Feed([]byte(r))
 			}
-			st, rule := Infer(Evidence{PID: 42, Known: true, Alive: !tc.gone, File: tc.file, Transcript: sum})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: !tc.gone, Known: true}, File: tc.file, Transcript: sum, Hook: tc.hook})
 			if st.State != tc.state || st.Wait != tc.wait || st.Failure.Kind != tc.failure || st.InTurn != tc.inTurn || rule != tc.rule {
 				t.Fatalf("got %v/%q failure %v inTurn %v by rule %q (%s); want %v/%q %v %v by %q",
 					st.State, st.Wait, st.Failure.Kind, st.InTurn, rule, st.Evidence, tc.state, tc.wait, tc.failure, tc.inTurn, tc.rule)
@@ -133,6 +109,42 @@ func TestRuleStack(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRuleStack(t *testing.T) {
+	checkRules(t, []ruleCase{
+		{"nothing yet", nil, SessionFile{}, false, nil, sessions.Idle, 0, 0, false, "idle", "no prompt yet"},
+		{"prompt sent", []string{recPrompt}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
+		{"busy status alone", nil, SessionFile{Status: "busy"}, false, nil, sessions.Working, 0, 0, true, "turn in flight", "says busy"},
+		{"open tool", []string{recPrompt, recToolUse}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "open tool", "running Bash"},
+		{"tool finished", []string{recPrompt, recToolUse, recToolResult}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"mid-message", []string{recPrompt, recPartial}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"turn ended", []string{recPrompt, recEnd}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "turn ended"},
+		{"turn_duration ends it", []string{recPrompt, recToolUse, recToolResult, recPartial, recDuration}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
+		{"an idle status newer than the transcript beats it", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(2)}, false, nil, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "not in the transcript yet"},
+		{"an idle status older than the prompt is the last turn's", []string{recPrompt, recPartial}, SessionFile{Status: "idle", StatusUpdatedAt: at(-1)}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"an idle status of unknown age is not trusted", []string{recPrompt}, SessionFile{Status: "idle"}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"question", []string{recPrompt, recAsk}, SessionFile{Status: "busy"}, false, nil, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "question"},
+		{"plan", []string{recPrompt, recPlan}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitPlan, 0, true, "waiting on the user", "plan"},
+		{"permission as 2.1.328 writes it", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "permission prompt"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "asks permission in the terminal"},
+		{"another wait", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "dialog open"}, false, nil, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "dialog open"},
+		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "permission to use Bash"},
+		{"rate limit: errored, the CLI's idle is not the truth", []string{recPrompt, recRateLimit}, SessionFile{Status: "idle"}, false, nil, sessions.Errored, 0, sessions.RateLimit, false, "API error", "resets at"},
+		{"overload", []string{recPrompt, recOverloaded}, SessionFile{}, false, nil, sessions.Errored, 0, sessions.Overloaded, false, "API error", "overloaded"},
+		{"context too long", []string{recPrompt, recTooLong}, SessionFile{}, false, nil, sessions.Errored, 0, sessions.ContextOverflow, false, "API error", ""},
+		{"isApiErrorMessage false is no error", []string{recPrompt, recNotError}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
+		{"an error followed by a new prompt is over", []string{recPrompt, recRateLimit, recPrompt}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"the CLI retries", []string{recPrompt, recRetry}, SessionFile{Status: "busy"}, false, nil, sessions.Recovering, 0, sessions.Overloaded, true, "API error", "attempt 1/10"},
+		{"a retry followed by progress is over", []string{recPrompt, recRetry, recPartial}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"stopped by the user", []string{recPrompt, recToolUse, recInterrupt}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", "you stopped"},
+		{"compacting", []string{recPrompt, recEnd, recCompactCmd}, SessionFile{Status: "busy"}, false, nil, sessions.Compacting, 0, 0, true, "compacting", "compact"},
+		{"compaction done", []string{recPrompt, recEnd, recCompactCmd, recBoundary}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitReview, 0, false, "turn ended", ""},
+		{"a meta note is no prompt", []string{recMeta}, SessionFile{}, false, nil, sessions.Idle, 0, 0, false, "idle", "nothing in flight"},
+		{"a message from the inbox starts a turn", []string{recPrompt, recEnd, recPeer}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", "turn in flight"},
+		{"a subagent's line is progress", []string{recPrompt, recToolUse, recToolResult, recEnd, recSidechain}, SessionFile{}, false, nil, sessions.Working, 0, 0, true, "turn in flight", ""},
+		{"process gone mid-turn", []string{recPrompt, recToolUse}, SessionFile{Status: "busy"}, true, nil, sessions.Interrupted, 0, 0, false, "process gone", "gone mid-turn"},
+		{"process gone after the turn", []string{recPrompt, recEnd}, SessionFile{}, true, nil, sessions.Idle, 0, 0, false, "process gone", "gone"},
+	})
 }
 
 // The order of the stack is the design: each rule must be shadowed by the
@@ -145,13 +157,13 @@ func TestRuleStackEveryRuleReachable(t *testing.T) {
 			sum.Feed([]byte(r))
 		}
 		for _, gone := range []bool{false, true} {
-			_, rule := Infer(Evidence{Known: true, Alive: !gone, Transcript: sum})
+			_, rule := Infer(Evidence{Liveness: observe.Liveness{Alive: !gone, Known: true}, Transcript: sum})
 			hit[rule] = true
 		}
 		for _, h := range []HookEvent{{Name: "StopFailure"}, {Name: "Notification", NotificationType: "permission_prompt"},
 			{Name: "PreCompact"}, {Name: "UserPromptSubmit"}, {Name: "Stop"}} {
 			h.At = time.UnixMilli(at(60))
-			_, rule := Infer(Evidence{Known: true, Alive: true, Transcript: sum, Hook: &h})
+			_, rule := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Transcript: sum, Hook: &h})
 			hit[rule] = true
 		}
 	}
@@ -202,7 +214,7 @@ func TestUsageLimitResetIsTheRecordsExactSecond(t *testing.T) {
 	var sum Summary
 	sum.Feed([]byte(recPrompt))
 	sum.Feed([]byte(rec))
-	st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+	st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, File: SessionFile{Status: "idle"}, Transcript: sum})
 	want := time.Unix(1796078896, 0)
 	if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(want) {
 		t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, want)
@@ -239,7 +251,7 @@ func TestUsageLimitAutoContinueDefersTheContinue(t *testing.T) {
 			for _, r := range tc.records {
 				sum.Feed([]byte(r))
 			}
-			st, _ := Infer(Evidence{PID: 42, Known: true, Alive: true, File: SessionFile{Status: "idle"}, Transcript: sum})
+			st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, File: SessionFile{Status: "idle"}, Transcript: sum})
 			if st.State != sessions.Errored || st.Failure.Kind != sessions.RateLimit || !st.Failure.RetryAt.Equal(tc.want) {
 				t.Fatalf("got %v %v retry at %v (%s); want errored, rate limit, retry at %v", st.State, st.Failure.Kind, st.Failure.RetryAt, st.Evidence, tc.want)
 			}

@@ -153,7 +153,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	}
 	alive, known := o.src.probe(f)
 	hook, hooked := o.src.hookHub().latest(f.SessionID)
-	evd := Evidence{PID: f.PID, Alive: alive, Known: known, File: f, Transcript: o.sum}
+	evd := Evidence{Liveness: observe.Liveness{PID: f.PID, Alive: alive, Known: known}, File: f, Transcript: o.sum}
 	if hooked {
 		evd.Hook = &hook
 	}

@@ -1,7 +1,6 @@
 package claudeterm
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 func TestInteractiveClaude(t *testing.T) {
@@ -159,21 +159,6 @@ func TestListClaudeProcs(t *testing.T) {
 	}
 }
 
-// recv waits for the next value of ch.
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v, ok := <-ch:
-		if !ok {
-			t.Fatalf("%s: channel closed", what)
-		}
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no %s within 5 s", what)
-	}
-	panic("unreachable")
-}
-
 // An old CLI (no session file) is discovered from the process table, keyed
 // on its pid and start, paired with the newest transcript of its cwd
 // written since it started (not an older one), observed with the same rule
@@ -186,15 +171,10 @@ func TestProcessTableSession(t *testing.T) {
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(c.src.TranscriptPath(c.cwd, "old-session"), past, past)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	lists, err := c.src.Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lists := observetest.Watch(t, c.src)
 	var es sessions.ExternalSession
 	for es.PID != c.cmd.Process.Pid {
-		for _, l := range recv(t, lists, "a list with the old CLI") {
+		for _, l := range observetest.Recv(t, lists, "a list with the old CLI") {
 			if l.PID == c.cmd.Process.Pid {
 				es = l
 			}
@@ -206,7 +186,7 @@ func TestProcessTableSession(t *testing.T) {
 	// The first prompt writes its transcript: the list now names it.
 	c.transcript(t, "sid-7", `{"type":"user","message":{"role":"user","content":"# Fix the flaky test\nplease"}}`)
 	for es.AgentSessionID != "sid-7" {
-		for _, l := range recv(t, lists, "the list naming its transcript") {
+		for _, l := range observetest.Recv(t, lists, "the list naming its transcript") {
 			if l.PID == c.cmd.Process.Pid {
 				es = l
 			}
@@ -218,13 +198,10 @@ func TestProcessTableSession(t *testing.T) {
 	if c.src.CanNudge(es) {
 		t.Fatal("an old CLI has no inbox, yet CanNudge")
 	}
-	events, err := c.src.Observe(ctx, es)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := observetest.Observe(t, c.src, es)
 	c.transcript(t, "sid-7", `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]}}`)
 	for {
-		ev := recv(t, events, "working")
+		ev := observetest.Recv(t, events, "working")
 		if ev.Kind == sessions.EvObserved && ev.Observed.State == sessions.Working && ev.Observed.Tool == "Bash" {
 			if ev.AgentSessionID != "sid-7" || ev.Observed.Name != "Fix the flaky test" {
 				t.Fatalf("observed %+v %+v", ev, *ev.Observed)
@@ -236,7 +213,7 @@ func TestProcessTableSession(t *testing.T) {
 	c.cmd.Wait()
 	var last sessions.ObservedState
 	for {
-		ev := recv(t, events, "the end")
+		ev := observetest.Recv(t, events, "the end")
 		if ev.Kind == sessions.EvObserved {
 			last = *ev.Observed
 		}
@@ -261,12 +238,7 @@ func TestProcessTableSkipsRegisteredAndForeign(t *testing.T) {
 	os.MkdirAll(c.src.SessionsDir(), 0o700)
 	f := sessionFileFor(c.cmd.Process.Pid, "sid-1", c.cwd)
 	writeJSON(t, filepath.Join(c.src.SessionsDir(), fmt.Sprintf("%d.json", f.PID)), f)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	lists, err := c.src.Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lists := observetest.Watch(t, c.src)
 	// Every list sent over several table rounds (a list is sent only when
 	// it changes).
 	check := func(list []sessions.ExternalSession) {
@@ -280,7 +252,7 @@ func TestProcessTableSkipsRegisteredAndForeign(t *testing.T) {
 			t.Fatalf("listed %q, want only the session file's %s", keys, f.Key())
 		}
 	}
-	check(recv(t, lists, "the first list"))
+	check(observetest.Recv(t, lists, "the first list"))
 	deadline := time.After(200 * time.Millisecond)
 	for {
 		select {
@@ -297,19 +269,14 @@ func TestProcessTableSkipsRegisteredAndForeign(t *testing.T) {
 func TestProcessTableGrace(t *testing.T) {
 	c := startOldCLI(t)
 	c.src.TableGrace = 2 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	lists, err := c.src.Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range recv(t, lists, "the first list") {
+	lists := observetest.Watch(t, c.src)
+	for _, l := range observetest.Recv(t, lists, "the first list") {
 		if l.PID == c.cmd.Process.Pid {
 			t.Fatalf("listed within the grace: %+v", l)
 		}
 	}
 	for {
-		for _, l := range recv(t, lists, "the list once the grace is over") {
+		for _, l := range observetest.Recv(t, lists, "the list once the grace is over") {
 			if l.PID == c.cmd.Process.Pid {
 				return
 			}
@@ -325,14 +292,9 @@ func TestProcessTableWhenRegistryUnreadable(t *testing.T) {
 	if err := os.WriteFile(c.src.SessionsDir(), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	lists, err := c.src.Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lists := observetest.Watch(t, c.src)
 	for {
-		for _, l := range recv(t, lists, "a list with the CLI") {
+		for _, l := range observetest.Recv(t, lists, "a list with the CLI") {
 			if l.PID == c.cmd.Process.Pid {
 				return
 			}

@@ -59,17 +59,7 @@ func (*Source) InstallHint() string    { return "npm install -g @anthropic-ai/cl
 var _ sessions.ExternalSource = (*Source)(nil)
 
 func (s *Source) dir() string {
-	if s.ConfigDir != "" {
-		return s.ConfigDir
-	}
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".claude")
+	return observe.HomeDir(s.ConfigDir, os.Getenv("CLAUDE_CONFIG_DIR"), ".claude")
 }
 
 // SessionsDir is where the CLI registers its live sessions.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Summary is what the transcript's records so far say about the turn in
@@ -276,12 +278,7 @@ func (s *Summary) progress() {
 }
 
 func (s *Summary) closeTool(id string) {
-	for i, t := range s.Open {
-		if t.ID == id {
-			s.Open = append(s.Open[:i:i], s.Open[i+1:]...)
-			return
-		}
-	}
+	s.Open = observe.Closed(s.Open, func(t OpenTool) bool { return t.ID == id })
 }
 
 // resetPattern reads the reset time of a usage-limit message: "resets

@@ -5,20 +5,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Proc is a live interactive Codex process: the native binary (the npm
 // `codex` is a Node wrapper around it, which is skipped), its working
 // directory and start time.
 type Proc struct {
-	PID     int
-	Cwd     string
-	Started time.Time
-	// Home is the CODEX_HOME the process runs with ("" when its
-	// environment cannot be read): a TUI of another Codex home is not
-	// this source's.
-	Home string
+	observe.Proc
 	// ResumeID is the thread `codex resume <id>` continues ("" otherwise).
 	ResumeID string
 	// Resuming: `codex resume` without an id (--last, or the picker): an
@@ -89,17 +84,7 @@ func interactive(argv []string) (ok bool, resumeID string, resuming bool) {
 }
 
 // Rollout is one rollout file and its session_meta.
-type Rollout struct {
-	Path string
-	Meta Meta
-	// ModTime is the file's last write.
-	ModTime time.Time
-}
-
-// pairSlack is how much earlier than its process's start a thread may say
-// it was created (the process's start is to the clock tick, the thread's
-// timestamp to the millisecond: the other way round is the usual order).
-const pairSlack = 2 * time.Second
+type Rollout = observe.SessionFile[Meta]
 
 // Pair finds each process's rollout: the one it holds open; else, for
 // `resume <id>`, that thread's; for `resume --last` or the picker, the
@@ -146,14 +131,14 @@ func Pair(procs []Proc, rollouts []Rollout) map[int]Rollout {
 				if m.ID != p.ResumeID {
 					continue
 				}
-			case !sameDir(m.Cwd, p.Cwd):
+			case !observe.SameDir(m.Cwd, p.Cwd):
 				continue
 			case p.Resuming:
 				// An older thread, written to since the process started.
-				if r.ModTime.Before(p.Started.Add(-pairSlack)) {
+				if r.ModTime.Before(p.Started.Add(-observe.PairSlack)) {
 					continue
 				}
-			case m.Started.Before(p.Started.Add(-pairSlack)):
+			case m.Started.Before(p.Started.Add(-observe.PairSlack)):
 				continue
 			}
 			out[p.PID] = r
@@ -162,8 +147,4 @@ func Pair(procs []Proc, rollouts []Rollout) map[int]Rollout {
 		}
 	}
 	return out
-}
-
-func sameDir(a, b string) bool {
-	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }

@@ -1,9 +1,14 @@
 package codexterm
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 func TestInteractive(t *testing.T) {
@@ -53,24 +58,24 @@ func TestPair(t *testing.T) {
 		rollouts []Rollout
 		want     map[int]string // pid -> thread id
 	}{
-		{"one process, its thread", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+		{"one process, its thread", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}},
 			[]Rollout{tui("/r/a", "a", "/w", at(1))}, map[int]string{1: "a"}},
-		{"another directory's thread is not it", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+		{"another directory's thread is not it", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}},
 			[]Rollout{tui("/r/a", "a", "/elsewhere", at(1))}, map[int]string{}},
-		{"a thread older than the process is not it", []Proc{{PID: 1, Cwd: "/w", Started: at(100)}},
+		{"a thread older than the process is not it", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(100)}}},
 			[]Rollout{tui("/r/a", "a", "/w", at(1))}, map[int]string{}},
-		{"re-created after the trust prompt: the newest", []Proc{{PID: 1, Cwd: "/w/", Started: at(0)}},
+		{"re-created after the trust prompt: the newest", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w/", Started: at(0)}}},
 			[]Rollout{tui("/r/a", "a", "/w", at(1)), tui("/r/b", "b", "/w", at(9))}, map[int]string{1: "b"}},
-		{"subagents and exec are never the user's", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+		{"subagents and exec are never the user's", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}},
 			[]Rollout{tui("/r/a", "a", "/w", at(1)), sub, sub2, exec}, map[int]string{1: "a"}},
-		{"two processes in one directory", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}, {PID: 2, Cwd: "/w", Started: at(50)}},
+		{"two processes in one directory", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}, {Proc: observe.Proc{PID: 2, Cwd: "/w", Started: at(50)}}},
 			[]Rollout{tui("/r/a", "a", "/w", at(1)), tui("/r/b", "b", "/w", at(51))}, map[int]string{1: "a", 2: "b"}},
-		{"the file a process holds open wins", []Proc{{PID: 1, Cwd: "/w", Started: at(0), Open: []string{"/r/a"}}, {PID: 2, Cwd: "/w", Started: at(50)}},
+		{"the file a process holds open wins", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}, Open: []string{"/r/a"}}, {Proc: observe.Proc{PID: 2, Cwd: "/w", Started: at(50)}}},
 			[]Rollout{tui("/r/a", "a", "/w", at(60)), tui("/r/b", "b", "/w", at(51))}, map[int]string{1: "a", 2: "b"}},
-		{"resume --last: the cwd's older thread written since the start", []Proc{{PID: 1, Cwd: "/w", Started: at(100), Resuming: true}},
+		{"resume --last: the cwd's older thread written since the start", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(100)}, Resuming: true}},
 			[]Rollout{old(tui("/r/a", "a", "/w", at(1)), at(5)), old(tui("/r/b", "b", "/w", at(2)), at(101)), old(tui("/r/c", "c", "/x", at(3)), at(102))},
 			map[int]string{1: "b"}},
-		{"resume finds the old thread anywhere", []Proc{{PID: 1, Cwd: "/other", Started: at(100), ResumeID: "a"}},
+		{"resume finds the old thread anywhere", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/other", Started: at(100)}, ResumeID: "a"}},
 			[]Rollout{tui("/r/a", "a", "/w", at(1)), tui("/r/b", "b", "/other", at(101))}, map[int]string{1: "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +113,7 @@ func TestResuming(t *testing.T) {
 // A rollout not written since the oldest process started is not even
 // opened: a scan reads only what a live session could be writing.
 func TestScanSkipsRolloutsWrittenBeforeTheProcesses(t *testing.T) {
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 	oldPath, newPath := w.path("old"), w.path("new")
 	appendTo(t, oldPath, lines(metaLine("old", "/w", time.Now(), "user")))
 	appendTo(t, newPath, lines(metaLine("new", "/w", time.Now(), "user")))
@@ -122,5 +127,56 @@ func TestScanSkipsRolloutsWrittenBeforeTheProcesses(t *testing.T) {
 	}
 	if _, read := w.src.metas[oldPath]; read || len(w.src.metas) != 1 {
 		t.Fatalf("read %v", w.src.metas)
+	}
+}
+
+// BenchmarkDiscovery: a day directory of 1,000 rollouts (each with a real
+// ~30 KB session_meta) and live processes to pair; cold is the first scan
+// (every meta read), warm a rescan (metas cached, only the directory
+// listed).
+func BenchmarkDiscovery(b *testing.B) {
+	meta := readLines(b, "tui_tool.jsonl")[0]
+	for _, live := range []int{1, 20} {
+		home := b.TempDir()
+		src := &Source{CodexHome: home}
+		day := src.today()
+		os.MkdirAll(day, 0o755)
+		now := time.Now()
+		var procs []Proc
+		for i := range 1000 {
+			id := fmt.Sprintf("01a22e80-0000-0000-0000-%012d", i)
+			cwd := fmt.Sprintf("/home/u/p%d", i)
+			var rec map[string]any
+			if err := json.Unmarshal(meta, &rec); err != nil {
+				b.Fatal(err)
+			}
+			p := rec["payload"].(map[string]any)
+			p["id"], p["cwd"], p["timestamp"] = id, cwd, now.UTC().Format(time.RFC3339Nano)
+			m, _ := json.Marshal(rec)
+			os.WriteFile(filepath.Join(day, "rollout-x-"+id+".jsonl"), append(m, '\n'), 0o644)
+			if i < live {
+				procs = append(procs, Proc{Proc: observe.Proc{PID: 1000 + i, Cwd: cwd, Started: now.Add(-time.Second)}})
+			}
+		}
+		src.Procs = func() ([]Proc, error) { return procs, nil }
+		check := func(b *testing.B) {
+			_, pairs, err := src.scan()
+			if err != nil || len(pairs) != live {
+				b.Fatalf("paired %d of %d: %v", len(pairs), live, err)
+			}
+		}
+		b.Run(fmt.Sprintf("cold/live=%d", live), func(b *testing.B) {
+			for b.Loop() {
+				src.metas = nil
+				src.Rescan()
+				check(b)
+			}
+		})
+		b.Run(fmt.Sprintf("warm/live=%d", live), func(b *testing.B) {
+			for b.Loop() {
+				src.Rescan()
+				check(b)
+			}
+		})
 	}
 }

@@ -11,42 +11,22 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process and its rollout's summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	observe.Liveness
 	// Rollout is false until the session's rollout is found (Codex writes
 	// it at the first prompt).
 	Rollout bool
 	Summary Summary
 }
 
-// Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence (observe.Rule).
-type Rule = observe.Rule[Evidence]
-
-// Rules is the stack, walked in order; the first match wins (protocol
+// Infer walks the rule stack (observe.Stack) and returns the first
+// match's state and the rule's name; the first match wins (protocol
 // §2.4: task_started without task_complete or turn_aborted is a turn in
 // flight, a call without its output an open tool, task_complete's
 // error.codex_error_info the failure class).
-var Rules = []Rule{
-	{Name: "process gone", Match: ruleProcessGone},
-	{Name: "turn failed", Match: ruleFailed},
-	{Name: "waiting on the user", Match: ruleWaiting},
-	{Name: "open tool", Match: ruleOpenTool},
-	{Name: "turn in flight", Match: ruleWorking},
-	{Name: "turn ended", Match: ruleTurnEnded},
-	{Name: "idle", Match: ruleIdle},
-}
-
-// Infer walks the rule stack and returns the first match's state and the
-// rule's name.
-func Infer(ev Evidence) (sessions.ObservedState, string) {
-	return observe.Infer(Rules, ev)
-}
-
-func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.InTurn, "its rollout shows no end of the turn")
-}
+var Infer = observe.Stack[Evidence]{
+	InTurn: func(ev Evidence) bool { return ev.Summary.InTurn }, Witness: "its rollout shows no end of the turn",
+	Failed: ruleFailed, Waiting: ruleWaiting, OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle,
+}.Infer
 
 func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Summary

@@ -2,24 +2,19 @@ package codexterm
 
 import (
 	"bytes"
-	"os"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // readLines is a testdata rollout's lines.
-func readLines(t testing.TB, name string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-}
+var readLines = observetest.ReadLines
 
 // upTo feeds a rollout's lines up to and including the first line holding
 // marker (all lines when marker is empty).
@@ -73,7 +68,7 @@ func TestInferOnRealRollouts(t *testing.T) {
 			if sum.Skipped != 0 {
 				t.Errorf("%d real lines skipped", sum.Skipped)
 			}
-			got, rule := Infer(Evidence{PID: 42, Alive: true, Known: true, Rollout: true, Summary: sum})
+			got, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, Rollout: true, Summary: sum})
 			if got.State != tc.state || got.Wait != tc.wait || got.InTurn != tc.inTurn || got.Tool != tc.tool ||
 				got.Failure.Kind != tc.failure || !got.Failure.RetryAt.Equal(tc.retryAt) {
 				t.Fatalf("rule %q: got %+v", rule, got)
@@ -146,7 +141,7 @@ func TestInferSyntheticRules(t *testing.T) {
 			for _, l := range tc.lines {
 				s.Feed([]byte(l))
 			}
-			got, rule := Infer(Evidence{PID: 7, Alive: tc.alive, Known: tc.known, Rollout: true, Summary: s})
+			got, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 7, Alive: tc.alive, Known: tc.known}, Rollout: true, Summary: s})
 			if got.State != tc.state || got.Wait != tc.wait || got.InTurn != tc.inTurn {
 				t.Fatalf("rule %q: got %+v", rule, got)
 			}
@@ -160,8 +155,64 @@ func TestFailureMessageSanitized(t *testing.T) {
 	var s Summary
 	s.Feed([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`))
 	s.Feed([]byte(`{"type":"event_msg","payload":{"type":"task_complete","error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789","codex_error_info":"unauthorized"}}}`))
-	got, _ := Infer(Evidence{Alive: true, Known: true, Rollout: true, Summary: s})
+	got, _ := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Rollout: true, Summary: s})
 	if got.Failure.Kind != sessions.Auth || strings.Contains(got.Failure.Message, "abcdefghijklmnop") {
 		t.Fatalf("got %+v", got.Failure)
 	}
 }
+
+// FuzzSummary feeds arbitrary lines (seeded with every real rollout line
+// and the synthetic shapes): the reader never panics, keeps its bounds and
+// its invariants, and the rule stack always decides a state with evidence.
+func FuzzSummary(f *testing.F) {
+	observetest.SeedLines(f)
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`),
+		[]byte(`{"type":"response_item","payload":{"type":"function_call","name":"request_user_input","call_id":"c"}}`))
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"task_complete","error":{"codex_error_info":{"http_connection_failed":{"http_status_code":429}}}}}`),
+		[]byte(`{"type":"event_msg","payload":{"type":"token_count","rate_limits":{"primary":{"used_percent":100,"resets_at":1}}}}`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"source":{"subagent":{"thread_spawn":{}}}}}`), []byte(`{"type":`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var s Summary
+		for range 3 {
+			s.Feed(a)
+			s.Feed(b)
+		}
+		if len(s.Open) > maxOpen || (s.InTurn && s.Ended) || s.Turns > 3*2 {
+			t.Fatalf("invariants: %+v", s)
+		}
+		for _, alive := range []bool{true, false} {
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: alive, Known: true}, Rollout: true, Summary: s})
+			observetest.Decided(t, st, rule)
+		}
+		// The same bytes as a rollout's first line.
+		if m, err := ParseMeta(a); err == nil && s.HasMeta && m != s.Meta && len(b) == 0 {
+			t.Fatalf("ParseMeta %+v, Feed %+v", m, s.Meta)
+		}
+	})
+}
+
+// benchRollout is every real rollout in testdata, then command rounds
+// whose outputs are 256 KB each (a rollout keeps every command's output).
+func benchRollout(b *testing.B, rounds int) [][]byte {
+	b.Helper()
+	return observetest.WithRounds(b, rounds, func(i int, big []byte) [][]byte {
+		return [][]byte{
+			[]byte(`{"timestamp":"2026-11-30T10:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}`),
+			[]byte(fmt.Sprintf(`{"timestamp":"2026-11-30T10:00:00.100Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"make\"}","call_id":"c%d"}}`, i)),
+			[]byte(fmt.Sprintf(`{"timestamp":"2026-11-30T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c%d","output":%s}}`, i, big)),
+			[]byte(`{"timestamp":"2026-11-30T10:00:05.100Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"primary":{"used_percent":12.0,"window_minutes":300,"resets_at":1796076633}}}}`),
+			[]byte(`{"timestamp":"2026-11-30T10:00:06.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t","last_agent_message":"ok"}}`),
+		}
+	})
+}
+
+func benchFeed(b *testing.B, rounds int) {
+	observetest.BenchFeed(b, benchRollout(b, rounds), func(s *Summary) int { return s.Skipped })
+}
+
+// BenchmarkRolloutFeed: the real rollouts plus sixteen 256 KB outputs.
+func BenchmarkRolloutFeed(b *testing.B) { benchFeed(b, 16) }
+
+// BenchmarkRolloutFeedSmall is the real rollouts alone: the per-line cost
+// of ordinary records (each session_meta carries ~30 KB of instructions).
+func BenchmarkRolloutFeedSmall(b *testing.B) { benchFeed(b, 0) }

@@ -2,89 +2,40 @@ package codexterm
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // world is a CODEX_HOME in a temporary directory, one fake process in it
 // (its liveness set by the test) and an observer stepped by hand.
 type world struct {
-	t     *testing.T
-	src   *Source
-	proc  Proc
-	alive atomic.Bool
-	o     *observer
+	observetest.World[Proc, *observer]
+	src *Source
 }
 
 func newWorld(t *testing.T, proc Proc) *world {
-	w := &world{t: t, proc: proc}
-	w.alive.Store(true)
-	home := t.TempDir()
-	w.proc.Home = home
-	w.src = &Source{CodexHome: home, ProcSource: observe.ProcSource[Proc, Rollout]{
-		Procs: func() ([]Proc, error) {
-			if !w.alive.Load() {
-				return nil, nil
-			}
-			// Another Codex home's TUI is never this source's.
-			return []Proc{w.proc, {PID: 99, Cwd: w.proc.Cwd, Started: w.proc.Started, Home: "/elsewhere/.codex"}}, nil
-		},
-		Probe: func(pid int, started time.Time) (bool, bool) {
-			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
-		},
-	},
-	}
+	proc.Home = t.TempDir()
+	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}}
+	// Another Codex home's TUI is never this source's.
+	w.src = &Source{CodexHome: proc.Home, ProcSource: observetest.Source[Proc, Rollout](w.Process,
+		Proc{Proc: observe.Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.codex"}})}
+	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
-}
-
-func (w *world) es() sessions.ExternalSession {
-	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
-}
-
-// observe starts an observer as Observe does, without its loop.
-func (w *world) observe() {
-	w.o = &observer{src: w.src, es: w.es()}
-	if r, ok := w.src.rolloutFor(w.es()); ok {
-		w.o.follow(r, true)
-	}
-}
-
-// step is one look, with a fresh scan (the scan throttle is for the loop).
-func (w *world) step() ([]sessions.Event, bool) {
-	w.src.Rescan()
-	return w.o.step()
 }
 
 // observed steps once and returns the one EvObserved it must send.
 func (w *world) observed() sessions.ObservedState {
-	w.t.Helper()
-	evs, done := w.step()
-	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
-		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
-	}
-	return *evs[0].Observed
-}
-
-func (w *world) quiet() {
-	w.t.Helper()
-	if evs, done := w.step(); len(evs) != 0 || done {
-		for _, e := range evs {
-			if e.Observed != nil {
-				w.t.Logf("observed %+v", *e.Observed)
-			}
-		}
-		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
-	}
+	w.T.Helper()
+	return *w.Observed().Observed
 }
 
 // path is a rollout path in the day directory of now.
@@ -92,25 +43,10 @@ func (w *world) path(id string) string {
 	return filepath.Join(w.src.today(), fmt.Sprintf("rollout-%s-%s.jsonl", time.Now().Format("2006-01-02T15-04-05"), id))
 }
 
-func appendTo(t *testing.T, path string, data ...[]byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	for _, d := range data {
-		if _, err := fh.Write(d); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// lines joins lines with their newlines.
-func lines(ls ...[]byte) []byte { return append(bytes.Join(ls, []byte("\n")), '\n') }
+var (
+	appendTo = observetest.Append[[]byte]
+	lines    = observetest.Lines
+)
 
 func metaLine(id, cwd string, at time.Time, threadSource string) []byte {
 	return []byte(fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"timestamp":%q,"cwd":%q,"originator":"codex-tui","source":"cli","thread_source":%q}}`,
@@ -127,14 +63,14 @@ var (
 // waits for its newline), the end; then the process exits.
 func TestObserveFollowsARealTurn(t *testing.T) {
 	real := readLines(t, "tui_tool.jsonl")
-	w := newWorld(t, Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()}})
 	path := w.path("01a22e80-e47d-7172-8bd1-361677df9952")
-	w.proc.Open = []string{path} // --no-daemon: the TUI holds its rollout open
-	w.observe()
+	w.Proc.Open = []string{path} // --no-daemon: the TUI holds its rollout open
+	w.Observe()
 	if st := w.observed(); st.State != sessions.Idle || !strings.Contains(st.Evidence, "no prompt yet") {
 		t.Fatalf("before the first prompt: %+v", st)
 	}
-	w.quiet()
+	w.Quiet()
 
 	idx := func(marker string) int {
 		for i, l := range real {
@@ -157,19 +93,19 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 	}
 	half := len(real[fc]) / 2
 	appendTo(t, path, real[fc][:half])
-	w.quiet() // half a line is not a record yet
+	w.Quiet() // half a line is not a record yet
 	appendTo(t, path, real[fc][half:], []byte("\n"))
 	if st := w.observed(); st.Tool != "exec_command" || st.State != sessions.Working {
 		t.Fatalf("the command: %+v", st)
 	}
 	appendTo(t, path, lines(real[fc+1:]...))
-	evs, _ := w.step()
+	evs, _ := w.Step()
 	if st := evs[0].Observed; st.State != sessions.WaitingOnUser || st.Wait != sessions.WaitReview || st.InTurn ||
 		evs[0].AgentSessionID != "01a22e80-e47d-7172-8bd1-361677df9952" || st.Name != "hello [[scenario:tool]]" {
 		t.Fatalf("the end: %+v %+v", evs[0], st)
 	}
-	w.alive.Store(false)
-	evs, done := w.step()
+	w.Kill()
+	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[1].Kind != sessions.EvSessionEnded || evs[0].Observed.State != sessions.Idle {
 		t.Fatalf("the exit: %+v done %v", evs, done)
 	}
@@ -188,9 +124,9 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 		{"in flight", lines(started, complete, started), sessions.Working, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+			w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 			appendTo(t, w.path("h"), lines(metaLine("h", "/w", time.Now(), "user")), tc.content)
-			w.observe()
+			w.Observe()
 			st := w.observed()
 			if st.State != tc.state || st.NewTurns != tc.turns {
 				t.Fatalf("got %+v", st)
@@ -203,10 +139,10 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 // thread (after the trust prompt, or /new) is followed instead, while a
 // subagent's newer rollout in the same directory never is.
 func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 	first := w.path("first")
 	appendTo(t, first, lines(metaLine("first", "/w", time.Now().Add(-50*time.Second), "user"), started, complete))
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.WaitingOnUser {
 		t.Fatalf("start: %+v", st)
 	}
@@ -220,11 +156,11 @@ func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
 	}
 	// A subagent writes its own, newer rollout: not the user's thread.
 	appendTo(t, w.path("sub"), lines(metaLine("sub", "/w", time.Now(), "subagent"), started, complete))
-	w.quiet()
+	w.Quiet()
 	// The thread is re-created: the newer user rollout is followed.
 	second := w.path("second")
 	appendTo(t, second, lines(metaLine("second", "/w", time.Now(), "user"), started, complete))
-	evs, _ := w.step()
+	evs, _ := w.Step()
 	if len(evs) != 1 || evs[0].AgentSessionID != "second" || evs[0].Observed.State != sessions.WaitingOnUser || evs[0].Observed.NewTurns != 1 {
 		t.Fatalf("after the re-creation: %+v", evs)
 	}
@@ -233,10 +169,10 @@ func TestObserveTruncatedRecreatedAndSubagent(t *testing.T) {
 // A line longer than the tailer's limit (1 MiB) is skipped by measured
 // length; the lines around it still count.
 func TestObserveSkipsAHugeLine(t *testing.T) {
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 	path := w.path("big")
 	appendTo(t, path, lines(metaLine("big", "/w", time.Now(), "user"), started))
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.Working {
 		t.Fatalf("start: %+v", st)
 	}
@@ -245,8 +181,8 @@ func TestObserveSkipsAHugeLine(t *testing.T) {
 	if st := w.observed(); st.State != sessions.WaitingOnUser {
 		t.Fatalf("after the huge line: %+v", st)
 	}
-	if w.o.file.Tail().Skipped != 1 {
-		t.Errorf("skipped %d lines, want 1", w.o.file.Tail().Skipped)
+	if w.O.File().Tail().Skipped != 1 {
+		t.Errorf("skipped %d lines, want 1", w.O.File().Tail().Skipped)
 	}
 }
 
@@ -257,10 +193,10 @@ func TestObserveFailureOnRealRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now()})
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now()}})
 	path := w.path("u")
-	w.proc.Open = []string{path}
-	w.observe()
+	w.Proc.Open = []string{path}
+	w.Observe()
 	w.observed()
 	appendTo(t, path, real)
 	st := w.observed()
@@ -288,32 +224,32 @@ func TestNoNudge(t *testing.T) {
 // synctest bubble: no real waiting).
 func TestWatchListsAndRescans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t, Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)})
+		w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
 		w.src.Poll = 3 * time.Second
 		appendTo(t, w.path("th"), lines(metaLine("th", "/w", time.Now(), "user"), started))
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list := <-ch
-		if len(list) != 1 || list[0].PID != 7 || list[0].AgentSessionID != "th" || list[0].Key != key(w.proc) || list[0].Cwd != "/w" {
-			t.Fatalf("first list: %+v", list)
-		}
-		w.alive.Store(false)
-		time.Sleep(4 * time.Second)
-		synctest.Wait()
-		select {
-		case list = <-ch:
-		default:
-			t.Fatal("no new list after the process exited and a rescan")
-		}
-		if len(list) != 0 {
-			t.Fatalf("after the exit: %+v", list)
-		}
+		ch := observetest.Watch(t, w.src)
+		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: w.ES().Key, PID: 7, Cwd: "/w", AgentSessionID: "th"}, w.Kill, 4*time.Second)
 	})
 }
 
-// key is the key Watch lists the process under.
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }
+// A rollout that appears after Observe began is followed by the loop
+// while the wake-up asks which directories to watch: no data race.
+func TestObserveLoopFollowsALaterRollout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute)}})
+		w.src.Poll = time.Second
+		ch := observetest.Observe(t, w.src, w.ES())
+		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Idle {
+			t.Fatalf("%+v", ev)
+		}
+		appendTo(t, w.path("later"), lines(metaLine("later", "/w", time.Now(), "user"), started))
+		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Working || ev.AgentSessionID != "later" {
+			t.Fatalf("%+v", ev)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		w.Kill()
+		for range ch {
+		}
+	})
+}

@@ -235,17 +235,9 @@ func exhausted(rl *rateLimits) time.Time {
 func (s *Summary) item(p *payload) {
 	switch p.Type {
 	case "function_call", "custom_tool_call", "local_shell_call":
-		if len(s.Open) >= maxOpen {
-			s.Open = s.Open[1:]
-		}
-		s.Open = append(s.Open, Call{ID: p.CallID, Name: p.Name, Escalated: escalated(p.Arguments)})
+		s.Open = observe.Opened(s.Open, maxOpen, Call{ID: p.CallID, Name: p.Name, Escalated: escalated(p.Arguments)})
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
-		for i, c := range s.Open {
-			if c.ID == p.CallID {
-				s.Open = append(s.Open[:i:i], s.Open[i+1:]...)
-				break
-			}
-		}
+		s.Open = observe.Closed(s.Open, func(c Call) bool { return c.ID == p.CallID })
 	case "message":
 		if p.Role == "user" && s.FirstPrompt == "" {
 			s.FirstPrompt = userText(p.Content)

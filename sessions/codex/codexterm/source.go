@@ -32,8 +32,7 @@ import (
 // and "Resume in the background" can start it managed on the same thread.
 type Source struct {
 	observe.ProcSource[Proc, Rollout]
-	observe.AgentInfo[codex.Agent]
-	observe.NoInbox[codex.Agent]
+	observe.Unreachable[codex.Agent]
 
 	// CodexHome is Codex's home; empty means $CODEX_HOME, else ~/.codex.
 	CodexHome string
@@ -46,17 +45,7 @@ var _ sessions.ExternalSource = (*Source)(nil)
 
 // Home is Codex's home directory ("" when there is none to find).
 func (s *Source) Home() string {
-	if s.CodexHome != "" {
-		return s.CodexHome
-	}
-	if d := os.Getenv("CODEX_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".codex")
+	return observe.HomeDir(s.CodexHome, os.Getenv("CODEX_HOME"), ".codex")
 }
 
 // SessionsDir is where Codex writes its rollouts, one directory a day.
@@ -74,14 +63,7 @@ func ScanProcs() ([]Proc, error) {
 		if !ok || p.Cwd == "" {
 			continue
 		}
-		home, ok := procscan.Env(p.PID, "CODEX_HOME")
-		if !ok {
-			if h, ok := procscan.Env(p.PID, "HOME"); ok {
-				home = filepath.Join(h, ".codex")
-			}
-		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home,
-			Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
+		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "CODEX_HOME", ".codex")}, ResumeID: resume, Resuming: resuming, Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
 	}
 	return out, nil
 }
@@ -95,7 +77,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
 	return s.Scan(minScan, ScanProcs, "Codex processes", func(procs []Proc) ([]Proc, map[int]Rollout) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		procs = observe.OwnHome(procs, s.Home())
 		return procs, Pair(procs, s.rollouts(procs))
 	})
 }
@@ -140,11 +122,8 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 		clear(s.metas)
 		return nil
 	}
-	oldest := time.Now()
+	oldest := observe.Oldest(procs, time.Now())
 	for _, p := range procs {
-		if !p.Started.IsZero() && p.Started.Before(oldest) {
-			oldest = p.Started
-		}
 		for _, path := range p.Open {
 			add(path, nil)
 		}
@@ -165,7 +144,7 @@ func (s *Source) rollouts(procs []Proc) []Rollout {
 			// A rollout not written since the oldest process started is no
 			// live session's (a resumed thread is written to as it
 			// resumes): its first line is not even read.
-			if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+			if err != nil || fi.ModTime().Before(oldest.Add(-observe.PairSlack)) {
 				continue
 			}
 			add(filepath.Join(dir, e.Name()), fi)
@@ -222,7 +201,31 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 // evidence (or the user resumes the thread in the background, managed).
 var ErrNoInbox error = observe.NoInboxError{Agent: codex.Agent{}.Name()}
 
-// rolloutFor is the rollout paired with the session's process, if found.
-func (s *Source) rolloutFor(es sessions.ExternalSession) (Rollout, bool) {
-	return observe.PairOf(s.scan, es.PID)
+// Observe follows one session: its process and its rollout's tail (found
+// again at every look: Codex writes it at the first prompt and may
+// re-create it, after the trust prompt or /new: its turns are new). It
+// sends an EvObserved whenever the inferred state changes or the rollout
+// grows (growth is activity: the stall clock), and ends with
+// EvSessionEnded when the process is gone (observe.FileObserver).
+func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
+	o := s.newObserver(es)
+	return s.RelayProcess(ctx, es, o.Dirs, o.Step)
+}
+
+// observer is one Observe loop's memory.
+type observer = observe.FileObserver[Rollout, Summary, *Summary]
+
+func (s *Source) newObserver(es sessions.ExternalSession) *observer {
+	return observe.NewFileObserver(observe.Files[Rollout, Summary, *Summary]{
+		Pair:   func(pid int) (Rollout, bool) { return observe.PairOf(s.scan, pid) },
+		Path:   func(r Rollout) string { return r.Path },
+		Before: s.today,
+		Infer: func(l observe.Look[Rollout, *Summary]) sessions.ObservedState {
+			st, _ := Infer(Evidence{Liveness: l.Liveness, Rollout: l.Following, Summary: *l.Summary})
+			return st
+		},
+		Prompt:    func(sum *Summary) string { return sum.FirstPrompt },
+		SessionID: func(r Rollout, _ *Summary) string { return r.Meta.ID },
+		Gone:      "the Codex terminal was closed, or it was killed",
+	}, s.ProcessAlive, es)
 }

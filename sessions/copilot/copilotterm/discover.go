@@ -10,19 +10,15 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Proc is a live interactive Copilot process: the native binary (the npm
 // `copilot` is a Node loader that spawnSyncs it, and is skipped), its
 // working directory and start time.
 type Proc struct {
-	PID     int
-	Cwd     string
-	Started time.Time
-	// Home is the COPILOT_HOME the process runs with ("" when its
-	// environment cannot be read): a TUI of another home is not this
-	// source's.
-	Home string
+	observe.Proc
 	// WantID is the session the command line names (--resume=<id>,
 	// --session-id <id>), "" otherwise.
 	WantID string
@@ -175,10 +171,6 @@ func unquote(v string) string {
 	return v
 }
 
-// pairSlack is how much earlier than its process's start a session may
-// say it was created (the process's start is to the clock tick).
-const pairSlack = 2 * time.Second
-
 // Pair finds each process's session: the one it holds a lock in (exact);
 // else the one its command line names; else the newest session created in
 // its working directory since it started and not taken by a process
@@ -220,7 +212,7 @@ func Pair(procs []Proc, spaces []Workspace) map[int]Workspace {
 				if w.ID != p.WantID {
 					continue
 				}
-			case !sameDir(w.Cwd, p.Cwd) || w.Created.Before(p.Started.Add(-pairSlack)):
+			case !observe.SameDir(w.Cwd, p.Cwd) || w.Created.Before(p.Started.Add(-observe.PairSlack)):
 				continue
 			}
 			out[p.PID] = w
@@ -229,8 +221,4 @@ func Pair(procs []Proc, spaces []Workspace) map[int]Workspace {
 		}
 	}
 	return out
-}
-
-func sameDir(a, b string) bool {
-	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }

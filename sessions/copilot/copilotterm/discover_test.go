@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 func TestInteractive(t *testing.T) {
@@ -88,23 +90,23 @@ func TestPair(t *testing.T) {
 		spaces []Workspace
 		want   map[int]string // pid -> session id
 	}{
-		{"the lock it holds", []Proc{{PID: 1, Cwd: "/w", Started: at(0), Held: []string{"/h/session-state/b"}}},
+		{"the lock it holds", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}, Held: []string{"/h/session-state/b"}}},
 			[]Workspace{ws("a", "/w", at(1)), ws("b", "/elsewhere", at(-100))}, map[int]string{1: "b"}},
-		{"by cwd and time", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+		{"by cwd and time", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}},
 			[]Workspace{ws("a", "/w", at(1))}, map[int]string{1: "a"}},
-		{"another directory's session is not it", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}},
+		{"another directory's session is not it", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}},
 			[]Workspace{ws("a", "/elsewhere", at(1))}, map[int]string{}},
-		{"a session older than the process is not it", []Proc{{PID: 1, Cwd: "/w", Started: at(100)}},
+		{"a session older than the process is not it", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(100)}}},
 			[]Workspace{ws("a", "/w", at(1))}, map[int]string{}},
-		{"the one its command line names", []Proc{{PID: 1, Cwd: "/w", Started: at(100), WantID: "old"}},
+		{"the one its command line names", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(100)}, WantID: "old"}},
 			[]Workspace{ws("old", "/other", at(1)), ws("new", "/w", at(101))}, map[int]string{1: "old"}},
 		{"two in one directory: the later process takes the later session",
-			[]Proc{{PID: 1, Cwd: "/w", Started: at(0)}, {PID: 2, Cwd: "/w", Started: at(50)}},
+			[]Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}, {Proc: observe.Proc{PID: 2, Cwd: "/w", Started: at(50)}}},
 			[]Workspace{ws("a", "/w", at(1)), ws("b", "/w", at(51))}, map[int]string{1: "a", 2: "b"}},
 		{"a held session is not taken by cwd",
-			[]Proc{{PID: 1, Cwd: "/w", Started: at(0)}, {PID: 2, Cwd: "/w", Started: at(50), Held: []string{"/h/session-state/b"}}},
+			[]Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}, {Proc: observe.Proc{PID: 2, Cwd: "/w", Started: at(50)}, Held: []string{"/h/session-state/b"}}},
 			[]Workspace{ws("a", "/w", at(1)), ws("b", "/w", at(51))}, map[int]string{1: "a", 2: "b"}},
-		{"no session: not paired", []Proc{{PID: 1, Cwd: "/w", Started: at(0)}}, nil, map[int]string{}},
+		{"no session: not paired", []Proc{{Proc: observe.Proc{PID: 1, Cwd: "/w", Started: at(0)}}}, nil, map[int]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Pair(tc.procs, tc.spaces)
@@ -117,5 +119,15 @@ func TestPair(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkScanProcs is one read of this machine's process table for
+// Copilot TUIs (what every rescan costs).
+func BenchmarkScanProcs(b *testing.B) {
+	for b.Loop() {
+		if _, err := ScanProcs(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -166,12 +166,7 @@ func (s *Summary) Feed(raw []byte) {
 	case "user_input.requested", "elicitation.requested":
 		s.ask(Ask{ID: d.RequestID, Wait: sessions.WaitQuestion})
 	case "permission.completed", "user_input.completed", "elicitation.completed":
-		for i, a := range s.Asks {
-			if a.ID == d.RequestID {
-				s.Asks = append(s.Asks[:i:i], s.Asks[i+1:]...)
-				break
-			}
-		}
+		s.Asks = observe.Closed(s.Asks, func(a Ask) bool { return a.ID == d.RequestID })
 	case "session.shutdown":
 		s.Shutdown = true
 		if s.InTurn {
@@ -215,27 +210,16 @@ func (s *Summary) endTurn() {
 }
 
 func (s *Summary) ask(a Ask) {
-	if len(s.Asks) >= maxOpen {
-		s.Asks = s.Asks[1:]
-	}
-	s.Asks = append(s.Asks, a)
+	s.Asks = observe.Opened(s.Asks, maxOpen, a)
 }
 
 // apply reads one event of the managed decoder.
 func (s *Summary) apply(ev sessions.Event) {
 	switch ev.Kind {
 	case sessions.EvToolStarted, sessions.EvTaskStarted:
-		if len(s.Open) >= maxOpen {
-			s.Open = s.Open[1:]
-		}
-		s.Open = append(s.Open, Call{ID: ev.CallID, Name: ev.Name})
+		s.Open = observe.Opened(s.Open, maxOpen, Call{ID: ev.CallID, Name: ev.Name})
 	case sessions.EvToolFinished, sessions.EvTaskFinished:
-		for i, c := range s.Open {
-			if c.ID == ev.CallID {
-				s.Open = append(s.Open[:i:i], s.Open[i+1:]...)
-				break
-			}
-		}
+		s.Open = observe.Closed(s.Open, func(c Call) bool { return c.ID == ev.CallID })
 	case sessions.EvCompactionStarted:
 		s.Compacting = true
 	case sessions.EvCompactionFinished:

@@ -10,40 +10,20 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process and its events' summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	observe.Liveness
 	// Events is false until the session's events.jsonl exists (Copilot
 	// writes it at the first prompt).
 	Events  bool
 	Summary Summary
 }
 
-// Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence (observe.Rule).
-type Rule = observe.Rule[Evidence]
-
-// Rules is the stack, walked in order; the first match wins.
-var Rules = []Rule{
-	{Name: "process gone", Match: ruleProcessGone},
-	{Name: "turn failed", Match: ruleFailed},
-	{Name: "waiting on the user", Match: ruleWaiting},
-	{Name: "compacting", Match: ruleCompacting},
-	{Name: "open tool", Match: ruleOpenTool},
-	{Name: "turn in flight", Match: ruleWorking},
-	{Name: "turn ended", Match: ruleTurnEnded},
-	{Name: "idle", Match: ruleIdle},
-}
-
-// Infer walks the rule stack and returns the first match's state and the
-// rule's name.
-func Infer(ev Evidence) (sessions.ObservedState, string) {
-	return observe.Infer(Rules, ev)
-}
-
-func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.InTurn, "its events show no end of the turn")
-}
+// Infer walks the rule stack (observe.Stack) and returns the first
+// match's state and the rule's name; the first match wins.
+var Infer = observe.Stack[Evidence]{
+	InTurn: func(ev Evidence) bool { return ev.Summary.InTurn }, Witness: "its events show no end of the turn",
+	Failed: ruleFailed, Waiting: ruleWaiting, Compacting: ruleCompacting, OpenTool: ruleOpenTool, Working: ruleWorking,
+	Ended: ruleTurnEnded, Idle: ruleIdle,
+}.Infer
 
 func ruleFailed(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Summary

@@ -1,51 +1,27 @@
 package copilotterm
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // readLines is a testdata events file's lines.
-func readLines(t testing.TB, name string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+var readLines = observetest.ReadLines
 
 // replay feeds a file line by line and returns the distinct states the
 // stack inferred on the way (a live process) and the final summary.
 func replay(t *testing.T, name string) ([]string, Summary) {
 	var sum Summary
-	var seen []string
-	for _, l := range readLines(t, name) {
-		sum.Feed(l)
-		st, _ := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
-		s := st.State.String()
-		if st.Wait != sessions.NoWait {
-			s += "/" + st.Wait.String()
-		}
-		if st.Tool != "" {
-			s += "/" + st.Tool
-		}
-		if len(seen) == 0 || seen[len(seen)-1] != s {
-			seen = append(seen, s)
-		}
-	}
-	return seen, sum
+	path := observetest.Path(readLines(t, name), sum.Feed, func() sessions.ObservedState {
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
+		return st
+	}, true)
+	return path, sum
 }
 
 // The events files the real 1.0.102 TUI wrote against the fake chat
@@ -82,14 +58,14 @@ func TestInferOnRealEvents(t *testing.T) {
 			if strings.Join(path, " → ") != strings.Join(tc.path, " → ") {
 				t.Errorf("path %v, want %v", path, tc.path)
 			}
-			st, rule := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 			if st.State != tc.final || st.Wait != tc.wait || st.Failure.Kind != tc.kind || st.Evidence == "" {
 				t.Errorf("final %+v (rule %s), want %v/%v/%v", st, rule, tc.final, tc.wait, tc.kind)
 			}
 			if sum.Turns != tc.turns || sum.Skipped != 0 || sum.SessionID == "" || sum.FirstPrompt == "" {
 				t.Errorf("summary %+v", sum)
 			}
-			gone, _ := Infer(Evidence{PID: 1, Alive: false, Known: true, Events: true, Summary: sum})
+			gone, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: false, Known: true}, Events: true, Summary: sum})
 			if gone.State != tc.gone {
 				t.Errorf("process gone: %+v, want %v", gone, tc.gone)
 			}
@@ -100,7 +76,7 @@ func TestInferOnRealEvents(t *testing.T) {
 // The permission evidence quotes the command Copilot asks to run.
 func TestPermissionEvidenceQuotesTheCommand(t *testing.T) {
 	_, sum := replay(t, "tui_permission.jsonl")
-	st, _ := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+	st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 	if !strings.Contains(st.Evidence, "`sleep 1; echo hi`") || !st.InTurn {
 		t.Fatalf("%+v", st)
 	}
@@ -158,7 +134,7 @@ func TestInferSyntheticRules(t *testing.T) {
 			for _, l := range tc.lines {
 				sum.Feed(l)
 			}
-			st, rule := Infer(Evidence{PID: 1, Alive: true, Known: true, Events: true, Summary: sum})
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: true, Known: true}, Events: true, Summary: sum})
 			if st.State != tc.state || st.Wait != tc.wait || st.Failure.Kind != tc.kind || sum.Turns != tc.turns || st.Tool != tc.tool {
 				t.Fatalf("%+v (rule %s, turns %d), want %v/%v/%v turns %d tool %q", st, rule, sum.Turns, tc.state, tc.wait, tc.kind, tc.turns, tc.tool)
 			}
@@ -171,13 +147,64 @@ func TestEvidenceWords(t *testing.T) {
 	var sum Summary
 	sum.Feed([]byte(`{"type":"user.message","data":{"content":"x"}}`))
 	sum.Feed([]byte(`{"type":"assistant.turn_retry","data":{"reason":"HTTP 429"}}`))
-	st, _ := Infer(Evidence{Alive: true, Known: true, Events: true, Summary: sum})
+	st, _ := Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Events: true, Summary: sum})
 	if !strings.Contains(st.Evidence, "retries (attempt 1)") {
 		t.Fatalf("%+v", st)
 	}
 	sum.Feed([]byte(`{"type":"session.error","data":{"errorType":"authentication","message":"bad key sk-ant-api03-SECRETSECRETSECRETSECRET","statusCode":401}}`))
-	st, _ = Infer(Evidence{Alive: true, Known: true, Events: true, Summary: sum})
+	st, _ = Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Events: true, Summary: sum})
 	if st.State != sessions.Errored || strings.Contains(st.Failure.Message, "SECRETSECRET") {
 		t.Fatalf("%+v", st)
 	}
 }
+
+// FuzzSummary feeds arbitrary lines (seeded with every real events line
+// and the synthetic shapes): the reader never panics, keeps its bounds and
+// its invariants, and the rule stack always decides a state with evidence.
+func FuzzSummary(f *testing.F) {
+	observetest.SeedLines(f)
+	f.Add([]byte(`{"type":"user.message","data":{"content":"x"}}`),
+		[]byte(`{"type":"permission.requested","data":{"requestId":"r","permissionRequest":{"kind":"shell"}}}`))
+	f.Add([]byte(`{"type":"session.error","data":{"errorType":"rate_limit","statusCode":429}}`), []byte(`{"type":"abort","data":{}}`))
+	f.Add([]byte(`{"type":"tool.execution_start","data":{"toolCallId":"c"}}`), []byte(`{"type":`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var s Summary
+		for range 3 {
+			s.Feed(a)
+			s.Feed(b)
+		}
+		if len(s.Open) > maxOpen || len(s.Asks) > maxOpen || (s.InTurn && s.Ended) || s.Turns > 3*2 {
+			t.Fatalf("invariants: %+v", s)
+		}
+		for _, alive := range []bool{true, false} {
+			st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 1, Alive: alive, Known: true}, Events: true, Summary: s})
+			observetest.Decided(t, st, rule)
+		}
+	})
+}
+
+// benchEvents is every real events file in testdata, then tool rounds
+// whose results are 256 KB each (the file keeps every tool's result).
+func benchEvents(b *testing.B, rounds int) [][]byte {
+	b.Helper()
+	return observetest.WithRounds(b, rounds, func(i int, big []byte) [][]byte {
+		return [][]byte{
+			[]byte(`{"type":"assistant.turn_start","data":{"turnId":"0"}}`),
+			[]byte(fmt.Sprintf(`{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"c%d","name":"bash"}]}}`, i)),
+			[]byte(fmt.Sprintf(`{"type":"tool.execution_start","data":{"toolCallId":"c%d","toolName":"bash","arguments":{"command":"make"}}}`, i)),
+			[]byte(fmt.Sprintf(`{"type":"tool.execution_complete","data":{"toolCallId":"c%d","success":true,"result":{"content":%s}}}`, i, big)),
+			[]byte(`{"type":"assistant.turn_end","data":{"turnId":"0"}}`),
+		}
+	})
+}
+
+func benchFeed(b *testing.B, rounds int) {
+	observetest.BenchFeed(b, benchEvents(b, rounds), func(s *Summary) int { return s.Skipped })
+}
+
+// BenchmarkEventsFeed: the real events files plus sixteen 256 KB results.
+func BenchmarkEventsFeed(b *testing.B) { benchFeed(b, 16) }
+
+// BenchmarkEventsFeedSmall is the real events alone (each file's
+// system.message carries ~28 KB of instructions).
+func BenchmarkEventsFeedSmall(b *testing.B) { benchFeed(b, 0) }

@@ -2,7 +2,6 @@ package copilotterm
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
@@ -22,88 +22,45 @@ const sid = "2b062c57-4ad6-480f-992f-e6d7fab0f061"
 // directory, one fake TUI process holding it (its liveness set by the
 // test) and an observer stepped by hand.
 type world struct {
-	t     *testing.T
-	src   *Source
-	proc  Proc
-	dir   string
-	alive atomic.Bool
-	o     *observer
+	observetest.World[Proc, *observer]
+	src *Source
+	dir string
 }
 
 func newWorld(t *testing.T) *world {
 	home := t.TempDir()
-	w := &world{t: t, dir: filepath.Join(home, "session-state", sid)}
-	w.proc = Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home, Held: []string{w.dir}}
-	w.alive.Store(true)
+	dir := filepath.Join(home, "session-state", sid)
+	proc := Proc{Proc: observe.Proc{PID: 7, Cwd: "/w", Started: time.Now().Add(-time.Minute), Home: home}, Held: []string{dir}}
+	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}, dir: dir}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(w.dir, "workspace.yaml"), []byte("id: "+sid+"\ncwd: /w\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.src = &Source{CopilotHome: home, ProcSource: observe.ProcSource[Proc, Workspace]{
-		Procs: func() ([]Proc, error) {
-			if !w.alive.Load() {
-				return nil, nil
-			}
-			// Another Copilot home's TUI is never this source's.
-			return []Proc{w.proc, {PID: 99, Cwd: "/w", Started: w.proc.Started, Home: "/elsewhere/.copilot"}}, nil
-		},
-		Probe: func(pid int, started time.Time) (bool, bool) {
-			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
-		},
-	},
-	}
+	// Another Copilot home's TUI is never this source's.
+	w.src = &Source{CopilotHome: home, ProcSource: observetest.Source[Proc, Workspace](w.Process,
+		Proc{Proc: observe.Proc{PID: 99, Cwd: "/w", Started: proc.Started, Home: "/elsewhere/.copilot"}})}
+	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
 }
 
-func (w *world) es() sessions.ExternalSession {
-	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
-}
-
-// observe starts an observer as Observe does, without its loop.
-func (w *world) observe() { w.o = w.src.newObserver(w.es()) }
-
-// step is one look, with a fresh scan (the scan throttle is for the loop).
-func (w *world) step() ([]sessions.Event, bool) {
-	w.src.Rescan()
-	return w.o.step()
-}
-
-// observed steps once and returns the one EvObserved it must send.
+// observed steps once and returns the one EvObserved it must send, which
+// names the session.
 func (w *world) observed() sessions.ObservedState {
-	w.t.Helper()
-	evs, done := w.step()
-	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
-		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
+	w.T.Helper()
+	ev := w.Observed()
+	if ev.AgentSessionID != sid {
+		w.T.Fatalf("agent session id %q", ev.AgentSessionID)
 	}
-	if evs[0].AgentSessionID != sid {
-		w.t.Fatalf("agent session id %q", evs[0].AgentSessionID)
-	}
-	return *evs[0].Observed
-}
-
-func (w *world) quiet() {
-	w.t.Helper()
-	if evs, done := w.step(); len(evs) != 0 || done {
-		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
-	}
+	return *ev.Observed
 }
 
 func (w *world) events() string { return filepath.Join(w.dir, "events.jsonl") }
 
 func (w *world) append(data ...[]byte) {
-	w.t.Helper()
-	fh, err := os.OpenFile(w.events(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer fh.Close()
-	for _, d := range data {
-		if _, err := fh.Write(d); err != nil {
-			w.t.Fatal(err)
-		}
-	}
+	w.T.Helper()
+	observetest.Append(w.T, w.events(), data...)
 }
 
 // upTo is the real file's lines up to and including the first of typ
@@ -119,12 +76,7 @@ func upTo(t *testing.T, ls [][]byte, typ string) (head []byte, rest [][]byte) {
 	return nil, nil
 }
 
-func lines(ls ...[]byte) []byte {
-	if len(ls) == 0 {
-		return nil
-	}
-	return append(bytes.Join(ls, []byte("\n")), '\n')
-}
+var lines = observetest.Lines
 
 // A real turn (testdata/tui_tool.jsonl: a command approved in the
 // terminal) written in pieces as the TUI wrote it: before the first prompt
@@ -133,11 +85,11 @@ func lines(ls ...[]byte) []byte {
 // nothing new sends nothing.
 func TestObserveFollowsARealTurn(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.Idle || st.InTurn || !strings.Contains(st.Evidence, "no prompt yet") {
 		t.Fatalf("before the first prompt: %+v", st)
 	}
-	w.quiet()
+	w.Quiet()
 	ls := readLines(t, "tui_tool.jsonl")
 	for _, step := range []struct {
 		upTo  string
@@ -164,14 +116,14 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 			t.Fatalf("name %q", st.Name)
 		}
 	}
-	w.quiet()
+	w.Quiet()
 }
 
 // Events already written when following begins are the past: no new turn.
 func TestObserveHistoryIsNotNews(t *testing.T) {
 	w := newWorld(t)
 	w.append(lines(readLines(t, "tui_text.jsonl")...))
-	w.observe()
+	w.Observe()
 	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 0 {
 		t.Fatalf("%+v", st)
 	}
@@ -187,14 +139,14 @@ func TestObserveHistoryIsNotNews(t *testing.T) {
 // is skipped without stopping the session.
 func TestObservePartialTruncatedHuge(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	w.observed()
 	start := lines(readLines(t, "tui_text.jsonl")[:2]...)
 	w.append(start)
 	w.observed() // the session's start: still idle, the file grew
 	user := []byte(`{"type":"user.message","data":{"content":"half"}}` + "\n")
 	w.append(user[:20])
-	w.quiet()
+	w.Quiet()
 	w.append(user[20:])
 	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
 		t.Fatalf("after the rest of the line: %+v", st)
@@ -217,8 +169,8 @@ func TestObservePartialTruncatedHuge(t *testing.T) {
 	if st := w.observed(); st.State != sessions.Working || st.NewTurns != 1 {
 		t.Fatalf("after the huge line: %+v", st)
 	}
-	if w.o.file.Tail().Skipped != 1 {
-		t.Fatalf("skipped %d lines", w.o.file.Tail().Skipped)
+	if w.O.File().Tail().Skipped != 1 {
+		t.Fatalf("skipped %d lines", w.O.File().Tail().Skipped)
 	}
 }
 
@@ -226,14 +178,14 @@ func TestObservePartialTruncatedHuge(t *testing.T) {
 // ran): Interrupted with the evidence, then the session ends.
 func TestObserveKilledMidTurn(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	w.observed()
 	w.append(lines(readLines(t, "tui_killed.jsonl")...))
 	if st := w.observed(); st.State != sessions.Working || st.Tool != "command" {
 		t.Fatalf("%+v", st)
 	}
-	w.alive.Store(false)
-	evs, done := w.step()
+	w.Kill()
+	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[0].Observed == nil || evs[0].Observed.State != sessions.Interrupted ||
 		!strings.Contains(evs[0].Observed.Evidence, "gone mid-turn") || evs[1].Kind != sessions.EvSessionEnded {
 		t.Fatalf("%+v done %v", evs, done)
@@ -245,18 +197,18 @@ func TestObserveKilledMidTurn(t *testing.T) {
 func TestObserveFollowsANewSession(t *testing.T) {
 	w := newWorld(t)
 	w.append(lines(readLines(t, "tui_text.jsonl")...))
-	w.observe()
+	w.Observe()
 	w.observed()
 	const other = "3f1e34b9-7886-48e5-b68a-f40204ea6277"
 	dir := filepath.Join(w.src.StateDir(), other)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w.proc.Held = []string{dir}
+	w.Proc.Held = []string{dir}
 	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), lines(readLines(t, "tui_401.jsonl")...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	evs, _ := w.step()
+	evs, _ := w.Step()
 	if len(evs) != 1 || evs[0].AgentSessionID != other || evs[0].Observed.State != sessions.Errored || evs[0].Observed.Failure.Kind != sessions.Auth {
 		t.Fatalf("%+v", evs)
 	}
@@ -264,10 +216,10 @@ func TestObserveFollowsANewSession(t *testing.T) {
 
 func TestNoNudge(t *testing.T) {
 	w := newWorld(t)
-	if w.src.CanNudge(w.es()) {
+	if w.src.CanNudge(w.ES()) {
 		t.Fatal("CanNudge")
 	}
-	if err := w.src.Nudge(t.Context(), w.es(), "x", false); !errors.Is(err, ErrNoInbox) {
+	if err := w.src.Nudge(t.Context(), w.ES(), "x", false); !errors.Is(err, ErrNoInbox) {
 		t.Fatal(err)
 	}
 	if w.src.Name() != "copilot" {
@@ -283,27 +235,8 @@ func TestWatchListsAndRescans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = 3 * time.Second
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list := <-ch
-		if len(list) != 1 || list[0].PID != 7 || list[0].AgentSessionID != sid || list[0].Key != key(w.proc) || list[0].Cwd != "/w" {
-			t.Fatalf("first list: %+v", list)
-		}
-		w.alive.Store(false)
-		time.Sleep(4 * time.Second)
-		synctest.Wait()
-		select {
-		case list = <-ch:
-		default:
-			t.Fatal("no new list after the process exited and a rescan")
-		}
-		if len(list) != 0 {
-			t.Fatalf("after the exit: %+v", list)
-		}
+		ch := observetest.Watch(t, w.src)
+		observetest.ListedUntilGone(t, ch, sessions.ExternalSession{Key: w.ES().Key, PID: 7, Cwd: "/w", AgentSessionID: sid}, w.Kill, 4*time.Second)
 	})
 }
 
@@ -313,14 +246,11 @@ func TestObserveLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Second
-		ch, err := w.src.Observe(t.Context(), w.es())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Observe(t, w.src, w.ES())
 		if ev := <-ch; ev.Observed == nil || ev.Observed.State != sessions.Idle {
 			t.Fatalf("%+v", ev)
 		}
-		w.alive.Store(false)
+		w.Kill()
 		time.Sleep(2 * time.Second)
 		var last sessions.Event
 		for ev := range ch {
@@ -336,7 +266,7 @@ func TestObserveLoop(t *testing.T) {
 // a quick turn that started and ended between two looks is still a turn.
 func TestObserveQuickFirstTurnIsNews(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	w.observed()
 	w.append(lines(readLines(t, "tui_text.jsonl")...))
 	if st := w.observed(); st.State != sessions.WaitingOnUser || st.NewTurns != 1 {
@@ -351,9 +281,9 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Hour
-		w.proc.Started = time.Now()
+		w.Proc.Started = time.Now()
 		var paired atomic.Bool
-		proc := w.proc
+		proc := w.Proc
 		w.src.Procs = func() ([]Proc, error) {
 			p := proc
 			if !paired.Load() {
@@ -364,12 +294,7 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 		if err := os.Remove(filepath.Join(w.dir, "workspace.yaml")); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Watch(t, w.src)
 		if list := <-ch; len(list) != 0 {
 			t.Fatalf("listed before its session: %+v", list)
 		}
@@ -386,6 +311,3 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 		}
 	})
 }
-
-// key is the key Watch lists the process under.
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }

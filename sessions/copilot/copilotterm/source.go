@@ -36,8 +36,7 @@ import (
 // on the same session id.
 type Source struct {
 	observe.ProcSource[Proc, Workspace]
-	observe.AgentInfo[copilot.Agent]
-	observe.NoInbox[copilot.Agent]
+	observe.Unreachable[copilot.Agent]
 
 	// CopilotHome is Copilot's home; empty means $COPILOT_HOME, else
 	// ~/.copilot.
@@ -63,17 +62,7 @@ var _ sessions.ExternalSource = (*Source)(nil)
 
 // Home is Copilot's home directory ("" when there is none to find).
 func (s *Source) Home() string {
-	if s.CopilotHome != "" {
-		return s.CopilotHome
-	}
-	if d := os.Getenv("COPILOT_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".copilot")
+	return observe.HomeDir(s.CopilotHome, os.Getenv("COPILOT_HOME"), ".copilot")
 }
 
 // StateDir holds one directory per session.
@@ -101,17 +90,11 @@ func ScanProcs() ([]Proc, error) {
 		if tty, known := procscan.StdinTerminal(p.PID); known && !tty {
 			continue
 		}
-		home, ok := procscan.Env(p.PID, "COPILOT_HOME")
-		if !ok {
-			if h, ok := procscan.Env(p.PID, "HOME"); ok {
-				home = filepath.Join(h, ".copilot")
-			}
-		}
 		var held []string
 		for _, f := range procscan.OpenFiles(p.PID, "inuse.*.hold") {
 			held = append(held, filepath.Dir(f))
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: home, WantID: want, Held: held})
+		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "COPILOT_HOME", ".copilot")}, WantID: want, Held: held})
 	}
 	return out, nil
 }
@@ -124,7 +107,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
 	return s.Scan(minScan, ScanProcs, "Copilot processes", func(procs []Proc) ([]Proc, map[int]Workspace) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		procs = observe.OwnHome(procs, s.Home())
 		pairs := Pair(procs, s.workspaces(procs))
 		// Only a process with its session is listed: the directory exists
 		// from the TUI's start, so one without is a subcommand or a
@@ -178,13 +161,10 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 		w.ModTime = fi.ModTime()
 		out = append(out, w)
 	}
-	oldest := time.Now()
+	oldest := observe.Oldest(procs, time.Now())
 	for _, p := range procs {
-		if !p.Started.IsZero() && p.Started.Before(oldest) {
-			oldest = p.Started
-		}
 		for _, d := range p.Held {
-			if sameDir(filepath.Dir(d), s.StateDir()) {
+			if observe.SameDir(filepath.Dir(d), s.StateDir()) {
 				add(d, nil)
 			}
 		}
@@ -200,7 +180,7 @@ func (s *Source) workspaces(procs []Proc) []Workspace {
 		fi, err := e.Info()
 		// A directory not changed since the oldest process started is no
 		// live session's (a TUI takes its lock in it as it starts).
-		if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+		if err != nil || fi.ModTime().Before(oldest.Add(-observe.PairSlack)) {
 			continue
 		}
 		add(filepath.Join(s.StateDir(), e.Name()), fi)
@@ -237,8 +217,37 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 // the evidence (or the user resumes the session in the background, managed).
 var ErrNoInbox error = observe.NoInboxError{Agent: copilot.Agent{}.Name()}
 
-// workspaceFor is the session directory paired with the session's
-// process, if found.
-func (s *Source) workspaceFor(es sessions.ExternalSession) (Workspace, bool) {
-	return observe.PairOf(s.scan, es.PID)
+// Observe follows one session: its process and its events file's tail
+// (found again at every look: /new or a resumed session moves the TUI to
+// another directory). Events written before following began are the past;
+// a file that appears later (at the first prompt) is all news, and so is
+// another session the TUI moved to, unless it is the first found (a
+// resumed session's past). It sends an EvObserved whenever the inferred
+// state changes or the file grows (growth is activity: the stall clock),
+// and ends with EvSessionEnded when the process is gone
+// (observe.FileObserver).
+func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
+	o := s.newObserver(es)
+	return s.RelayProcess(ctx, es, o.Dirs, o.Step)
+}
+
+// observer is one Observe loop's memory.
+type observer = observe.FileObserver[Workspace, Summary, *Summary]
+
+func (s *Source) newObserver(es sessions.ExternalSession) *observer {
+	return observe.NewFileObserver(observe.Files[Workspace, Summary, *Summary]{
+		Pair:        func(pid int) (Workspace, bool) { return observe.PairOf(s.scan, pid) },
+		Path:        Workspace.Events,
+		Before:      s.StateDir,
+		FoundIsPast: true,
+		Infer: func(l observe.Look[Workspace, *Summary]) sessions.ObservedState {
+			exists := l.Following && (l.Summary.Records > 0 || l.Lines > 0)
+			st, _ := Infer(Evidence{Liveness: l.Liveness, Events: exists, Summary: *l.Summary})
+			return st
+		},
+		Prompt: func(sum *Summary) string { return sum.FirstPrompt },
+		// The directory's name is the id `copilot --resume` takes.
+		SessionID: func(w Workspace, sum *Summary) string { return observe.OrDefault(w.ID, sum.SessionID) },
+		Gone:      "the Copilot terminal was closed, or it was killed",
+	}, s.ProcessAlive, es)
 }

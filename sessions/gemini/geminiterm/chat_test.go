@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // feedFile feeds every line of a testdata file, or its first n lines (n <
@@ -65,7 +67,7 @@ func TestRealChatFiles(t *testing.T) {
 		{"quota-dialog.jsonl", -1, Prompted, sessions.Working, sessions.NoWait, 1, sessions.NoFailure, "turn in flight"},
 	} {
 		s := feedFile(t, tc.file, tc.n)
-		st, rule := Infer(Evidence{PID: 7, Alive: true, Known: true, Chat: true, Summary: s})
+		st, rule := Infer(Evidence{Liveness: observe.Liveness{PID: 7, Alive: true, Known: true}, Chat: true, Summary: s})
 		if s.Phase != tc.phase || st.State != tc.state || st.Wait != tc.wait || s.Turns != tc.turns ||
 			st.Failure.Kind != tc.failure || !strings.Contains(st.Evidence, tc.evidence) {
 			t.Errorf("%s[:%d]: phase %s, %s/%s turns %d failure %s (%s: %q); want %s, %s/%s turns %d failure %s, %q",
@@ -172,10 +174,50 @@ func TestPendingCallByChildren(t *testing.T) {
 		if s.PendingSince.IsZero() {
 			t.Fatalf("%s: no pending time", tc.file)
 		}
-		st, _ := Infer(Evidence{PID: 7, Alive: true, Known: true, Chat: true, Summary: s,
-			Children: tc.children, ChildrenKnown: tc.known, Now: s.PendingSince.Add(tc.after)})
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 7, Alive: true, Known: true}, Chat: true, Summary: s, Children: tc.children, ChildrenKnown: tc.known, Now: s.PendingSince.Add(tc.after)})
 		if st.State != tc.state || st.Wait != tc.wait || !st.InTurn || !strings.Contains(st.Evidence, tc.evidence) {
 			t.Errorf("%s with %d children (%v) after %s: %s/%s %q", tc.file, tc.children, tc.known, tc.after, st.State, st.Wait, st.Evidence)
 		}
 	}
+}
+
+// FuzzFeed: any bytes, fed as lines in any order, never panic the summary
+// or the rule stack, and the phase stays a known one.
+func FuzzFeed(f *testing.F) {
+	for _, l := range observetest.TestdataLines(f) {
+		f.Add(l)
+	}
+	f.Add([]byte{}) // a blank line
+	f.Add([]byte(`{"$rewindTo":null}`))
+	f.Add([]byte(`{"id":"x","type":"user","content":"not parts"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var s Summary
+		for _, l := range bytes.Split(line, []byte("\n")) {
+			s.Feed(l)
+		}
+		s.Feed(line)
+		if s.Phase.String() == "phase(?)" {
+			t.Fatalf("phase %d", s.Phase)
+		}
+		Infer(Evidence{Liveness: observe.Liveness{Alive: true, Known: true}, Chat: true, Summary: s, ChildrenKnown: true, Now: time.Now()})
+	})
+}
+
+// BenchmarkFeed is the cost of one chat line (the real CLI's, a turn with a
+// tool call and its output).
+func BenchmarkFeed(b *testing.B) {
+	data, err := os.ReadFile("testdata/text-then-tool.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var s Summary
+		for _, l := range lines {
+			s.Feed(l)
+		}
+	}
+	b.ReportMetric(float64(len(lines)), "lines/op")
 }

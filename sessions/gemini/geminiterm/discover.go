@@ -14,19 +14,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Proc is a live interactive Gemini CLI process: the Node process running
 // the CLI's bundle (by default the CLI relaunches itself once with a larger
 // heap; the relaunched child is the session, its parent only waits for it).
+// Its Home is $GEMINI_CLI_HOME/.gemini, else $HOME/.gemini.
 type Proc struct {
-	PID     int
-	Cwd     string
-	Started time.Time
-	// Home is the configuration directory the process uses
-	// ($GEMINI_CLI_HOME/.gemini, else $HOME/.gemini; "" when its environment
-	// cannot be read): a TUI of another home is not this source's.
-	Home string
+	observe.Proc
 	// ResumeID is the session `--resume <uuid>` or `--session-id <uuid>`
 	// names ("" otherwise).
 	ResumeID string
@@ -157,16 +154,7 @@ func ReadMeta(path string) (Meta, error) {
 }
 
 // Chat is one chat file and its metadata.
-type Chat struct {
-	Path string
-	Meta Meta
-	// ModTime is the file's last write.
-	ModTime time.Time
-}
-
-// pairSlack is how much earlier than its process's start a chat may say
-// it started (the process's start is to the clock tick).
-const pairSlack = 2 * time.Second
+type Chat = observe.SessionFile[Meta]
 
 // Pair finds each process's chat file: for `--resume <id>` or
 // `--session-id <id>`, that session's; for `--resume latest` or an index,
@@ -199,10 +187,10 @@ func Pair(procs []Proc, chats []Chat) map[int]Chat {
 				}
 			case m.ProjectHash != hash:
 				continue
-			case c.ModTime.Before(p.Started.Add(-pairSlack)):
+			case c.ModTime.Before(p.Started.Add(-observe.PairSlack)):
 				// Not written since the process started: not its session.
 				continue
-			case !p.Resuming && m.StartTime.Before(p.Started.Add(-pairSlack)):
+			case !p.Resuming && m.StartTime.Before(p.Started.Add(-observe.PairSlack)):
 				// An older session written now belongs to a process that
 				// resumed it (or to an older process still running).
 				continue
@@ -213,8 +201,4 @@ func Pair(procs []Proc, chats []Chat) map[int]Chat {
 		}
 	}
 	return out
-}
-
-func sameDir(a, b string) bool {
-	return a != "" && b != "" && filepath.Clean(a) == filepath.Clean(b)
 }

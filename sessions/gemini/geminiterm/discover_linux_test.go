@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // ScanProcs on real processes: a Node script named gemini that relaunches
@@ -73,7 +75,7 @@ setInterval(() => {}, 1000);
 		if err != nil {
 			t.Fatal(err)
 		}
-		return slices.DeleteFunc(procs, func(p Proc) bool { return !sameDir(p.Home, filepath.Join(home, ".gemini")) })
+		return slices.DeleteFunc(procs, func(p Proc) bool { return !observe.SameDir(p.Home, filepath.Join(home, ".gemini")) })
 	}
 	// The launcher alone, its command line already the CLI's: not listed.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -97,7 +99,7 @@ setInterval(() => {}, 1000);
 		}
 	}
 	// The child is listed alone, and stays so: the launcher is its parent.
-	if len(got) != 1 || !isChild(got[0].PID) || !sameDir(got[0].Cwd, work) || got[0].Started.IsZero() {
+	if len(got) != 1 || !isChild(got[0].PID) || !observe.SameDir(got[0].Cwd, work) || got[0].Started.IsZero() {
 		t.Fatalf("listed %+v, want the relaunched child alone (not the launcher, not --acp)", got)
 	}
 	// A CLI told not to relaunch (GEMINI_CLI_NO_RELAUNCH, or a sandbox) is

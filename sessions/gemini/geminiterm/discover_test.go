@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 func TestInteractive(t *testing.T) {
@@ -90,7 +92,7 @@ func TestPair(t *testing.T) {
 	other := chat("other", "x", ProjectHash("/work/b"), time.Second, 2*time.Minute)
 	later := chat("later", "l", hash, 10*time.Minute, 11*time.Minute)
 	sub := Chat{Path: "sub", Meta: Meta{SessionID: "s", ProjectHash: hash, StartTime: t0.Add(time.Minute), Kind: "subagent"}, ModTime: t0.Add(20 * time.Minute)}
-	p := Proc{PID: 1, Cwd: cwd, Started: t0}
+	p := Proc{Proc: observe.Proc{PID: 1, Cwd: cwd, Started: t0}}
 	for _, tc := range []struct {
 		name  string
 		procs []Proc
@@ -98,12 +100,12 @@ func TestPair(t *testing.T) {
 		want  map[int]string
 	}{
 		{"its own new chat", []Proc{p}, []Chat{old, other, mine, sub}, map[int]string{1: "mine"}},
-		{"the cwd's chat, even through a trailing slash", []Proc{{PID: 1, Cwd: cwd + "/", Started: t0}}, []Chat{mine}, map[int]string{1: "mine"}},
+		{"the cwd's chat, even through a trailing slash", []Proc{{Proc: observe.Proc{PID: 1, Cwd: cwd + "/", Started: t0}}}, []Chat{mine}, map[int]string{1: "mine"}},
 		{"nothing before its first chat", []Proc{p}, []Chat{old, other}, map[int]string{}},
 		{"an older session written now is not a new process's", []Proc{p}, []Chat{oldWritten}, map[int]string{}},
-		{"resume latest takes the older session written now", []Proc{{PID: 1, Cwd: cwd, Started: t0, Resuming: true}}, []Chat{old, oldWritten}, map[int]string{1: "oldw"}},
-		{"resume by id", []Proc{{PID: 1, Cwd: cwd, Started: t0, ResumeID: "o"}}, []Chat{old, mine}, map[int]string{1: "o" + "ld"}},
-		{"two TUIs in one cwd: the later one takes the later chat", []Proc{p, {PID: 2, Cwd: cwd, Started: t0.Add(9 * time.Minute)}}, []Chat{mine, later},
+		{"resume latest takes the older session written now", []Proc{{Proc: observe.Proc{PID: 1, Cwd: cwd, Started: t0}, Resuming: true}}, []Chat{old, oldWritten}, map[int]string{1: "oldw"}},
+		{"resume by id", []Proc{{Proc: observe.Proc{PID: 1, Cwd: cwd, Started: t0}, ResumeID: "o"}}, []Chat{old, mine}, map[int]string{1: "o" + "ld"}},
+		{"two TUIs in one cwd: the later one takes the later chat", []Proc{p, {Proc: observe.Proc{PID: 2, Cwd: cwd, Started: t0.Add(9 * time.Minute)}}}, []Chat{mine, later},
 			map[int]string{1: "mine", 2: "later"}},
 		{"the newest written wins (/clear)", []Proc{p}, []Chat{mine, later}, map[int]string{1: "later"}},
 	} {

@@ -14,9 +14,7 @@ import (
 // Evidence is everything the rule stack reads about one session at one
 // moment: its process and its chat file's summary.
 type Evidence struct {
-	PID int
-	// Alive and Known are the process probe (Known false: cannot tell).
-	Alive, Known bool
+	observe.Liveness
 	// Chat is false until the session's chat file is found.
 	Chat    bool
 	Summary Summary
@@ -34,30 +32,12 @@ type Evidence struct {
 // not written its result yet.
 const approvalAfter = 3 * time.Second
 
-// Rule is one step of the stack: it matches or not, and when it matches it
-// decides the state and writes the evidence sentence (observe.Rule).
-type Rule = observe.Rule[Evidence]
-
-// Rules is the stack, walked in order; the first match wins.
-var Rules = []Rule{
-	{Name: "process gone", Match: ruleProcessGone},
-	{Name: "turn failed", Match: ruleFailed},
-	{Name: "waiting for approval", Match: ruleApproval},
-	{Name: "open tool", Match: ruleOpenTool},
-	{Name: "turn in flight", Match: ruleWorking},
-	{Name: "turn ended", Match: ruleTurnEnded},
-	{Name: "idle", Match: ruleIdle},
-}
-
-// Infer walks the rule stack and returns the first match's state and the
-// rule's name.
-func Infer(ev Evidence) (sessions.ObservedState, string) {
-	return observe.Infer(Rules, ev)
-}
-
-func ruleProcessGone(ev Evidence) (sessions.ObservedState, bool) {
-	return observe.ProcessGone(ev.PID, ev.Alive, ev.Known, ev.Summary.Phase.InTurn(), "its chat file shows no end of the turn")
-}
+// Infer walks the rule stack (observe.Stack) and returns the first
+// match's state and the rule's name; the first match wins.
+var Infer = observe.Stack[Evidence]{
+	InTurn: func(ev Evidence) bool { return ev.Summary.Phase.InTurn() }, Witness: "its chat file shows no end of the turn",
+	Failed: ruleFailed, Waiting: ruleApproval, OpenTool: ruleOpenTool, Working: ruleWorking, Ended: ruleTurnEnded, Idle: ruleIdle,
+}.Infer
 
 // apiErrorPrefix wraps the API's error body in the CLI's error messages.
 const apiErrorPrefix = "[API Error: "
@@ -131,24 +111,29 @@ func ruleOpenTool(ev Evidence) (sessions.ObservedState, bool) {
 	return sessions.ObservedState{}, false
 }
 
-func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
-	switch ev.Summary.Phase {
-	case Prompted:
-		return observe.Working("the chat file shows a turn in flight"), true
-	case ToolDone:
-		return observe.Working("the tools completed; their results go back to the model"), true
-	}
-	return sessions.ObservedState{}, false
-}
+// ruleWorking and ruleTurnEnded read the phase alone: each phase they
+// know is one sentence of evidence.
+var (
+	ruleWorking = byPhase(observe.Working, map[Phase]string{
+		Prompted: "the chat file shows a turn in flight",
+		ToolDone: "the tools completed; their results go back to the model",
+	})
+	ruleTurnEnded = byPhase(observe.TurnEnded, map[Phase]string{
+		Replied:   "the model replied; waiting for review",
+		Cancelled: "you stopped the turn in the terminal; waiting for review",
+	})
+)
 
-func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
-	switch ev.Summary.Phase {
-	case Replied:
-		return observe.TurnEnded("the model replied; waiting for review"), true
-	case Cancelled:
-		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
+// byPhase is a rule that matches the phases of says, with state(its
+// sentence).
+func byPhase(state func(evidence string) sessions.ObservedState, says map[Phase]string) func(Evidence) (sessions.ObservedState, bool) {
+	return func(ev Evidence) (sessions.ObservedState, bool) {
+		text, ok := says[ev.Summary.Phase]
+		if !ok {
+			return sessions.ObservedState{}, false
+		}
+		return state(text), true
 	}
-	return sessions.ObservedState{}, false
 }
 
 func ruleIdle(ev Evidence) (sessions.ObservedState, bool) {

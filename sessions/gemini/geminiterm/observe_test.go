@@ -1,7 +1,6 @@
 package geminiterm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,111 +13,56 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
 
 // world is a Gemini home in a temporary directory, one fake process in it
 // (its liveness set by the test) and an observer stepped by hand.
 type world struct {
-	t     testing.TB
-	src   *Source
-	proc  Proc
-	alive atomic.Bool
+	observetest.World[Proc, *observer]
+	src *Source
 	// children is how many processes run under the fake CLI.
 	children atomic.Int32
-	o        *observer
 }
 
 func newWorld(t testing.TB) *world {
-	w := &world{t: t, proc: Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond)}}
-	w.alive.Store(true)
-	home := filepath.Join(t.TempDir(), ".gemini")
-	w.proc.Home = home
-	w.src = &Source{GeminiHome: home, ProcSource: observe.ProcSource[Proc, Chat]{
-		Procs: func() ([]Proc, error) {
-			if !w.alive.Load() {
-				return nil, nil
-			}
-			// Another home's TUI in the same cwd is never this source's.
-			return []Proc{w.proc, {PID: 99, Cwd: w.proc.Cwd, Started: w.proc.Started, Home: "/elsewhere/.gemini"}}, nil
-		},
-		Probe: func(pid int, started time.Time) (bool, bool) {
-			return w.alive.Load() && pid == w.proc.PID && started.Equal(w.proc.Started), true
-		},
-	},
-		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == w.proc.PID },
+	proc := Proc{Proc: observe.Proc{PID: 4242, Cwd: t.TempDir(), Started: time.Now().Add(-time.Second).Truncate(10 * time.Millisecond), Home: filepath.Join(t.TempDir(), ".gemini")}}
+	w := &world{World: observetest.World[Proc, *observer]{T: t, Process: observetest.NewProcess(proc, proc.PID, proc.Started, proc.Cwd)}}
+	// Another home's TUI in the same cwd is never this source's.
+	w.src = &Source{GeminiHome: proc.Home, ProcSource: observetest.Source[Proc, Chat](w.Process,
+		Proc{Proc: observe.Proc{PID: 99, Cwd: proc.Cwd, Started: proc.Started, Home: "/elsewhere/.gemini"}}),
+		Children: func(pid int) (int, bool) { return int(w.children.Load()), pid == proc.PID },
 	}
+	w.Rescan, w.New = w.src.Rescan, w.src.newObserver
 	return w
-}
-
-func (w *world) es() sessions.ExternalSession {
-	return sessions.ExternalSession{Key: key(w.proc), PID: w.proc.PID, Cwd: w.proc.Cwd, StartedAt: w.proc.Started}
-}
-
-// observe starts an observer as Observe does, without its loop.
-func (w *world) observe() {
-	w.o = &observer{src: w.src, es: w.es()}
-	if c, ok := w.src.chatFor(w.es()); ok {
-		w.o.follow(c, true)
-	}
-}
-
-// step is one look, with a fresh scan (the scan throttle is for the loop).
-func (w *world) step() ([]sessions.Event, bool) {
-	w.src.Rescan()
-	return w.o.step()
 }
 
 // observed steps once and returns the one EvObserved it must send.
 func (w *world) observed() (sessions.ObservedState, string) {
-	w.t.Helper()
-	evs, done := w.step()
-	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
-		w.t.Fatalf("want one observation, got %+v (done %v)", evs, done)
-	}
-	return *evs[0].Observed, evs[0].AgentSessionID
-}
-
-func (w *world) quiet() {
-	w.t.Helper()
-	if evs, done := w.step(); len(evs) != 0 || done {
-		w.t.Fatalf("nothing changed, yet %+v (done %v)", evs, done)
-	}
+	w.T.Helper()
+	ev := w.Observed()
+	return *ev.Observed, ev.AgentSessionID
 }
 
 // chatPath is a chat file of the process's project, under the slug the
 // CLI registers in projects.json.
 func (w *world) chatPath(id string) string {
-	slug := filepath.Base(w.proc.Cwd)
-	reg := fmt.Sprintf(`{"projects":{%q:%q}}`, w.proc.Cwd, slug)
+	slug := filepath.Base(w.Proc.Cwd)
+	reg := fmt.Sprintf(`{"projects":{%q:%q}}`, w.Proc.Cwd, slug)
 	if err := os.MkdirAll(w.src.Home(), 0o700); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(w.src.Home(), "projects.json"), []byte(reg), 0o600); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return filepath.Join(w.src.TmpDir(), slug, "chats", "session-2026-11-30T22-54-"+id[:8]+".jsonl")
 }
 
-func appendTo(t testing.TB, path string, data ...string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	for _, d := range data {
-		if _, err := fh.WriteString(d); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+var appendTo = observetest.Append[string]
 
 func (w *world) meta(id string) string {
 	return fmt.Sprintf(`{"sessionId":%q,"projectHash":%q,"startTime":%q,"lastUpdated":%q,"kind":"main"}`+"\n",
-		id, ProjectHash(w.proc.Cwd), time.Now().UTC().Format(time.RFC3339Nano), time.Now().UTC().Format(time.RFC3339Nano))
+		id, ProjectHash(w.Proc.Cwd), time.Now().UTC().Format(time.RFC3339Nano), time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 const seed = `{"$set":{"messages":[{"id":"ctx","type":"user","content":[{"text":"<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}]}}` + "\n"
@@ -141,7 +85,7 @@ const (
 // turn through a tool, then SIGKILL mid-turn.
 func TestObserveOneSession(t *testing.T) {
 	w := newWorld(t)
-	w.observe()
+	w.Observe()
 	st, id := w.observed()
 	if st.State != sessions.Idle || id != "" || !strings.Contains(st.Evidence, "no prompt yet") {
 		t.Fatalf("before any chat: %+v %q", st, id)
@@ -159,13 +103,13 @@ func TestObserveOneSession(t *testing.T) {
 	}
 	r := reply("g1", "Fixed.")
 	appendTo(t, path, r[:20])
-	w.quiet()
+	w.Quiet()
 	appendTo(t, path, r[20:])
 	st, _ = w.observed()
 	if st.State != sessions.WaitingOnUser || st.Wait != sessions.WaitReview || st.InTurn || st.NewTurns != 0 {
 		t.Fatalf("the reply: %+v", st)
 	}
-	w.quiet()
+	w.Quiet()
 	appendTo(t, path, prompt("p2", "run it"), reply("g2", ""))
 	st, _ = w.observed()
 	if st.State != sessions.Working || st.NewTurns != 1 || !strings.Contains(st.Evidence, "has not completed") {
@@ -175,8 +119,8 @@ func TestObserveOneSession(t *testing.T) {
 	if st, _ = w.observed(); st.State != sessions.Working || st.NewTurns != 0 || !strings.Contains(st.Evidence, "running a tool") {
 		t.Fatalf("the command running: %+v", st)
 	}
-	w.alive.Store(false)
-	evs, done := w.step()
+	w.Kill()
+	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[0].Observed.State != sessions.Interrupted || evs[1].Kind != sessions.EvSessionEnded {
 		t.Fatalf("killed mid-turn: %+v %v", evs, done)
 	}
@@ -191,7 +135,7 @@ func TestObserveHistoryRecreatedAndReplaced(t *testing.T) {
 	w := newWorld(t)
 	path := w.chatPath(sid1)
 	appendTo(t, path, w.meta(sid1), seed, prompt("p1", "one"), reply("g1", "a"), prompt("p2", "two"))
-	w.observe()
+	w.Observe()
 	st, id := w.observed()
 	if st.State != sessions.Working || st.NewTurns != 1 || id != sid1 {
 		t.Fatalf("joined mid-turn: %+v %q", st, id)
@@ -241,15 +185,15 @@ func TestObserveHugeChatReadsItsTail(t *testing.T) {
 	}
 	b.WriteString(prompt("last", "and now?"))
 	appendTo(t, path, b.String())
-	w.observe()
+	w.Observe()
 	st, id := w.observed()
 	if st.State != sessions.Working || id != sid1 {
 		t.Fatalf("huge: %+v %q", st, id)
 	}
-	if read := w.o.file.Tail().BytesRead; read > 3<<20 {
+	if read := w.O.File().Tail().BytesRead; read > 3<<20 {
 		t.Fatalf("read %d bytes of a %d-byte file", read, b.Len())
 	}
-	t.Logf("first look read %d KB of %d MB", w.o.file.Tail().BytesRead>>10, b.Len()>>20)
+	t.Logf("first look read %d KB of %d MB", w.O.File().Tail().BytesRead>>10, b.Len()>>20)
 }
 
 // Watch lists the TUI (not the other home's) before its chat exists, then
@@ -259,14 +203,9 @@ func TestWatchAndObserveLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.src.Poll = time.Second
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		ch, err := w.src.Watch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := observetest.Watch(t, w.src)
 		list := <-ch
-		if len(list) != 1 || list[0].PID != w.proc.PID || list[0].AgentSessionID != "" || list[0].Cwd != w.proc.Cwd {
+		if len(list) != 1 || list[0].PID != w.Proc.PID || list[0].AgentSessionID != "" || list[0].Cwd != w.Proc.Cwd {
 			t.Fatalf("first list: %+v", list)
 		}
 		path := w.chatPath(sid1)
@@ -275,10 +214,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if len(list) != 1 || list[0].AgentSessionID != sid1 {
 			t.Fatalf("with its chat: %+v", list)
 		}
-		evs, err := w.src.Observe(ctx, list[0])
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := observetest.Observe(t, w.src, list[0])
 		if ev := <-evs; ev.Observed == nil || ev.Observed.State != sessions.Idle {
 			t.Fatalf("first observation %+v", ev)
 		}
@@ -286,7 +222,7 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if ev := <-evs; ev.Observed == nil || ev.Observed.State != sessions.Working || ev.AgentSessionID != sid1 {
 			t.Fatalf("the turn %+v", ev)
 		}
-		w.alive.Store(false)
+		w.Kill()
 		for ev := range evs {
 			if ev.Kind == sessions.EvSessionEnded {
 				break
@@ -295,13 +231,13 @@ func TestWatchAndObserveLoop(t *testing.T) {
 		if list = <-ch; len(list) != 0 {
 			t.Fatalf("gone: %+v", list)
 		}
-		if w.src.CanNudge(list0(w)) || !errors.Is(w.src.Nudge(ctx, list0(w), "x", false), ErrNoInbox) {
+		if w.src.CanNudge(list0(w)) || !errors.Is(w.src.Nudge(t.Context(), list0(w), "x", false), ErrNoInbox) {
 			t.Fatal("a Gemini terminal cannot be nudged")
 		}
 	})
 }
 
-func list0(w *world) sessions.ExternalSession { return w.es() }
+func list0(w *world) sessions.ExternalSession { return w.ES() }
 
 // A pending call with nothing running under the CLI becomes an approval
 // prompt at the first look past approvalAfter: the poll brings it, the
@@ -314,10 +250,7 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 		call := fmt.Sprintf(`{"id":"g1","timestamp":%q,"type":"gemini","content":""}`+"\n", time.Now().UTC().Format(time.RFC3339Nano))
 		appendTo(t, path, w.meta(sid1), seed, prompt("p1", "make it"), call)
 		start := time.Now()
-		evs, err := w.src.Observe(t.Context(), w.es())
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := observetest.Observe(t, w.src, w.ES())
 		if ev := <-evs; ev.Observed.State != sessions.Working {
 			t.Fatalf("at once: %+v", ev.Observed)
 		}
@@ -331,5 +264,16 @@ func TestObserveLoopApprovalAfterPoll(t *testing.T) {
 	})
 }
 
-// key is the key Watch lists the process under.
-func key(p Proc) string { return observe.Key(p.PID, p.Started) }
+// BenchmarkStepUnchanged is one look at a session whose chat did not
+// change: a stat, no read.
+func BenchmarkStepUnchanged(b *testing.B) {
+	w := newWorld(b)
+	path := w.chatPath(sid1)
+	appendTo(b, path, w.meta(sid1), seed, prompt("p1", "go"), reply("g1", "done"))
+	w.Observe()
+	w.Step()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.O.Step()
+	}
+}

@@ -35,8 +35,7 @@ import (
 // session managed.
 type Source struct {
 	observe.ProcSource[Proc, Chat]
-	observe.AgentInfo[gemini.Agent]
-	observe.NoInbox[gemini.Agent]
+	observe.Unreachable[gemini.Agent]
 
 	// GeminiHome is the CLI's configuration directory; empty means
 	// $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
@@ -54,17 +53,11 @@ var _ sessions.ExternalSource = (*Source)(nil)
 
 // Home is the CLI's configuration directory ("" when there is none to find).
 func (s *Source) Home() string {
-	if s.GeminiHome != "" {
-		return s.GeminiHome
+	env := os.Getenv("GEMINI_CLI_HOME")
+	if env != "" {
+		env = filepath.Join(env, ".gemini")
 	}
-	if d := os.Getenv("GEMINI_CLI_HOME"); d != "" {
-		return filepath.Join(d, ".gemini")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".gemini")
+	return observe.HomeDir(s.GeminiHome, env, ".gemini")
 }
 
 // TmpDir holds one directory per project, each with its chats/.
@@ -111,7 +104,7 @@ func ScanProcs() ([]Proc, error) {
 		} else if h, ok := envValue(env, "HOME"); ok {
 			home = filepath.Join(h, ".gemini")
 		}
-		out = append(out, Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, ResumeID: resume, Resuming: resuming, Home: home})
+		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: home}, ResumeID: resume, Resuming: resuming})
 	}
 	return slices.DeleteFunc(out, func(p Proc) bool { return parents[p.PID] }), nil
 }
@@ -151,7 +144,7 @@ const minScan = 500 * time.Millisecond
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Chat, error) {
 	return s.Scan(minScan, ScanProcs, "Gemini CLI processes", func(procs []Proc) ([]Proc, map[int]Chat) {
-		procs = slices.DeleteFunc(procs, func(p Proc) bool { return p.Home != "" && !sameDir(p.Home, s.Home()) })
+		procs = observe.OwnHome(procs, s.Home())
 		return procs, Pair(procs, s.chats(procs))
 	})
 }
@@ -194,12 +187,7 @@ func (s *Source) chats(procs []Proc) []Chat {
 		clear(s.metas)
 		return nil
 	}
-	oldest := time.Now()
-	for _, p := range procs {
-		if !p.Started.IsZero() && p.Started.Before(oldest) {
-			oldest = p.Started
-		}
-	}
+	oldest := observe.Oldest(procs, time.Now())
 	seen := map[string]bool{}
 	var out []Chat
 	for _, dir := range s.projectDirs(procs) {
@@ -211,7 +199,7 @@ func (s *Source) chats(procs []Proc) []Chat {
 			fi, err := e.Info()
 			// A chat not written since the oldest process started is no
 			// live session's: its first line is not even read.
-			if err != nil || fi.ModTime().Before(oldest.Add(-pairSlack)) {
+			if err != nil || fi.ModTime().Before(oldest.Add(-observe.PairSlack)) {
 				continue
 			}
 			path := filepath.Join(dir, "chats", e.Name())
@@ -263,7 +251,42 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 // over ACP).
 var ErrNoInbox error = observe.NoInboxError{Agent: gemini.Agent{}.Name()}
 
-// chatFor is the chat file paired with the session's process, if found.
-func (s *Source) chatFor(es sessions.ExternalSession) (Chat, bool) {
-	return observe.PairOf(s.scan, es.PID)
+// Observe follows one session: its process and its chat file's tail
+// (found again at every look: the CLI switches files on /clear and
+// /resume, whose turns are new). Reading costs what was appended since the
+// last look (a first look at a large file reads at most its last 2 MB; a
+// line over 1 MB is skipped without being buffered: observe.Tailer). A
+// file read again from its start is the one already read, rewritten by
+// the CLI (an unreadable file replaced with the same history): its turns
+// are the past. It sends an EvObserved whenever the inferred state changes
+// or the file grows (growth is activity: the stall clock), and ends with
+// EvSessionEnded when the process is gone (observe.FileObserver).
+func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-chan sessions.Event, error) {
+	o := s.newObserver(es)
+	return s.RelayProcess(ctx, es, o.Dirs, o.Step)
+}
+
+// observer is one Observe loop's memory.
+type observer = observe.FileObserver[Chat, Summary, *Summary]
+
+func (s *Source) newObserver(es sessions.ExternalSession) *observer {
+	return observe.NewFileObserver(observe.Files[Chat, Summary, *Summary]{
+		Pair: func(pid int) (Chat, bool) { return observe.PairOf(s.scan, pid) },
+		Path: func(c Chat) string { return c.Path },
+		// tmp/, where the session's project directory appears.
+		Before:       s.TmpDir,
+		RereadIsPast: true,
+		Infer: func(l observe.Look[Chat, *Summary]) sessions.ObservedState {
+			ev := Evidence{Liveness: l.Liveness, Chat: l.Following, Summary: *l.Summary, Now: time.Now()}
+			if l.Summary.Phase == CallPending && l.Alive {
+				ev.Children, ev.ChildrenKnown = s.children(l.PID)
+			}
+			st, _ := Infer(ev)
+			return st
+		},
+		Prompt: func(sum *Summary) string { return sum.FirstPrompt },
+		// The metadata line is read apart: a tail window may start past it.
+		SessionID: func(c Chat, sum *Summary) string { return observe.OrDefault(sum.SessionID, c.Meta.SessionID) },
+		Gone:      "the Gemini CLI terminal was closed, or it was killed",
+	}, s.ProcessAlive, es)
 }
