@@ -84,11 +84,10 @@ func (p *Process) SendPrompt(text string) error {
 // Interrupt aborts the turn in flight: the CLI answers turn_end cancelled.
 func (p *Process) Interrupt() error { return p.Input.WriteLine(Line(Message{Type: TypeInterrupt})) }
 
-// errNoPermissions: the toy CLI runs its tools without asking.
-var errNoPermissions = errors.New("the toy agent asks no permission")
-
-// AnswerPermission fails: nothing is ever asked.
-func (p *Process) AnswerPermission(sessions.Permission, bool, string) error { return errNoPermissions }
+// AnswerPermission fails: the toy CLI runs its tools without asking.
+func (p *Process) AnswerPermission(sessions.Permission, bool, string) error {
+	return errors.New("the toy agent asks no permission")
+}
 
 // Compact fails: the toy CLI has no compaction.
 func (p *Process) Compact() error { return errors.New("the toy agent cannot compact its context") }

@@ -12,9 +12,9 @@ import (
 
 // Message is one line of the protocol, either way (see the package doc).
 type Message struct {
-	Type      string `json:"type"`
-	Text      string `json:"text,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
+	Type      MessageType `json:"type"`
+	Text      string      `json:"text,omitempty"`
+	SessionID string      `json:"session_id,omitempty"`
 	// ID and Name identify a tool call.
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name,omitempty"`
@@ -23,17 +23,21 @@ type Message struct {
 	Cancelled bool `json:"cancelled,omitempty"`
 }
 
-// The message types.
+// MessageType says what a line is.
+type MessageType string
+
+// The message types: TypePrompt and TypeInterrupt go to the CLI, the
+// others come from it.
 const (
-	TypePrompt    = "prompt"
-	TypeInterrupt = "interrupt"
-	TypeSession   = "session"
-	TypeTurnStart = "turn_start"
-	TypeText      = "text"
-	TypeToolStart = "tool_start"
-	TypeToolEnd   = "tool_end"
-	TypeTurnEnd   = "turn_end"
-	TypeError     = "error"
+	TypePrompt    MessageType = "prompt"
+	TypeInterrupt MessageType = "interrupt"
+	TypeSession   MessageType = "session"
+	TypeTurnStart MessageType = "turn_start"
+	TypeText      MessageType = "text"
+	TypeToolStart MessageType = "tool_start"
+	TypeToolEnd   MessageType = "tool_end"
+	TypeTurnEnd   MessageType = "turn_end"
+	TypeError     MessageType = "error"
 )
 
 // FlagStream selects the protocol on the CLI's command line; FlagResume
@@ -81,10 +85,12 @@ func DecodeLine(line []byte) ([]sessions.Event, agentkit.SkipReason, error) {
 	}
 	ev := sessions.Event{AgentSessionID: m.SessionID, CallID: m.ID, Name: m.Name}
 	switch m.Type {
-	case TypeSession, TypeTurnStart:
+	case TypeSession:
+		ev.Kind, ev.Detail = sessions.EvSessionInit, "session open"
+	case TypeTurnStart:
 		// Like Claude's init at every turn: a turn_start after the last
 		// turn ended is the turn of a prompt sent as it ended (Apply).
-		ev.Kind, ev.Detail = sessions.EvSessionInit, m.Type
+		ev.Kind, ev.Detail = sessions.EvSessionInit, "turn started"
 	case TypeText:
 		ev.Kind, ev.Detail = sessions.EvActivity, "replying"
 	case TypeToolStart:
@@ -104,7 +110,7 @@ func DecodeLine(line []byte) ([]sessions.Event, agentkit.SkipReason, error) {
 		ev.Kind, ev.Status = sessions.EvTurnFailed, m.Status
 		ev.Failure = sessions.Failure{Kind: kind, Message: sessions.SanitizeMessage(agentkit.OrDefault(m.Text, "the model API failed"))}
 	default:
-		return nil, agentkit.SkipUnknown, fmt.Errorf("%w: type %q", ErrUnknown, agentkit.Clip(m.Type))
+		return nil, agentkit.SkipUnknown, fmt.Errorf("%w: type %q", ErrUnknown, agentkit.Clip(string(m.Type)))
 	}
 	return []sessions.Event{ev}, agentkit.SkipNone, nil
 }

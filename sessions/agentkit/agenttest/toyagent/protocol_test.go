@@ -1,8 +1,12 @@
 package toyagent
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -20,9 +24,9 @@ func TestDecodeLine(t *testing.T) {
 		err        error
 	}{
 		{"session", `{"type":"session","session_id":"toy_1"}`,
-			sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: "toy_1", Detail: "session"}, agentkit.SkipNone, nil},
+			sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: "toy_1", Detail: "session open"}, agentkit.SkipNone, nil},
 		{"turn start", `{"type":"turn_start","session_id":"toy_1"}`,
-			sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: "toy_1", Detail: "turn_start"}, agentkit.SkipNone, nil},
+			sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: "toy_1", Detail: "turn started"}, agentkit.SkipNone, nil},
 		{"text", `{"type":"text","text":"hi"}`, sessions.Event{Kind: sessions.EvActivity, Detail: "replying"}, agentkit.SkipNone, nil},
 		{"tool start", `{"type":"tool_start","id":"c1","name":"bash","text":"ls"}`,
 			sessions.Event{Kind: sessions.EvToolStarted, CallID: "c1", Name: "bash"}, agentkit.SkipNone, nil},
@@ -101,4 +105,28 @@ func FuzzDecodeLine(f *testing.F) {
 		evs, skip, err := DecodeLine(line)
 		agenttest.CheckDecodedLine(t, evs, skip, string(line), err, ErrMalformed, ErrUnknown)
 	})
+}
+
+// TestAdapterUnder300Lines keeps what docs/development.md claims: the whole
+// adapter (its non-test files: decoder, request side, arguments, process,
+// orphan reaping) is under 300 lines.
+func TestAdapterUnder300Lines(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += bytes.Count(b, []byte("\n"))
+	}
+	if total == 0 || total >= 300 {
+		t.Errorf("the adapter's non-test files hold %d lines; the worked example of adding an agent promises under 300", total)
+	}
 }

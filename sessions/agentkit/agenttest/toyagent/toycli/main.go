@@ -35,9 +35,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest/toyagent"
 )
 
-// maxSteps bounds the model requests of one turn.
-const maxSteps = 8
-
 // message is one chat completions message.
 type message struct {
 	Role       string     `json:"role"`
@@ -54,6 +51,10 @@ type toolCall struct {
 		Arguments string `json:"arguments"`
 	} `json:"function"`
 }
+
+// client asks the API, never through a proxy whatever the environment
+// says: the API is on loopback.
+var client = &http.Client{Transport: &http.Transport{}}
 
 // bashTool is the one tool the model is offered.
 var bashTool = json.RawMessage(`{"type":"function","function":{"name":"bash","description":"Run a shell command",` +
@@ -201,7 +202,8 @@ func (c *cli) read(prompts chan<- string) {
 }
 
 // turn runs one turn: model requests and the tools they ask for, until the
-// model answers with text alone.
+// model answers with text alone (or the turn is interrupted: like the real
+// CLIs, the toy sets no bound of its own on a turn's steps).
 func (c *cli) turn(text string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
@@ -215,7 +217,7 @@ func (c *cli) turn(text string) {
 	}()
 	c.emit(toyagent.Message{Type: toyagent.TypeTurnStart, SessionID: c.id})
 	c.add(message{Role: "user", Content: text})
-	for range maxSteps {
+	for {
 		reply, status, err := c.complete(ctx)
 		if ctx.Err() != nil {
 			c.emit(toyagent.Message{Type: toyagent.TypeTurnEnd, Cancelled: true})
@@ -248,7 +250,6 @@ func (c *cli) turn(text string) {
 			c.emit(toyagent.Message{Type: toyagent.TypeToolEnd, ID: call.ID, Name: call.Function.Name})
 		}
 	}
-	c.emit(toyagent.Message{Type: toyagent.TypeError, Text: fmt.Sprintf("no answer after %d model requests", maxSteps), Status: 500})
 }
 
 // bash runs command with sh in a process group of its own, which an
@@ -273,8 +274,7 @@ func (c *cli) complete(ctx context.Context) (message, int, error) {
 		return message{}, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	// No proxy, whatever the environment says: the API is on loopback.
-	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return message{}, 0, err
 	}
