@@ -22,13 +22,14 @@ import (
 // agentRegistry is every agent CLI the app can launch, in display order (the
 // first is the default). Adding an agent is its package under sessions/ and
 // one line here; its settings key, New session entry and launch all follow.
-var agentRegistry = sessions.MustRegistry(
+// testOnlyAgents (agents_toy.go) come last: none outside a test build.
+var agentRegistry = sessions.MustRegistry(append([]sessions.ManagedAgent{
 	claude.Agent{},
 	codex.Agent{},
 	copilot.Agent{},
 	gemini.Agent{},
 	opencode.Agent{},
-)
+}, testOnlyAgents...)...)
 
 // externalSources find the sessions the app did not launch (an agent started
 // in a terminal or an IDE) and observe them; the runtime supervises them

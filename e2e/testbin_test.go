@@ -24,33 +24,22 @@ var (
 
 // testBinaries builds the app and the scripted fake Claude CLI once per test
 // process, for the tests that run them as child processes. They go to a
-// fixed per-user directory, replaced atomically, so repeated runs do not
-// pile up copies in the temporary directory.
+// fixed per-user directory (testBinDir), replaced atomically, so repeated
+// runs do not pile up copies in the temporary directory.
 func testBinaries(t *testing.T) (app, fake string) {
 	t.Helper()
 	testBuildOnce.Do(func() {
-		// One directory per user and checkout: two checkouts testing at
-		// once must not replace each other's binaries mid-run.
-		wd, _ := os.Getwd()
-		sum := sha256.Sum256([]byte(wd))
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("ss-test-bin-%d-%x", os.Getuid(), sum[:4]))
-		if testBuildErr = os.MkdirAll(dir, 0o700); testBuildErr != nil {
+		var dir string
+		if dir, testBuildErr = testBinDir(); testBuildErr != nil {
 			return
 		}
 		build := func(name, pkg string) string {
 			if testBuildErr != nil {
 				return ""
 			}
-			tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d", name, os.Getpid()))
-			if out, err := exec.Command("go", "build", "-o", tmp, pkg).CombinedOutput(); err != nil {
-				testBuildErr = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
-				return ""
-			}
-			final := filepath.Join(dir, name)
-			if err := os.Rename(tmp, final); err != nil {
-				testBuildErr = err
-			}
-			return final
+			var out string
+			out, testBuildErr = goBuild(dir, name, pkg)
+			return out
 		}
 		testBins.app = build("session-supervisor", "..")
 		testBins.fake = build("fakeclaude", "../sessions/claude/fakeclaude")
@@ -61,6 +50,28 @@ func testBinaries(t *testing.T) (app, fake string) {
 		t.Fatal(testBuildErr)
 	}
 	return testBins.app, testBins.fake
+}
+
+// testBinDir is where the test binaries go: one directory per user and
+// checkout, so two checkouts testing at once do not replace each other's
+// binaries mid-run.
+func testBinDir() (string, error) {
+	wd, _ := os.Getwd()
+	sum := sha256.Sum256([]byte(wd))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("ss-test-bin-%d-%x", os.Getuid(), sum[:4]))
+	return dir, os.MkdirAll(dir, 0o700)
+}
+
+// goBuild builds pkg with the go build flags into dir/name, replacing it
+// atomically, and returns its path.
+func goBuild(dir, name, pkg string, flags ...string) (string, error) {
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d", name, os.Getpid()))
+	args := append(append([]string{"build"}, flags...), "-o", tmp, pkg)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+	}
+	final := filepath.Join(dir, name)
+	return final, os.Rename(tmp, final)
 }
 
 // syncBuffer is an io.Writer safe to read while a child process writes to it.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
@@ -50,4 +51,57 @@ func Serve(t testing.TB, start func() (url string, closeFn func(), err error)) s
 	}
 	t.Cleanup(closeFn)
 	return url
+}
+
+// ExitsAtEndOfInput closes p's input, reads its stream to the end and
+// checks that it then exits 0 by itself, having skipped no line.
+func ExitsAtEndOfInput(t testing.TB, p sessions.Process) {
+	t.Helper()
+	if err := p.CloseInput(); err != nil {
+		t.Fatal(err)
+	}
+	for range p.Events() {
+	}
+	if code, sig, err := p.Wait(); code != 0 || sig != "" || err != nil {
+		t.Errorf("exit %d %q %v after closing its input, want a clean exit", code, sig, err)
+	}
+	if n := p.SkippedLines(); n != 0 {
+		t.Errorf("%d lines skipped", n)
+	}
+}
+
+// Until reads p's events until one satisfies cond (what it waits for, as
+// the failure says) and returns all it read, failing t when the stream
+// ends first or nothing matches within a minute.
+func Until(t testing.TB, p sessions.Process, what string, cond func(sessions.Event) bool) []sessions.Event {
+	t.Helper()
+	var seen []sessions.Event
+	limit := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-p.Events():
+			if !ok {
+				t.Fatalf("the stream ended before %s; events %v\nstderr: %s", what, Kinds(seen), p.StderrTail())
+			}
+			if seen = append(seen, ev); cond(ev) {
+				return seen
+			}
+		case <-limit:
+			t.Fatalf("no %s within a minute; events %v", what, Kinds(seen))
+		}
+	}
+}
+
+// Is is the condition of an event of kind k.
+func Is(k sessions.EventKind) func(sessions.Event) bool {
+	return func(e sessions.Event) bool { return e.Kind == k }
+}
+
+// Kinds are the kinds of events, for messages and comparisons.
+func Kinds(events []sessions.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.Kind.String()
+	}
+	return out
 }
