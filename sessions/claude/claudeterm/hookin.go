@@ -78,8 +78,11 @@ type HookState struct {
 	// Since is when the listener started.
 	Since time.Time `json:"since"`
 	// Events counts the events received since then; Last is the newest.
-	Events int       `json:"events"`
-	Last   time.Time `json:"last,omitzero"`
+	Events int `json:"events"`
+	// Refused counts the events whose sender did not run under the
+	// session they named (hookpeer.go): dropped, not evidence.
+	Refused int       `json:"refused,omitempty"`
+	Last    time.Time `json:"last,omitzero"`
 	// Sessions: the newest event per session (the most recent few).
 	Sessions []HookSessionState `json:"sessions,omitempty"`
 }
@@ -204,6 +207,14 @@ func (h *hookHub) deliver(ev HookEvent) {
 	h.scheduleFlushLocked()
 }
 
+// refuse counts an event whose sender did not run under its session.
+func (h *hookHub) refuse() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state.Refused++
+	h.scheduleFlushLocked()
+}
+
 func (h *hookHub) forgetOldestLocked() {
 	var oldest string
 	for id, e := range h.last {
@@ -289,7 +300,7 @@ func (s *Source) listenHooks(ctx context.Context) error {
 		<-ctx.Done()
 		l.Close()
 	}()
-	go serveHooks(l, hub)
+	go serveHooks(l, hub, hookSender{sessionsDir: s.SessionsDir(), parent: parentPID})
 	return nil
 }
 
@@ -297,7 +308,7 @@ func (s *Source) listenHooks(ctx context.Context) error {
 // hook event is evidence the files will repeat).
 const maxHookConns = 16
 
-func serveHooks(l net.Listener, hub *hookHub) {
+func serveHooks(l net.Listener, hub *hookHub, sender hookSender) {
 	defer os.Remove(l.Addr().String())
 	sem := make(chan struct{}, maxHookConns)
 	for {
@@ -317,8 +328,11 @@ func serveHooks(l net.Listener, hub *hookHub) {
 		}
 		go func() {
 			defer func() { <-sem }()
-			if ev, ok := readHookEvent(c); ok {
+			switch ev, ok, refused := readHookEvent(c, sender); {
+			case ok:
 				hub.deliver(ev)
+			case refused:
+				hub.refuse()
 			}
 		}()
 	}
@@ -327,19 +341,24 @@ func serveHooks(l net.Listener, hub *hookHub) {
 // readHookEvent reads one event: the hook writes the CLI's JSON and
 // closes. Anything else (an empty probe from `hooks status`, garbage) is
 // dropped.
-func readHookEvent(c net.Conn) (HookEvent, bool) {
+// The sender is checked before the connection closes (its credentials go
+// with it): refused says an event was read but its sender does not run
+// under the session it names.
+func readHookEvent(c net.Conn, sender hookSender) (ev HookEvent, ok, refused bool) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	b, err := io.ReadAll(io.LimitReader(c, maxHookEvent))
 	if err != nil || len(b) == 0 {
-		return HookEvent{}, false
+		return HookEvent{}, false, false
 	}
-	var ev HookEvent
 	if json.Unmarshal(b, &ev) != nil || ev.SessionID == "" || ev.Name == "" {
-		return HookEvent{}, false
+		return HookEvent{}, false, false
+	}
+	if !sender.allowed(c, ev) {
+		return HookEvent{}, false, true
 	}
 	ev.At = time.Now()
-	return ev, true
+	return ev, true, false
 }
 
 // hookHub is the source's hub, nil when it has no hook socket.

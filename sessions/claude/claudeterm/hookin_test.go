@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -80,7 +81,10 @@ func TestHookEventWakesObserverAndMarksHooked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.PID != os.Getpid() || st.Events != 3 || len(st.Sessions) != 2 || st.Sessions[0].SessionID != "sid-h" ||
+	// The event naming another session came from a process that does not
+	// run under it (this test runs under sid-h's registered pid): refused
+	// and counted, never evidence.
+	if st.PID != os.Getpid() || st.Events != 2 || st.Refused != 1 || len(st.Sessions) != 1 || st.Sessions[0].SessionID != "sid-h" ||
 		st.Sessions[0].Count != 2 || st.Sessions[0].Event != "Notification" {
 		t.Fatalf("state %+v", st)
 	}
@@ -106,6 +110,7 @@ func TestHookListenerReplacesAStaleSocket(t *testing.T) {
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close() // the file stays, nobody listens
 	g.src.HookSocket = path
+	g.register(sessionFileFor(os.Getpid(), "s1", g.cwd)) // the sender runs under s1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := g.src.listenHooks(ctx); err != nil {
@@ -121,5 +126,40 @@ func TestHookListenerReplacesAStaleSocket(t *testing.T) {
 	}
 	if e, ok := g.src.hookHub().latest("s1"); !ok || e.Name != "SessionStart" || e.At.IsZero() {
 		t.Fatalf("latest %+v %v", e, ok)
+	}
+}
+
+// The sender's ancestry decides: the hook program runs a few levels under
+// the CLI whose session file names the event's session.
+func TestHookSenderRunsUnder(t *testing.T) {
+	dir := t.TempDir()
+	for pid, sid := range map[int]string{20: "sid-a", 60: "sid-b"} {
+		b, _ := json.Marshal(SessionFile{PID: pid, SessionID: sid, Cwd: "/w", StartedAt: 1, Kind: "interactive"})
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(pid)+".json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1 ← 10 (a shell) ← 20 (claude, sid-a) ← 30 (sh) ← 40 (the hook);
+	// 10 ← 60 (claude, sid-b) ← 70 (a tool); 7 ↔ 8 a cycle.
+	parents := map[int]int{10: 1, 20: 10, 30: 20, 40: 30, 60: 10, 70: 60, 7: 8, 8: 7}
+	h := hookSender{sessionsDir: dir, parent: func(pid int) int { return parents[pid] }}
+	tests := []struct {
+		pid  int
+		sid  string
+		want bool
+	}{
+		{40, "sid-a", true},  // the hook under its own CLI
+		{20, "sid-a", true},  // the CLI itself
+		{40, "sid-b", false}, // forging another session's state
+		{70, "sid-a", false}, // a tool of session b
+		{70, "sid-b", true},  // …may speak for its own
+		{10, "sid-a", false}, // the user's shell is above the CLI, not under it
+		{7, "sid-a", false},  // a cycle ends the walk
+		{99, "sid-a", false}, // an unknown process
+	}
+	for _, tt := range tests {
+		if got := h.runsUnder(tt.pid, tt.sid); got != tt.want {
+			t.Errorf("runsUnder(%d, %s) = %v, want %v", tt.pid, tt.sid, got, tt.want)
+		}
 	}
 }
