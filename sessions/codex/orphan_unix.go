@@ -9,9 +9,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
-// ReapOrphan stops an orphaned Codex process an earlier run of the app lost.
-func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
-
 // ReapOrphan stops the `codex app-server` pid that an earlier run of the
 // app launched and lost when it died, so a resumed thread does not run next
 // to it. It acts only on a process group leader whose command line is a

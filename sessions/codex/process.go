@@ -89,6 +89,14 @@ func ApprovalPolicy(mode string) string {
 	return ""
 }
 
+// launch starts the Codex CLI (`codex app-server`) and opens (or resumes) the thread from the registry's options.
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		ApprovalPolicy: ApprovalPolicy(o.PermissionMode), ResumeID: o.ResumeID,
+	})
+}
+
 // Start launches `codex app-server` in opts.Cwd, in its own process group,
 // and opens the thread: initialize, initialized and thread/start (or
 // thread/resume) are written at once, pipelined, so the first prompt only

@@ -1,31 +1,16 @@
 package copilot
 
-import (
-	"context"
-
-	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
-)
+import "github.com/session-supervisor/session-supervisor/sessions/agentkit"
 
 // Agent is the Copilot CLI's entry in the agent registry (sessions.Registry).
-type Agent struct{ agentkit.Named[describer] }
+type Agent struct {
+	agentkit.Agent[adapter, *Process]
+}
 
-// describer gives Agent its names (agentInfo).
-type describer struct{}
+// adapter gives Agent the Copilot CLI's names (agentInfo), its start (launch) and
+// its orphan reaping (ReapOrphan).
+type adapter struct{}
 
-func (describer) Info() agentkit.Info { return agentInfo }
-
-var _ sessions.ManagedAgent = Agent{}
-
-// Start prepares the session (a new one, or ResumeID's); its first process
-// starts with the first prompt.
-func (Agent) Start(_ context.Context, o sessions.StartOptions) (sessions.Process, error) {
-	p, err := Start(ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		PermissionMode: o.PermissionMode, ResumeID: o.ResumeID,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+func (adapter) Adapter() agentkit.Adapter[*Process] {
+	return agentkit.Adapter[*Process]{Info: agentInfo, Start: launch, ReapOrphan: ReapOrphan}
 }

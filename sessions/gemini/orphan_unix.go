@@ -9,10 +9,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
-// ReapOrphan stops an orphaned Gemini CLI process an earlier run of the app
-// lost.
-func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
-
 // ReapOrphan stops the `gemini --acp` pid that an earlier run of the app
 // launched and lost when it died. It is needed: `gemini --acp` does not
 // exit at the end of its input while a turn runs (measured on 0.61.0: a

@@ -15,7 +15,7 @@ import (
 // running an opencode program with exactly this adapter's serve arguments
 // is stopped (so a reused pid, or a server the user started, is left alone),
 // with the commands it runs.
-func (Agent) ReapOrphan(pid int) (bool, error) {
+func ReapOrphan(pid int) (bool, error) {
 	return proctree.ReapGroup(pid, "opencode", isManagedServe)
 }
 

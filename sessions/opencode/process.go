@@ -130,6 +130,14 @@ var tap func(io.Reader) io.Reader
 // user's config cannot widen it.)
 func Args() []string { return []string{"serve", "--hostname", "127.0.0.1", "--port", "0"} }
 
+// launch starts OpenCode (`opencode serve`) and opens (or resumes) the session from the registry's options.
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		PermissionMode: o.PermissionMode, ResumeID: o.ResumeID,
+	})
+}
+
 // Start launches `opencode serve` in opts.Cwd, in its own process group,
 // with a random password for its HTTP API, and then, in the background,
 // subscribes to its events and opens (or resumes) the session.
