@@ -3,7 +3,6 @@
 package copilot
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -46,10 +45,5 @@ func isManagedTurn(pid int) bool {
 	if i < 1 || i+2 >= len(args) || args[i+1] != "json" || !strings.HasPrefix(args[i+2], "--session-id=") {
 		return false
 	}
-	for _, a := range args[:i] {
-		if filepath.Base(a) == "copilot" {
-			return true
-		}
-	}
-	return false
+	return proctree.RunsProgram(args, i, "copilot")
 }

@@ -3,7 +3,6 @@
 package gemini
 
 import (
-	"path/filepath"
 	"slices"
 
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -21,14 +20,5 @@ func ReapOrphan(pid int) (bool, error) {
 }
 
 func isGeminiACP(args []string) bool {
-	i := slices.Index(args, "--acp")
-	if i < 1 {
-		return false
-	}
-	for _, a := range args[:i] {
-		if base := filepath.Base(a); base == "gemini" || base == "gemini.js" {
-			return true
-		}
-	}
-	return false
+	return proctree.RunsProgram(args, slices.Index(args, "--acp"), "gemini", "gemini.js")
 }
