@@ -2,8 +2,6 @@ package claude
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -47,14 +45,7 @@ func FuzzDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		d := NewDecoder(bytes.NewReader(stream), 128)
 		lines := int64(0)
-		for {
-			l, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Next: %v", err)
-			}
+		for _, l := range agenttest.Drain(t, d) {
 			lines++
 			if l.Info.Skip == agentkit.SkipNone && l.Info.Size > 128 {
 				t.Fatalf("decoded a line of %d bytes past the limit", l.Info.Size)

@@ -2,7 +2,6 @@ package codex
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,14 +34,7 @@ func decodeAll(t testing.TB, d *Decoder) ([]sessions.Event, []Line) {
 	t.Helper()
 	var events []sessions.Event
 	var lines []Line
-	for {
-		l, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		events = append(events, l.Events...)
 		lines = append(lines, l)
 	}
@@ -329,14 +321,7 @@ func FuzzDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		d := primed(bytes.NewReader(stream), 128)
 		lines := int64(0)
-		for {
-			l, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Next: %v", err)
-			}
+		for _, l := range agenttest.Drain(t, d) {
 			lines++
 			if l.Info.Skip == agentkit.SkipNone && l.Info.Size > 128 {
 				t.Fatalf("decoded a line of %d bytes past the limit", l.Info.Size)
