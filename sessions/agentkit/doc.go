@@ -9,7 +9,8 @@
 //     deadline, the stderr tail, how it ended;
 //   - Liveness: whether that process still runs (pid and start stamp, through
 //     procscan.Probe), for the runtime's probe at every tick;
-//   - LineReader and Counters: bounded line framing of its stdout;
+//   - LineReader and Counters: bounded line framing of its stdout, and
+//     LineDecoder, a line protocol's decoder but for what a line means;
 //   - the small helpers protocol decoders use (Clip, RPCID, Remember, One).
 //
 // An adapter keeps only its protocol: the arguments, the requests it writes

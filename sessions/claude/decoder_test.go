@@ -230,7 +230,9 @@ func TestDecoderBoundsTracking(t *testing.T) {
 			break
 		}
 	}
-	if len(d.st.tools) > maxTracked || len(d.st.pending) > maxTracked {
-		t.Errorf("tracking grew past its bound: %d tools, %d pending", len(d.st.tools), len(d.st.pending))
+	st := d.Lock()
+	defer d.Unlock()
+	if len(st.tools) > maxTracked || len(st.pending) > maxTracked {
+		t.Errorf("tracking grew past its bound: %d tools, %d pending", len(st.tools), len(st.pending))
 	}
 }
