@@ -219,9 +219,7 @@ func (p *Process) run(listening <-chan string, opts ProcessOptions) {
 		return
 	}
 	defer body.Close()
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	for {
 		f, err := dec.Next()
 		if err != nil {
@@ -427,14 +425,20 @@ func (p *Process) call(method, path string, body, out any) error {
 	return nil
 }
 
+// decoder is the decoder of the current event stream (nil before it
+// opened).
+func (p *Process) decoder() *Decoder {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dec
+}
+
 // Events yields the decoded stream; closed when the event stream ends.
 func (p *Process) Events() <-chan sessions.Event { return p.events }
 
 // Stats are the decoder's counters (zero before the stream opened).
 func (p *Process) Stats() Counters {
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	if dec == nil {
 		return Counters{}
 	}
@@ -479,9 +483,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, message
 	if perm.RequestID == "" {
 		return errors.New("opencode: the permission request has no id")
 	}
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	if dec != nil {
 		dec.Answered(perm.RequestID)
 	}
@@ -511,9 +513,7 @@ func (p *Process) Compact() error {
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	m := dec.Model()
 	if m.ProviderID == "" {
 		// No answer seen yet on this server (a session resumed in a new
