@@ -24,9 +24,10 @@ type Adapter[P sessions.Process] struct {
 type Definer[P sessions.Process] interface{ Adapter() Adapter[P] }
 
 // Agent implements sessions.ManagedAgent and sessions.OrphanReaper from
-// D's Adapter. An adapter embeds it in its own Agent struct, which so stays
-// a zero-size value the registry lists as Agent{}; the adapter itself is
-// left with its protocol.
+// D's Adapter. An adapter embeds it in its own Agent struct, given that
+// struct as D (type Agent struct{ agentkit.Agent[Agent, *Process] }, with
+// an Adapter method), which so stays a zero-size value the registry lists
+// as Agent{}; the adapter itself is left with its protocol.
 type Agent[D Definer[P], P sessions.Process] struct{}
 
 func (Agent[D, P]) adapter() Adapter[P] {

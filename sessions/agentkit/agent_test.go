@@ -16,6 +16,10 @@ var errTestStart = errors.New("test start failed")
 
 type testAdapter struct{}
 
+// The adapter's Adapter is what Agent's methods call (staticcheck does not
+// see a use through a type argument).
+var _ Definer[*testProcess] = testAdapter{}
+
 func (testAdapter) Adapter() Adapter[*testProcess] {
 	return Adapter[*testProcess]{
 		Info: testDescriber{}.Info(),

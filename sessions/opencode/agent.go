@@ -2,15 +2,14 @@ package opencode
 
 import "github.com/session-supervisor/session-supervisor/sessions/agentkit"
 
-// Agent is OpenCode's entry in the agent registry (sessions.Registry).
+// Agent is OpenCode's entry in the agent registry (sessions.Registry),
+// agentkit.Agent made from its own Adapter.
 type Agent struct {
-	agentkit.Agent[adapter, *Process]
+	agentkit.Agent[Agent, *Process]
 }
 
-// adapter gives Agent OpenCode's names (agentInfo), its start (launch) and
-// its orphan reaping (ReapOrphan).
-type adapter struct{}
-
-func (adapter) Adapter() agentkit.Adapter[*Process] {
+// Adapter is what Agent is made of: OpenCode's names (agentInfo), its
+// start (launch) and its orphan reaping (ReapOrphan).
+func (Agent) Adapter() agentkit.Adapter[*Process] {
 	return agentkit.Adapter[*Process]{Info: agentInfo, Start: launch, ReapOrphan: ReapOrphan}
 }
