@@ -302,13 +302,7 @@ func (p *Process) CloseInput() error { return p.Input.Close() }
 func (d *Decoder) expect(id int64, method string) {
 	st := d.Lock()
 	defer d.Unlock()
-	if st.calls == nil {
-		st.calls = map[string]string{}
-	}
-	if len(st.calls) >= maxTracked {
-		clear(st.calls)
-	}
-	st.calls[fmt.Sprint(id)] = method
+	st.calls = agentkit.Remember(st.calls, fmt.Sprint(id), method)
 }
 
 // expectTurn opens the wait for a turn/start's answer.
@@ -339,14 +333,8 @@ func (d *Decoder) expectSteer(id int64, text string) {
 	if st.calls == nil {
 		st.calls = map[string]string{}
 	}
-	if st.steers == nil {
-		st.steers = map[string]string{}
-	}
-	if len(st.steers) >= maxTracked {
-		clear(st.steers)
-	}
 	st.calls[key] = methodTurnSteer
-	st.steers[key] = text
+	st.steers = agentkit.Remember(st.steers, key, text)
 }
 
 // takeRefused returns the prompts whose steer Codex refused, once.

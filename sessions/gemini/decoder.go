@@ -67,14 +67,8 @@ func oversizeLine(raw agentkit.RawLine, detail string) Line {
 func (d *Decoder) expect(id int64, method string) {
 	st := d.Lock()
 	defer d.Unlock()
-	if st.calls == nil {
-		st.calls = map[string]string{}
-	}
-	if len(st.calls) >= maxTracked {
-		clear(st.calls)
-	}
 	key := fmt.Sprint(id)
-	st.calls[key] = method
+	st.calls = agentkit.Remember(st.calls, key, method)
 	switch method {
 	case methodPrompt:
 		st.prompt = key
