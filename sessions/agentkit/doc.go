@@ -1,13 +1,16 @@
 // Package agentkit is what every agent adapter under sessions/ shares that
 // is not its protocol:
 //
-//   - Info and Named: an agent's names for the registry and finding its
-//     command (the error names the setting);
+//   - Info: an agent's names for the registry and finding its command (the
+//     error names the setting);
+//   - Agent and Adapter: the registry entry (sessions.ManagedAgent and
+//     sessions.OrphanReaper) made from an adapter's Info, start and reaper;
 //   - Start and Child: its process in a group of its own, stdin with a write
 //     deadline, the stderr tail, how it ended;
 //   - Liveness: whether that process still runs (pid and start stamp, through
 //     procscan.Probe), for the runtime's probe at every tick;
-//   - LineReader and Counters: bounded line framing of its stdout;
+//   - LineReader and Counters: bounded line framing of its stdout, and
+//     LineDecoder, a line protocol's decoder but for what a line means;
 //   - the small helpers protocol decoders use (Clip, RPCID, Remember, One).
 //
 // An adapter keeps only its protocol: the arguments, the requests it writes

@@ -33,29 +33,3 @@ func (i Info) LookPath(command string) (string, error) {
 	}
 	return path, nil
 }
-
-// Describer is a zero-size type that knows an agent's Info.
-type Describer interface{ Info() Info }
-
-// Named implements sessions.AgentInfo from D's Info. An adapter embeds it
-// in its Agent struct, which so stays a zero-size value the registry lists
-// as Agent{}.
-type Named[D Describer] struct{}
-
-func (Named[D]) info() Info {
-	var d D
-	return d.Info()
-}
-
-// Name is the agent's identifier: sessions store it, and its command
-// setting is agents.NAME.command.
-func (n Named[D]) Name() string { return n.info().Name }
-
-// DisplayName is how the UI calls the agent.
-func (n Named[D]) DisplayName() string { return n.info().Display }
-
-// DefaultCommand is the executable on PATH that the installer puts there.
-func (n Named[D]) DefaultCommand() string { return n.info().Command }
-
-// InstallHint is how the agent's CLI is installed.
-func (n Named[D]) InstallHint() string { return n.info().Install }

@@ -3,22 +3,12 @@ package agentkit
 import (
 	"strings"
 	"testing"
-
-	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
 type testDescriber struct{}
 
 func (testDescriber) Info() Info {
 	return Info{Name: "t", Display: "Test Agent", Command: "no-such-agent-cli", Install: "npm i t", Setting: "agents.t.command"}
-}
-
-// An Agent that embeds Named answers the registry from its Info.
-func TestNamed(t *testing.T) {
-	var a sessions.AgentInfo = struct{ Named[testDescriber] }{}
-	if a.Name() != "t" || a.DisplayName() != "Test Agent" || a.DefaultCommand() != "no-such-agent-cli" || a.InstallHint() != "npm i t" {
-		t.Errorf("AgentInfo = %q %q %q %q", a.Name(), a.DisplayName(), a.DefaultCommand(), a.InstallHint())
-	}
 }
 
 // A missing command's error says how to install it or where to point the

@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 const initLine = `{"type":"system","subtype":"init","session_id":"abc"}`
@@ -27,14 +28,7 @@ func TestDecoderBlankMalformedUnknown(t *testing.T) {
 	d := NewDecoder(strings.NewReader(stream), 0)
 	var got []string
 	var numbers []int64
-	for {
-		l, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		got = append(got, lineSummary(l))
 		numbers = append(numbers, l.Info.Number)
 		if l.Info.Skip != agentkit.SkipNone && l.Info.Detail == "" {
@@ -99,14 +93,7 @@ func TestDecoderLineLimit(t *testing.T) {
 		d := NewDecoder(r, limit)
 		var got []string
 		var sizes []int
-		for {
-			l, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, l := range agenttest.Drain(t, d) {
 			got = append(got, lineSummary(l))
 			sizes = append(sizes, l.Info.Size)
 		}
@@ -161,14 +148,7 @@ func TestDecoderHugeLine(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	d := NewDecoder(r, 1<<20)
 	var got []string
-	for {
-		l, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		got = append(got, lineSummary(l))
 	}
 	runtime.ReadMemStats(&after)
@@ -227,17 +207,7 @@ func TestDecoderConcurrentAccess(t *testing.T) {
 			}
 		})
 	}
-	lines := 0
-	for {
-		_, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines++
-	}
+	lines := len(agenttest.Drain(t, d))
 	close(stop)
 	wg.Wait()
 	if lines != n || d.Stats().Events != n {
@@ -260,7 +230,9 @@ func TestDecoderBoundsTracking(t *testing.T) {
 			break
 		}
 	}
-	if len(d.st.tools) > maxTracked || len(d.st.pending) > maxTracked {
-		t.Errorf("tracking grew past its bound: %d tools, %d pending", len(d.st.tools), len(d.st.pending))
+	st := d.Lock()
+	defer d.Unlock()
+	if len(st.tools) > maxTracked || len(st.pending) > maxTracked {
+		t.Errorf("tracking grew past its bound: %d tools, %d pending", len(st.tools), len(st.pending))
 	}
 }

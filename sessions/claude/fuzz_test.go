@@ -1,8 +1,6 @@
 package claude
 
 import (
-	"bytes"
-	"errors"
 	"io"
 	"testing"
 
@@ -45,23 +43,7 @@ func FuzzDecoder(f *testing.F) {
 	seedLines(f)
 	f.Add([]byte("a\nb\r\n\n{\"type\":\"keep_alive\"}"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		d := NewDecoder(bytes.NewReader(stream), 128)
-		lines := int64(0)
-		for {
-			l, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Next: %v", err)
-			}
-			lines++
-			if l.Info.Skip == agentkit.SkipNone && l.Info.Size > 128 {
-				t.Fatalf("decoded a line of %d bytes past the limit", l.Info.Size)
-			}
-		}
-		if st := d.Stats(); st.Lines != lines {
-			t.Fatalf("stats %+v for %d lines", st, lines)
-		}
+		agenttest.CheckStream(t, stream, func(r io.Reader, maxLine int) agenttest.Decoder[Line, Counters] { return NewDecoder(r, maxLine) },
+			func(l Line) (agentkit.SkipReason, int) { return l.Info.Skip, l.Info.Size })
 	})
 }

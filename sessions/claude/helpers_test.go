@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // t0 is the fixed clock the Apply replays start from.
@@ -24,14 +24,7 @@ func decodeAll(t testing.TB, r io.Reader, maxLine int) ([]sessions.Event, []stri
 	d := NewDecoder(r, maxLine)
 	var events []sessions.Event
 	var lines []string
-	for {
-		l, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		events = append(events, l.Events...)
 		lines = append(lines, lineSummary(l))
 	}

@@ -20,10 +20,10 @@ import (
 // process. The tools it runs in sessions of their own are found through
 // /proc and stopped with it.
 func ReapOrphan(pid int) (bool, error) {
-	if pid <= 0 || !processAlive(pid) || !isManagedClaude(pid) {
+	if pid <= 0 || !proctree.Alive(pid) || !isManagedClaude(pid) {
 		return false, nil
 	}
-	return proctree.Reap("claude", pid, processAlive)
+	return proctree.Reap("claude", pid, proctree.Alive)
 }
 
 // isManagedClaude reports whether pid leads its process group and runs with
@@ -41,16 +41,4 @@ func isManagedClaude(pid int) bool {
 func commandLine(pid int) (string, bool) {
 	argv, ok := procscan.Cmdline(pid)
 	return strings.Join(argv, " "), ok
-}
-
-// processAlive reports whether pid runs; a zombie does not. Where the
-// platform probe cannot tell, kill(pid, 0) decides.
-func processAlive(pid int) bool {
-	switch _, st := procscan.Probe(pid); st {
-	case procscan.Running:
-		return true
-	case procscan.Gone:
-		return false
-	}
-	return syscall.Kill(pid, 0) == nil
 }

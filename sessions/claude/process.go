@@ -46,6 +46,14 @@ type ProcessOptions struct {
 	Launch       LaunchOptions
 }
 
+// launch starts Claude Code in stream-json mode from the registry's options.
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		Launch: LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
+	})
+}
+
 // Start launches Claude Code in opts.Cwd, in its own process group so that
 // terminating it reaches the tools it runs, and starts decoding its stdout.
 func Start(opts ProcessOptions) (*Process, error) {

@@ -1,33 +1,15 @@
 package codex
 
-import (
-	"context"
+import "github.com/session-supervisor/session-supervisor/sessions/agentkit"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
-)
+// Agent is the Codex CLI's entry in the agent registry (sessions.Registry),
+// agentkit.Agent made from its own Adapter.
+type Agent struct {
+	agentkit.Agent[Agent, *Process]
+}
 
-// Agent is the Codex CLI's entry in the agent registry (sessions.Registry).
-type Agent struct{ agentkit.Named[describer] }
-
-// describer gives Agent its names (agentInfo).
-type describer struct{}
-
-func (describer) Info() agentkit.Info { return agentInfo }
-
-var (
-	_ sessions.ManagedAgent = Agent{}
-	_ sessions.OrphanReaper = Agent{}
-)
-
-// Start launches `codex app-server` and opens (or resumes) the thread.
-func (Agent) Start(_ context.Context, o sessions.StartOptions) (sessions.Process, error) {
-	p, err := Start(ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		ApprovalPolicy: ApprovalPolicy(o.PermissionMode), ResumeID: o.ResumeID,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+// Adapter is what Agent is made of: the Codex CLI's names (agentInfo), its
+// start (launch) and its orphan reaping (ReapOrphan).
+func (Agent) Adapter() agentkit.Adapter[*Process] {
+	return agentkit.Adapter[*Process]{Info: agentInfo, Start: launch, ReapOrphan: ReapOrphan}
 }

@@ -2,10 +2,8 @@ package codex
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
@@ -27,7 +25,7 @@ func benchStream(b *testing.B, rounds int) []byte {
 			buf.Write(line)
 		}
 	}
-	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
+	out := agenttest.BigOutput()
 	const th = `"threadId":"T","turnId":"U"`
 	for i := range rounds {
 		id := fmt.Sprintf("call_bench_%d", i)

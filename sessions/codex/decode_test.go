@@ -1,8 +1,6 @@
 package codex
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,14 +33,7 @@ func decodeAll(t testing.TB, d *Decoder) ([]sessions.Event, []Line) {
 	t.Helper()
 	var events []sessions.Event
 	var lines []Line
-	for {
-		l, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		events = append(events, l.Events...)
 		lines = append(lines, l)
 	}
@@ -327,23 +318,7 @@ func FuzzDecodeLine(f *testing.F) {
 func FuzzDecoder(f *testing.F) {
 	seedLines(f)
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		d := primed(bytes.NewReader(stream), 128)
-		lines := int64(0)
-		for {
-			l, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Next: %v", err)
-			}
-			lines++
-			if l.Info.Skip == agentkit.SkipNone && l.Info.Size > 128 {
-				t.Fatalf("decoded a line of %d bytes past the limit", l.Info.Size)
-			}
-		}
-		if st := d.Stats(); st.Lines != lines {
-			t.Fatalf("stats %+v for %d lines", st, lines)
-		}
+		agenttest.CheckStream(t, stream, func(r io.Reader, maxLine int) agenttest.Decoder[Line, Counters] { return primed(r, maxLine) },
+			func(l Line) (agentkit.SkipReason, int) { return l.Info.Skip, l.Info.Size })
 	})
 }

@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // The test binary doubles as a scripted `codex app-server` when
@@ -21,13 +21,7 @@ import (
 // answers as the real one does, with two knobs: FAKE_CODEX_START_DELAY
 // delays the turn/start answer, FAKE_CODEX_REFUSE_STEER answers turn/steer
 // with an error (the turn ended meanwhile).
-func TestMain(m *testing.M) {
-	if log := os.Getenv("FAKE_CODEX_LOG"); log != "" {
-		fakeServer(log)
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m, "FAKE_CODEX_LOG", fakeServer) }
 
 func fakeServer(logPath string) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -85,22 +79,10 @@ func fakeServer(logPath string) {
 // returns the process and its request log.
 func startScripted(t *testing.T, env ...string) (*Process, func() []string) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := agenttest.Self(t)
 	log := filepath.Join(t.TempDir(), "requests.log")
-	p, err := Start(ProcessOptions{Command: self, Cwd: t.TempDir(), WriteTimeout: 5 * time.Second,
+	p := agenttest.Started(t, Start, ProcessOptions{Command: self, Cwd: t.TempDir(), WriteTimeout: 5 * time.Second,
 		Env: append([]string{"FAKE_CODEX_LOG=" + log}, env...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		for range p.Events() {
-		}
-		_, _, _ = p.Wait()
-	})
 	read := func() []string {
 		b, _ := os.ReadFile(log)
 		return strings.Split(strings.TrimSpace(string(b)), "\n")

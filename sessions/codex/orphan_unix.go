@@ -3,14 +3,10 @@
 package codex
 
 import (
-	"path/filepath"
 	"slices"
 
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
-
-// ReapOrphan stops an orphaned Codex process an earlier run of the app lost.
-func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
 
 // ReapOrphan stops the `codex app-server` pid that an earlier run of the
 // app launched and lost when it died, so a resumed thread does not run next
@@ -25,14 +21,5 @@ func ReapOrphan(pid int) (bool, error) { return proctree.ReapGroup(pid, "codex",
 // isManagedCodex reports whether a command line is a codex program with the
 // app server's arguments.
 func isManagedCodex(args []string) bool {
-	i := slices.Index(args, Args()[0])
-	if i < 1 {
-		return false
-	}
-	for _, a := range args[:i] {
-		if base := filepath.Base(a); base == "codex" || base == "codex.js" {
-			return true
-		}
-	}
-	return false
+	return proctree.RunsProgram(args, slices.Index(args, Args()[0]), "codex", "codex.js")
 }

@@ -89,6 +89,14 @@ func ApprovalPolicy(mode string) string {
 	return ""
 }
 
+// launch starts the Codex CLI (`codex app-server`) and opens (or resumes) the thread from the registry's options.
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		ApprovalPolicy: ApprovalPolicy(o.PermissionMode), ResumeID: o.ResumeID,
+	})
+}
+
 // Start launches `codex app-server` in opts.Cwd, in its own process group,
 // and opens the thread: initialize, initialized and thread/start (or
 // thread/resume) are written at once, pipelined, so the first prompt only
@@ -292,92 +300,80 @@ func (p *Process) CloseInput() error { return p.Input.Close() }
 
 // expect records that request id of method was sent.
 func (d *Decoder) expect(id int64, method string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.st.calls == nil {
-		d.st.calls = map[string]string{}
-	}
-	if len(d.st.calls) >= maxTracked {
-		clear(d.st.calls)
-	}
-	d.st.calls[fmt.Sprint(id)] = method
+	st := d.Lock()
+	defer d.Unlock()
+	st.calls = agentkit.Remember(st.calls, fmt.Sprint(id), method)
 }
 
 // expectTurn opens the wait for a turn/start's answer.
 func (d *Decoder) expectTurn() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.st.starting == nil {
-		d.st.starting = make(chan struct{})
+	st := d.Lock()
+	defer d.Unlock()
+	if st.starting == nil {
+		st.starting = make(chan struct{})
 	}
 }
 
 // startingTurn is closed when the unanswered turn/start is answered; nil
 // when none is.
 func (d *Decoder) startingTurn() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.st.starting == nil {
+	st := d.Lock()
+	defer d.Unlock()
+	if st.starting == nil {
 		return nil
 	}
-	return d.st.starting
+	return st.starting
 }
 
 // expectSteer records a turn/steer request and its text.
 func (d *Decoder) expectSteer(id int64, text string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	st := d.Lock()
+	defer d.Unlock()
 	key := fmt.Sprint(id)
-	if d.st.calls == nil {
-		d.st.calls = map[string]string{}
+	if st.calls == nil {
+		st.calls = map[string]string{}
 	}
-	if d.st.steers == nil {
-		d.st.steers = map[string]string{}
-	}
-	if len(d.st.steers) >= maxTracked {
-		clear(d.st.steers)
-	}
-	d.st.calls[key] = methodTurnSteer
-	d.st.steers[key] = text
+	st.calls[key] = methodTurnSteer
+	st.steers = agentkit.Remember(st.steers, key, text)
 }
 
 // takeRefused returns the prompts whose steer Codex refused, once.
 func (d *Decoder) takeRefused() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := d.st.refused
-	d.st.refused = nil
+	st := d.Lock()
+	defer d.Unlock()
+	out := st.refused
+	st.refused = nil
 	return out
 }
 
 func (d *Decoder) threadID() (id, failed string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.st.thread, d.st.threadErr
+	st := d.Lock()
+	defer d.Unlock()
+	return st.thread, st.threadErr
 }
 
 func (d *Decoder) threadFailed() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.st.threadErr
+	st := d.Lock()
+	defer d.Unlock()
+	return st.threadErr
 }
 
 // activeTurn is the turn in flight, "" between turns.
 func (d *Decoder) activeTurn() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.st.turn
+	st := d.Lock()
+	defer d.Unlock()
+	return st.turn
 }
 
 // answer forgets the pending request id and returns its method and the id
 // as Codex sent it.
 func (d *Decoder) answer(id string) (string, json.RawMessage) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r, ok := d.st.pending[id]
+	st := d.Lock()
+	defer d.Unlock()
+	r, ok := st.pending[id]
 	if !ok {
 		return "", nil
 	}
-	delete(d.st.pending, id)
+	delete(st.pending, id)
 	return r.method, r.raw
 }

@@ -32,11 +32,7 @@ type realWorld struct {
 func newRealWorld(t *testing.T, approvalPolicy string) *realWorld {
 	t.Helper()
 	bin := fakeapi.CodexBinary(t)
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
+	api := agenttest.FakeAPI(t, fakeapi.Start)
 	proxy := agenttest.Serve(t, fakeapi.StartRefusingProxy)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, "codex")
@@ -55,17 +51,7 @@ func (w *realWorld) start(t *testing.T, o ProcessOptions) *Process {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 10 * time.Second
 	}
-	p, err := Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		for range p.Events() {
-		}
-		_, _, _ = p.Wait()
-	})
-	return p
+	return agenttest.Started(t, Start, o)
 }
 
 // until reads events until one satisfies cond and returns all read so far.
@@ -238,18 +224,9 @@ func TestWriteTimeoutOnAnAgentThatDoesNotRead(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(ProcessOptions{Command: script, Cwd: t.TempDir(), WriteTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		for range p.Events() {
-		}
-		_, _, _ = p.Wait()
-	})
+	p := agenttest.Started(t, Start, ProcessOptions{Command: script, Cwd: t.TempDir(), WriteTimeout: 300 * time.Millisecond})
 	start := time.Now()
-	err = p.SendPrompt(strings.Repeat("x", 4<<20))
+	err := p.SendPrompt(strings.Repeat("x", 4<<20))
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("SendPrompt = %v, want a deadline error", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // decodeFile runs a captured stream (Copilot CLI 1.0.102 against the fake
@@ -25,11 +26,7 @@ func decodeFile(t *testing.T, name string) ([]sessions.EventKind, []sessions.Eve
 	d := NewDecoder(bytes.NewReader(b), 0)
 	var kinds []sessions.EventKind
 	var evs []sessions.Event
-	for {
-		line, err := d.Next()
-		if err != nil {
-			break
-		}
+	for _, line := range agenttest.Drain(t, d) {
 		for _, ev := range line.Events {
 			evs = append(evs, ev)
 			if ev.Kind == sessions.EvMetrics || ev.Kind == sessions.EvActivity && len(kinds) > 0 && kinds[len(kinds)-1] == sessions.EvActivity {
@@ -173,11 +170,7 @@ func TestDecodeErrorThenResultIsOneEnd(t *testing.T) {
 `
 	d := NewDecoder(strings.NewReader(in), 0)
 	var n int
-	for {
-		line, err := d.Next()
-		if err != nil {
-			break
-		}
+	for _, line := range agenttest.Drain(t, d) {
 		n += len(line.Events)
 	}
 	if n != 1 {

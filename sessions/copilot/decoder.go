@@ -2,7 +2,6 @@ package copilot
 
 import (
 	"io"
-	"sync"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
@@ -26,43 +25,26 @@ type Line struct {
 // Decoder reads the JSONL stdout of one turn's `copilot -p` process. Next
 // must be called from one goroutine; Stats from any.
 type Decoder struct {
-	lines *agentkit.LineReader
-	t     turn
-
-	mu    sync.Mutex // guards t and stats
-	stats Counters
+	*agentkit.LineDecoder[turn, Line]
 }
 
 // NewDecoder returns a Decoder reading r. A line longer than maxLine bytes
 // is skipped as it is read, never held, and reported as agentkit.SkipOversize.
 // maxLine <= 0 means DefaultMaxLine.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
-	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
-	}
-	return &Decoder{lines: agentkit.NewLineReader(r, maxLine, "copilot")}
+	return &Decoder{agentkit.NewLineDecoder(r, maxLine, DefaultMaxLine, "copilot", decodeLine, oversizeLine)}
 }
 
-// Next returns the next non-blank line, decoded or skipped (Info.Skip). At
-// the end of the stream it returns io.EOF; a read error is returned wrapped.
-func (d *Decoder) Next() (Line, error) {
-	return agentkit.NextLine(d.lines, &d.mu, &d.stats, d.oversize, func(raw agentkit.RawLine) (Line, agentkit.Tally) {
-		// A skip is not an error for a stream: info.Skip and info.Detail
-		// already carry what the error says.
-		events, info, _ := d.t.decode(raw.Bytes)
-		info.Number = raw.Number
-		return Line{Events: events, Info: info}, agentkit.TallyOf(events, info.Skip)
-	})
+// decodeLine is one stdout line decoded: a skip is not an error for a
+// stream, info.Skip and info.Detail already carry what the error says.
+func decodeLine(st *turn, raw agentkit.RawLine) (Line, agentkit.Tally) {
+	events, info, _ := st.decode(raw.Bytes)
+	info.Number = raw.Number
+	return Line{Events: events, Info: info}, agentkit.TallyOf(events, info.Skip)
 }
 
-// oversize is the Line for a line too long to keep: skipped, with its size.
-func (d *Decoder) oversize(raw agentkit.RawLine) Line {
-	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
-}
-
-// Stats returns the running totals.
-func (d *Decoder) Stats() Counters {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
+// oversizeLine is the Line for a line too long to keep: skipped, with its
+// size.
+func oversizeLine(raw agentkit.RawLine, detail string) Line {
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: detail}}
 }

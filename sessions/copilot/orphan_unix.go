@@ -3,28 +3,21 @@
 package copilot
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
-var _ sessions.OrphanReaper = Agent{}
-
 // ReapOrphan stops a turn's process that an earlier run of the app lost
 // (the app was killed mid-turn), so the resumed session does not run
-// beside it on the same Copilot session.
-func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
-
-// ReapOrphan stops pid and its tree if it still is one of the app's turn
-// processes: a process-group leader (the app starts every turn in a group
-// of its own) whose command line is copilot's prompt mode as Args builds
-// it. Anything else, including an unrelated process that reused the pid,
-// is left alone.
+// beside it on the same Copilot session. It stops pid and its tree only if
+// it still is one of the app's turn processes: a process-group leader (the
+// app starts every turn in a group of its own) whose command line is
+// copilot's prompt mode as Args builds it. Anything else, including an
+// unrelated process that reused the pid, is left alone.
 func ReapOrphan(pid int) (bool, error) {
 	if pid <= 0 || !isManagedTurn(pid) {
 		return false, nil
@@ -52,10 +45,5 @@ func isManagedTurn(pid int) bool {
 	if i < 1 || i+2 >= len(args) || args[i+1] != "json" || !strings.HasPrefix(args[i+2], "--session-id=") {
 		return false
 	}
-	for _, a := range args[:i] {
-		if filepath.Base(a) == "copilot" {
-			return true
-		}
-	}
-	return false
+	return proctree.RunsProgram(args, i, "copilot")
 }

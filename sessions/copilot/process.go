@@ -136,6 +136,15 @@ func Args(sessionID, permissionMode string) []string {
 	return append(args, PermissionArgs(permissionMode)...)
 }
 
+// launch prepares a Copilot CLI session from the registry's options (its first
+// process starts with the first prompt).
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		PermissionMode: o.PermissionMode, ResumeID: o.ResumeID,
+	})
+}
+
 // Start prepares the session: it resolves the command and the session id;
 // the first process starts with the first prompt.
 func Start(opts ProcessOptions) (*Process, error) {

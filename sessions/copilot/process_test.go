@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
 )
 
@@ -27,11 +28,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	bin := fakeapi.CopilotBinary(t)
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
+	api := agenttest.FakeAPI(t, fakeapi.Start)
 	proxy, refused, closeProxy, err := fakeapi.StartRefusingProxy()
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,21 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+// Env is the whole environment (for exec.Cmd.Env) of a CLI run under a
+// test: PATH inherited (a default where it is unset: the commands the CLI
+// runs need it), HOME, then vars, then the refusing proxy at proxyURL
+// (ProxyEnv; "" leaves it out). It is built from scratch rather than from
+// os.Environ, so nothing of the developer's setup (a real API key, a real
+// proxy, XDG directories) leaks into the test.
+func Env(home, proxyURL string, vars ...string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := append([]string{"PATH=" + path, "HOME=" + home}, vars...)
+	return append(env, ProxyEnv(proxyURL)...)
+}
+
 // ProxyEnv is the environment that sends a CLI's traffic through the
 // refusing proxy at proxyURL (every spelling of the proxy variables, both
 // cases: runtimes and the tools they spawn disagree on which they read),

@@ -208,3 +208,31 @@ func Cut(w http.ResponseWriter) {
 	}
 	_ = c.Close()
 }
+
+// Start is Listen and Serve for a fake with one model route: it takes a
+// free port of 127.0.0.1 for the fake's own server srv (whose embedded
+// *Server[F] is *fs), serves pattern (a ServeMux pattern, "POST
+// /v1/responses") with handler and every other route as Serve says, and
+// returns srv, or nil and the error.
+func Start[S, F any](srv *S, fs **Server[F], name string, scenarios map[string]F, pattern string, handler, notFound http.HandlerFunc) (*S, error) {
+	s, err := Listen(name, scenarios)
+	if err != nil {
+		return nil, err
+	}
+	*fs = s
+	mux := http.NewServeMux()
+	mux.HandleFunc(pattern, handler)
+	s.Serve(mux, notFound)
+	return srv, nil
+}
+
+// Requests returns the logged requests of one scenario to path ("": any).
+func (s *Server[F]) Requests(path, scenario string) []Entry {
+	var out []Entry
+	for _, e := range s.Log() {
+		if (path == "" || e.Path == path) && e.Scenario == scenario {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -16,30 +16,32 @@ type scenario func(n int) string
 // stalled is told when a request of the stall scenario holds its stream.
 var stalled = make(chan struct{}, 1)
 
-func start(t *testing.T) *Server[scenario] {
+// fake is a fake's own server, as each fake API package has one.
+type fake struct{ *Server[scenario] }
+
+func start(t *testing.T) *fake {
 	t.Helper()
-	s, err := Listen("test fake", map[string]scenario{
+	f := &fake{}
+	_, err := Start(f, &f.Server, "test fake", map[string]scenario{
 		DefaultScenario: func(n int) string { return "default" },
 		"stall":         func(n int) string { return "stall" },
-	})
+	}, "POST /ok", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := ReadBody(r)
+		sc := Scenario(body)
+		n, fn := f.Attempt(sc)
+		if fn(n) == "stall" {
+			stalled <- struct{}{}
+			f.Stall(nil)
+			return
+		}
+		f.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: sc, Status: http.StatusOK})
+		_, _ = io.WriteString(w, fn(n))
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /ok", func(w http.ResponseWriter, r *http.Request) {
-		body, _ := ReadBody(r)
-		n, fn := s.Attempt(Scenario(body))
-		if fn(n) == "stall" {
-			stalled <- struct{}{}
-			s.Stall(nil)
-			return
-		}
-		s.Record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusOK})
-		_, _ = io.WriteString(w, fn(n))
-	})
-	s.Serve(mux, nil)
-	t.Cleanup(s.Close)
-	return s
+	t.Cleanup(f.Close)
+	return f
 }
 
 func TestServerListensOnLoopbackOnly(t *testing.T) {
@@ -81,6 +83,33 @@ func TestServerRoutesScenariosAndLogs(t *testing.T) {
 				t.Fatalf("logged %+v, want %s %s status %d stamped", e, tc.method, tc.path, tc.status)
 			}
 		})
+	}
+}
+
+// Requests are the logged requests of one scenario, to one path or any.
+func TestRequestsOfAScenario(t *testing.T) {
+	s := start(t)
+	for _, e := range []Entry{{Path: "/a", Scenario: "x"}, {Path: "/b", Scenario: "x"}, {Path: "/a", Scenario: "y"}} {
+		s.Record(e)
+	}
+	for _, tc := range []struct {
+		path, scenario string
+		want           []string
+	}{
+		{"/a", "x", []string{"/a"}},
+		{"", "x", []string{"/a", "/b"}},
+		{"/b", "y", nil},
+	} {
+		var got []string
+		for _, e := range s.Requests(tc.path, tc.scenario) {
+			if e.Scenario != tc.scenario {
+				t.Errorf("Requests(%q, %q) holds %+v", tc.path, tc.scenario, e)
+			}
+			got = append(got, e.Path)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Requests(%q, %q) = %q, want %q", tc.path, tc.scenario, got, tc.want)
+		}
 	}
 }
 
@@ -171,6 +200,28 @@ func TestProxyEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ProxyEnv(tc.url); !slices.Equal(got, tc.want) {
 				t.Fatalf("ProxyEnv(%q) = %q, want %q", tc.url, got, tc.want)
+			}
+		})
+	}
+}
+
+// Env is PATH (inherited, else a default), HOME, the caller's variables
+// and the proxy, in that order, and nothing else of the environment.
+func TestEnv(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "real")
+	for _, tc := range []struct {
+		name, path, proxy string
+		want              []string
+	}{
+		{"inherited PATH", "/opt/bin", "", []string{"PATH=/opt/bin", "HOME=/h", "A=1"}},
+		{"default PATH", "", "", []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/h", "A=1"}},
+		{"with the proxy", "/opt/bin", "http://127.0.0.1:9",
+			append([]string{"PATH=/opt/bin", "HOME=/h", "A=1"}, ProxyEnv("http://127.0.0.1:9")...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PATH", tc.path)
+			if got := Env("/h", tc.proxy, "A=1"); !slices.Equal(got, tc.want) {
+				t.Fatalf("Env = %q, want %q", got, tc.want)
 			}
 		})
 	}

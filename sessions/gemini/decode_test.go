@@ -10,6 +10,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // The lines below are what `gemini --acp` 0.61.0 printed against the fake
@@ -43,11 +44,7 @@ func stream(t *testing.T, now time.Time, lines ...string) []sessions.Event {
 	d.expect(2, methodSessionNew)
 	d.expect(3, methodPrompt)
 	var out []sessions.Event
-	for {
-		l, err := d.Next()
-		if err != nil {
-			break
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		for _, e := range l.Events {
 			if e.Kind != sessions.EvMetrics {
 				out = append(out, e)
@@ -155,11 +152,7 @@ func TestDecodeLoadReplay(t *testing.T) {
 	d := NewDecoder(strings.NewReader(strings.Join([]string{replay, chunk, `{"jsonrpc":"2.0","id":2,"result":{"modes":{}}}`, chunk}, "\n")), 0)
 	d.expectLoad(2, "s1")
 	var got []sessions.EventKind
-	for {
-		l, err := d.Next()
-		if err != nil {
-			break
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		for _, e := range l.Events {
 			got = append(got, e.Kind)
 			if e.Kind == sessions.EvSessionInit && e.AgentSessionID != "s1" {
@@ -186,11 +179,7 @@ func TestDecodeSkips(t *testing.T) {
 	d := NewDecoder(strings.NewReader(in), 250)
 	var skips []agentkit.SkipReason
 	var reply []byte
-	for {
-		l, err := d.Next()
-		if err != nil {
-			break
-		}
+	for _, l := range agenttest.Drain(t, d) {
 		skips = append(skips, l.Info.Skip)
 		if l.Reply != nil {
 			reply = l.Reply

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -39,64 +38,40 @@ type Line struct {
 // Decoder reads the stdout of one `gemini --acp`. Next must be called from
 // one goroutine; the other methods may be called from any.
 type Decoder struct {
-	lines *agentkit.LineReader
-
-	mu    sync.Mutex // guards st and stats
-	st    state
-	stats Counters
+	*agentkit.LineDecoder[state, Line]
 }
 
 // NewDecoder returns a Decoder reading r. A line longer than maxLine bytes
 // is never held in memory: it is skipped as it is read and reported as
 // agentkit.SkipOversize. maxLine <= 0 means DefaultMaxLine.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
-	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
-	}
-	return &Decoder{lines: agentkit.NewLineReader(r, maxLine, "gemini")}
+	return &Decoder{agentkit.NewLineDecoder(r, maxLine, DefaultMaxLine, "gemini", decodeLine, oversizeLine)}
 }
 
-// Next returns the next non-blank line, decoded or skipped (Info.Skip). A
-// malformed, unknown or oversize line is not an error. At the end of the
-// stream it returns io.EOF; a read error is returned wrapped.
-func (d *Decoder) Next() (Line, error) {
-	return agentkit.NextLine(d.lines, &d.mu, &d.stats, d.oversize, func(raw agentkit.RawLine) (Line, agentkit.Tally) {
-		// A skip is not an error for a stream: info.Skip and info.Detail
-		// already carry what the error says.
-		events, info, reply, _ := d.st.decode(raw.Bytes)
-		done := d.st.turnDone
-		info.Number = raw.Number
-		return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.TallyOf(events, info.Skip)
-	})
+// decodeLine is one stdout line decoded: a skip is not an error for a
+// stream, info.Skip and info.Detail already carry what the error says.
+func decodeLine(st *state, raw agentkit.RawLine) (Line, agentkit.Tally) {
+	events, info, reply, _ := st.decode(raw.Bytes)
+	done := st.turnDone
+	info.Number = raw.Number
+	return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.TallyOf(events, info.Skip)
 }
 
-// oversize is the Line for a line too long to keep: skipped, with its size.
-func (d *Decoder) oversize(raw agentkit.RawLine) Line {
-	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: d.lines.OversizeDetail(raw.Size)}}
-}
-
-// Stats returns the running totals.
-func (d *Decoder) Stats() Counters {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
+// oversizeLine is the Line for a line too long to keep: skipped, with its
+// size.
+func oversizeLine(raw agentkit.RawLine, detail string) Line {
+	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: detail}}
 }
 
 // expect records that request id of method was sent.
 func (d *Decoder) expect(id int64, method string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.st.calls == nil {
-		d.st.calls = map[string]string{}
-	}
-	if len(d.st.calls) >= maxTracked {
-		clear(d.st.calls)
-	}
+	st := d.Lock()
+	defer d.Unlock()
 	key := fmt.Sprint(id)
-	d.st.calls[key] = method
+	st.calls = agentkit.Remember(st.calls, key, method)
 	switch method {
 	case methodPrompt:
-		d.st.prompt = key
+		st.prompt = key
 	}
 }
 
@@ -104,39 +79,39 @@ func (d *Decoder) expect(id int64, method string) {
 // follows, and its answer carries no id.
 func (d *Decoder) expectLoad(id int64, sessionID string) {
 	d.expect(id, methodSessionLoad)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.st.loadID, d.st.loading = sessionID, true
+	st := d.Lock()
+	defer d.Unlock()
+	st.loadID, st.loading = sessionID, true
 }
 
 // session is the open session's id, or why it could not be opened.
 func (d *Decoder) session() (id, failed string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.st.session, d.st.openErr
+	st := d.Lock()
+	defer d.Unlock()
+	return st.session, st.openErr
 }
 
 // inTurn reports whether a session/prompt is unanswered.
 func (d *Decoder) inTurn() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.st.prompt != ""
+	st := d.Lock()
+	defer d.Unlock()
+	return st.prompt != ""
 }
 
 // answer forgets the pending permission request and returns it.
 func (d *Decoder) answer(id string) (pendingRequest, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r, ok := d.st.pending[id]
-	delete(d.st.pending, id)
+	st := d.Lock()
+	defer d.Unlock()
+	r, ok := st.pending[id]
+	delete(st.pending, id)
 	return r, ok
 }
 
 // setClock replaces the decoder's clock (tests).
 func (d *Decoder) setClock(now func() time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.st.clock = now
+	st := d.Lock()
+	defer d.Unlock()
+	st.clock = now
 }
 
 // rawOf returns the id as the agent sent it when the request is unknown.

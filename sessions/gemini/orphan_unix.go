@@ -3,15 +3,10 @@
 package gemini
 
 import (
-	"path/filepath"
 	"slices"
 
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
-
-// ReapOrphan stops an orphaned Gemini CLI process an earlier run of the app
-// lost.
-func (Agent) ReapOrphan(pid int) (bool, error) { return ReapOrphan(pid) }
 
 // ReapOrphan stops the `gemini --acp` pid that an earlier run of the app
 // launched and lost when it died. It is needed: `gemini --acp` does not
@@ -25,14 +20,5 @@ func ReapOrphan(pid int) (bool, error) {
 }
 
 func isGeminiACP(args []string) bool {
-	i := slices.Index(args, "--acp")
-	if i < 1 {
-		return false
-	}
-	for _, a := range args[:i] {
-		if base := filepath.Base(a); base == "gemini" || base == "gemini.js" {
-			return true
-		}
-	}
-	return false
+	return proctree.RunsProgram(args, slices.Index(args, "--acp"), "gemini", "gemini.js")
 }

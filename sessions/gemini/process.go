@@ -112,6 +112,14 @@ func Args(approvalMode string) []string {
 	return args
 }
 
+// launch starts the Gemini CLI (`gemini --acp`) and opens (or loads) the session from the registry's options.
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		ApprovalMode: ApprovalMode(o.PermissionMode), ResumeID: o.ResumeID,
+	})
+}
+
 // Start launches `gemini --acp` in opts.Cwd, in its own process group, and
 // opens the session: initialize and session/new (or session/load) are
 // written at once, pipelined, so the first prompt only waits for their

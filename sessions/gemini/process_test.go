@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,11 +30,7 @@ type realWorld struct {
 func newRealWorld(t *testing.T) *realWorld {
 	t.Helper()
 	bin := fakeapi.GeminiBinary(t)
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
+	api := agenttest.FakeAPI(t, fakeapi.Start)
 	proxy := agenttest.Serve(t, fakeapi.StartRefusingProxy)
 	home := t.TempDir()
 	if err := fakeapi.WriteSettings(home, fakeapi.Config{}); err != nil {
@@ -46,18 +41,8 @@ func newRealWorld(t *testing.T) *realWorld {
 
 func (w *realWorld) start(t *testing.T, mode, resume string) *Process {
 	t.Helper()
-	p, err := Start(ProcessOptions{Command: w.bin, Cwd: w.cwd, Env: w.env, ApprovalMode: mode, ResumeID: resume,
+	return agenttest.Started(t, Start, ProcessOptions{Command: w.bin, Cwd: w.cwd, Env: w.env, ApprovalMode: mode, ResumeID: resume,
 		WriteTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		for range p.Events() {
-		}
-		_, _, _ = p.Wait()
-	})
-	return p
 }
 
 // collect reads events until one satisfies stop (or the stream ends, or a

@@ -2,10 +2,8 @@ package opencode
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
@@ -21,7 +19,7 @@ func benchStream(b *testing.B, rounds int) []byte {
 	for _, c := range agenttest.Captures(b, "*.sse") {
 		buf.Write(c.Data)
 	}
-	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
+	out := agenttest.BigOutput()
 	for i := range rounds {
 		id := fmt.Sprintf("call_bench_%d", i)
 		fmt.Fprintf(&buf, `data: {"type":"message.part.updated","properties":{"sessionID":"ses_b","part":{"id":"prt_%d","messageID":"msg_b","sessionID":"ses_b","type":"tool","tool":"bash","callID":"%s","state":{"status":"running","input":{"command":"make"}}}}}`+"\n\n", i, id)

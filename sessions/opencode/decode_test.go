@@ -13,6 +13,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // decodeAll runs a whole stream through a Decoder.
@@ -301,11 +302,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("data: {\"type\":\"session.error\",\"properties\":{\"error\":{\"name\":\"APIError\",\"data\":{\"statusCode\":429,\"responseHeaders\":{\"retry-after\":\"1e308\"}}}}}\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d := NewDecoder(strings.NewReader(string(b)), 4096, "ses_x")
-		for {
-			fr, err := d.Next()
-			if err != nil {
-				break
-			}
+		for _, fr := range agenttest.Drain(t, d) {
 			for _, e := range fr.Events {
 				if e.Kind == sessions.EvUnknown {
 					t.Fatalf("unknown event kind from %q", b)

@@ -14,19 +14,14 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // The test binary doubles as a scripted `opencode serve` when
 // FAKE_OPENCODE_MODE is set, for what the real CLI cannot be made to do on
 // demand: "exit" fails before it listens, "drop" ends its event stream and
 // keeps running, "slow" never answers a prompt.
-func TestMain(m *testing.M) {
-	if mode := os.Getenv("FAKE_OPENCODE_MODE"); mode != "" {
-		fakeServe(mode)
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m, "FAKE_OPENCODE_MODE", fakeServe) }
 
 func fakeServe(mode string) {
 	if mode == "exit" {
@@ -72,24 +67,10 @@ func fakeServe(mode string) {
 
 func startFake(t *testing.T, mode string, o ProcessOptions) *Process {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Command = self
+	o.Command = agenttest.Self(t)
 	o.Env = append(o.Env, "FAKE_OPENCODE_MODE="+mode)
 	o.Cwd = t.TempDir()
-	p, err := Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		for range p.Events() {
-		}
-		_, _, _ = p.Wait()
-	})
-	return p
+	return agenttest.Started(t, Start, o)
 }
 
 // drain reads the events until the channel closes (or fails after a minute).

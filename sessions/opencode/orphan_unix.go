@@ -3,7 +3,6 @@
 package opencode
 
 import (
-	"path/filepath"
 	"slices"
 
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
@@ -15,7 +14,7 @@ import (
 // running an opencode program with exactly this adapter's serve arguments
 // is stopped (so a reused pid, or a server the user started, is left alone),
 // with the commands it runs.
-func (Agent) ReapOrphan(pid int) (bool, error) {
+func ReapOrphan(pid int) (bool, error) {
 	return proctree.ReapGroup(pid, "opencode", isManagedServe)
 }
 
@@ -25,13 +24,5 @@ func (Agent) ReapOrphan(pid int) (bool, error) {
 func isManagedServe(args []string) bool {
 	want := Args()
 	i := len(args) - len(want)
-	if i < 1 || !slices.Equal(args[i:], want) {
-		return false
-	}
-	for _, a := range args[:i] {
-		if base := filepath.Base(a); base == "opencode" || base == "opencode.exe" {
-			return true
-		}
-	}
-	return false
+	return i >= 1 && slices.Equal(args[i:], want) && proctree.RunsProgram(args, i, "opencode", "opencode.exe")
 }

@@ -130,6 +130,14 @@ var tap func(io.Reader) io.Reader
 // user's config cannot widen it.)
 func Args() []string { return []string{"serve", "--hostname", "127.0.0.1", "--port", "0"} }
 
+// launch starts OpenCode (`opencode serve`) and opens (or resumes) the session from the registry's options.
+func launch(o sessions.StartOptions) (*Process, error) {
+	return Start(ProcessOptions{
+		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
+		PermissionMode: o.PermissionMode, ResumeID: o.ResumeID,
+	})
+}
+
 // Start launches `opencode serve` in opts.Cwd, in its own process group,
 // with a random password for its HTTP API, and then, in the background,
 // subscribes to its events and opens (or resumes) the session.
@@ -211,9 +219,7 @@ func (p *Process) run(listening <-chan string, opts ProcessOptions) {
 		return
 	}
 	defer body.Close()
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	for {
 		f, err := dec.Next()
 		if err != nil {
@@ -419,14 +425,20 @@ func (p *Process) call(method, path string, body, out any) error {
 	return nil
 }
 
+// decoder is the decoder of the current event stream (nil before it
+// opened).
+func (p *Process) decoder() *Decoder {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dec
+}
+
 // Events yields the decoded stream; closed when the event stream ends.
 func (p *Process) Events() <-chan sessions.Event { return p.events }
 
 // Stats are the decoder's counters (zero before the stream opened).
 func (p *Process) Stats() Counters {
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	if dec == nil {
 		return Counters{}
 	}
@@ -471,9 +483,7 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, message
 	if perm.RequestID == "" {
 		return errors.New("opencode: the permission request has no id")
 	}
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	if dec != nil {
 		dec.Answered(perm.RequestID)
 	}
@@ -503,9 +513,7 @@ func (p *Process) Compact() error {
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	dec := p.dec
-	p.mu.Unlock()
+	dec := p.decoder()
 	m := dec.Model()
 	if m.ProviderID == "" {
 		// No answer seen yet on this server (a session resumed in a new

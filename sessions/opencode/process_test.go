@@ -31,11 +31,7 @@ type realWorld struct {
 func newRealWorld(t *testing.T, cfg fakeapi.Config) *realWorld {
 	t.Helper()
 	bin := fakeapi.OpenCodeBinary(t)
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
+	api := agenttest.FakeAPI(t, fakeapi.Start)
 	proxy := agenttest.Serve(t, fakeapi.StartRefusingProxy)
 	home := t.TempDir()
 	if err := fakeapi.WriteConfig(home, api.URL(), cfg); err != nil {
@@ -53,18 +49,7 @@ func (w *realWorld) start(t *testing.T, o ProcessOptions) *proc {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = time.Minute
 	}
-	p, err := Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr := &proc{Process: p, t: t}
-	t.Cleanup(func() {
-		_ = p.Signal(syscall.SIGKILL)
-		for range p.Events() {
-		}
-		_, _, _ = p.Wait()
-	})
-	return pr
+	return &proc{Process: agenttest.Started(t, Start, o), t: t}
 }
 
 // proc collects a process's events.

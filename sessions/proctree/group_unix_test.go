@@ -188,3 +188,22 @@ func TestDescendants(t *testing.T) {
 		t.Errorf("Descendants of a leaf = %v", got)
 	}
 }
+
+func TestRunsProgram(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		i    int
+		want bool
+	}{
+		{[]string{"/usr/bin/node", "/x/bin/codex.js", "app-server"}, 2, true},
+		{[]string{"/x/bin/codex", "app-server"}, 1, true},
+		{[]string{"sh", "-c", "codex"}, 2, false}, // "codex" stands at i, not before it
+		{[]string{"/x/bin/other", "app-server"}, 1, false},
+		{[]string{"app-server"}, 0, false},
+		{[]string{"codex"}, -1, false},
+	} {
+		if got := RunsProgram(tc.args, tc.i, "codex", "codex.js"); got != tc.want {
+			t.Errorf("RunsProgram(%q, %d) = %v, want %v", tc.args, tc.i, got, tc.want)
+		}
+	}
+}

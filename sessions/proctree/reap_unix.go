@@ -3,6 +3,8 @@
 package proctree
 
 import (
+	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
@@ -24,6 +26,23 @@ func ReapGroup(pid int, what string, matches func(args []string) bool) (bool, er
 		return false, nil
 	}
 	return Reap(what, pid, Alive)
+}
+
+// RunsProgram reports whether a word of args before its i-th is a program
+// named one of names (by its base name: the native binary, the npm bin
+// link or the script, maybe run by a shell or an interpreter), as an
+// adapter's launch line puts its program before the arguments that tell it
+// apart (ReapGroup's matches). i < 1 is false.
+func RunsProgram(args []string, i int, names ...string) bool {
+	if i < 1 {
+		return false
+	}
+	for _, a := range args[:i] {
+		if slices.Contains(names, filepath.Base(a)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Alive reports whether pid runs; a zombie does not. Where the process

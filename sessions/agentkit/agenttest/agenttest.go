@@ -1,5 +1,6 @@
 // Package agenttest holds what the agent adapters' tests share: helpers that
-// drive a real agent process the same way whatever its protocol.
+// drive an agent process (real, scripted or a stand-in) and its decoder the
+// same way whatever its protocol.
 package agenttest
 
 import (

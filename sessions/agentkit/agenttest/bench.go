@@ -2,8 +2,10 @@ package agenttest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -36,4 +38,28 @@ func BenchDecode[F any, C interface{ Skipped() int64 }](b *testing.B, stream []b
 			b.Fatalf("%s skipped: %+v", unit, d.Stats())
 		}
 	}
+}
+
+// Drain reads d to its end and returns everything its Next yielded (the
+// lines or frames of a decoder); an error other than io.EOF fails tb.
+func Drain[F any](tb testing.TB, d interface{ Next() (F, error) }) []F {
+	tb.Helper()
+	var out []F
+	for {
+		f, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			tb.Fatalf("Next: %v", err)
+		}
+		out = append(out, f)
+	}
+}
+
+// BigOutput is a command's 1 MB output as a JSON string, what the decode
+// benchmarks' tool rounds carry.
+func BigOutput() []byte {
+	out, _ := json.Marshal(strings.Repeat("build output line ok\n", (1<<20)/21))
+	return out
 }

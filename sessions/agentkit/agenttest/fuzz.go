@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,4 +73,22 @@ func Captures(tb testing.TB, pattern string) []Capture {
 		out = append(out, Capture{Name: name, Data: data})
 	}
 	return out
+}
+
+// CheckStream reads stream to its end through a decoder open gives with a
+// 128-byte line limit, for a fuzz target: it must not fail or panic, decode
+// no line longer than the limit (info gives a line's skip and size) and
+// count every line it returned.
+func CheckStream[L any](t testing.TB, stream []byte, open func(r io.Reader, maxLine int) Decoder[L, agentkit.Counters], info func(L) (agentkit.SkipReason, int)) {
+	t.Helper()
+	d := open(bytes.NewReader(stream), 128)
+	lines := Drain(t, d)
+	for _, l := range lines {
+		if skip, size := info(l); skip == agentkit.SkipNone && size > 128 {
+			t.Fatalf("decoded a line of %d bytes past the limit", size)
+		}
+	}
+	if st := d.Stats(); st.Lines != int64(len(lines)) {
+		t.Fatalf("stats %+v for %d lines", st, len(lines))
+	}
 }

@@ -1,8 +1,6 @@
 package fakeapi
 
 import (
-	"os"
-
 	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
@@ -19,14 +17,8 @@ import (
 // "CLAUDE_CODE_MAX_RETRIES=0" or "IS_SANDBOX=1" (which root needs for
 // --dangerously-skip-permissions).
 func HermeticEnv(home, baseURL, proxyURL string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + home,
-		"ANTHROPIC_BASE_URL=" + baseURL,
+	env := fakeserver.Env(home, "",
+		"ANTHROPIC_BASE_URL="+baseURL,
 		// Sent as x-api-key; the fake accepts anything.
 		"ANTHROPIC_API_KEY=test",
 		// These four stop the update check, telemetry, error reports and the
@@ -39,7 +31,7 @@ func HermeticEnv(home, baseURL, proxyURL string) []string {
 		// The default of 10 retries takes about 3 minutes on a failing
 		// scenario; 2 keeps error tests to a few seconds.
 		"CLAUDE_CODE_MAX_RETRIES=2",
-	}
+	)
 	if proxyURL != "" {
 		// Both spellings: the CLI's runtime and the tools it spawns do not
 		// agree on which one they read.

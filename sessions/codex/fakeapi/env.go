@@ -80,18 +80,11 @@ stream_idle_timeout_ms = %d
 // traffic to the refusing proxy at proxyURL ("" leaves the proxy out). Only
 // PATH is inherited, for the commands Codex runs.
 func HermeticEnv(home, codexHome, proxyURL string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + home,
-		"CODEX_HOME=" + codexHome,
-		APIKeyEnv + "=sk-fake",
+	return fakeserver.Env(home, proxyURL,
+		"CODEX_HOME="+codexHome,
+		APIKeyEnv+"=sk-fake",
 		"RUST_LOG=error",
-	}
-	return append(env, fakeserver.ProxyEnv(proxyURL)...)
+	)
 }
 
 // StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every
@@ -104,8 +97,8 @@ func StartRefusingProxy() (url string, closeFn func(), err error) {
 // CodexBinary finds the real Codex CLI for an end-to-end test: $CODEX_BIN,
 // else the copy `make test` installs under the module root. Without it the
 // test fails when E2E_REQUIRED or CI is set and skips otherwise.
-func CodexBinary(t testing.TB) string {
-	t.Helper()
-	return fakeserver.Binary(t, fakeserver.CLI{Title: "Codex CLI", Env: "CODEX_BIN", Dir: "codex", Bin: "codex",
-		Package: "@openai/codex", Version: CodexVersion})
-}
+func CodexBinary(t testing.TB) string { t.Helper(); return fakeserver.Binary(t, codexCLI) }
+
+// codexCLI is the pinned CLI the tests run.
+var codexCLI = fakeserver.CLI{Title: "Codex CLI", Env: "CODEX_BIN", Dir: "codex", Bin: "codex",
+	Package: "@openai/codex", Version: CodexVersion}

@@ -56,15 +56,8 @@ type Server struct {
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	fs, err := fakeserver.Listen("codex fakeapi", Builtin())
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{fs}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/responses", s.responses)
-	s.Serve(mux, nil)
-	return s, nil
+	s := &Server{}
+	return fakeserver.Start(s, &s.Server, "codex fakeapi", Builtin(), "POST /v1/responses", s.responses, nil)
 }
 
 // URL is the provider base_url: Codex appends /responses.
@@ -72,13 +65,7 @@ func (s *Server) URL() string { return "http://" + s.Addr() + "/v1" }
 
 // Requests returns the /v1/responses requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
-	var out []Entry
-	for _, e := range s.Log() {
-		if e.Path == "/v1/responses" && e.Scenario == scenario {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.Server.Requests("/v1/responses", scenario)
 }
 
 // TitleScenario files the interactive TUI's thread-title requests (their

@@ -25,24 +25,17 @@ const CopilotVersion = "1.0.102"
 // other traffic sent to the refusing proxy at proxyURL ("" leaves it out).
 // Only PATH is inherited, for the commands Copilot runs.
 func HermeticEnv(home, cacheDir, baseURL, proxyURL string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + home,
-		"COPILOT_HOME=" + filepath.Join(home, ".copilot"),
-		"XDG_CACHE_HOME=" + cacheDir,
+	return fakeserver.Env(home, proxyURL,
+		"COPILOT_HOME="+filepath.Join(home, ".copilot"),
+		"XDG_CACHE_HOME="+cacheDir,
 		"COPILOT_OFFLINE=true",
 		"COPILOT_AUTO_UPDATE=false",
-		"COPILOT_PROVIDER_BASE_URL=" + baseURL,
+		"COPILOT_PROVIDER_BASE_URL="+baseURL,
 		"COPILOT_PROVIDER_TYPE=openai",
 		"COPILOT_PROVIDER_API_KEY=sk-fake",
-		"COPILOT_MODEL=" + Model,
+		"COPILOT_MODEL="+Model,
 		"NO_COLOR=1",
-	}
-	return append(env, fakeserver.ProxyEnv(proxyURL)...)
+	)
 }
 
 // SharedCacheDir is where the tests let Copilot unpack its runtime: one
@@ -83,8 +76,8 @@ func StartRefusingProxy() (url string, refused func() int, closeFn func(), err e
 // $COPILOT_BIN, else the copy `make test` installs under the module root.
 // Without it the test fails when E2E_REQUIRED or CI is set and skips
 // otherwise.
-func CopilotBinary(t testing.TB) string {
-	t.Helper()
-	return fakeserver.Binary(t, fakeserver.CLI{Title: "Copilot CLI", Env: "COPILOT_BIN", Dir: "copilot", Bin: "copilot",
-		Package: "@github/copilot", Version: CopilotVersion})
-}
+func CopilotBinary(t testing.TB) string { t.Helper(); return fakeserver.Binary(t, copilotCLI) }
+
+// copilotCLI is the pinned CLI the tests run.
+var copilotCLI = fakeserver.CLI{Title: "Copilot CLI", Env: "COPILOT_BIN", Dir: "copilot", Bin: "copilot",
+	Package: "@github/copilot", Version: CopilotVersion}

@@ -55,15 +55,8 @@ const CompletionsPath = "/v1/chat/completions"
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	fs, err := fakeserver.Listen("copilot fakeapi", Builtin())
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{fs}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+CompletionsPath, s.completions)
-	s.Serve(mux, nil)
-	return s, nil
+	s := &Server{}
+	return fakeserver.Start(s, &s.Server, "copilot fakeapi", Builtin(), "POST "+CompletionsPath, s.completions, nil)
 }
 
 // URL is the provider base URL: Copilot appends /chat/completions.
@@ -71,13 +64,7 @@ func (s *Server) URL() string { return "http://" + s.Addr() + "/v1" }
 
 // Requests returns the completions requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
-	var out []Entry
-	for _, e := range s.Log() {
-		if e.Path == CompletionsPath && e.Scenario == scenario {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.Server.Requests(CompletionsPath, scenario)
 }
 
 // request is the part of a chat completions request the fake reads.

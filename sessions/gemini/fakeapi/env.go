@@ -61,19 +61,12 @@ func WriteSettings(home string, c Config) error {
 // traffic to the refusing proxy at proxyURL ("" leaves the proxy out). Only
 // PATH is inherited, for node and the commands the CLI runs.
 func HermeticEnv(home, baseURL, proxyURL string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + home,
+	return fakeserver.Env(home, proxyURL,
 		"GEMINI_API_KEY=fake-key",
-		"GOOGLE_GEMINI_BASE_URL=" + baseURL,
+		"GOOGLE_GEMINI_BASE_URL="+baseURL,
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 		"NO_COLOR=1",
-	}
-	return append(env, fakeserver.ProxyEnv(proxyURL)...)
+	)
 }
 
 // StartRefusingProxy starts an HTTP proxy on 127.0.0.1 that refuses every
@@ -88,8 +81,8 @@ func StartRefusingProxy() (url string, closeFn func(), err error) {
 // $GEMINI_BIN, else the copy `make test` installs under the module root.
 // Without it the test fails when E2E_REQUIRED or CI is set and skips
 // otherwise.
-func GeminiBinary(t testing.TB) string {
-	t.Helper()
-	return fakeserver.Binary(t, fakeserver.CLI{Title: "Gemini CLI", Env: "GEMINI_BIN", Dir: "gemini", Bin: "gemini",
-		Package: "@google/gemini-cli", Version: GeminiVersion})
-}
+func GeminiBinary(t testing.TB) string { t.Helper(); return fakeserver.Binary(t, geminiCLI) }
+
+// geminiCLI is the pinned CLI the tests run.
+var geminiCLI = fakeserver.CLI{Title: "Gemini CLI", Env: "GEMINI_BIN", Dir: "gemini", Bin: "gemini",
+	Package: "@google/gemini-cli", Version: GeminiVersion}

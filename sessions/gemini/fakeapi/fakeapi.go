@@ -59,32 +59,17 @@ type Server struct {
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	fs, err := fakeserver.Listen("gemini fakeapi", Builtin())
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{fs}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1beta/models/{call}", s.models)
-	s.Serve(mux, func(w http.ResponseWriter, r *http.Request) {
+	s := &Server{}
+	return fakeserver.Start(s, &s.Server, "gemini fakeapi", Builtin(), "POST /v1beta/models/{call}", s.models, func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "gemini fakeapi: no route "+r.URL.Path)
 	})
-	return s, nil
 }
 
 // URL is the GOOGLE_GEMINI_BASE_URL: the SDK appends /v1beta/models/….
 func (s *Server) URL() string { return "http://" + s.Addr() }
 
 // Requests returns the streamGenerateContent requests of one scenario.
-func (s *Server) Requests(scenario string) []Entry {
-	var out []Entry
-	for _, e := range s.Log() {
-		if e.Scenario == scenario {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (s *Server) Requests(scenario string) []Entry { return s.Server.Requests("", scenario) }
 
 // request is the part of a GenerateContentRequest the fake reads.
 type request struct {

@@ -77,33 +77,26 @@ func WriteConfig(home, baseURL string, c Config) error {
 // other traffic to the refusing proxy at proxyURL ("" leaves the proxy out).
 // Only PATH is inherited, for the commands OpenCode runs.
 func HermeticEnv(home, proxyURL string) []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	env := []string{
-		"PATH=" + path,
-		"HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-		"OPENCODE_CONFIG=" + ConfigPath(home),
+	return fakeserver.Env(home, proxyURL,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
+		"OPENCODE_CONFIG="+ConfigPath(home),
 		"OPENCODE_DISABLE_MODELS_FETCH=1",
 		"OPENCODE_DISABLE_AUTOUPDATE=1",
 		"OPENCODE_DISABLE_SHARE=1",
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
-	}
-	return append(env, fakeserver.ProxyEnv(proxyURL)...)
+	)
 }
 
 // OpenCodeBinary finds the real OpenCode CLI for an end-to-end test:
 // $OPENCODE_BIN, else the copy `make test` installs under the module root.
 // Without it the test fails when E2E_REQUIRED or CI is set and skips
 // otherwise.
-func OpenCodeBinary(t testing.TB) string {
-	t.Helper()
-	return fakeserver.Binary(t, fakeserver.CLI{Title: "OpenCode CLI", Env: "OPENCODE_BIN", Dir: "opencode", Bin: "opencode",
-		Package: "opencode-ai", Version: OpenCodeVersion})
-}
+func OpenCodeBinary(t testing.TB) string { t.Helper(); return fakeserver.Binary(t, openCodeCLI) }
+
+// openCodeCLI is the pinned CLI the tests run.
+var openCodeCLI = fakeserver.CLI{Title: "OpenCode CLI", Env: "OPENCODE_BIN", Dir: "opencode", Bin: "opencode",
+	Package: "opencode-ai", Version: OpenCodeVersion}

@@ -57,15 +57,8 @@ type Server struct {
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	fs, err := fakeserver.Listen("opencode fakeapi", Builtin())
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{fs}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.completions)
-	s.Serve(mux, nil)
-	return s, nil
+	s := &Server{}
+	return fakeserver.Start(s, &s.Server, "opencode fakeapi", Builtin(), "POST /v1/chat/completions", s.completions, nil)
 }
 
 // URL is the provider's baseURL: the SDK appends /chat/completions.
@@ -73,13 +66,7 @@ func (s *Server) URL() string { return "http://" + s.Addr() + "/v1" }
 
 // Requests returns the chat completion requests of one scenario.
 func (s *Server) Requests(scenario string) []Entry {
-	var out []Entry
-	for _, e := range s.Log() {
-		if e.Path == "/v1/chat/completions" && e.Scenario == scenario {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.Server.Requests("/v1/chat/completions", scenario)
 }
 
 // message is one chat message: content is a string or a list of parts.

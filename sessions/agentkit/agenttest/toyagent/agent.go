@@ -26,8 +26,6 @@
 package toyagent
 
 import (
-	"context"
-
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
@@ -37,20 +35,19 @@ import (
 var agentInfo = agentkit.Info{Name: "toy", Display: "Toy Agent", Command: "toy",
 	Install: "go build -o toy ./sessions/agentkit/agenttest/toyagent/toycli", Setting: "agents.toy.command"}
 
-// Agent is the toy agent's entry in the agent registry (sessions.Registry).
-type Agent struct{ agentkit.Named[describer] }
-
-type describer struct{}
-
-func (describer) Info() agentkit.Info { return agentInfo }
-
-var _ sessions.ManagedAgent = Agent{}
-
-// Start launches `toy --stream`, resuming o.ResumeID when set.
-func (Agent) Start(_ context.Context, o sessions.StartOptions) (sessions.Process, error) {
-	p, err := Start(o)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+// Agent is the toy agent's entry in the agent registry (sessions.Registry),
+// agentkit.Agent made from its own Adapter.
+type Agent struct {
+	agentkit.Agent[Agent, *Process]
 }
+
+// Adapter is what Agent is made of: the toy's names, its start (`toy
+// --stream`, resuming o.ResumeID when set) and its orphan reaping.
+func (Agent) Adapter() agentkit.Adapter[*Process] {
+	return agentkit.Adapter[*Process]{Info: agentInfo, Start: Start, ReapOrphan: ReapOrphan}
+}
+
+var (
+	_ sessions.ManagedAgent = Agent{}
+	_ sessions.OrphanReaper = Agent{}
+)
