@@ -208,9 +208,9 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 		// pump's late output is then ignored as a stale process's.
 		e.proc = nil
 	}
-	next, obs, acts := core.Reconcile(e.s, now, policy, probe)
+	next, obs, acts, changed := core.Reconcile(e.s, now, policy, probe)
 	rows := observationRows(next, now, obs)
-	if len(rows) > 0 || !sameSession(e.s, next) {
+	if len(rows) > 0 || changed {
 		r.commitRowsLocked(e, next, rows, false, false)
 	}
 	return acts
@@ -263,18 +263,6 @@ func probeProcess(src sessions.Source, proc Process) core.Probe {
 		return core.Probe{Known: true}
 	}
 	return core.Probe{Known: true, Alive: true}
-}
-
-// sameSession reports whether Reconcile left the session unchanged in every
-// field worth a write. It must cover every field Reconcile may change
-// without a state change or an observation, or the change is lost and made
-// again every tick (CompactionStarted: a compaction with no recorded start
-// gets its clock started by the tick; dropping that restarts it forever).
-func sameSession(a, b sessions.Session) bool {
-	return a.State == b.State && a.Evidence == b.Evidence && a.NeedsAttention == b.NeedsAttention &&
-		a.Supervision == b.Supervision && a.Nudge == b.Nudge && a.InTurn == b.InTurn &&
-		a.Failure == b.Failure && a.ProcessAlive == b.ProcessAlive &&
-		a.CompactionStarted.Equal(b.CompactionStarted)
 }
 
 // execute carries out one action on its session's queue, outside the lock.

@@ -67,7 +67,7 @@ func TestReconcileObservedActions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			n, _, acts := Reconcile(tc.s, now, p, tc.probe)
+			n, _, acts := reconcile(t, tc.s, now, p, tc.probe)
 			var got []ActionKind
 			for _, a := range acts {
 				got = append(got, a.Kind)
@@ -152,7 +152,7 @@ func TestReconcileResumeTerminal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			n, _, acts := Reconcile(tc.s, now, base(tc.pol), tc.probe)
+			n, _, acts := reconcile(t, tc.s, now, base(tc.pol), tc.probe)
 			var got []ActionKind
 			for _, a := range acts {
 				got = append(got, a.Kind)

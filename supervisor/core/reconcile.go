@@ -37,11 +37,14 @@ import (
 // A state change made in steps 1–4 is acted on in step 5 of the same call,
 // so a dead process is nudged at once rather than one tick later. Every
 // state change yields one observation, in order (Errored → Recovering in one
-// call is two), and a session nothing happens to comes back deeply equal to
-// s (UpdatedAt included), so the loop can skip writing it.
-func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (sessions.Session, []Observation, []Action) {
+// call is two). changed reports whether the session differs from s in any
+// field: a session nothing happens to comes back deeply equal to s
+// (UpdatedAt included) with changed false, so the loop can skip writing it
+// without comparing fields (the tests hold changed to reflect.DeepEqual on
+// every call, so a field written without setting it fails them).
+func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (next sessions.Session, obs []Observation, acts []Action, changed bool) {
 	if !p.Enabled {
-		return s.Clone(), nil, nil
+		return s.Clone(), nil, nil, false
 	}
 	// A shallow copy, not a Clone: the reconciler only ever assigns to the
 	// session's maps and pointers (endTurn sets them to nil), never writes
@@ -49,12 +52,12 @@ func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (sessio
 	// tick, where nothing happens, allocates nothing.
 	r := reconciler{n: s, now: now, p: p, probe: probe}
 	r.run()
-	return r.n, r.obs, r.acts
+	return r.n, r.obs, r.acts, r.changed
 }
 
 // reconciler carries one Reconcile call. It lives on the caller's stack; the
 // only allocations are for what actually happens (evidence, observations,
-// actions).
+// actions). Every write to n sets changed.
 type reconciler struct {
 	n       sessions.Session
 	now     time.Time

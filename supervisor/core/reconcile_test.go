@@ -102,19 +102,38 @@ func waiting(reason sessions.WaitReason) sessions.Session {
 }
 
 // reconcile runs Reconcile and checks what must hold for every call: the
-// input is untouched, the output is valid, and every action is fit to
+// input is untouched, the output is valid, changed says exactly whether the
+// output differs from the input in any field, and every action is fit to
 // dispatch against the returned session.
 func reconcile(t *testing.T, s sessions.Session, now time.Time, p Policy, probe Probe) (sessions.Session, []Observation, []Action) {
 	t.Helper()
 	before := s.Clone()
-	out, obs, acts := Reconcile(s, now, p, probe)
+	out, obs, acts, changed := Reconcile(s, now, p, probe)
 	if !reflect.DeepEqual(before, s) {
 		t.Fatalf("Reconcile mutated its input:\nbefore %+v\nafter  %+v", before, s)
+	}
+	if msg := changeMisreported(s, out, changed); msg != "" {
+		t.Fatalf("%s\nin  %+v\nout %+v", msg, s, out)
 	}
 	if msg := invalid(s, out, now, p, obs, acts); msg != "" {
 		t.Fatalf("%s\nin  %+v\nout %+v\nobs %+v\nacts %+v", msg, s, out, obs, acts)
 	}
 	return out, obs, acts
+}
+
+// changeMisreported returns why Reconcile's changed flag disagrees with a
+// comparison of every field (reflect.DeepEqual, so a field added to Session
+// is compared without anyone listing it), or "". The loop writes a session
+// only when the flag says so: a write that does not set it is lost, and made
+// again every tick.
+func changeMisreported(in, out sessions.Session, changed bool) string {
+	switch differs := !reflect.DeepEqual(in, out); {
+	case differs && !changed:
+		return "Reconcile changed the session but reported no change"
+	case !differs && changed:
+		return "Reconcile reported a change but returned the session as it was"
+	}
+	return ""
 }
 
 // invalid returns why a Reconcile result breaks an invariant, or "".
@@ -1515,7 +1534,7 @@ func benchTick(b *testing.B, list []sessions.Session, probes []Probe, now time.T
 			if probes != nil {
 				probe = probes[i]
 			}
-			_, _, acts := Reconcile(list[i], now, p, probe)
+			_, _, acts, _ := Reconcile(list[i], now, p, probe)
 			acted += len(acts)
 		}
 	}

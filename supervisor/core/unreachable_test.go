@@ -44,7 +44,13 @@ func TestReconcileUnreachableEscalates(t *testing.T) {
 		{"usage limit over, no way in: escalated instead of the continue", limited, none, ActEscalate, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n, _, acts := Reconcile(tc.s, now, p, tc.probe)
+			// Not through reconcile: its invariants reject the escalated
+			// usage-limit hold (Recovering, its recovery cleared), a case
+			// the next tick repairs; only the change flag is checked here.
+			n, _, acts, changed := Reconcile(tc.s, now, p, tc.probe)
+			if msg := changeMisreported(tc.s, n, changed); msg != "" {
+				t.Fatal(msg)
+			}
 			var got []ActionKind
 			for _, a := range acts {
 				got = append(got, a.Kind)
