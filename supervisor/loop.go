@@ -222,10 +222,10 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 func observationRows(s sessions.Session, now time.Time, obs []core.Observation) []storage.TimelineEvent {
 	rows := make([]storage.TimelineEvent, 0, len(obs))
 	for _, o := range obs {
-		detail := map[string]any{"message": o.Detail}
+		detail := sessions.TimelineDetail{Message: o.Detail}
 		if o.From != o.To {
 			// The same keys as the state changes Apply causes.
-			detail["from"], detail["to"] = o.From.String(), o.To.String()
+			detail.From, detail.To = o.From.String(), o.To.String()
 		}
 		rows = append(rows, newRow(s, now, o.Kind, detail))
 	}
@@ -276,7 +276,8 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 		r.log.Info("dropping a stale action", "session", a.SessionID, "action", a.Kind, "for_turn", a.TurnGeneration)
 		return
 	}
-	intent := newRow(e.s, time.Now(), intentKind(a, e.s.Source), map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
+	detail := sessions.TimelineDetail{Message: a.Detail, Action: a.Kind.String(), Outcome: "pending"}
+	intent := newRow(e.s, time.Now(), intentKind(a, e.s.Source), detail)
 	r.mu.Unlock()
 	res := <-r.w.submit(storage.BatchItem{Events: []storage.TimelineEvent{intent}}, true)
 	if res.err != nil || len(res.ids) != 1 {
@@ -291,7 +292,8 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 	}
 	r.w.submit(storage.BatchItem{OutcomeID: id, Outcome: outcome}, false)
 	intent.ID = id
-	intent.Detail = mergeDetail(intent.Detail, "outcome", outcome)
+	detail.Outcome = outcome
+	intent.Detail = detail.JSON()
 	r.mu.Lock()
 	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &intent})
 	if a.Kind == core.ActEscalate {
@@ -372,25 +374,23 @@ func (r *Runtime) reportUncertainLocked(pending []storage.TimelineEvent) {
 		if !ok {
 			continue
 		}
-		row := newRow(e.s, time.Now(), "uncertain_action", map[string]any{
-			"message": fmt.Sprintf("%s decided at %s has no recorded outcome (the app stopped while dispatching it); it is not replayed",
+		row := newRow(e.s, time.Now(), "uncertain_action", sessions.TimelineDetail{
+			Message: fmt.Sprintf("%s decided at %s has no recorded outcome (the app stopped while dispatching it); it is not replayed",
 				in.Kind, in.Time.Local().Format(time.DateTime)),
-			"intent_id": in.ID,
+			IntentID: in.ID,
 		})
 		row.TurnGeneration = in.TurnGeneration
 		r.commitRowsLocked(e, e.s, []storage.TimelineEvent{row}, true, false)
 	}
 }
 
-func mergeDetail(detail []byte, key, value string) []byte {
-	var m map[string]any
-	if json.Unmarshal(detail, &m) != nil || m == nil {
-		m = map[string]any{}
+// editDetail returns a stored detail changed by edit; a detail that cannot
+// be read is replaced by what edit makes of an empty one.
+func editDetail(detail json.RawMessage, edit func(*sessions.TimelineDetail)) json.RawMessage {
+	var d sessions.TimelineDetail
+	if json.Unmarshal(detail, &d) != nil {
+		d = sessions.TimelineDetail{}
 	}
-	m[key] = value
-	b, err := json.Marshal(m)
-	if err != nil {
-		return detail
-	}
-	return b
+	edit(&d)
+	return d.JSON()
 }

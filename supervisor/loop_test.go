@@ -168,7 +168,7 @@ func (m *memStore) SetEventOutcome(_ context.Context, id int64, outcome string) 
 	}
 	for i := range m.rows {
 		if m.rows[i].ID == id {
-			m.rows[i].Detail = mergeDetail(m.rows[i].Detail, "outcome", outcome)
+			m.rows[i].Detail = editDetail(m.rows[i].Detail, func(d *sessions.TimelineDetail) { d.Outcome = outcome })
 			return nil
 		}
 	}
@@ -1166,7 +1166,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 			OpenTools: map[string]sessions.OpenCall{"t1": {Name: "Bash", Started: before}},
 		}
 		h.store.sessions[persisted.ID] = persisted
-		intent := newRow(persisted, before, core.TimelineNudgeSent, map[string]any{"message": "…", "action": "nudge", "outcome": storage.OutcomePending})
+		intent := newRow(persisted, before, core.TimelineNudgeSent, sessions.TimelineDetail{Message: "…", Action: "nudge", Outcome: storage.OutcomePending})
 		if _, err := h.store.AppendEvent(context.Background(), intent); err != nil {
 			t.Fatal(err)
 		}
@@ -1476,7 +1476,7 @@ func TestLoopPrunesTheTimelineInTheBackground(t *testing.T) {
 		s, _ := h.launch()
 		day := 24 * time.Hour
 		for _, age := range []time.Duration{45 * day, 31 * day, 29 * day, day} {
-			r := newRow(s, h.at(-age), "marked_suspect", map[string]any{"message": fmt.Sprintf("%v old", age)})
+			r := newRow(s, h.at(-age), "marked_suspect", sessions.TimelineDetail{Message: fmt.Sprintf("%v old", age)})
 			if _, err := h.store.AppendEvent(context.Background(), r); err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -194,7 +193,7 @@ func (r *Runtime) Boot(ctx context.Context) error {
 			rows = observationRows(next, now, obs)
 		}
 		if orphan != "" && len(rows) > 0 {
-			rows[0].Detail = mergeDetail(rows[0].Detail, "orphan", orphan)
+			rows[0].Detail = editDetail(rows[0].Detail, func(d *sessions.TimelineDetail) { d.Orphan = orphan })
 		}
 		todo = append(todo, booted{r.newEntry(s), next, rows})
 	}
@@ -452,8 +451,8 @@ func (r *Runtime) attachLocked(e *entry, proc Process, resumeID string) <-chan w
 		how = "resumed session " + resumeID
 	}
 	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID()},
-		newRow(e.s, time.Now(), "process_started", map[string]any{
-			"message": processStartedText(e.s.Agent, proc.PID(), how, e.s.Cwd), "pid": proc.PID(),
+		newRow(e.s, time.Now(), "process_started", sessions.TimelineDetail{
+			Message: processStartedText(e.s.Agent, proc.PID(), how, e.s.Cwd), PID: proc.PID(),
 		}))
 	r.procs.Add(1)
 	go r.pump(e.s.ID, proc, e.exited)
@@ -565,12 +564,12 @@ func (r *Runtime) deliverPrompt(e *entry, text string, by sessions.Actor, kind s
 	if e.s.InTurn {
 		// A prompt sent mid-turn joins the running turn; it does not start one.
 		if kind != "" {
-			rows = append(rows, newRow(e.s, now, kind, map[string]any{"message": "prompt added to the running turn", "by": by.String()}))
+			rows = append(rows, newRow(e.s, now, kind, sessions.TimelineDetail{Message: "prompt added to the running turn", By: by.String()}))
 		}
 		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvPromptAdded, By: by, Detail: "prompt added to the running turn"}, rows...)
 	} else {
 		if kind != "" {
-			row := newRow(e.s, now, kind, map[string]any{"message": "prompt sent by the " + by.String(), "by": by.String()})
+			row := newRow(e.s, now, kind, sessions.TimelineDetail{Message: "prompt sent by the " + by.String(), By: by.String()})
 			row.TurnGeneration++ // the row belongs to the turn it starts
 			rows = append(rows, row)
 		}
@@ -607,7 +606,7 @@ func (r *Runtime) deliveryFailed(e *entry, proc Process, what string, size int, 
 	if e.proc == proc {
 		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvTurnFailed,
 			Failure: sessions.Failure{Kind: sessions.OtherFailure, Message: msg}},
-			newRow(e.s, time.Now(), "input_blocked", map[string]any{"message": msg + "; the agent process was stopped", "bytes": size}))
+			newRow(e.s, time.Now(), "input_blocked", sessions.TimelineDetail{Message: msg + "; the agent process was stopped", Bytes: size}))
 		e.changed = e.s.Clone()
 	}
 	return done, conflictf("session %s: %s", name, msg)
@@ -651,7 +650,7 @@ func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, e
 		// that answers it must find it, or a stop the user asked for would
 		// look like a dead turn and be nudged.
 		done := r.applyLocked(e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.ByUser},
-			newRow(e.s, time.Now(), "interrupt_requested", map[string]any{"message": "interrupt requested by the user", "by": "user"}))
+			newRow(e.s, time.Now(), "interrupt_requested", sessions.TimelineDetail{Message: "interrupt requested by the user", By: sessions.ByUser.String()}))
 		e.changed = e.s.Clone()
 		r.mu.Unlock()
 		if err := proc.Interrupt(); err != nil {
@@ -674,7 +673,7 @@ func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) 
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.applyLocked(e, sessions.Event{Kind: sessions.EvAcknowledged},
-			newRow(e.s, time.Now(), "acknowledged", map[string]any{"message": "acknowledged by the user"})), nil
+			newRow(e.s, time.Now(), "acknowledged", sessions.TimelineDetail{Message: "acknowledged by the user"})), nil
 	})
 }
 
@@ -702,7 +701,7 @@ func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message str
 		}
 		msg := fmt.Sprintf("%s %s by the user", perm.Tool, verdict)
 		done := r.applyLocked(e, sessions.Event{Kind: sessions.EvUserAnswered, Detail: msg, Permission: &perm},
-			newRow(e.s, time.Now(), "permission_answered", map[string]any{"message": msg, "tool": perm.Tool, "allow": allow}))
+			newRow(e.s, time.Now(), "permission_answered", sessions.TimelineDetail{Message: msg, Tool: perm.Tool, Allow: sessions.Flag(allow)}))
 		e.changed = e.s.Clone()
 		r.mu.Unlock()
 		if err := proc.AnswerPermission(perm, allow, message); err != nil {
@@ -738,12 +737,12 @@ func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.Timel
 func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow, wait bool) <-chan writeResult {
 	prev := e.s
 	if stateRow && (prev.State != next.State || prev.WaitReason != next.WaitReason) {
-		detail := map[string]any{"message": next.Evidence, "from": prev.State.String(), "to": next.State.String()}
+		detail := sessions.TimelineDetail{Message: next.Evidence, From: prev.State.String(), To: next.State.String()}
 		if next.WaitReason != sessions.NoWait {
-			detail["reason"] = next.WaitReason.String()
+			detail.Reason = next.WaitReason.String()
 		}
 		if next.Failure.Kind != sessions.NoFailure {
-			detail["failure"] = next.Failure.Kind.String()
+			detail.Failure = next.Failure.Kind.String()
 		}
 		rows = append(rows, newRow(next, next.UpdatedAt, "state_changed", detail))
 	}
@@ -853,12 +852,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	}
 }
 
-func newRow(s sessions.Session, now time.Time, kind string, detail map[string]any) storage.TimelineEvent {
-	b, err := json.Marshal(detail)
-	if err != nil {
-		b = []byte(`{}`)
-	}
-	return storage.TimelineEvent{SessionID: s.ID, Time: now, Kind: kind, TurnGeneration: s.TurnGeneration, Detail: b}
+func newRow(s sessions.Session, now time.Time, kind string, detail sessions.TimelineDetail) storage.TimelineEvent {
+	return storage.TimelineEvent{SessionID: s.ID, Time: now, Kind: kind, TurnGeneration: s.TurnGeneration, Detail: detail.JSON()}
 }
 
 func newID() string {
