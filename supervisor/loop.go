@@ -9,6 +9,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -24,13 +25,13 @@ func (r *Runtime) Run(ctx context.Context) {
 	var lastTick, lastSnapshot, lastPrune time.Time
 	start := time.Now()
 	lastTick, lastSnapshot = start, start
-	r.health.start(start, r.settings(ctx).Tick)
+	r.health.start(start, r.settings().Tick)
 	// Every goroutine the loop starts ends with ctx; returning only after
 	// them leaves nothing of the loop running once Run has returned.
 	defer r.loopWork.Wait()
 	r.startExternal(ctx)
 	for {
-		set := r.settings(ctx)
+		set := r.settings()
 		now := time.Now()
 		wait := min(set.Tick-now.Sub(lastTick), set.SnapshotInterval-now.Sub(lastSnapshot))
 		if wait > 0 {
@@ -47,7 +48,7 @@ func (r *Runtime) Run(ctx context.Context) {
 		// Read the settings again: the ones above were read before the
 		// wait, so a change made meanwhile would otherwise apply one round
 		// late rather than at the next tick.
-		set = r.settings(ctx)
+		set = r.settings()
 		now = time.Now()
 		if now.Sub(lastTick) >= set.Tick {
 			due := lastTick.Add(set.Tick)
@@ -66,18 +67,6 @@ func (r *Runtime) Run(ctx context.Context) {
 	}
 }
 
-// loadSettings reads the settings from the store (when no in-memory source
-// was given); on a read error the defaults keep the loop safe rather than
-// stopping it.
-func (r *Runtime) loadSettings(ctx context.Context) storage.Settings {
-	set, err := r.store.LoadSettings(ctx)
-	if err != nil {
-		r.log.Error("loading settings; using defaults this round", "err", err)
-		return storage.DefaultSettings()
-	}
-	return set
-}
-
 // pruner is the optional store capability to drop old timeline rows.
 type pruner interface {
 	PruneEvents(ctx context.Context, olderThan time.Time) (int64, error)
@@ -85,7 +74,7 @@ type pruner interface {
 
 // prune drops timeline rows older than the retention in its own goroutine,
 // so a long delete never holds up a tick.
-func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time) {
+func (r *Runtime) prune(ctx context.Context, set settings.Settings, now time.Time) {
 	p, ok := r.store.(pruner)
 	if !ok {
 		return
@@ -105,11 +94,11 @@ func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time
 
 // DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
 // install behaves safely with multi-hour turns: the settings' defaults
-// (storage.DefaultSettings, where every default lives) over core.BasePolicy.
-func DefaultPolicy() core.Policy { return PolicyFromSettings(storage.DefaultSettings()) }
+// (settings.Defaults, where every default lives) over core.BasePolicy.
+func DefaultPolicy() core.Policy { return PolicyFromSettings(settings.Defaults()) }
 
 // PolicyFromSettings turns settings into the reconciliation policy.
-func PolicyFromSettings(set storage.Settings) core.Policy {
+func PolicyFromSettings(set settings.Settings) core.Policy {
 	p := core.BasePolicy()
 	p.Enabled = set.Enabled
 	p.AutoRecover = set.AutoRecover
@@ -136,7 +125,7 @@ func PolicyFromSettings(set storage.Settings) core.Policy {
 // in it waits for an agent or for the disk, so one wedged agent cannot stop
 // the watchdog. A session whose queue is still busy with an earlier side
 // effect is left for the next tick rather than decided twice.
-func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
+func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	policy := PolicyFromSettings(set)
 	r.w.kick() // retry writes that failed earlier
 

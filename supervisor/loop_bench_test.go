@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -197,7 +198,7 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 			resets = append(resets, reset{e, s})
 		}
 	}
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	// One tick settles anything the mix did not state exactly (evidence
 	// wording), so the measured ticks see the steady part as steady.
 	rt.Tick(ctx, set)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -74,7 +75,7 @@ type memStore struct {
 	j *journal
 
 	mu       sync.Mutex
-	settings storage.Settings
+	settings settings.Settings
 	sessions map[string]sessions.Session
 	rows     []storage.TimelineEvent
 	nextID   int64
@@ -97,7 +98,7 @@ var _ Store = (*memStore)(nil)
 var _ pruner = (*memStore)(nil)
 
 func newMemStore(j *journal) *memStore {
-	return &memStore{j: j, settings: storage.DefaultSettings(), sessions: map[string]sessions.Session{}, keepRows: true}
+	return &memStore{j: j, settings: settings.Defaults(), sessions: map[string]sessions.Session{}, keepRows: true}
 }
 
 func checkMemRow(ev storage.TimelineEvent) error {
@@ -207,10 +208,12 @@ func (m *memStore) Timeline(_ context.Context, id string, limit int) ([]storage.
 	return rows, nil
 }
 
-func (m *memStore) LoadSettings(context.Context) (storage.Settings, error) {
+// currentSettings is what setSettings last set: the runtime's
+// Options.Settings, as the settings service's Get is the app's.
+func (m *memStore) currentSettings() settings.Settings {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.settings, nil
+	return m.settings
 }
 
 func (m *memStore) PruneEvents(ctx context.Context, olderThan time.Time) (int64, error) {
@@ -245,7 +248,7 @@ func (m *memStore) pruneCalls() []pruneCall {
 }
 
 // setSettings changes the settings the loop reads, as `settings set` would.
-func (m *memStore) setSettings(f func(*storage.Settings)) {
+func (m *memStore) setSettings(f func(*settings.Settings)) {
 	m.mu.Lock()
 	f(&m.settings)
 	m.mu.Unlock()
@@ -477,7 +480,7 @@ type loopHarness struct {
 
 // newLoopHarness builds a runtime over a memStore whose settings are the
 // defaults adjusted by set. It must be called inside a bubble.
-func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
+func newLoopHarness(t *testing.T, set func(*settings.Settings)) *loopHarness {
 	t.Helper()
 	j := &journal{}
 	st := newMemStore(j)
@@ -494,7 +497,7 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 	for _, name := range everyAgent {
 		agents[name] = ag
 	}
-	h.rt = New(Options{Store: st, Agents: agents, DefaultAgent: "claude", Connectivity: unknownConnectivity})
+	h.rt = New(Options{Store: st, Agents: agents, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: st.currentSettings})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	go func() {
 		defer close(h.reader)
@@ -819,7 +822,7 @@ func TestLoopStallToolOpenRelaxation(t *testing.T) {
 
 func TestLoopInterruptIgnoredEscalatesToSignals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) {
+		h := newLoopHarness(t, func(s *settings.Settings) {
 			s.StallSuspect, s.StallHard = 1*time.Minute, 5*time.Minute
 		})
 		defer h.stop()
@@ -1219,7 +1222,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 // end of the compaction books no retry and starts no extra turn.
 func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.CompactTimeout = 120 * time.Second })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.CompactTimeout = 120 * time.Second })
 		defer h.stop()
 		s, p := h.launch()
 		h.run()
@@ -1273,7 +1276,7 @@ func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 // compaction latches forever.
 func TestLoopCompactionWithNoStartTimeStillTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.AutoRecover = false })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.AutoRecover = false })
 		defer h.stop()
 		h.store.sessions["c1"] = sessions.Session{
 			ID: "c1", Agent: "claude", Source: sessions.Managed, State: sessions.Compacting,
@@ -1298,18 +1301,18 @@ func TestLoopCompactionWithNoStartTimeStillTimesOut(t *testing.T) {
 // --- 8. the switches ---
 
 func TestLoopSwitches(t *testing.T) {
-	short := func(s *storage.Settings) { s.StallSuspect, s.StallHard = 1*time.Minute, 3*time.Minute }
+	short := func(s *settings.Settings) { s.StallSuspect, s.StallHard = 1*time.Minute, 3*time.Minute }
 	cases := []struct {
 		name string
-		set  func(*storage.Settings)
+		set  func(*settings.Settings)
 		// want is the timeline after the launch; reason is in the escalation.
 		want   []string
 		reason string
 	}{
-		{"supervisor disabled", func(s *storage.Settings) { short(s); s.Enabled = false }, nil, ""},
-		{"auto recover off", func(s *storage.Settings) { short(s); s.AutoRecover = false },
+		{"supervisor disabled", func(s *settings.Settings) { short(s); s.Enabled = false }, nil, ""},
+		{"auto recover off", func(s *settings.Settings) { short(s); s.AutoRecover = false },
 			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
-		{"nudge off", func(s *storage.Settings) { short(s); s.NudgeEnabled = false },
+		{"nudge off", func(s *settings.Settings) { short(s); s.NudgeEnabled = false },
 			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
 	}
 	for _, tc := range cases {
@@ -1338,7 +1341,7 @@ func TestLoopSwitches(t *testing.T) {
 					h.wantKinds(id, afterLaunch()...)
 
 					// Switching it on applies at the next tick.
-					h.store.setSettings(func(s *storage.Settings) { s.Enabled = true })
+					h.store.setSettings(func(s *settings.Settings) { s.Enabled = true })
 					h.until(5*time.Hour + 16*time.Second)
 					if st := h.wantState(id, sessions.Suspect, sessions.NoWait); !st.StateChangedAt.Equal(h.at(5*time.Hour + 15*time.Second)) {
 						t.Fatalf("Suspect at %v, want at the first tick after enabling", st.StateChangedAt.Sub(h.start))
@@ -1408,7 +1411,7 @@ func TestLoopSnapshotReemission(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("tick %v every %v", tc.tick, tc.interval), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newLoopHarness(t, func(s *storage.Settings) { s.Tick, s.SnapshotInterval = tc.tick, tc.interval })
+				h := newLoopHarness(t, func(s *settings.Settings) { s.Tick, s.SnapshotInterval = tc.tick, tc.interval })
 				defer h.stop()
 				s, _ := h.launch()
 				// A subscriber that never reads still ends up holding the
@@ -1439,7 +1442,7 @@ func TestLoopSnapshotReemission(t *testing.T) {
 // as they arrive, with their fake time).
 func TestLoopSnapshotTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.SnapshotInterval = 45 * time.Second })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.SnapshotInterval = 45 * time.Second })
 		defer h.stop()
 		sub := h.rt.Bus().Subscribe(64)
 		var times []time.Duration
@@ -1455,7 +1458,7 @@ func TestLoopSnapshotTimes(t *testing.T) {
 		h.run()
 		h.until(4 * time.Minute)
 		// A settings change applies from the next round.
-		h.store.setSettings(func(s *storage.Settings) { s.SnapshotInterval = 60 * time.Second })
+		h.store.setSettings(func(s *settings.Settings) { s.SnapshotInterval = 60 * time.Second })
 		h.until(8*time.Minute + time.Second)
 		h.rt.Bus().Unsubscribe(sub)
 		<-done
@@ -1535,7 +1538,7 @@ func TestLoopSettingsApplyAtTheNextTick(t *testing.T) {
 		// settings in hand. The change must still be what 5:15 uses.
 		h.until(5*time.Minute + time.Second)
 		h.wantState(s.ID, sessions.Working, sessions.NoWait)
-		h.store.setSettings(func(st *storage.Settings) {
+		h.store.setSettings(func(st *settings.Settings) {
 			st.StallSuspect = 5 * time.Minute
 			st.StallHard = 6*time.Minute + 2*time.Second
 			st.Tick = 5 * time.Second

@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -30,7 +31,6 @@ type Store interface {
 	PendingIntents(ctx context.Context) ([]storage.TimelineEvent, error)
 	ListSessions(ctx context.Context) ([]sessions.Session, error)
 	Timeline(ctx context.Context, sessionID string, limit int) ([]storage.TimelineEvent, error)
-	LoadSettings(ctx context.Context) (storage.Settings, error)
 }
 
 // Runtime is the in-process supervisor: it owns the agent processes, applies
@@ -52,10 +52,10 @@ type Runtime struct {
 	// defaultAgent launches a request that names none (Options.DefaultAgent).
 	defaultAgent string
 	log          *slog.Logger
-	settings     func(context.Context) storage.Settings
+	settings     func() settings.Settings
 	w            *writer
 	health       healthStats
-	values       func() []storage.SettingValue
+	values       func() []settings.Value
 	// connectivity is asked once per tick, outside the lock.
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
@@ -102,13 +102,13 @@ type Options struct {
 	// Empty: such a request is refused.
 	DefaultAgent string
 	Logger       *slog.Logger
-	// Settings returns the current settings (in memory). Nil reads them
-	// from Store at every use.
-	Settings func() storage.Settings
+	// Settings returns the current settings (in memory: the settings
+	// service's Get). Nil means the defaults (settings.Defaults).
+	Settings func() settings.Settings
 	// SettingValues, when set, lists every setting's value in force: a new
 	// subscriber gets it after its snapshot, so a desktop knows the
 	// settings it obeys without asking.
-	SettingValues func() []storage.SettingValue
+	SettingValues func() []settings.Value
 	// WriteTimeout bounds one write to an agent's stdin (0: DefaultWriteTimeout).
 	WriteTimeout time.Duration
 	// Connectivity tells, once per tick, whether the machine is offline
@@ -148,11 +148,9 @@ func New(opts Options) *Runtime {
 	if r.connectivity == nil {
 		r.connectivity = defaultConnectivity()
 	}
-	if opts.Settings != nil {
-		get := opts.Settings
-		r.settings = func(context.Context) storage.Settings { return get() }
-	} else {
-		r.settings = r.loadSettings
+	r.settings = opts.Settings
+	if r.settings == nil {
+		r.settings = settings.Defaults
 	}
 	return r
 }
@@ -421,7 +419,7 @@ func (r *Runtime) spawn(e *entry, resumeID string) (Process, error) {
 	if agent == nil {
 		return nil, conflictf("unknown agent %q", agentName)
 	}
-	set := r.settings(context.Background())
+	set := r.settings()
 	proc, err := agent.Start(context.Background(), StartOptions{
 		Command: agentCommand(set, agentName), Cwd: cwd, PermissionMode: mode, ResumeID: resumeID,
 		WriteTimeout: r.writeTimeout,
@@ -486,7 +484,7 @@ func (r *Runtime) ensureProcess(e *entry) (Process, error) {
 
 // agentCommand is the agent's agents.NAME.command setting (registered from
 // the agent registry), or the agent's name for one without a setting.
-func agentCommand(s storage.Settings, agent string) string {
+func agentCommand(s settings.Settings, agent string) string {
 	if c := s.AgentCommand(agent); c != "" {
 		return c
 	}
@@ -795,7 +793,7 @@ func (r *Runtime) snapshotLocked() localapi.Message {
 }
 
 // PublishSettings tells every subscriber the settings in force after a change.
-func (r *Runtime) PublishSettings(values []storage.SettingValue) {
+func (r *Runtime) PublishSettings(values []settings.Value) {
 	r.bus.Publish(localapi.Message{Type: localapi.MsgSettings, Settings: values})
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
@@ -88,7 +88,7 @@ func (h *loopHarness) restart() {
 	<-h.reader
 
 	h.agent = &fakeAgent{j: h.j}
-	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
+	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: h.store.currentSettings})
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
 	h.reader = make(chan struct{})
 	go func() {
@@ -191,7 +191,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 // sent after.
 func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.TransientWindow = 3 * time.Minute })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 3 * time.Minute })
 		defer h.stop()
 		s, p := h.launch()
 		h.run()
@@ -237,7 +237,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 // incident began, not 20 min after the restart.
 func TestLoopTransientSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.TransientWindow = 20 * time.Minute })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 20 * time.Minute })
 		defer h.stop()
 		s, p := h.launch()
 		h.run()
