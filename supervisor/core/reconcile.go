@@ -462,51 +462,62 @@ func (r *reconciler) retryAfterCompaction() {
 // holdRecovering continues it when the countdown ends. (An overload is a
 // transient incident: see transient.go.)
 func (r *reconciler) scheduleDrain() {
-	sv := &r.n.Supervision
-	if sv.Recovery != RecoveryRateLimit {
-		r.startIncident(RecoveryRateLimit)
-	}
-	limit := r.p.RateLimitMaxAttempts
-	if sv.RecoveryAttempts >= limit {
-		r.escalate(fmt.Sprintf("%d of %d attempts to continue spent", sv.RecoveryAttempts, limit))
-		return
-	}
-	if r.incidentSpent() {
-		return
-	}
-	next := r.now.Add(r.p.rateLimitDelay(sv.RecoveryAttempts))
-	if at := r.n.Failure.RetryAt; at.After(r.now) {
-		next = at // the provider's own reset wins over any guess
-	}
-	sv.NextAttemptAt = next
-	ev := fmt.Sprintf("%s; continuing at %s (attempt %d/%d)",
-		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, limit)
-	r.transition(sessions.Recovering, ev)
-	r.observe(TimelineRateLimitDrain, "scheduled: "+ev)
+	r.scheduleHold(scheduledHold{
+		recovery: RecoveryRateLimit, limit: r.p.RateLimitMaxAttempts, timeline: TimelineRateLimitDrain,
+		attempts: "attempts to continue", until: "continuing at",
+		next: func(attempts int) time.Time {
+			if at := r.n.Failure.RetryAt; at.After(r.now) {
+				return at // the provider's own reset wins over any guess
+			}
+			return r.now.Add(r.p.rateLimitDelay(attempts))
+		},
+	})
 }
 
 // scheduleAuth holds an auth failure in Recovering for AuthRetryInterval, the
 // time a credential refresh (a login in another terminal, a token renewal)
 // plausibly needs, then resumes.
 func (r *reconciler) scheduleAuth() {
+	r.scheduleHold(scheduledHold{
+		recovery: RecoveryAuth, limit: r.p.AuthMaxAttempts, timeline: TimelineAuthResume,
+		attempts: "resumes after refreshed credentials", until: "waiting for refreshed credentials, resuming at",
+		next: func(int) time.Time { return r.now.Add(r.p.AuthRetryInterval) },
+	})
+}
+
+// scheduledHold is a recovery that waits in Recovering for a time, within
+// a budget of its own and the incident's.
+type scheduledHold struct {
+	recovery string
+	limit    int
+	timeline string
+	// attempts names what the budget counts, until what the countdown
+	// ends in, for the evidence.
+	attempts, until string
+	// next is when the attempt after the given number of them is due.
+	next func(attempts int) time.Time
+}
+
+// scheduleHold starts (or carries on) h's recovery and holds the session
+// until its next attempt, or escalates when a budget is spent.
+func (r *reconciler) scheduleHold(h scheduledHold) {
 	sv := &r.n.Supervision
-	if sv.Recovery != RecoveryAuth {
-		r.startIncident(RecoveryAuth)
+	if sv.Recovery != h.recovery {
+		r.startIncident(h.recovery)
 	}
-	limit := r.p.AuthMaxAttempts
-	if sv.RecoveryAttempts >= limit {
-		r.escalate(fmt.Sprintf("%d of %d resumes after refreshed credentials spent", sv.RecoveryAttempts, limit))
+	if sv.RecoveryAttempts >= h.limit {
+		r.escalate(fmt.Sprintf("%d of %d %s spent", sv.RecoveryAttempts, h.limit, h.attempts))
 		return
 	}
 	if r.incidentSpent() {
 		return
 	}
-	next := r.now.Add(r.p.AuthRetryInterval)
+	next := h.next(sv.RecoveryAttempts)
 	sv.NextAttemptAt = next
-	ev := fmt.Sprintf("%s; waiting for refreshed credentials, resuming at %s (attempt %d/%d)",
-		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, limit)
+	ev := fmt.Sprintf("%s; %s %s (attempt %d/%d)",
+		r.n.Failure.Kind.Label(), h.until, clockPhrase(next, r.now), sv.RecoveryAttempts+1, h.limit)
 	r.transition(sessions.Recovering, ev)
-	r.observe(TimelineAuthResume, "scheduled: "+ev)
+	r.observe(h.timeline, "scheduled: "+ev)
 }
 
 // holdRecovering runs a supervisor hold: Recovering with no turn in flight.
