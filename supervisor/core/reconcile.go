@@ -465,12 +465,7 @@ func (r *reconciler) scheduleDrain() {
 	r.scheduleHold(scheduledHold{
 		recovery: RecoveryRateLimit, limit: r.p.RateLimitMaxAttempts, timeline: TimelineRateLimitDrain,
 		attempts: "attempts to continue", until: "continuing at",
-		next: func(attempts int) time.Time {
-			if at := r.n.Failure.RetryAt; at.After(r.now) {
-				return at // the provider's own reset wins over any guess
-			}
-			return r.now.Add(r.p.rateLimitDelay(attempts))
-		},
+		delay: Policy.rateLimitDelay, providerReset: true,
 	})
 }
 
@@ -481,7 +476,7 @@ func (r *reconciler) scheduleAuth() {
 	r.scheduleHold(scheduledHold{
 		recovery: RecoveryAuth, limit: r.p.AuthMaxAttempts, timeline: TimelineAuthResume,
 		attempts: "resumes after refreshed credentials", until: "waiting for refreshed credentials, resuming at",
-		next: func(int) time.Time { return r.now.Add(r.p.AuthRetryInterval) },
+		delay: func(p Policy, _ int) time.Duration { return p.AuthRetryInterval },
 	})
 }
 
@@ -494,8 +489,13 @@ type scheduledHold struct {
 	// attempts names what the budget counts, until what the countdown
 	// ends in, for the evidence.
 	attempts, until string
-	// next is when the attempt after the given number of them is due.
-	next func(attempts int) time.Time
+	// delay is the wait before the next attempt, given the attempts made.
+	// It captures nothing: a closure over the reconciler would move it to
+	// the heap on every call, the steady tick's included.
+	delay func(p Policy, attempts int) time.Duration
+	// providerReset: the provider's own reset time, when it gave one, wins
+	// over any guess.
+	providerReset bool
 }
 
 // scheduleHold starts (or carries on) h's recovery and holds the session
@@ -512,7 +512,10 @@ func (r *reconciler) scheduleHold(h scheduledHold) {
 	if r.incidentSpent() {
 		return
 	}
-	next := h.next(sv.RecoveryAttempts)
+	next := r.now.Add(h.delay(r.p, sv.RecoveryAttempts))
+	if at := r.n.Failure.RetryAt; h.providerReset && at.After(r.now) {
+		next = at
+	}
 	sv.NextAttemptAt = next
 	ev := fmt.Sprintf("%s; %s %s (attempt %d/%d)",
 		r.n.Failure.Kind.Label(), h.until, clockPhrase(next, r.now), sv.RecoveryAttempts+1, h.limit)
