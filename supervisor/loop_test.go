@@ -564,6 +564,24 @@ func (h *loopHarness) launch() (sessions.Session, *fakeProc) {
 	return h.launchAgent("claude")
 }
 
+// wantEscalations fails the test unless n escalation messages were
+// published.
+func (h *loopHarness) wantEscalations(n int) {
+	h.t.Helper()
+	if got := len(h.messages(localapi.MsgEscalation)); got != n {
+		h.t.Fatalf("%d escalation messages published, want %d", got, n)
+	}
+}
+
+// launchRunning launches a session and starts the loop, the opening of
+// most loop tests: the session's id and its process.
+func (h *loopHarness) launchRunning() (string, *fakeProc) {
+	h.t.Helper()
+	s, p := h.launch()
+	h.run()
+	return s.ID, p
+}
+
 // launchAgent is launch for a session of the named agent.
 func (h *loopHarness) launchAgent(agent string) (sessions.Session, *fakeProc) {
 	h.t.Helper()
@@ -672,9 +690,7 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil) // the defaults: 15 s tick, 10 / 150 min
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		// Usage counters at 5 min are not activity: the stall clock stays at 0.
 		h.until(5*time.Minute + 7*time.Second)
@@ -826,9 +842,7 @@ func TestLoopInterruptIgnoredEscalatesToSignals(t *testing.T) {
 			s.StallSuspect, s.StallHard = 1*time.Minute, 5*time.Minute
 		})
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		// The interrupt at 5:00 is ignored; SIGTERM follows after the grace
 		// (30 s), SIGKILL after a second grace.
@@ -891,9 +905,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil) // 2 nudges, 10 min apart
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		set := h.store.settings
 
 		// The process dies mid-turn, and so does every resumed one right
@@ -980,9 +992,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 		if got := h.store.kinds(id); got[len(got)-2] != "acknowledged" || got[len(got)-1] != core.TimelineStateChanged {
 			t.Fatalf("after ack the timeline ends %q", got[len(got)-3:])
 		}
-		if n := len(h.messages(localapi.MsgEscalation)); n != 1 {
-			t.Fatalf("%d escalation messages, want exactly one per incident", n)
-		}
+		h.wantEscalations(1) // exactly one per incident
 	})
 }
 
@@ -992,9 +1002,7 @@ func TestLoopRateLimitDrainedAtTheReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		tick := h.store.settings.Tick
 
 		failAt := 1*time.Minute + 7*time.Second
@@ -1065,9 +1073,7 @@ func TestLoopLostExitIsCaughtByTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		h.until(2*time.Minute + 7*time.Second)
 		p.vanish()
@@ -1224,9 +1230,7 @@ func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.CompactTimeout = 120 * time.Second })
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		h.until(1*time.Minute + 7*time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvCompactionStarted})
@@ -1696,9 +1700,7 @@ func TestLoopOwnMidTurnPromptKeepsTheStallClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, _ := h.launch()
-		h.run()
-		id := s.ID
+		id, _ := h.launchRunning()
 		h.until(8 * time.Minute)
 		if _, err := h.rt.Send(context.Background(), id, "also update the docs"); err != nil {
 			t.Fatal(err)
@@ -1718,9 +1720,7 @@ func TestLoopSeveralPermissionRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		ask := func(req, tool string) sessions.Event {
 			return sessions.Event{Kind: sessions.EvWaitingOnUser, Reason: sessions.WaitPermission, Permission: &sessions.Permission{RequestID: req, Tool: tool}}
 		}
@@ -1758,9 +1758,7 @@ func TestLoopRacedPromptStartsASupervisedTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		h.until(time.Minute)
 		if _, err := h.rt.Send(context.Background(), id, "and the tests"); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
@@ -116,9 +115,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil) // 15 s tick, 90 min window
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		h.until(1*time.Minute + 7*time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
@@ -149,9 +146,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if done.NeedsAttention || done.Supervision != (sessions.Supervision{}) || done.TurnGeneration != 5 {
 			t.Fatalf("after the outage: turn %d, needs_attention %v, supervision %+v", done.TurnGeneration, done.NeedsAttention, done.Supervision)
 		}
-		if n := len(h.messages(localapi.MsgEscalation)); n != 0 {
-			t.Fatalf("%d escalations", n)
-		}
+		h.wantEscalations(0)
 		rows := h.store.rowsOf(id, core.TimelineTransientRetry)
 		var msgs []string
 		for _, r := range rows {
@@ -193,9 +188,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 3 * time.Minute })
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		h.until(7 * time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
 
@@ -207,11 +200,8 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("retries at %v, want %v", got, want)
 		}
-		esc := h.messages(localapi.MsgEscalation)
-		if len(esc) != 1 {
-			t.Fatalf("%d escalations, want 1", len(esc))
-		}
-		s = h.wantState(id, sessions.Errored, sessions.NoWait)
+		h.wantEscalations(1)
+		s := h.wantState(id, sessions.Errored, sessions.NoWait)
 		if !s.NeedsAttention || s.Failure != netFailure {
 			t.Fatalf("escalated session: needs_attention %v, failure %+v", s.NeedsAttention, s.Failure)
 		}
@@ -239,9 +229,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 20 * time.Minute })
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		h.until(7 * time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
 		got := h.outage(3*time.Minute+2*time.Second, 0)
@@ -280,9 +268,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		if !strings.Contains(rowField(rows[0], "message"), "API unreachable or failing for 20 min; retried 8 times") {
 			t.Errorf("escalation: %s", rowField(rows[0], "message"))
 		}
-		if n := len(h.messages(localapi.MsgEscalation)); n != 1 {
-			t.Fatalf("%d escalations published, want 1", n)
-		}
+		h.wantEscalations(1)
 	})
 }
 
