@@ -488,7 +488,7 @@ func newLoopHarness(t *testing.T, set func(*settings.Settings)) *loopHarness {
 		st.setSettings(set)
 	}
 	ag := &fakeAgent{j: j}
-	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now(), reader: make(chan struct{})}
+	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now()}
 	// The machine's own connectivity must not leak into fake time: unknown
 	// unless a test says otherwise.
 	// The fake plays every agent: the runtime names none, and a test can
@@ -498,7 +498,15 @@ func newLoopHarness(t *testing.T, set func(*settings.Settings)) *loopHarness {
 		agents[name] = ag
 	}
 	h.rt = New(Options{Store: st, Agents: agents, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: st.currentSettings})
+	h.record()
+	return h
+}
+
+// record subscribes to h.rt's bus and keeps every message (h.messages)
+// until the subscription ends, which closes h.reader.
+func (h *loopHarness) record() {
 	h.sub = h.rt.Bus().Subscribe(1 << 16)
+	h.reader = make(chan struct{})
 	go func() {
 		defer close(h.reader)
 		for msg := range h.sub.C {
@@ -507,7 +515,6 @@ func newLoopHarness(t *testing.T, set func(*settings.Settings)) *loopHarness {
 			h.msgMu.Unlock()
 		}
 	}()
-	return h
 }
 
 // run starts the loop, as main does after Boot.

@@ -19,6 +19,14 @@ import (
 
 var netFailure = sessions.Failure{Kind: sessions.Network, Message: "API Error: Unable to connect to API (ECONNRESET)"}
 
+// failNetworkAt steps the clock to d and fails p's turn with a network
+// error: the start of every outage.
+func (h *loopHarness) failNetworkAt(p *fakeProc, d time.Duration) {
+	h.t.Helper()
+	h.until(d)
+	h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+}
+
 // outage plays the agent through an outage: every prompt the supervisor
 // sends starts a turn that fails with a network error 5 s later, until the
 // fake time reaches up (never, if up is 0); a prompt sent from then on is
@@ -88,16 +96,7 @@ func (h *loopHarness) restart() {
 
 	h.agent = &fakeAgent{j: h.j}
 	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: h.store.currentSettings})
-	h.sub = h.rt.Bus().Subscribe(1 << 16)
-	h.reader = make(chan struct{})
-	go func() {
-		defer close(h.reader)
-		for msg := range h.sub.C {
-			h.msgMu.Lock()
-			h.msgs = append(h.msgs, msg)
-			h.msgMu.Unlock()
-		}
-	}()
+	h.record()
 	if err := h.rt.Boot(context.Background()); err != nil {
 		h.t.Fatalf("Boot: %v", err)
 	}
@@ -117,8 +116,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		defer h.stop()
 		id, p := h.launchRunning()
 
-		h.until(1*time.Minute + 7*time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 1*time.Minute + 7*time.Second)
 		h.wantState(id, sessions.Errored, sessions.NoWait)
 		// The 1:15 tick holds it, with the countdown in the evidence.
 		h.until(1*time.Minute + 16*time.Second)
@@ -168,8 +166,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if _, err := h.rt.Send(context.Background(), id, "next step"); err != nil {
 			t.Fatal(err)
 		}
-		h.until(40*time.Minute + 7*time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 40*time.Minute + 7*time.Second)
 		got = h.outage(42*time.Minute, 0)
 		if want := durations(40*time.Minute + 45*time.Second); !slices.Equal(got, want) {
 			t.Fatalf("the next incident's first retry at %v, want %v", got, want)
@@ -189,8 +186,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 3 * time.Minute })
 		defer h.stop()
 		id, p := h.launchRunning()
-		h.until(7 * time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 7 * time.Second)
 
 		// Incident at the 0:15 tick; each failure is seen 15 s after its
 		// retry and rescheduled 30 s later; the failure seen at 3:15 finds
@@ -230,8 +226,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 20 * time.Minute })
 		defer h.stop()
 		id, p := h.launchRunning()
-		h.until(7 * time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 7 * time.Second)
 		got := h.outage(3*time.Minute+2*time.Second, 0)
 		if want := durations(45*time.Second, 2*time.Minute); !slices.Equal(got, want) {
 			t.Fatalf("retries before the restart at %v, want %v", got, want)
@@ -284,8 +279,7 @@ func TestLoopOfflineHoldsTheIncident(t *testing.T) {
 		h.rt.connectivity = func() Connectivity { mu.Lock(); defer mu.Unlock(); return conn }
 		s, p := h.launch()
 		h.run()
-		h.until(7 * time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 7 * time.Second)
 		h.until(30*time.Minute + 7*time.Second)
 		if n := len(callsOf(h.agent.calls(), "prompt")); n != 1 {
 			t.Fatalf("%d prompts while offline, want only the first one", n)
