@@ -357,6 +357,16 @@ func (r *Runtime) agentNames() []string {
 	return names
 }
 
+// jobFor is job for the session named id (an error when there is none),
+// what every command on one session starts with.
+func (r *Runtime) jobFor(ctx context.Context, id string, fn func(e *entry) (<-chan writeResult, error)) (sessions.Session, error) {
+	e, err := r.find(id)
+	if err != nil {
+		return sessions.Session{}, err
+	}
+	return r.job(ctx, e, func() (<-chan writeResult, error) { return fn(e) })
+}
+
 // job runs fn on e's serial queue and waits for it, then for its rows to be
 // written (a change the API acknowledges was handed to the disk, and is on
 // it unless the disk is failing: then it stays in memory, is retried, and
@@ -531,11 +541,7 @@ func (r *Runtime) Send(ctx context.Context, id, prompt string) (sessions.Session
 	if strings.TrimSpace(prompt) == "" {
 		return sessions.Session{}, invalidf("the prompt is empty")
 	}
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		return r.deliverPrompt(e, prompt, sessions.ByUser, "prompt_sent")
 	})
 }
@@ -629,11 +635,7 @@ func (r *Runtime) find(id string) (*entry, error) {
 
 // Interrupt asks the agent to abort the turn in flight at the user's request.
 func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		name, proc := e.s.DisplayName(), e.proc
 		if !e.s.InTurn {
@@ -663,11 +665,7 @@ func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, e
 // Ack acknowledges a session: a reviewed turn becomes Idle and
 // needs-attention is cleared.
 func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.applyLocked(e, sessions.Event{Kind: sessions.EvAcknowledged},
@@ -677,11 +675,7 @@ func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) 
 
 // Answer approves or denies the pending permission request.
 func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		p, proc, name := e.s.Permission, e.proc, e.s.DisplayName()
 		if p == nil || e.s.State != sessions.WaitingOnUser {

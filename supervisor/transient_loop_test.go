@@ -116,7 +116,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		defer h.stop()
 		id, p := h.launchRunning()
 
-		h.failNetworkAt(p, 1*time.Minute + 7*time.Second)
+		h.failNetworkAt(p, 1*time.Minute+7*time.Second)
 		h.wantState(id, sessions.Errored, sessions.NoWait)
 		// The 1:15 tick holds it, with the countdown in the evidence.
 		h.until(1*time.Minute + 16*time.Second)
@@ -166,7 +166,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if _, err := h.rt.Send(context.Background(), id, "next step"); err != nil {
 			t.Fatal(err)
 		}
-		h.failNetworkAt(p, 40*time.Minute + 7*time.Second)
+		h.failNetworkAt(p, 40*time.Minute+7*time.Second)
 		got = h.outage(42*time.Minute, 0)
 		if want := durations(40*time.Minute + 45*time.Second); !slices.Equal(got, want) {
 			t.Fatalf("the next incident's first retry at %v, want %v", got, want)
@@ -186,7 +186,7 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 3 * time.Minute })
 		defer h.stop()
 		id, p := h.launchRunning()
-		h.failNetworkAt(p, 7 * time.Second)
+		h.failNetworkAt(p, 7*time.Second)
 
 		// Incident at the 0:15 tick; each failure is seen 15 s after its
 		// retry and rescheduled 30 s later; the failure seen at 3:15 finds
@@ -226,7 +226,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 20 * time.Minute })
 		defer h.stop()
 		id, p := h.launchRunning()
-		h.failNetworkAt(p, 7 * time.Second)
+		h.failNetworkAt(p, 7*time.Second)
 		got := h.outage(3*time.Minute+2*time.Second, 0)
 		if want := durations(45*time.Second, 2*time.Minute); !slices.Equal(got, want) {
 			t.Fatalf("retries before the restart at %v, want %v", got, want)
@@ -279,7 +279,7 @@ func TestLoopOfflineHoldsTheIncident(t *testing.T) {
 		h.rt.connectivity = func() Connectivity { mu.Lock(); defer mu.Unlock(); return conn }
 		s, p := h.launch()
 		h.run()
-		h.failNetworkAt(p, 7 * time.Second)
+		h.failNetworkAt(p, 7*time.Second)
 		h.until(30*time.Minute + 7*time.Second)
 		if n := len(callsOf(h.agent.calls(), "prompt")); n != 1 {
 			t.Fatalf("%d prompts while offline, want only the first one", n)
