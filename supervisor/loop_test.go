@@ -469,13 +469,10 @@ type loopHarness struct {
 	agent *fakeAgent
 	rt    *Runtime
 	start time.Time
-	// sub sees every bus message (a buffer large enough never to drop).
-	sub    *localapi.Subscription
-	msgMu  sync.Mutex
-	msgs   []localapi.Message
+	// rec sees every bus message (a buffer large enough never to drop).
+	rec    *recorder
 	cancel context.CancelFunc
 	done   chan struct{}
-	reader chan struct{}
 }
 
 // newLoopHarness builds a runtime over a memStore whose settings are the
@@ -503,18 +500,13 @@ func newLoopHarness(t *testing.T, set func(*settings.Settings)) *loopHarness {
 }
 
 // record subscribes to h.rt's bus and keeps every message (h.messages)
-// until the subscription ends, which closes h.reader.
-func (h *loopHarness) record() {
-	h.sub = h.rt.Bus().Subscribe(1 << 16)
-	h.reader = make(chan struct{})
-	go func() {
-		defer close(h.reader)
-		for msg := range h.sub.C {
-			h.msgMu.Lock()
-			h.msgs = append(h.msgs, msg)
-			h.msgMu.Unlock()
-		}
-	}()
+// until stopRecording.
+func (h *loopHarness) record() { h.rec = recordBus(h.rt.Bus()) }
+
+// stopRecording ends the subscription and waits for its reader.
+func (h *loopHarness) stopRecording() {
+	h.rt.Bus().Unsubscribe(h.rec.sub)
+	<-h.rec.done
 }
 
 // run starts the loop, as main does after Boot.
@@ -543,17 +535,14 @@ func (h *loopHarness) stop() {
 		p.exit(0, "")
 	}
 	synctest.Wait()
-	h.rt.Bus().Unsubscribe(h.sub)
-	<-h.reader
+	h.stopRecording()
 }
 
 // messages returns the bus messages seen so far (after the loop settled).
 func (h *loopHarness) messages(typ localapi.MessageType) []localapi.Message {
 	synctest.Wait()
-	h.msgMu.Lock()
-	defer h.msgMu.Unlock()
 	var out []localapi.Message
-	for _, msg := range h.msgs {
+	for _, msg := range h.rec.messages() {
 		if msg.Type == typ {
 			out = append(out, msg)
 		}

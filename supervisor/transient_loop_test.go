@@ -91,8 +91,7 @@ func (h *loopHarness) restart() {
 		h.t.Fatalf("Shutdown: %v", err)
 	}
 	synctest.Wait()
-	h.rt.Bus().Unsubscribe(h.sub)
-	<-h.reader
+	h.stopRecording()
 
 	h.agent = &fakeAgent{j: h.j}
 	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: h.store.currentSettings})
