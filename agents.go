@@ -14,7 +14,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/geminiterm"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
 )
@@ -44,19 +44,16 @@ func externalSources(dataDir string) []supervisor.ExternalSource {
 	}
 }
 
-// The settings registry learns the agents' command settings before any
-// command reads a setting.
-func init() {
-	if err := storage.RegisterAgents(agentSettings(agentRegistry)...); err != nil {
-		panic(err)
-	}
-}
+// settingsRegistry is every setting the app has: the core ones and each
+// agent's command. It is handed to what reads or changes settings (the
+// settings service, the CLI, the window).
+var settingsRegistry = settings.MustRegistry(agentSettings(agentRegistry)...)
 
 // agentSettings is what the settings registry needs about each agent.
-func agentSettings(r *sessions.Registry) []storage.AgentSetting {
-	var out []storage.AgentSetting
+func agentSettings(r *sessions.Registry) []settings.Agent {
+	var out []settings.Agent
 	for _, a := range r.All() {
-		out = append(out, storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()})
+		out = append(out, settings.Agent{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()})
 	}
 	return out
 }

@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // mustSettingsService is the app's settings service over st, as run builds it.
-func mustSettingsService(t testing.TB, st *storage.Store) *storage.SettingsService {
+func mustSettingsService(t testing.TB, st *storage.Store) *settings.Service {
 	t.Helper()
-	svc, err := storage.NewSettingsService(context.Background(), st)
+	svc, err := settings.NewService(context.Background(), settingsRegistry, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
 		{"timeline.retention_days", "0", "30", true},
 	}
 	numeric := 0
-	for _, d := range storage.SettingKeys() {
-		if d.Kind == storage.KindInt || d.Kind == storage.KindMinutes {
+	for _, d := range settingsRegistry.Defs() {
+		if d.Kind == settings.KindInt || d.Kind == settings.KindMinutes {
 			numeric++
 		}
 	}

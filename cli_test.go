@@ -16,6 +16,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -108,11 +109,11 @@ func TestSettingsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list --json: code %d", code)
 	}
-	var vals []storage.SettingValue
+	var vals []settings.Value
 	if err := json.Unmarshal([]byte(out), &vals); err != nil {
 		t.Fatalf("list --json is not JSON: %v\n%s", err, out)
 	}
-	got := map[string]storage.SettingValue{}
+	got := map[string]settings.Value{}
 	for _, v := range vals {
 		got[v.Key] = v
 	}
@@ -122,8 +123,8 @@ func TestSettingsCommands(t *testing.T) {
 	if v := got["supervisor.enabled"]; v.Value != "true" || !v.IsDefault {
 		t.Errorf("enabled in list = %+v", v)
 	}
-	if len(vals) != len(storage.SettingKeys()) {
-		t.Errorf("list has %d settings, registry %d", len(vals), len(storage.SettingKeys()))
+	if len(vals) != len(settingsRegistry.Defs()) {
+		t.Errorf("list has %d settings, registry %d", len(vals), len(settingsRegistry.Defs()))
 	}
 
 	code, out, _ = runCLI(t, "--data-dir", dir, "settings", "reset", "supervisor.tick_seconds")
@@ -147,7 +148,7 @@ func TestSessionSupervisorHomeEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	set, err := st.LoadSettings(context.Background())
+	set, err := settingsRegistry.On(st).LoadSettings(context.Background())
 	if err != nil || set.NudgeMaxAttempts != 3 {
 		t.Fatalf("settings in $%s: %+v, %v", storage.EnvHome, set, err)
 	}

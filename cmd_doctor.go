@@ -11,6 +11,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/doctor"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -19,7 +20,7 @@ import (
 func doctorAgents() []doctor.Agent {
 	var out []doctor.Agent
 	for _, a := range agentRegistry.All() {
-		out = append(out, doctor.Agent{Name: a.Name(), Command: a.DefaultCommand(), Setting: storage.AgentCommandKey(a.Name()),
+		out = append(out, doctor.Agent{Name: a.Name(), Command: a.DefaultCommand(), Setting: settings.AgentCommandKey(a.Name()),
 			Display: a.DisplayName(), Managed: true, Install: a.InstallHint()})
 	}
 	return out
@@ -84,7 +85,7 @@ type doctorDB struct{ *storage.Store }
 
 // UserSettings is the settings the user set, by key.
 func (d doctorDB) UserSettings(ctx context.Context) (map[string]string, error) {
-	vals, err := d.ListSettings(ctx)
+	vals, err := settingsRegistry.On(d.Store).ListSettings(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -70,7 +71,7 @@ func cmdSettings(c *cli, args []string) error {
 	ctx := context.Background()
 	// Reads come from the database: the app persists every change before
 	// it applies it, and reads it through the same rules.
-	svc, err := storage.NewSettingsService(ctx, st)
+	svc, err := settings.NewService(ctx, settingsRegistry, st)
 	if err != nil {
 		return err
 	}
@@ -128,14 +129,14 @@ func cmdSettings(c *cli, args []string) error {
 // changeSetting sets key to *raw (reset when raw is nil) through the
 // running app's settings service, so the app applies it at once; when no
 // app runs, through a service over the database directly.
-func (c *cli) changeSetting(local *storage.SettingsService, key string, raw *string) (storage.SetResult, error) {
+func (c *cli) changeSetting(local *settings.Service, key string, raw *string) (settings.SetResult, error) {
 	cl, err := c.client()
 	if err != nil {
-		return storage.SetResult{}, err
+		return settings.SetResult{}, err
 	}
 	ctx, cancel := requestContext()
 	defer cancel()
-	var res storage.SetResult
+	var res settings.SetResult
 	if raw != nil {
 		res, err = cl.SetSetting(ctx, key, *raw)
 	} else {
@@ -152,7 +153,7 @@ func (c *cli) changeSetting(local *storage.SettingsService, key string, raw *str
 
 // printSetResult prints a change's first line, then, when a cross-key rule
 // keeps another value in force, what is in force and why.
-func printSetResult(c *cli, line string, res storage.SetResult) {
+func printSetResult(c *cli, line string, res settings.SetResult) {
 	fmt.Fprintln(c.stdout, line)
 	if res.InForce != "" {
 		fmt.Fprintf(c.stdout, "in force: %s (%s)\n", res.InForce, res.Note)

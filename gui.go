@@ -19,7 +19,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/tray"
 	"github.com/session-supervisor/session-supervisor/ui/model"
@@ -41,13 +41,13 @@ type desktopSource interface {
 // in-memory service in process, the Remote's mirror and requests attached.
 type desktopSettings interface {
 	app.SettingsBackend
-	SetSetting(ctx context.Context, key, raw string) (storage.SetResult, error)
+	SetSetting(ctx context.Context, key, raw string) (settings.SetResult, error)
 }
 
 var (
 	_ desktopSource   = (*supervisor.Runtime)(nil)
 	_ desktopSource   = (*localapi.Remote)(nil)
-	_ desktopSettings = (*storage.SettingsService)(nil)
+	_ desktopSettings = (*settings.Service)(nil)
 	_ desktopSettings = (*localapi.Remote)(nil)
 )
 
@@ -111,7 +111,7 @@ func runGUI(d guiDeps) {
 		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
 	})
 
-	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos()})
+	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs()})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/services"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -27,7 +28,7 @@ type daemon struct {
 	st *storage.Store
 	// settings is the one way settings are read and changed while the app
 	// runs: from memory, published to the bus on every change.
-	settings *storage.SettingsService
+	settings *settings.Service
 	rt       *supervisor.Runtime
 	api      *localapi.API
 	log      *slog.Logger
@@ -48,20 +49,20 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 			st.Close()
 		}
 	}()
-	settings, err := storage.NewSettingsService(context.Background(), st)
+	svc, err := settings.NewService(context.Background(), settingsRegistry, st)
 	if err != nil {
 		return nil, err
 	}
 	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir), Logger: log,
-		Settings: settings.Get, SettingValues: settings.List})
+		Settings: svc.Get, SettingValues: svc.List})
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err
 	}
-	api, err := localapi.Listen(rt, settings, dir, version)
+	api, err := localapi.Listen(rt, svc, dir, version)
 	if err != nil {
 		return nil, err
 	}
-	d = &daemon{st: st, settings: settings, rt: rt, api: api, log: log}
+	d = &daemon{st: st, settings: svc, rt: rt, api: api, log: log}
 	d.services = services.Start(context.Background(),
 		services.Service{Name: "the supervisor loop", Run: func(ctx context.Context) error { rt.Run(ctx); return nil }},
 		services.Service{Name: "the local API", Run: d.serveAPI},

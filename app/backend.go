@@ -34,7 +34,7 @@ type Backend interface {
 }
 
 // SettingsBackend reads and changes settings: the app's settings service
-// (*storage.SettingsService, through the supervisor's re-exported types).
+// (*settings.Service, through the wire's re-exported types).
 // List reads memory, so rendering Settings never queries SQLite; UpdateMany
 // validates, clamps, persists and publishes a whole Save at once.
 type SettingsBackend interface {

@@ -17,19 +17,18 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
-// The settings registry learns the agents from the composition root; these
-// tests register Claude Code the same way, so agents.claude.command exists.
-func init() {
+// testSettings is the settings registry as the composition root builds it,
+// with Claude Code alone, so agents.claude.command exists.
+var testSettings = func() *settings.Registry {
 	a := claude.Agent{}
-	if err := storage.RegisterAgents(storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()}); err != nil {
-		panic(err)
-	}
-}
+	return settings.MustRegistry(settings.Agent{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()})
+}()
 
 // t0 is the fixed "now" of every test: ages, countdowns and timeline times
 // (shown in t0's location, UTC) are the same on every machine.
@@ -56,7 +55,7 @@ type env struct {
 	ctx   context.Context
 	store *storage.Store
 	// settings is the settings service over store, as cmd run builds it.
-	settings *storage.SettingsService
+	settings *settings.Service
 	rt       *supervisor.Runtime
 	m        *model.Model
 	sub      *localapi.Subscription
@@ -149,7 +148,7 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	if err := e.rt.Boot(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if e.settings, err = storage.NewSettingsService(e.ctx, st); err != nil {
+	if e.settings, err = settings.NewService(e.ctx, testSettings, st); err != nil {
 		t.Fatal(err)
 	}
 	// The model is fed synchronously from a real subscription: pump
@@ -160,8 +159,9 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	t.Cleanup(func() { e.rt.Bus().Unsubscribe(e.sub) })
 	e.pump()
 	e.w = NewWindow(a, e.rt, e.settings, e.m, Options{
-		Agents: []sessions.AgentInfo{claude.Agent{}},
-		Now:    func() time.Time { return e.now },
+		Agents:      []sessions.AgentInfo{claude.Agent{}},
+		SettingDefs: testSettings.Defs(),
+		Now:         func() time.Time { return e.now },
 		OpenDir: func(p string) error {
 			e.opened = append(e.opened, p)
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,7 +94,7 @@ func newSettingsView(w *Window) *settingsView {
 	var genFields, advFields []*settingField
 	// General in the spec's order of the knobs; Advanced in the registry's
 	// (the spec's table) order.
-	defs := localapi.SettingKeys()
+	defs := slices.Clone(w.settingDefs)
 	rank := func(key string) int {
 		for i, k := range generalKeys {
 			if k == key {

@@ -14,7 +14,7 @@ import (
 // stored reads a setting back from the store: what persists.
 func (e *env) stored(key string) string {
 	e.t.Helper()
-	v, err := e.store.GetSetting(e.ctx, key)
+	v, err := testSettings.On(e.store).GetSetting(e.ctx, key)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestSettingsGeneralHoldsExactlyTheSpecKnobs(t *testing.T) {
 	if strings.Join(general, ",") != strings.Join(generalKeys, ",") {
 		t.Fatalf("General: %v", general)
 	}
-	if len(general)+len(advanced) != len(localapi.SettingKeys()) {
+	if len(general)+len(advanced) != len(testSettings.Defs()) {
 		t.Fatal("a setting is on neither tab")
 	}
 	for _, f := range v.fields {
@@ -119,7 +119,7 @@ func TestSettingsSaveAppliesAndPersists(t *testing.T) {
 	if got := e.stored("supervisor.nudge_enabled"); got != "false" {
 		t.Fatalf("nudge_enabled stored %q", got)
 	}
-	set, err := e.store.LoadSettings(e.ctx)
+	set, err := testSettings.On(e.store).LoadSettings(e.ctx)
 	if err != nil || set.StallSuspect.Minutes() != 12 || set.NudgeEnabled {
 		t.Fatalf("what the loop reads next tick: %+v %v", set, err)
 	}
@@ -239,10 +239,10 @@ func TestCheckSettingAgreesWithTheStore(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	inputs := []string{"", " ", "abc", "0", "-1", "1", "5", "60", "61", "0.5", "1e3", "NaN", "Inf", "1e999",
 		"99999999999999999999", "true", "off", "yes", "claude", "two\nlines"}
-	for _, def := range localapi.SettingKeys() {
+	for _, def := range testSettings.Defs() {
 		for _, in := range inputs {
 			quick := checkSetting(def, in) == ""
-			_, err := e.store.SetSetting(e.ctx, def.Key, in)
+			_, err := testSettings.On(e.store).SetSetting(e.ctx, def.Key, in)
 			if quick != (err == nil) {
 				t.Errorf("%s = %q: window accepts=%v, store err=%v", def.Key, in, quick, err)
 			}

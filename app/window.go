@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
@@ -29,6 +30,10 @@ type Options struct {
 	// dialog offers them (the first preselected) and Settings titles their
 	// command settings. The window names no agent itself.
 	Agents []sessions.AgentInfo
+	// SettingDefs are the settings registry's definitions, in display
+	// order: what Settings shows and validates as the user types (the
+	// running app's service stays the authority).
+	SettingDefs []localapi.SettingDef
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -46,6 +51,8 @@ type Window struct {
 	dir func(string) error
 	// agents are Options.Agents.
 	agents []sessions.AgentInfo
+	// settingDefs are Options.SettingDefs.
+	settingDefs []localapi.SettingDef
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -82,7 +89,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 	w := &Window{
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
-		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents,
+		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}

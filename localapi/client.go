@@ -15,7 +15,7 @@ import (
 	"strconv"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 // ErrNotRunning means no app answers on the data directory's socket.
@@ -189,31 +189,31 @@ func (c *Client) Timeline(ctx context.Context, id string, limit int) ([]Timeline
 }
 
 // Settings lists the settings.
-func (c *Client) Settings(ctx context.Context) ([]storage.SettingValue, error) {
-	var out []storage.SettingValue
+func (c *Client) Settings(ctx context.Context) ([]settings.Value, error) {
+	var out []settings.Value
 	return out, c.do(ctx, http.MethodGet, "/v1/settings", nil, &out)
 }
 
 // SetSetting changes a setting through the app.
-func (c *Client) SetSetting(ctx context.Context, key, value string) (storage.SetResult, error) {
-	var out storage.SetResult
+func (c *Client) SetSetting(ctx context.Context, key, value string) (settings.SetResult, error) {
+	var out settings.SetResult
 	return out, c.do(ctx, http.MethodPut, "/v1/settings/"+url.PathEscape(key), map[string]string{"value": value}, &out)
 }
 
 // UpdateSettings changes several settings in one all-or-nothing change.
-func (c *Client) UpdateSettings(ctx context.Context, changes []SettingChange) ([]storage.SetResult, error) {
+func (c *Client) UpdateSettings(ctx context.Context, changes []SettingChange) ([]settings.SetResult, error) {
 	body := make([]map[string]string, len(changes))
 	for i, ch := range changes {
 		body[i] = map[string]string{"key": ch.Key, "value": ch.Raw}
 	}
-	var out []storage.SetResult
+	var out []settings.SetResult
 	return out, c.do(ctx, http.MethodPatch, "/v1/settings", body, &out)
 }
 
 // ResetSetting removes a setting's stored value through the app, so its
 // default applies.
-func (c *Client) ResetSetting(ctx context.Context, key string) (storage.SetResult, error) {
-	var out storage.SetResult
+func (c *Client) ResetSetting(ctx context.Context, key string) (settings.SetResult, error) {
+	var out settings.SetResult
 	return out, c.do(ctx, http.MethodDelete, "/v1/settings/"+url.PathEscape(key), nil, &out)
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 // recordingSupervisor accepts every change and remembers what it was given,
@@ -35,8 +35,8 @@ func (f *recordingSupervisor) Answer(context.Context, string, bool, string) (s s
 
 type recordingSettings struct{ fakeSettings }
 
-func (f *recordingSettings) UpdateMany(_ context.Context, changes []SettingChange) ([]storage.SetResult, error) {
-	return make([]storage.SetResult, len(changes)), nil
+func (f *recordingSettings) UpdateMany(_ context.Context, changes []SettingChange) ([]settings.SetResult, error) {
+	return make([]settings.SetResult, len(changes)), nil
 }
 
 // FuzzRequestBodies sends arbitrary bodies to every route that decodes one:

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 func TestDecide(t *testing.T) {
@@ -90,9 +90,9 @@ type fakeSettings struct {
 	updates int
 }
 
-func (f *fakeSettings) Update(_ context.Context, key, raw string) (storage.SetResult, error) {
+func (f *fakeSettings) Update(_ context.Context, key, raw string) (settings.SetResult, error) {
 	f.updates++
-	return storage.SetResult{}, nil
+	return settings.SetResult{}, nil
 }
 
 // Over the real socket, with the kernel's peer credentials and the real

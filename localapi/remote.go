@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 // MsgLink is a local message from a Remote: the state of its link to the
@@ -105,7 +105,7 @@ type Remote struct {
 
 	mu       sync.Mutex
 	sessions map[string]sessions.Session
-	settings []storage.SettingValue
+	settings []settings.Value
 	cursor   string
 	link     LinkStatus
 }
@@ -363,19 +363,19 @@ func (r *Remote) Resume(ctx context.Context, id string) (sessions.Session, error
 
 // List is the settings in force as the supervisor last published them
 // (from memory: the window reads it to draw).
-func (r *Remote) List() []storage.SettingValue {
+func (r *Remote) List() []settings.Value {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]storage.SettingValue(nil), r.settings...)
+	return append([]settings.Value(nil), r.settings...)
 }
 
 // UpdateMany changes settings through the API; the supervisor publishes
 // the result, which updates List.
-func (r *Remote) UpdateMany(ctx context.Context, changes []SettingChange) ([]storage.SetResult, error) {
+func (r *Remote) UpdateMany(ctx context.Context, changes []SettingChange) ([]settings.SetResult, error) {
 	return r.c.UpdateSettings(ctx, changes)
 }
 
 // SetSetting changes one setting through the API (the tray's Pause).
-func (r *Remote) SetSetting(ctx context.Context, key, raw string) (storage.SetResult, error) {
+func (r *Remote) SetSetting(ctx context.Context, key, raw string) (settings.SetResult, error) {
 	return r.c.SetSetting(ctx, key, raw)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -23,13 +24,13 @@ import (
 const SocketName = "supervisor.sock"
 
 // SettingsService is what the API needs to read and change settings: the
-// app's *storage.SettingsService, which reads memory and validates, clamps,
+// app's *settings.Service, which reads memory and validates, clamps,
 // persists and publishes every change in one place.
 type SettingsService interface {
-	List() []storage.SettingValue
-	Update(ctx context.Context, key, raw string) (storage.SetResult, error)
-	UpdateMany(ctx context.Context, changes []SettingChange) ([]storage.SetResult, error)
-	Reset(ctx context.Context, key string) (storage.SetResult, error)
+	List() []settings.Value
+	Update(ctx context.Context, key, raw string) (settings.SetResult, error)
+	UpdateMany(ctx context.Context, changes []SettingChange) ([]settings.SetResult, error)
+	Reset(ctx context.Context, key string) (settings.SetResult, error)
 }
 
 // streamWriteTimeout is how long one write to an event-stream client may
@@ -234,7 +235,7 @@ func (a *API) routes() http.Handler {
 		}
 		res, err := a.settings.UpdateMany(r.Context(), changes)
 		if err != nil {
-			respondSetting(w, storage.SetResult{}, err)
+			respondSetting(w, settings.SetResult{}, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, res)
@@ -277,11 +278,11 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 // respondSetting answers a settings change: 400 for an unknown key or a
 // value that does not parse (the client shows the message, which names the
 // key, the value and what is allowed), 500 when storing it failed.
-func respondSetting(w http.ResponseWriter, res storage.SetResult, err error) {
+func respondSetting(w http.ResponseWriter, res settings.SetResult, err error) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, res)
-	case errors.Is(err, storage.ErrUnknownSetting) || errors.Is(err, storage.ErrInvalidSetting):
+	case errors.Is(err, settings.ErrUnknown) || errors.Is(err, settings.ErrInvalid):
 		writeError(w, http.StatusBadRequest, err)
 	default:
 		writeError(w, http.StatusInternalServerError, err)

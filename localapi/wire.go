@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -78,18 +79,14 @@ func SortSessions(out []sessions.Session) {
 }
 
 // The settings types the UI needs, re-exported so app and tray read
-// settings through the wire rather than importing storage.
+// settings through the wire rather than importing the settings package.
 type (
-	SettingValue  = storage.SettingValue
-	SetResult     = storage.SetResult
-	SettingDef    = storage.SettingDef
-	Settings      = storage.Settings
-	SettingChange = storage.SettingChange
+	SettingValue  = settings.Value
+	SetResult     = settings.SetResult
+	SettingDef    = settings.Def
+	Settings      = settings.Settings
+	SettingChange = settings.Change
 )
 
 // AgentCommandKey is the setting holding the command that starts agent name.
-func AgentCommandKey(name string) string { return storage.AgentCommandKey(name) }
-
-// SettingKeys is the settings registry: every key with its description,
-// default and allowed range.
-func SettingKeys() []SettingDef { return storage.SettingKeys() }
+func AgentCommandKey(name string) string { return settings.AgentCommandKey(name) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -179,7 +179,7 @@ func TestNoServiceLogsOnceAndCarriesOn(t *testing.T) {
 // crowd out escalations — is said not to.
 func TestSettingDescriptionMatchesDecider(t *testing.T) {
 	var desc string
-	for _, d := range storage.SettingKeys() {
+	for _, d := range settings.MustRegistry().Defs() {
 		if d.Key == "notify.waiting_on_user" {
 			desc = d.Description
 		}

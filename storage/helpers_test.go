@@ -12,15 +12,6 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
-// The settings registry learns the agents from the composition root; these
-// tests register one named like the real one so agents.claude.command
-// exists.
-func init() {
-	if err := RegisterAgents(AgentSetting{Name: "claude", DisplayName: "Claude Code", DefaultCommand: "claude"}); err != nil {
-		panic(err)
-	}
-}
-
 // openTemp opens a store in a fresh temporary directory and closes it when
 // the test ends.
 func openTemp(t testing.TB) (*Store, string) {
@@ -118,4 +109,12 @@ func mustExec(t *testing.T, s *Store, query string, args ...any) {
 	if _, err := s.db.ExecContext(context.Background(), query, args...); err != nil {
 		t.Fatalf("exec %q: %v", query, err)
 	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// storedSetting is key's stored row (the settings package resolves it).
+func storedSetting(ctx context.Context, s *Store, key string) (string, error) {
+	rows, err := s.StoredSettings(ctx)
+	return rows[key], err
 }

@@ -145,7 +145,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if err := old.SaveSession(ctx, sessB); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.SetSetting(ctx, "supervisor.stall_hard_minutes", "240"); err != nil {
+	if err := old.WriteSettings(ctx, map[string]*string{"supervisor.stall_hard_minutes": ptr("240")}); err != nil {
 		t.Fatal(err)
 	}
 	wantTimeline, err := old.Timeline(ctx, "aaaa", 0)
@@ -181,7 +181,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if !reflect.DeepEqual(tl, wantTimeline) {
 		t.Errorf("timeline after migration:\n got %+v\nwant %+v", tl, wantTimeline)
 	}
-	if v, err := s.GetSetting(ctx, "supervisor.stall_hard_minutes"); err != nil || v != "240" {
+	if v, err := storedSetting(ctx, s, "supervisor.stall_hard_minutes"); err != nil || v != "240" {
 		t.Errorf("setting after migration = %q, %v; want 240", v, err)
 	}
 	// And the new index serves the query it was added for.

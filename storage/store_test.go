@@ -126,7 +126,7 @@ func TestOpenPathNeedsEscaping(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open(%q): %v", dir, err)
 	}
-	if _, err := s.SetSetting(ctx, "supervisor.tick_seconds", "20"); err != nil {
+	if err := s.WriteSettings(ctx, map[string]*string{"supervisor.tick_seconds": ptr("20")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -143,7 +143,7 @@ func TestOpenPathNeedsEscaping(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if v, err := s.GetSetting(ctx, "supervisor.tick_seconds"); err != nil || v != "20" {
+	if v, err := storedSetting(ctx, s, "supervisor.tick_seconds"); err != nil || v != "20" {
 		t.Errorf("after reopen tick = %q, %v; want 20", v, err)
 	}
 }
@@ -319,7 +319,7 @@ func TestTwoStoresWriteConcurrently(t *testing.T) {
 				sess.TurnGeneration = int64(i)
 				// Read-then-write inside one call, the pattern that fails
 				// with SQLITE_BUSY under deferred transactions.
-				if _, err := st.GetSetting(ctx, "supervisor.tick_seconds"); err != nil {
+				if _, err := storedSetting(ctx, st, "supervisor.tick_seconds"); err != nil {
 					errs <- err
 				}
 				if err := st.SaveSessionWithEvents(ctx, sess, []TimelineEvent{

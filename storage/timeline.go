@@ -118,23 +118,27 @@ func (s *Store) Timeline(ctx context.Context, sessionID string, limit int) ([]Ti
 	if limit <= 0 {
 		limit = -1 // SQLite: a negative LIMIT means no limit
 	}
-	var rows *sql.Rows
-	var err error
+	what := fmt.Sprintf("timeline of session %q", sessionID)
 	if sessionID == "" {
-		rows, err = s.db.QueryContext(ctx, `
+		return s.queryEvents(ctx, what, `
 			SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
 			ORDER BY time DESC, id DESC LIMIT ?`, limit)
-	} else {
-		rows, err = s.db.QueryContext(ctx, `
-			SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
-			WHERE session_id = ? ORDER BY time DESC, id DESC LIMIT ?`, sessionID, limit)
 	}
+	return s.queryEvents(ctx, what, `
+		SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
+		WHERE session_id = ? ORDER BY time DESC, id DESC LIMIT ?`, sessionID, limit)
+}
+
+// queryEvents runs a query for timeline rows and reads them; what names
+// them in an error ("read <what>: …").
+func (s *Store) queryEvents(ctx context.Context, what, query string, args ...any) ([]TimelineEvent, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read timeline of session %q: %w", sessionID, err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	evs, err := scanEvents(rows)
 	if err != nil {
-		return nil, fmt.Errorf("read timeline of session %q: %w", sessionID, err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	return evs, nil
 }
@@ -146,15 +150,7 @@ func (s *Store) EventsByKind(ctx context.Context, kind string, since time.Time, 
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.db.QueryContext(ctx, eventsByKindQuery, kind, formatTime(since), limit)
-	if err != nil {
-		return nil, fmt.Errorf("read %s events: %w", kind, err)
-	}
-	evs, err := scanEvents(rows)
-	if err != nil {
-		return nil, fmt.Errorf("read %s events: %w", kind, err)
-	}
-	return evs, nil
+	return s.queryEvents(ctx, kind+" events", eventsByKindQuery, kind, formatTime(since), limit)
 }
 
 // eventsByKindQuery is served by the supervisor_events_kind_time index
@@ -217,17 +213,9 @@ func (s *Store) SetEventOutcome(ctx context.Context, id int64, outcome string) e
 // PendingIntents returns intent rows whose outcome is still pending, oldest
 // first: actions the app decided but may have died dispatching.
 func (s *Store) PendingIntents(ctx context.Context) ([]TimelineEvent, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	return s.queryEvents(ctx, "pending action intents", `
 		SELECT id, session_id, time, kind, turn_generation, detail FROM supervisor_events
 		WHERE json_extract(detail, '$.outcome') = 'pending' ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("read pending action intents: %w", err)
-	}
-	evs, err := scanEvents(rows)
-	if err != nil {
-		return nil, fmt.Errorf("read pending action intents: %w", err)
-	}
-	return evs, nil
 }
 
 // BatchItem is one caller's share of a batched write: optionally a session

@@ -281,3 +281,36 @@ func TestEventsByKind(t *testing.T) {
 		t.Errorf("EventsByKind limit 1 = %+v", got)
 	}
 }
+
+// TestTimelineDetailStoredAsWritten: a typed detail is stored and read back
+// byte for byte, an action's outcome set by SQLite (json_set) reads back as
+// the detail the runtime publishes with it, and a row an older build wrote
+// as a map decodes.
+func TestTimelineDetailStoredAsWritten(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	intent := sessions.TimelineDetail{Message: "turn 3 was interrupted; sending the continuation nudge (1/2)", Action: "nudge", Outcome: OutcomePending}
+	id, err := s.AppendEvent(ctx, TimelineEvent{SessionID: "s1", Time: base, Kind: "nudge_sent", TurnGeneration: 3, Detail: intent.JSON()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"action":"nudge","message":"an old row","outcome":"ok","pid":4242}`
+	if _, err := s.AppendEvent(ctx, TimelineEvent{SessionID: "s1", Time: base.Add(time.Second), Kind: "nudge_sent", Detail: json.RawMessage(old)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetEventOutcome(ctx, id, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Timeline(ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent.Outcome = "ok"
+	if len(got) != 2 || string(got[1].Detail) != string(intent.JSON()) || string(got[0].Detail) != old {
+		t.Fatalf("read back %+v; want %s and %s", got, intent.JSON(), old)
+	}
+	var d sessions.TimelineDetail
+	if err := json.Unmarshal(got[0].Detail, &d); err != nil || d.Message != "an old row" || d.PID != 4242 || d.Outcome != "ok" {
+		t.Errorf("the old row decoded as %+v (%v)", d, err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -350,19 +351,19 @@ func TestAPISettings(t *testing.T) {
 	g := newAPIRig(t, rigConfig{noAgent: true})
 	ctx := context.Background()
 	vals, err := g.client.Settings(ctx)
-	if err != nil || len(vals) != len(storage.SettingKeys()) {
-		t.Fatalf("settings: %d values (%v), want %d", len(vals), err, len(storage.SettingKeys()))
+	if err != nil || len(vals) != len(testSettings.Defs()) {
+		t.Fatalf("settings: %d values (%v), want %d", len(vals), err, len(testSettings.Defs()))
 	}
 	cases := []struct {
 		key, value string
-		want       storage.SetResult
+		want       settings.SetResult
 		errText    []string
 	}{
-		{key: "supervisor.tick_seconds", value: "1", want: storage.SetResult{Key: "supervisor.tick_seconds", Value: "5", Clamped: true, Requested: "1",
+		{key: "supervisor.tick_seconds", value: "1", want: settings.SetResult{Key: "supervisor.tick_seconds", Value: "5", Clamped: true, Requested: "1",
 			Note: "1 is outside 5–60, so 5 (the nearest allowed value) was saved"}},
-		{key: "supervisor.stall_suspect_minutes", value: "0.5", want: storage.SetResult{Key: "supervisor.stall_suspect_minutes", Value: "0.5", Requested: "0.5"}},
+		{key: "supervisor.stall_suspect_minutes", value: "0.5", want: settings.SetResult{Key: "supervisor.stall_suspect_minutes", Value: "0.5", Requested: "0.5"}},
 		// Stored as asked, in force at the suspect threshold (cross-key floor).
-		{key: "supervisor.stall_hard_minutes", value: "0.25", want: storage.SetResult{Key: "supervisor.stall_hard_minutes", Value: "0.25", Requested: "0.25",
+		{key: "supervisor.stall_hard_minutes", value: "0.25", want: settings.SetResult{Key: "supervisor.stall_hard_minutes", Value: "0.25", Requested: "0.25",
 			InForce: "0.5", Note: "0.25 is below supervisor.stall_suspect_minutes (0.5), so 0.5 is in force until one of them changes"}},
 		{key: "supervisor.enabled", value: "maybe", errText: []string{"supervisor.enabled", "maybe"}},
 		{key: "no.such.key", value: "1", errText: []string{"unknown setting", "no.such.key"}},
@@ -385,7 +386,7 @@ func TestAPISettings(t *testing.T) {
 			t.Errorf("set %s=%s = %+v, %v; want %+v", tc.key, tc.value, res, err, tc.want)
 		}
 	}
-	set, err := g.store.LoadSettings(ctx)
+	set, err := testSettings.On(g.store).LoadSettings(ctx)
 	if err != nil || set.Tick != 5*time.Second || set.StallSuspect != 30*time.Second {
 		t.Errorf("stored settings: tick %v, suspect %v (%v)", set.Tick, set.StallSuspect, err)
 	}
@@ -400,7 +401,7 @@ func TestAPISettings(t *testing.T) {
 	if err != nil || res.Value != "15" {
 		t.Errorf("reset = %+v, %v; want the default 15", res, err)
 	}
-	if set, _ := g.store.LoadSettings(ctx); set.Tick != 15*time.Second {
+	if set, _ := testSettings.On(g.store).LoadSettings(ctx); set.Tick != 15*time.Second {
 		t.Errorf("tick after reset = %v", set.Tick)
 	}
 	if _, err := g.client.ResetSetting(ctx, "no.such.key"); err == nil || !strings.Contains(err.Error(), "unknown setting") {

@@ -12,11 +12,7 @@ import (
 // session. It refuses while a turn is in flight, where a nudge would only
 // be added to the running turn.
 func (r *Runtime) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		inTurn, name := e.s.InTurn, e.s.DisplayName()
 		r.mu.Unlock()

@@ -93,9 +93,9 @@ func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource,
 		h := &extHandle{src: src, es: es, live: true, cancel: cancel}
 		e.ext = h
 		r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: es.PID},
-			newRow(e.s, now, "discovered", map[string]any{
-				"message": fmt.Sprintf("found %s running in a terminal: process %d in %s", src.DisplayName(), es.PID, es.Cwd),
-				"pid":     es.PID,
+			newRow(e.s, now, "discovered", sessions.TimelineDetail{
+				Message: fmt.Sprintf("found %s running in a terminal: process %d in %s", src.DisplayName(), es.PID, es.Cwd),
+				PID:     es.PID,
 			}))
 		r.mu.Unlock()
 		events, err := src.Observe(octx, es)
@@ -195,7 +195,7 @@ func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a core.Action) error 
 		}
 		r.mu.Lock()
 		r.commitRowsLocked(e, e.s, []storage.TimelineEvent{newRow(e.s, time.Now(), core.TimelineNudgeSent,
-			map[string]any{"message": msg, "urgent": urgent})}, false, false)
+			sessions.TimelineDetail{Message: msg, Urgent: sessions.Flag(urgent)})}, false, false)
 		r.mu.Unlock()
 		return nil
 	}
@@ -252,7 +252,7 @@ func (r *Runtime) nudgeFailed(e *entry, a core.Action, reason string) error {
 	reason = sessions.SanitizeMessage(reason)
 	r.mu.Lock()
 	r.commitRowsLocked(e, e.s, []storage.TimelineEvent{newRow(e.s, time.Now(), core.TimelineNudgeFailed,
-		map[string]any{"message": "the continuation nudge did not arrive: " + reason, "action": a.Kind.String()})}, false, false)
+		sessions.TimelineDetail{Message: "the continuation nudge did not arrive: " + reason, Action: a.Kind.String()})}, false, false)
 	r.mu.Unlock()
 	return errors.New("the nudge did not arrive: " + reason)
 }

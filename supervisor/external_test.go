@@ -18,7 +18,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/leakcheck"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/watch"
 )
 
@@ -197,7 +197,7 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 	g.rt.startExternal(ctx)
 	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
 
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Millisecond, time.Millisecond, 2*time.Millisecond
 	time.Sleep(5 * time.Millisecond)
 	g.rt.Tick(ctx, set) // Suspect
@@ -236,7 +236,7 @@ func TestObservedProcessKilledMidTurnEscalates(t *testing.T) {
 	waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
 	w.cmd.Process.Kill()
 	w.cmd.Wait()
-	g.rt.Tick(ctx, storage.DefaultSettings())
+	g.rt.Tick(ctx, settings.Defaults())
 	g.rt.Settle()
 	s := waitFor(t, g.rt, 2*time.Second, "interrupted", func(s sessions.Session) bool {
 		return s.State == sessions.Interrupted && s.NeedsAttention

@@ -23,17 +23,16 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
-// The settings registry learns the agents from the composition root; these
-// tests register Claude Code the same way, so agents.claude.command exists.
-func init() {
+// testSettings is the settings registry as the composition root builds it,
+// with Claude Code alone, so agents.claude.command exists.
+var testSettings = func() *settings.Registry {
 	a := claude.Agent{}
-	if err := storage.RegisterAgents(storage.AgentSetting{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()}); err != nil {
-		panic(err)
-	}
-}
+	return settings.MustRegistry(settings.Agent{Name: a.Name(), DisplayName: a.DisplayName(), DefaultCommand: a.DefaultCommand()})
+}()
 
 // waitLimit bounds every wait for a condition; reaching it fails the test.
 const waitLimit = 30 * time.Second
@@ -226,6 +225,8 @@ type rig struct {
 	dir   string // data directory (short: it also holds the API socket)
 	cwd   string // the sessions' working directory
 	store *storage.Store
+	// svc is the settings service over store, the runtime's and the API's.
+	svc   *settings.Service
 	rt    *Runtime
 	agent *scriptAgent
 	rec   *recorder
@@ -258,12 +259,12 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &rig{t: t, dir: dir, cwd: t.TempDir(), store: st, agent: &scriptAgent{}}
+	g := &rig{t: t, dir: dir, cwd: t.TempDir(), store: st, agent: &scriptAgent{}, svc: mustSettings(t, st)}
 	t.Cleanup(func() { g.store.Close() })
 	ctx := context.Background()
 	if !cfg.noAgent {
 		g.fake = buildFakeClaude(t)
-		if _, err := st.SetSetting(ctx, claude.CommandSetting, g.fake); err != nil {
+		if _, err := g.svc.Update(ctx, claude.CommandSetting, g.fake); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -276,7 +277,8 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.wrap != nil {
 		store = cfg.wrap(st)
 	}
-	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, DefaultAgent: "claude", Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external})
+	g.rt = New(Options{Store: store, Agents: map[string]Agent{"claude": g.agent}, DefaultAgent: "claude", Logger: cfg.logger, Connectivity: unknownConnectivity, External: cfg.external,
+		Settings: g.svc.Get})
 	g.rec = recordBus(g.rt.Bus())
 	t.Cleanup(g.stop)
 	if err := g.rt.Boot(ctx); err != nil {
@@ -461,14 +463,12 @@ func (f *failingStore) failures() int {
 }
 
 // settings is the app's settings service over the rig's store, as cmd run
-// builds it.
-func (g *rig) settings(t testing.TB) *storage.SettingsService {
-	return mustSettings(t, g.store)
-}
+// builds it: the one the runtime reads.
+func (g *rig) settings(testing.TB) *settings.Service { return g.svc }
 
-func mustSettings(t testing.TB, st *storage.Store) *storage.SettingsService {
+func mustSettings(t testing.TB, st *storage.Store) *settings.Service {
 	t.Helper()
-	svc, err := storage.NewSettingsService(context.Background(), st)
+	svc, err := settings.NewService(context.Background(), testSettings, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -24,13 +25,13 @@ func (r *Runtime) Run(ctx context.Context) {
 	var lastTick, lastSnapshot, lastPrune time.Time
 	start := time.Now()
 	lastTick, lastSnapshot = start, start
-	r.health.start(start, r.settings(ctx).Tick)
+	r.health.start(start, r.settings().Tick)
 	// Every goroutine the loop starts ends with ctx; returning only after
 	// them leaves nothing of the loop running once Run has returned.
 	defer r.loopWork.Wait()
 	r.startExternal(ctx)
 	for {
-		set := r.settings(ctx)
+		set := r.settings()
 		now := time.Now()
 		wait := min(set.Tick-now.Sub(lastTick), set.SnapshotInterval-now.Sub(lastSnapshot))
 		if wait > 0 {
@@ -47,7 +48,7 @@ func (r *Runtime) Run(ctx context.Context) {
 		// Read the settings again: the ones above were read before the
 		// wait, so a change made meanwhile would otherwise apply one round
 		// late rather than at the next tick.
-		set = r.settings(ctx)
+		set = r.settings()
 		now = time.Now()
 		if now.Sub(lastTick) >= set.Tick {
 			due := lastTick.Add(set.Tick)
@@ -66,18 +67,6 @@ func (r *Runtime) Run(ctx context.Context) {
 	}
 }
 
-// loadSettings reads the settings from the store (when no in-memory source
-// was given); on a read error the defaults keep the loop safe rather than
-// stopping it.
-func (r *Runtime) loadSettings(ctx context.Context) storage.Settings {
-	set, err := r.store.LoadSettings(ctx)
-	if err != nil {
-		r.log.Error("loading settings; using defaults this round", "err", err)
-		return storage.DefaultSettings()
-	}
-	return set
-}
-
 // pruner is the optional store capability to drop old timeline rows.
 type pruner interface {
 	PruneEvents(ctx context.Context, olderThan time.Time) (int64, error)
@@ -85,7 +74,7 @@ type pruner interface {
 
 // prune drops timeline rows older than the retention in its own goroutine,
 // so a long delete never holds up a tick.
-func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time) {
+func (r *Runtime) prune(ctx context.Context, set settings.Settings, now time.Time) {
 	p, ok := r.store.(pruner)
 	if !ok {
 		return
@@ -105,11 +94,11 @@ func (r *Runtime) prune(ctx context.Context, set storage.Settings, now time.Time
 
 // DefaultPolicy returns the spec's defaults, chosen so that an unconfigured
 // install behaves safely with multi-hour turns: the settings' defaults
-// (storage.DefaultSettings, where every default lives) over core.BasePolicy.
-func DefaultPolicy() core.Policy { return PolicyFromSettings(storage.DefaultSettings()) }
+// (settings.Defaults, where every default lives) over core.BasePolicy.
+func DefaultPolicy() core.Policy { return PolicyFromSettings(settings.Defaults()) }
 
 // PolicyFromSettings turns settings into the reconciliation policy.
-func PolicyFromSettings(set storage.Settings) core.Policy {
+func PolicyFromSettings(set settings.Settings) core.Policy {
 	p := core.BasePolicy()
 	p.Enabled = set.Enabled
 	p.AutoRecover = set.AutoRecover
@@ -136,7 +125,7 @@ func PolicyFromSettings(set storage.Settings) core.Policy {
 // in it waits for an agent or for the disk, so one wedged agent cannot stop
 // the watchdog. A session whose queue is still busy with an earlier side
 // effect is left for the next tick rather than decided twice.
-func (r *Runtime) Tick(ctx context.Context, set storage.Settings) {
+func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	policy := PolicyFromSettings(set)
 	r.w.kick() // retry writes that failed earlier
 
@@ -208,9 +197,9 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 		// pump's late output is then ignored as a stale process's.
 		e.proc = nil
 	}
-	next, obs, acts := core.Reconcile(e.s, now, policy, probe)
+	next, obs, acts, changed := core.Reconcile(e.s, now, policy, probe)
 	rows := observationRows(next, now, obs)
-	if len(rows) > 0 || !sameSession(e.s, next) {
+	if len(rows) > 0 || changed {
 		r.commitRowsLocked(e, next, rows, false, false)
 	}
 	return acts
@@ -222,10 +211,10 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 func observationRows(s sessions.Session, now time.Time, obs []core.Observation) []storage.TimelineEvent {
 	rows := make([]storage.TimelineEvent, 0, len(obs))
 	for _, o := range obs {
-		detail := map[string]any{"message": o.Detail}
+		detail := sessions.TimelineDetail{Message: o.Detail}
 		if o.From != o.To {
 			// The same keys as the state changes Apply causes.
-			detail["from"], detail["to"] = o.From.String(), o.To.String()
+			detail.From, detail.To = o.From.String(), o.To.String()
 		}
 		rows = append(rows, newRow(s, now, o.Kind, detail))
 	}
@@ -265,18 +254,6 @@ func probeProcess(src sessions.Source, proc Process) core.Probe {
 	return core.Probe{Known: true, Alive: true}
 }
 
-// sameSession reports whether Reconcile left the session unchanged in every
-// field worth a write. It must cover every field Reconcile may change
-// without a state change or an observation, or the change is lost and made
-// again every tick (CompactionStarted: a compaction with no recorded start
-// gets its clock started by the tick; dropping that restarts it forever).
-func sameSession(a, b sessions.Session) bool {
-	return a.State == b.State && a.Evidence == b.Evidence && a.NeedsAttention == b.NeedsAttention &&
-		a.Supervision == b.Supervision && a.Nudge == b.Nudge && a.InTurn == b.InTurn &&
-		a.Failure == b.Failure && a.ProcessAlive == b.ProcessAlive &&
-		a.CompactionStarted.Equal(b.CompactionStarted)
-}
-
 // execute carries out one action on its session's queue, outside the lock.
 // Its intent is written first (and waited for: it must be on disk before
 // the side effect), the outcome after, so an intent with no outcome found at
@@ -288,7 +265,8 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 		r.log.Info("dropping a stale action", "session", a.SessionID, "action", a.Kind, "for_turn", a.TurnGeneration)
 		return
 	}
-	intent := newRow(e.s, time.Now(), intentKind(a, e.s.Source), map[string]any{"message": a.Detail, "action": a.Kind.String(), "outcome": "pending"})
+	detail := sessions.TimelineDetail{Message: a.Detail, Action: a.Kind.String(), Outcome: "pending"}
+	intent := newRow(e.s, time.Now(), intentKind(a, e.s.Source), detail)
 	r.mu.Unlock()
 	res := <-r.w.submit(storage.BatchItem{Events: []storage.TimelineEvent{intent}}, true)
 	if res.err != nil || len(res.ids) != 1 {
@@ -303,7 +281,8 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 	}
 	r.w.submit(storage.BatchItem{OutcomeID: id, Outcome: outcome}, false)
 	intent.ID = id
-	intent.Detail = mergeDetail(intent.Detail, "outcome", outcome)
+	detail.Outcome = outcome
+	intent.Detail = detail.JSON()
 	r.mu.Lock()
 	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &intent})
 	if a.Kind == core.ActEscalate {
@@ -384,25 +363,23 @@ func (r *Runtime) reportUncertainLocked(pending []storage.TimelineEvent) {
 		if !ok {
 			continue
 		}
-		row := newRow(e.s, time.Now(), "uncertain_action", map[string]any{
-			"message": fmt.Sprintf("%s decided at %s has no recorded outcome (the app stopped while dispatching it); it is not replayed",
+		row := newRow(e.s, time.Now(), "uncertain_action", sessions.TimelineDetail{
+			Message: fmt.Sprintf("%s decided at %s has no recorded outcome (the app stopped while dispatching it); it is not replayed",
 				in.Kind, in.Time.Local().Format(time.DateTime)),
-			"intent_id": in.ID,
+			IntentID: in.ID,
 		})
 		row.TurnGeneration = in.TurnGeneration
 		r.commitRowsLocked(e, e.s, []storage.TimelineEvent{row}, true, false)
 	}
 }
 
-func mergeDetail(detail []byte, key, value string) []byte {
-	var m map[string]any
-	if json.Unmarshal(detail, &m) != nil || m == nil {
-		m = map[string]any{}
+// editDetail returns a stored detail changed by edit; a detail that cannot
+// be read is replaced by what edit makes of an empty one.
+func editDetail(detail json.RawMessage, edit func(*sessions.TimelineDetail)) json.RawMessage {
+	var d sessions.TimelineDetail
+	if json.Unmarshal(detail, &d) != nil {
+		d = sessions.TimelineDetail{}
 	}
-	m[key] = value
-	b, err := json.Marshal(m)
-	if err != nil {
-		return detail
-	}
-	return b
+	edit(&d)
+	return d.JSON()
 }

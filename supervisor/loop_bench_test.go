@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -197,7 +198,7 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 			resets = append(resets, reset{e, s})
 		}
 	}
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	// One tick settles anything the mix did not state exactly (evidence
 	// wording), so the measured ticks see the steady part as steady.
 	rt.Tick(ctx, set)
@@ -228,5 +229,41 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 	b.ReportMetric(float64(cs.rows.Load()-r0)/n, "rows/op")
 	if !transitioning && cs.writes() != w0 {
 		b.Fatalf("the steady mix wrote %d times: it is not steady", cs.writes()-w0)
+	}
+}
+
+// BenchmarkDecide is the tick's decision per session alone, as
+// reconcileLocked makes it: Reconcile, then whether the session needs a
+// write. The change detection is on the hot path of every tick for every
+// session, so it must stay a flag, not a comparison of every field.
+func BenchmarkDecide(b *testing.B) {
+	for _, transitioning := range []bool{false, true} {
+		b.Run(benchMixName(transitioning), func(b *testing.B) {
+			now := time.Now()
+			p := DefaultPolicy()
+			probe := core.Probe{Known: true, Alive: true}
+			list := make([]sessions.Session, benchSessions)
+			for i := range list {
+				list[i] = benchSession(i, now, transitioning)
+				if !transitioning || i%benchTransitionEvery != 0 {
+					// Settled once, as the runtime's first tick would; the
+					// transitioning 5% move at every op.
+					list[i], _, _, _ = core.Reconcile(list[i], now, p, probe)
+				}
+			}
+			writes := 0
+			b.ResetTimer()
+			for b.Loop() {
+				writes = 0
+				for i := range list {
+					_, obs, _, changed := core.Reconcile(list[i], now, p, probe)
+					if len(obs) > 0 || changed {
+						writes++
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(list)), "ns/session")
+			b.ReportMetric(float64(writes), "writes/op")
+		})
 	}
 }

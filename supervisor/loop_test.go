@@ -17,6 +17,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -74,7 +75,7 @@ type memStore struct {
 	j *journal
 
 	mu       sync.Mutex
-	settings storage.Settings
+	settings settings.Settings
 	sessions map[string]sessions.Session
 	rows     []storage.TimelineEvent
 	nextID   int64
@@ -97,7 +98,7 @@ var _ Store = (*memStore)(nil)
 var _ pruner = (*memStore)(nil)
 
 func newMemStore(j *journal) *memStore {
-	return &memStore{j: j, settings: storage.DefaultSettings(), sessions: map[string]sessions.Session{}, keepRows: true}
+	return &memStore{j: j, settings: settings.Defaults(), sessions: map[string]sessions.Session{}, keepRows: true}
 }
 
 func checkMemRow(ev storage.TimelineEvent) error {
@@ -168,7 +169,7 @@ func (m *memStore) SetEventOutcome(_ context.Context, id int64, outcome string) 
 	}
 	for i := range m.rows {
 		if m.rows[i].ID == id {
-			m.rows[i].Detail = mergeDetail(m.rows[i].Detail, "outcome", outcome)
+			m.rows[i].Detail = editDetail(m.rows[i].Detail, func(d *sessions.TimelineDetail) { d.Outcome = outcome })
 			return nil
 		}
 	}
@@ -207,10 +208,12 @@ func (m *memStore) Timeline(_ context.Context, id string, limit int) ([]storage.
 	return rows, nil
 }
 
-func (m *memStore) LoadSettings(context.Context) (storage.Settings, error) {
+// currentSettings is what setSettings last set: the runtime's
+// Options.Settings, as the settings service's Get is the app's.
+func (m *memStore) currentSettings() settings.Settings {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.settings, nil
+	return m.settings
 }
 
 func (m *memStore) PruneEvents(ctx context.Context, olderThan time.Time) (int64, error) {
@@ -245,7 +248,7 @@ func (m *memStore) pruneCalls() []pruneCall {
 }
 
 // setSettings changes the settings the loop reads, as `settings set` would.
-func (m *memStore) setSettings(f func(*storage.Settings)) {
+func (m *memStore) setSettings(f func(*settings.Settings)) {
 	m.mu.Lock()
 	f(&m.settings)
 	m.mu.Unlock()
@@ -466,18 +469,15 @@ type loopHarness struct {
 	agent *fakeAgent
 	rt    *Runtime
 	start time.Time
-	// sub sees every bus message (a buffer large enough never to drop).
-	sub    *localapi.Subscription
-	msgMu  sync.Mutex
-	msgs   []localapi.Message
+	// rec sees every bus message (a buffer large enough never to drop).
+	rec    *recorder
 	cancel context.CancelFunc
 	done   chan struct{}
-	reader chan struct{}
 }
 
 // newLoopHarness builds a runtime over a memStore whose settings are the
 // defaults adjusted by set. It must be called inside a bubble.
-func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
+func newLoopHarness(t *testing.T, set func(*settings.Settings)) *loopHarness {
 	t.Helper()
 	j := &journal{}
 	st := newMemStore(j)
@@ -485,7 +485,7 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 		st.setSettings(set)
 	}
 	ag := &fakeAgent{j: j}
-	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now(), reader: make(chan struct{})}
+	h := &loopHarness{t: t, j: j, store: st, agent: ag, start: time.Now()}
 	// The machine's own connectivity must not leak into fake time: unknown
 	// unless a test says otherwise.
 	// The fake plays every agent: the runtime names none, and a test can
@@ -494,17 +494,19 @@ func newLoopHarness(t *testing.T, set func(*storage.Settings)) *loopHarness {
 	for _, name := range everyAgent {
 		agents[name] = ag
 	}
-	h.rt = New(Options{Store: st, Agents: agents, DefaultAgent: "claude", Connectivity: unknownConnectivity})
-	h.sub = h.rt.Bus().Subscribe(1 << 16)
-	go func() {
-		defer close(h.reader)
-		for msg := range h.sub.C {
-			h.msgMu.Lock()
-			h.msgs = append(h.msgs, msg)
-			h.msgMu.Unlock()
-		}
-	}()
+	h.rt = New(Options{Store: st, Agents: agents, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: st.currentSettings})
+	h.record()
 	return h
+}
+
+// record subscribes to h.rt's bus and keeps every message (h.messages)
+// until stopRecording.
+func (h *loopHarness) record() { h.rec = recordBus(h.rt.Bus()) }
+
+// stopRecording ends the subscription and waits for its reader.
+func (h *loopHarness) stopRecording() {
+	h.rt.Bus().Unsubscribe(h.rec.sub)
+	<-h.rec.done
 }
 
 // run starts the loop, as main does after Boot.
@@ -533,17 +535,14 @@ func (h *loopHarness) stop() {
 		p.exit(0, "")
 	}
 	synctest.Wait()
-	h.rt.Bus().Unsubscribe(h.sub)
-	<-h.reader
+	h.stopRecording()
 }
 
 // messages returns the bus messages seen so far (after the loop settled).
 func (h *loopHarness) messages(typ localapi.MessageType) []localapi.Message {
 	synctest.Wait()
-	h.msgMu.Lock()
-	defer h.msgMu.Unlock()
 	var out []localapi.Message
-	for _, msg := range h.msgs {
+	for _, msg := range h.rec.messages() {
 		if msg.Type == typ {
 			out = append(out, msg)
 		}
@@ -559,6 +558,24 @@ var everyAgent = []string{"claude", "codex", "gemini", "opencode", "copilot"}
 func (h *loopHarness) launch() (sessions.Session, *fakeProc) {
 	h.t.Helper()
 	return h.launchAgent("claude")
+}
+
+// wantEscalations fails the test unless n escalation messages were
+// published.
+func (h *loopHarness) wantEscalations(n int) {
+	h.t.Helper()
+	if got := len(h.messages(localapi.MsgEscalation)); got != n {
+		h.t.Fatalf("%d escalation messages published, want %d", got, n)
+	}
+}
+
+// launchRunning launches a session and starts the loop, the opening of
+// most loop tests: the session's id and its process.
+func (h *loopHarness) launchRunning() (string, *fakeProc) {
+	h.t.Helper()
+	s, p := h.launch()
+	h.run()
+	return s.ID, p
 }
 
 // launchAgent is launch for a session of the named agent.
@@ -669,9 +686,7 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil) // the defaults: 15 s tick, 10 / 150 min
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		// Usage counters at 5 min are not activity: the stall clock stays at 0.
 		h.until(5*time.Minute + 7*time.Second)
@@ -819,13 +834,11 @@ func TestLoopStallToolOpenRelaxation(t *testing.T) {
 
 func TestLoopInterruptIgnoredEscalatesToSignals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) {
+		h := newLoopHarness(t, func(s *settings.Settings) {
 			s.StallSuspect, s.StallHard = 1*time.Minute, 5*time.Minute
 		})
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		// The interrupt at 5:00 is ignored; SIGTERM follows after the grace
 		// (30 s), SIGKILL after a second grace.
@@ -888,9 +901,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil) // 2 nudges, 10 min apart
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		set := h.store.settings
 
 		// The process dies mid-turn, and so does every resumed one right
@@ -977,9 +988,7 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 		if got := h.store.kinds(id); got[len(got)-2] != "acknowledged" || got[len(got)-1] != core.TimelineStateChanged {
 			t.Fatalf("after ack the timeline ends %q", got[len(got)-3:])
 		}
-		if n := len(h.messages(localapi.MsgEscalation)); n != 1 {
-			t.Fatalf("%d escalation messages, want exactly one per incident", n)
-		}
+		h.wantEscalations(1) // exactly one per incident
 	})
 }
 
@@ -989,9 +998,7 @@ func TestLoopRateLimitDrainedAtTheReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		tick := h.store.settings.Tick
 
 		failAt := 1*time.Minute + 7*time.Second
@@ -1062,9 +1069,7 @@ func TestLoopLostExitIsCaughtByTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		h.until(2*time.Minute + 7*time.Second)
 		p.vanish()
@@ -1166,7 +1171,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 			OpenTools: map[string]sessions.OpenCall{"t1": {Name: "Bash", Started: before}},
 		}
 		h.store.sessions[persisted.ID] = persisted
-		intent := newRow(persisted, before, core.TimelineNudgeSent, map[string]any{"message": "…", "action": "nudge", "outcome": storage.OutcomePending})
+		intent := newRow(persisted, before, core.TimelineNudgeSent, sessions.TimelineDetail{Message: "…", Action: "nudge", Outcome: storage.OutcomePending})
 		if _, err := h.store.AppendEvent(context.Background(), intent); err != nil {
 			t.Fatal(err)
 		}
@@ -1219,11 +1224,9 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 // end of the compaction books no retry and starts no extra turn.
 func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.CompactTimeout = 120 * time.Second })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.CompactTimeout = 120 * time.Second })
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
 		h.until(1*time.Minute + 7*time.Second)
 		h.emit(p, sessions.Event{Kind: sessions.EvCompactionStarted})
@@ -1273,7 +1276,7 @@ func TestLoopCompactionTimeoutStartsNoExtraTurn(t *testing.T) {
 // compaction latches forever.
 func TestLoopCompactionWithNoStartTimeStillTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.AutoRecover = false })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.AutoRecover = false })
 		defer h.stop()
 		h.store.sessions["c1"] = sessions.Session{
 			ID: "c1", Agent: "claude", Source: sessions.Managed, State: sessions.Compacting,
@@ -1298,18 +1301,18 @@ func TestLoopCompactionWithNoStartTimeStillTimesOut(t *testing.T) {
 // --- 8. the switches ---
 
 func TestLoopSwitches(t *testing.T) {
-	short := func(s *storage.Settings) { s.StallSuspect, s.StallHard = 1*time.Minute, 3*time.Minute }
+	short := func(s *settings.Settings) { s.StallSuspect, s.StallHard = 1*time.Minute, 3*time.Minute }
 	cases := []struct {
 		name string
-		set  func(*storage.Settings)
+		set  func(*settings.Settings)
 		// want is the timeline after the launch; reason is in the escalation.
 		want   []string
 		reason string
 	}{
-		{"supervisor disabled", func(s *storage.Settings) { short(s); s.Enabled = false }, nil, ""},
-		{"auto recover off", func(s *storage.Settings) { short(s); s.AutoRecover = false },
+		{"supervisor disabled", func(s *settings.Settings) { short(s); s.Enabled = false }, nil, ""},
+		{"auto recover off", func(s *settings.Settings) { short(s); s.AutoRecover = false },
 			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
-		{"nudge off", func(s *storage.Settings) { short(s); s.NudgeEnabled = false },
+		{"nudge off", func(s *settings.Settings) { short(s); s.NudgeEnabled = false },
 			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
 	}
 	for _, tc := range cases {
@@ -1338,7 +1341,7 @@ func TestLoopSwitches(t *testing.T) {
 					h.wantKinds(id, afterLaunch()...)
 
 					// Switching it on applies at the next tick.
-					h.store.setSettings(func(s *storage.Settings) { s.Enabled = true })
+					h.store.setSettings(func(s *settings.Settings) { s.Enabled = true })
 					h.until(5*time.Hour + 16*time.Second)
 					if st := h.wantState(id, sessions.Suspect, sessions.NoWait); !st.StateChangedAt.Equal(h.at(5*time.Hour + 15*time.Second)) {
 						t.Fatalf("Suspect at %v, want at the first tick after enabling", st.StateChangedAt.Sub(h.start))
@@ -1408,7 +1411,7 @@ func TestLoopSnapshotReemission(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("tick %v every %v", tc.tick, tc.interval), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newLoopHarness(t, func(s *storage.Settings) { s.Tick, s.SnapshotInterval = tc.tick, tc.interval })
+				h := newLoopHarness(t, func(s *settings.Settings) { s.Tick, s.SnapshotInterval = tc.tick, tc.interval })
 				defer h.stop()
 				s, _ := h.launch()
 				// A subscriber that never reads still ends up holding the
@@ -1439,7 +1442,7 @@ func TestLoopSnapshotReemission(t *testing.T) {
 // as they arrive, with their fake time).
 func TestLoopSnapshotTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.SnapshotInterval = 45 * time.Second })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.SnapshotInterval = 45 * time.Second })
 		defer h.stop()
 		sub := h.rt.Bus().Subscribe(64)
 		var times []time.Duration
@@ -1455,7 +1458,7 @@ func TestLoopSnapshotTimes(t *testing.T) {
 		h.run()
 		h.until(4 * time.Minute)
 		// A settings change applies from the next round.
-		h.store.setSettings(func(s *storage.Settings) { s.SnapshotInterval = 60 * time.Second })
+		h.store.setSettings(func(s *settings.Settings) { s.SnapshotInterval = 60 * time.Second })
 		h.until(8*time.Minute + time.Second)
 		h.rt.Bus().Unsubscribe(sub)
 		<-done
@@ -1476,7 +1479,7 @@ func TestLoopPrunesTheTimelineInTheBackground(t *testing.T) {
 		s, _ := h.launch()
 		day := 24 * time.Hour
 		for _, age := range []time.Duration{45 * day, 31 * day, 29 * day, day} {
-			r := newRow(s, h.at(-age), "marked_suspect", map[string]any{"message": fmt.Sprintf("%v old", age)})
+			r := newRow(s, h.at(-age), "marked_suspect", sessions.TimelineDetail{Message: fmt.Sprintf("%v old", age)})
 			if _, err := h.store.AppendEvent(context.Background(), r); err != nil {
 				t.Fatal(err)
 			}
@@ -1535,7 +1538,7 @@ func TestLoopSettingsApplyAtTheNextTick(t *testing.T) {
 		// settings in hand. The change must still be what 5:15 uses.
 		h.until(5*time.Minute + time.Second)
 		h.wantState(s.ID, sessions.Working, sessions.NoWait)
-		h.store.setSettings(func(st *storage.Settings) {
+		h.store.setSettings(func(st *settings.Settings) {
 			st.StallSuspect = 5 * time.Minute
 			st.StallHard = 6*time.Minute + 2*time.Second
 			st.Tick = 5 * time.Second
@@ -1693,9 +1696,7 @@ func TestLoopOwnMidTurnPromptKeepsTheStallClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, _ := h.launch()
-		h.run()
-		id := s.ID
+		id, _ := h.launchRunning()
 		h.until(8 * time.Minute)
 		if _, err := h.rt.Send(context.Background(), id, "also update the docs"); err != nil {
 			t.Fatal(err)
@@ -1715,9 +1716,7 @@ func TestLoopSeveralPermissionRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		ask := func(req, tool string) sessions.Event {
 			return sessions.Event{Kind: sessions.EvWaitingOnUser, Reason: sessions.WaitPermission, Permission: &sessions.Permission{RequestID: req, Tool: tool}}
 		}
@@ -1755,9 +1754,7 @@ func TestLoopRacedPromptStartsASupervisedTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 		h.until(time.Minute)
 		if _, err := h.rt.Send(context.Background(), id, "and the tests"); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
@@ -95,8 +95,8 @@ func TestExternalNudgeVerification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				st := newMemStore(&journal{})
-				st.setSettings(func(s *storage.Settings) { s.NudgeCooldown = time.Minute })
-				rt := New(Options{Store: st, Connectivity: unknownConnectivity})
+				st.setSettings(func(s *settings.Settings) { s.NudgeCooldown = time.Minute })
+				rt := New(Options{Store: st, Connectivity: unknownConnectivity, Settings: st.currentSettings})
 				src := &answeringSource{rt: rt, id: "obs", canNudge: tc.canNudge, answerAfter: tc.answerAfter, deliverErr: tc.deliverErr}
 				e := rt.newEntry(sessions.Session{ID: "obs", Agent: "claude", Source: sessions.Observed, State: sessions.Interrupted,
 					TurnGeneration: 1, ProcessAlive: true, Evidence: "the turn died on an API error"})
@@ -104,7 +104,7 @@ func TestExternalNudgeVerification(t *testing.T) {
 				rt.mu.Lock()
 				rt.sess["obs"] = e
 				rt.mu.Unlock()
-				set, _ := st.LoadSettings(context.Background())
+				set := st.currentSettings()
 				// Three rounds, a cooldown apart: enough to spend a budget of 2.
 				for range 3 {
 					rt.Tick(context.Background(), set)

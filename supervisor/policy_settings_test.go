@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 // Every setting the policy reads reaches its field; the budgets with no
 // setting keep their defaults.
 func TestPolicyFromSettings(t *testing.T) {
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	set.Enabled, set.AutoRecover, set.NudgeEnabled = false, false, false
 	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Minute, 2*time.Minute, 3*time.Minute
 	set.NudgeMaxAttempts, set.NudgeCooldown = 7, 4*time.Minute
@@ -29,10 +29,10 @@ func TestPolicyFromSettings(t *testing.T) {
 	if p != want {
 		t.Fatalf("PolicyFromSettings =\n%+v\nwant\n%+v", p, want)
 	}
-	if got := PolicyFromSettings(storage.DefaultSettings()).AuthRetryInterval; got != DefaultPolicy().AuthRetryInterval {
+	if got := PolicyFromSettings(settings.Defaults()).AuthRetryInterval; got != DefaultPolicy().AuthRetryInterval {
 		t.Errorf("default auth retry %s, want the policy default %s", got, DefaultPolicy().AuthRetryInterval)
 	}
-	if got := PolicyFromSettings(storage.DefaultSettings()).TransientWindow; got != DefaultPolicy().TransientWindow {
+	if got := PolicyFromSettings(settings.Defaults()).TransientWindow; got != DefaultPolicy().TransientWindow {
 		t.Errorf("default transient window %s, want the policy default %s", got, DefaultPolicy().TransientWindow)
 	}
 }
@@ -52,7 +52,7 @@ func TestDefaultPolicyDerivesFromSettingDefaults(t *testing.T) {
 	if got := DefaultPolicy(); got != want {
 		t.Fatalf("DefaultPolicy =\n%+v\nwant\n%+v", got, want)
 	}
-	if got := PolicyFromSettings(storage.DefaultSettings()); got != DefaultPolicy() {
+	if got := PolicyFromSettings(settings.Defaults()); got != DefaultPolicy() {
 		t.Errorf("PolicyFromSettings(defaults) = %+v, want DefaultPolicy", got)
 	}
 }

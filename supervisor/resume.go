@@ -75,9 +75,9 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 		}
 		r.mu.Lock()
 		r.sess[ne.s.ID] = ne
-		r.commitRowsLocked(ne, ne.s, []storage.TimelineEvent{newRow(ne.s, time.Now(), core.TimelineResumedFrom, map[string]any{
-			"message":      fmt.Sprintf("resumed in the background from %s session %s (its process was gone mid-turn)", s.Source, s.DisplayName()),
-			"resumed_from": s.ID, "by": by.String(),
+		r.commitRowsLocked(ne, ne.s, []storage.TimelineEvent{newRow(ne.s, time.Now(), core.TimelineResumedFrom, sessions.TimelineDetail{
+			Message:     fmt.Sprintf("resumed in the background from %s session %s (its process was gone mid-turn)", s.Source, s.DisplayName()),
+			ResumedFrom: s.ID, By: by.String(),
 		})}, false, false)
 		r.attachLocked(ne, proc, s.AgentSessionID)
 		r.mu.Unlock()
@@ -95,7 +95,7 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 	msg := fmt.Sprintf("resumed in the background as session %s (%s resuming its session %s in %s)",
 		shortID(started.ID), s.Agent, s.AgentSessionID, s.Cwd)
 	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvAcknowledged, Detail: msg},
-		newRow(e.s, time.Now(), core.TimelineResumedAs, map[string]any{"message": msg, "resumed_as": started.ID, "by": by.String()}))
+		newRow(e.s, time.Now(), core.TimelineResumedAs, sessions.TimelineDetail{Message: msg, ResumedAs: started.ID, By: by.String()}))
 	e.changed = e.s.Clone()
 	return started, done, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 	"github.com/session-supervisor/session-supervisor/watch"
 )
@@ -168,7 +168,7 @@ func TestResumeTerminalAutomatically(t *testing.T) {
 			s = g.inRigCwd(s)
 			args := filepath.Join(t.TempDir(), "args")
 			t.Setenv("FAKE_CLAUDE_ARGS_FILE", args)
-			set := storage.DefaultSettings()
+			set := settings.Defaults()
 			set.ResumeTerminal = on
 			set.AgentCommands = map[string]string{"claude": g.fake}
 			g.rt.Tick(context.Background(), set)
@@ -202,7 +202,7 @@ func TestResumeTerminalLaunchFailureEscalates(t *testing.T) {
 	s := deadTerminal(t.TempDir())
 	s.NeedsAttention, s.Supervision = false, sessions.Supervision{}
 	g := newRig(t, rigConfig{noAgent: true, seed: []sessions.Session{s}})
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	set.ResumeTerminal, set.NudgeCooldown = true, 0
 	set.AgentCommands = map[string]string{"claude": filepath.Join(t.TempDir(), "no-such-claude")}
 	for range 3 {
@@ -290,7 +290,7 @@ func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
 	args := filepath.Join(t.TempDir(), "args")
 	t.Setenv("FAKE_CLAUDE_ARGS_FILE", args)
 	g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	set.ResumeTerminal = true
 	set.AgentCommands = map[string]string{"claude": g.fake}
 	g.rt.Tick(ctx, set)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -31,7 +31,6 @@ type Store interface {
 	PendingIntents(ctx context.Context) ([]storage.TimelineEvent, error)
 	ListSessions(ctx context.Context) ([]sessions.Session, error)
 	Timeline(ctx context.Context, sessionID string, limit int) ([]storage.TimelineEvent, error)
-	LoadSettings(ctx context.Context) (storage.Settings, error)
 }
 
 // Runtime is the in-process supervisor: it owns the agent processes, applies
@@ -53,10 +52,10 @@ type Runtime struct {
 	// defaultAgent launches a request that names none (Options.DefaultAgent).
 	defaultAgent string
 	log          *slog.Logger
-	settings     func(context.Context) storage.Settings
+	settings     func() settings.Settings
 	w            *writer
 	health       healthStats
-	values       func() []storage.SettingValue
+	values       func() []settings.Value
 	// connectivity is asked once per tick, outside the lock.
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
@@ -103,13 +102,13 @@ type Options struct {
 	// Empty: such a request is refused.
 	DefaultAgent string
 	Logger       *slog.Logger
-	// Settings returns the current settings (in memory). Nil reads them
-	// from Store at every use.
-	Settings func() storage.Settings
+	// Settings returns the current settings (in memory: the settings
+	// service's Get). Nil means the defaults (settings.Defaults).
+	Settings func() settings.Settings
 	// SettingValues, when set, lists every setting's value in force: a new
 	// subscriber gets it after its snapshot, so a desktop knows the
 	// settings it obeys without asking.
-	SettingValues func() []storage.SettingValue
+	SettingValues func() []settings.Value
 	// WriteTimeout bounds one write to an agent's stdin (0: DefaultWriteTimeout).
 	WriteTimeout time.Duration
 	// Connectivity tells, once per tick, whether the machine is offline
@@ -149,11 +148,9 @@ func New(opts Options) *Runtime {
 	if r.connectivity == nil {
 		r.connectivity = defaultConnectivity()
 	}
-	if opts.Settings != nil {
-		get := opts.Settings
-		r.settings = func(context.Context) storage.Settings { return get() }
-	} else {
-		r.settings = r.loadSettings
+	r.settings = opts.Settings
+	if r.settings == nil {
+		r.settings = settings.Defaults
 	}
 	return r
 }
@@ -194,7 +191,7 @@ func (r *Runtime) Boot(ctx context.Context) error {
 			rows = observationRows(next, now, obs)
 		}
 		if orphan != "" && len(rows) > 0 {
-			rows[0].Detail = mergeDetail(rows[0].Detail, "orphan", orphan)
+			rows[0].Detail = editDetail(rows[0].Detail, func(d *sessions.TimelineDetail) { d.Orphan = orphan })
 		}
 		todo = append(todo, booted{r.newEntry(s), next, rows})
 	}
@@ -360,6 +357,16 @@ func (r *Runtime) agentNames() []string {
 	return names
 }
 
+// jobFor is job for the session named id (an error when there is none),
+// what every command on one session starts with.
+func (r *Runtime) jobFor(ctx context.Context, id string, fn func(e *entry) (<-chan writeResult, error)) (sessions.Session, error) {
+	e, err := r.find(id)
+	if err != nil {
+		return sessions.Session{}, err
+	}
+	return r.job(ctx, e, func() (<-chan writeResult, error) { return fn(e) })
+}
+
 // job runs fn on e's serial queue and waits for it, then for its rows to be
 // written (a change the API acknowledges was handed to the disk, and is on
 // it unless the disk is failing: then it stays in memory, is retried, and
@@ -422,7 +429,7 @@ func (r *Runtime) spawn(e *entry, resumeID string) (Process, error) {
 	if agent == nil {
 		return nil, conflictf("unknown agent %q", agentName)
 	}
-	set := r.settings(context.Background())
+	set := r.settings()
 	proc, err := agent.Start(context.Background(), StartOptions{
 		Command: agentCommand(set, agentName), Cwd: cwd, PermissionMode: mode, ResumeID: resumeID,
 		WriteTimeout: r.writeTimeout,
@@ -452,8 +459,8 @@ func (r *Runtime) attachLocked(e *entry, proc Process, resumeID string) <-chan w
 		how = "resumed session " + resumeID
 	}
 	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID()},
-		newRow(e.s, time.Now(), "process_started", map[string]any{
-			"message": processStartedText(e.s.Agent, proc.PID(), how, e.s.Cwd), "pid": proc.PID(),
+		newRow(e.s, time.Now(), "process_started", sessions.TimelineDetail{
+			Message: processStartedText(e.s.Agent, proc.PID(), how, e.s.Cwd), PID: proc.PID(),
 		}))
 	r.procs.Add(1)
 	go r.pump(e.s.ID, proc, e.exited)
@@ -487,7 +494,7 @@ func (r *Runtime) ensureProcess(e *entry) (Process, error) {
 
 // agentCommand is the agent's agents.NAME.command setting (registered from
 // the agent registry), or the agent's name for one without a setting.
-func agentCommand(s storage.Settings, agent string) string {
+func agentCommand(s settings.Settings, agent string) string {
 	if c := s.AgentCommand(agent); c != "" {
 		return c
 	}
@@ -534,11 +541,7 @@ func (r *Runtime) Send(ctx context.Context, id, prompt string) (sessions.Session
 	if strings.TrimSpace(prompt) == "" {
 		return sessions.Session{}, invalidf("the prompt is empty")
 	}
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		return r.deliverPrompt(e, prompt, sessions.ByUser, "prompt_sent")
 	})
 }
@@ -565,12 +568,12 @@ func (r *Runtime) deliverPrompt(e *entry, text string, by sessions.Actor, kind s
 	if e.s.InTurn {
 		// A prompt sent mid-turn joins the running turn; it does not start one.
 		if kind != "" {
-			rows = append(rows, newRow(e.s, now, kind, map[string]any{"message": "prompt added to the running turn", "by": by.String()}))
+			rows = append(rows, newRow(e.s, now, kind, sessions.TimelineDetail{Message: "prompt added to the running turn", By: by.String()}))
 		}
 		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvPromptAdded, By: by, Detail: "prompt added to the running turn"}, rows...)
 	} else {
 		if kind != "" {
-			row := newRow(e.s, now, kind, map[string]any{"message": "prompt sent by the " + by.String(), "by": by.String()})
+			row := newRow(e.s, now, kind, sessions.TimelineDetail{Message: "prompt sent by the " + by.String(), By: by.String()})
 			row.TurnGeneration++ // the row belongs to the turn it starts
 			rows = append(rows, row)
 		}
@@ -607,7 +610,7 @@ func (r *Runtime) deliveryFailed(e *entry, proc Process, what string, size int, 
 	if e.proc == proc {
 		done = r.applyLocked(e, sessions.Event{Kind: sessions.EvTurnFailed,
 			Failure: sessions.Failure{Kind: sessions.OtherFailure, Message: msg}},
-			newRow(e.s, time.Now(), "input_blocked", map[string]any{"message": msg + "; the agent process was stopped", "bytes": size}))
+			newRow(e.s, time.Now(), "input_blocked", sessions.TimelineDetail{Message: msg + "; the agent process was stopped", Bytes: size}))
 		e.changed = e.s.Clone()
 	}
 	return done, conflictf("session %s: %s", name, msg)
@@ -632,11 +635,7 @@ func (r *Runtime) find(id string) (*entry, error) {
 
 // Interrupt asks the agent to abort the turn in flight at the user's request.
 func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		name, proc := e.s.DisplayName(), e.proc
 		if !e.s.InTurn {
@@ -651,7 +650,7 @@ func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, e
 		// that answers it must find it, or a stop the user asked for would
 		// look like a dead turn and be nudged.
 		done := r.applyLocked(e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.ByUser},
-			newRow(e.s, time.Now(), "interrupt_requested", map[string]any{"message": "interrupt requested by the user", "by": "user"}))
+			newRow(e.s, time.Now(), "interrupt_requested", sessions.TimelineDetail{Message: "interrupt requested by the user", By: sessions.ByUser.String()}))
 		e.changed = e.s.Clone()
 		r.mu.Unlock()
 		if err := proc.Interrupt(); err != nil {
@@ -666,25 +665,17 @@ func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, e
 // Ack acknowledges a session: a reviewed turn becomes Idle and
 // needs-attention is cleared.
 func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.applyLocked(e, sessions.Event{Kind: sessions.EvAcknowledged},
-			newRow(e.s, time.Now(), "acknowledged", map[string]any{"message": "acknowledged by the user"})), nil
+			newRow(e.s, time.Now(), "acknowledged", sessions.TimelineDetail{Message: "acknowledged by the user"})), nil
 	})
 }
 
 // Answer approves or denies the pending permission request.
 func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
-	e, err := r.find(id)
-	if err != nil {
-		return sessions.Session{}, err
-	}
-	return r.job(ctx, e, func() (<-chan writeResult, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
 		p, proc, name := e.s.Permission, e.proc, e.s.DisplayName()
 		if p == nil || e.s.State != sessions.WaitingOnUser {
@@ -702,7 +693,7 @@ func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message str
 		}
 		msg := fmt.Sprintf("%s %s by the user", perm.Tool, verdict)
 		done := r.applyLocked(e, sessions.Event{Kind: sessions.EvUserAnswered, Detail: msg, Permission: &perm},
-			newRow(e.s, time.Now(), "permission_answered", map[string]any{"message": msg, "tool": perm.Tool, "allow": allow}))
+			newRow(e.s, time.Now(), "permission_answered", sessions.TimelineDetail{Message: msg, Tool: perm.Tool, Allow: sessions.Flag(allow)}))
 		e.changed = e.s.Clone()
 		r.mu.Unlock()
 		if err := proc.AnswerPermission(perm, allow, message); err != nil {
@@ -738,12 +729,12 @@ func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.Timel
 func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow, wait bool) <-chan writeResult {
 	prev := e.s
 	if stateRow && (prev.State != next.State || prev.WaitReason != next.WaitReason) {
-		detail := map[string]any{"message": next.Evidence, "from": prev.State.String(), "to": next.State.String()}
+		detail := sessions.TimelineDetail{Message: next.Evidence, From: prev.State.String(), To: next.State.String()}
 		if next.WaitReason != sessions.NoWait {
-			detail["reason"] = next.WaitReason.String()
+			detail.Reason = next.WaitReason.String()
 		}
 		if next.Failure.Kind != sessions.NoFailure {
-			detail["failure"] = next.Failure.Kind.String()
+			detail.Failure = next.Failure.Kind.String()
 		}
 		rows = append(rows, newRow(next, next.UpdatedAt, "state_changed", detail))
 	}
@@ -796,7 +787,7 @@ func (r *Runtime) snapshotLocked() localapi.Message {
 }
 
 // PublishSettings tells every subscriber the settings in force after a change.
-func (r *Runtime) PublishSettings(values []storage.SettingValue) {
+func (r *Runtime) PublishSettings(values []settings.Value) {
 	r.bus.Publish(localapi.Message{Type: localapi.MsgSettings, Settings: values})
 }
 
@@ -853,12 +844,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	}
 }
 
-func newRow(s sessions.Session, now time.Time, kind string, detail map[string]any) storage.TimelineEvent {
-	b, err := json.Marshal(detail)
-	if err != nil {
-		b = []byte(`{}`)
-	}
-	return storage.TimelineEvent{SessionID: s.ID, Time: now, Kind: kind, TurnGeneration: s.TurnGeneration, Detail: b}
+func newRow(s sessions.Session, now time.Time, kind string, detail sessions.TimelineDetail) storage.TimelineEvent {
+	return storage.TimelineEvent{SessionID: s.ID, Time: now, Kind: kind, TurnGeneration: s.TurnGeneration, Detail: detail.JSON()}
 }
 
 func newID() string {

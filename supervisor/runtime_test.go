@@ -20,6 +20,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -518,7 +519,7 @@ func TestRuntimeWriteFailuresLoseNothing(t *testing.T) {
 					t.Fatalf("the session reached the database while writes fail: %v", err)
 				}
 				fs.set(false)
-				set, err := g.store.LoadSettings(ctx)
+				set, err := testSettings.On(g.store).LoadSettings(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -661,7 +662,7 @@ func TestStuckAgentLeavesTheAppAnswering(t *testing.T) {
 			t.Fatalf("health status %q while the agent is stuck", h.Status)
 		}
 		tickDone := make(chan struct{})
-		go func() { g.rt.Tick(opCtx, storage.DefaultSettings()); close(tickDone) }()
+		go func() { g.rt.Tick(opCtx, settings.Defaults()); close(tickDone) }()
 		select {
 		case <-tickDone:
 		case <-opCtx.Done():
@@ -818,7 +819,7 @@ func TestLaunchFailureAfterNewReturned(t *testing.T) {
 		t.Fatalf("failure %+v, evidence %q; want a launch failure with the stderr line and the exit code", got.Failure, got.Evidence)
 	}
 	ctx := context.Background()
-	set := storage.DefaultSettings()
+	set := settings.Defaults()
 	for range 3 {
 		g.rt.Tick(ctx, set)
 		g.rt.Settle()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -206,7 +207,7 @@ type soak struct {
 	seed  uint64
 	rng   *rand.Rand
 	start time.Time
-	set   storage.Settings
+	set   settings.Settings
 
 	j     *journal
 	store *memStore
@@ -258,8 +259,8 @@ func TestSoak(t *testing.T) {
 func newSoak(t *testing.T, seed uint64) *soak {
 	j := &journal{}
 	st := newMemStore(j)
-	st.setSettings(func(s *storage.Settings) { s.Tick = soakTick })
-	set, _ := st.LoadSettings(context.Background())
+	st.setSettings(func(s *settings.Settings) { s.Tick = soakTick })
+	set := st.currentSettings()
 	k := &soak{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Now(), set: set,
 		j: j, store: st, agent: &soakAgent{fakeAgent: &fakeAgent{j: j}, byCwd: map[string][]*fakeProc{}},
@@ -285,7 +286,7 @@ func (k *soak) now() time.Duration { return time.Since(k.start) }
 // its loop.
 func (k *soak) boot() {
 	k.view = &soakStore{memStore: k.store}
-	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}, DefaultAgent: "claude"})
+	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}, DefaultAgent: "claude", Settings: k.store.currentSettings})
 	if err := k.rt.Boot(context.Background()); err != nil {
 		k.t.Fatalf("Boot: %v", err)
 	}

@@ -9,9 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
@@ -19,6 +18,14 @@ import (
 // agent's turns fail with a network error until the outage ends.
 
 var netFailure = sessions.Failure{Kind: sessions.Network, Message: "API Error: Unable to connect to API (ECONNRESET)"}
+
+// failNetworkAt steps the clock to d and fails p's turn with a network
+// error: the start of every outage.
+func (h *loopHarness) failNetworkAt(p *fakeProc, d time.Duration) {
+	h.t.Helper()
+	h.until(d)
+	h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+}
 
 // outage plays the agent through an outage: every prompt the supervisor
 // sends starts a turn that fails with a network error 5 s later, until the
@@ -84,21 +91,11 @@ func (h *loopHarness) restart() {
 		h.t.Fatalf("Shutdown: %v", err)
 	}
 	synctest.Wait()
-	h.rt.Bus().Unsubscribe(h.sub)
-	<-h.reader
+	h.stopRecording()
 
 	h.agent = &fakeAgent{j: h.j}
-	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
-	h.sub = h.rt.Bus().Subscribe(1 << 16)
-	h.reader = make(chan struct{})
-	go func() {
-		defer close(h.reader)
-		for msg := range h.sub.C {
-			h.msgMu.Lock()
-			h.msgs = append(h.msgs, msg)
-			h.msgMu.Unlock()
-		}
-	}()
+	h.rt = New(Options{Store: h.store, Agents: map[string]Agent{"claude": h.agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity, Settings: h.store.currentSettings})
+	h.record()
 	if err := h.rt.Boot(context.Background()); err != nil {
 		h.t.Fatalf("Boot: %v", err)
 	}
@@ -116,12 +113,9 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil) // 15 s tick, 90 min window
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
+		id, p := h.launchRunning()
 
-		h.until(1*time.Minute + 7*time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 1*time.Minute+7*time.Second)
 		h.wantState(id, sessions.Errored, sessions.NoWait)
 		// The 1:15 tick holds it, with the countdown in the evidence.
 		h.until(1*time.Minute + 16*time.Second)
@@ -149,9 +143,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if done.NeedsAttention || done.Supervision != (sessions.Supervision{}) || done.TurnGeneration != 5 {
 			t.Fatalf("after the outage: turn %d, needs_attention %v, supervision %+v", done.TurnGeneration, done.NeedsAttention, done.Supervision)
 		}
-		if n := len(h.messages(localapi.MsgEscalation)); n != 0 {
-			t.Fatalf("%d escalations", n)
-		}
+		h.wantEscalations(0)
 		rows := h.store.rowsOf(id, core.TimelineTransientRetry)
 		var msgs []string
 		for _, r := range rows {
@@ -173,8 +165,7 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 		if _, err := h.rt.Send(context.Background(), id, "next step"); err != nil {
 			t.Fatal(err)
 		}
-		h.until(40*time.Minute + 7*time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 40*time.Minute+7*time.Second)
 		got = h.outage(42*time.Minute, 0)
 		if want := durations(40*time.Minute + 45*time.Second); !slices.Equal(got, want) {
 			t.Fatalf("the next incident's first retry at %v, want %v", got, want)
@@ -191,13 +182,10 @@ func TestLoopTransientOutageWaitedOut(t *testing.T) {
 // sent after.
 func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.TransientWindow = 3 * time.Minute })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 3 * time.Minute })
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
-		h.until(7 * time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		id, p := h.launchRunning()
+		h.failNetworkAt(p, 7*time.Second)
 
 		// Incident at the 0:15 tick; each failure is seen 15 s after its
 		// retry and rescheduled 30 s later; the failure seen at 3:15 finds
@@ -207,11 +195,8 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("retries at %v, want %v", got, want)
 		}
-		esc := h.messages(localapi.MsgEscalation)
-		if len(esc) != 1 {
-			t.Fatalf("%d escalations, want 1", len(esc))
-		}
-		s = h.wantState(id, sessions.Errored, sessions.NoWait)
+		h.wantEscalations(1)
+		s := h.wantState(id, sessions.Errored, sessions.NoWait)
 		if !s.NeedsAttention || s.Failure != netFailure {
 			t.Fatalf("escalated session: needs_attention %v, failure %+v", s.NeedsAttention, s.Failure)
 		}
@@ -237,13 +222,10 @@ func TestLoopTransientWindowSpentEscalatesOnce(t *testing.T) {
 // incident began, not 20 min after the restart.
 func TestLoopTransientSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newLoopHarness(t, func(s *storage.Settings) { s.TransientWindow = 20 * time.Minute })
+		h := newLoopHarness(t, func(s *settings.Settings) { s.TransientWindow = 20 * time.Minute })
 		defer h.stop()
-		s, p := h.launch()
-		h.run()
-		id := s.ID
-		h.until(7 * time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		id, p := h.launchRunning()
+		h.failNetworkAt(p, 7*time.Second)
 		got := h.outage(3*time.Minute+2*time.Second, 0)
 		if want := durations(45*time.Second, 2*time.Minute); !slices.Equal(got, want) {
 			t.Fatalf("retries before the restart at %v, want %v", got, want)
@@ -280,9 +262,7 @@ func TestLoopTransientSurvivesRestart(t *testing.T) {
 		if !strings.Contains(rowField(rows[0], "message"), "API unreachable or failing for 20 min; retried 8 times") {
 			t.Errorf("escalation: %s", rowField(rows[0], "message"))
 		}
-		if n := len(h.messages(localapi.MsgEscalation)); n != 1 {
-			t.Fatalf("%d escalations published, want 1", n)
-		}
+		h.wantEscalations(1)
 	})
 }
 
@@ -298,8 +278,7 @@ func TestLoopOfflineHoldsTheIncident(t *testing.T) {
 		h.rt.connectivity = func() Connectivity { mu.Lock(); defer mu.Unlock(); return conn }
 		s, p := h.launch()
 		h.run()
-		h.until(7 * time.Second)
-		h.emit(p, sessions.Event{Kind: sessions.EvTurnFailed, Failure: netFailure})
+		h.failNetworkAt(p, 7*time.Second)
 		h.until(30*time.Minute + 7*time.Second)
 		if n := len(callsOf(h.agent.calls(), "prompt")); n != 1 {
 			t.Fatalf("%d prompts while offline, want only the first one", n)

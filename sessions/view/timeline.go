@@ -31,27 +31,27 @@ func TurnTitle(gen int64) string {
 //
 // A detail that is not a JSON object is shown as it is.
 func TimelineDetail(detail json.RawMessage) string {
-	var m map[string]any
-	if len(detail) == 0 || json.Unmarshal(detail, &m) != nil {
+	var d sessions.TimelineDetail
+	if len(detail) == 0 || json.Unmarshal(detail, &d) != nil {
 		return strings.TrimSpace(string(detail))
 	}
-	msg, _ := m["message"].(string)
-	from, _ := m["from"].(string)
-	to, _ := m["to"].(string)
-	lead := msg
-	if from != "" && to != "" {
-		delete(m, "from")
-		delete(m, "to")
-		lead = stateLabel(from) + " → " + stateLabel(to)
-		if msg != "" {
-			lead += ": " + msg
+	lead := d.Message
+	if d.From != "" && d.To != "" {
+		lead = stateLabel(d.From) + " → " + stateLabel(d.To)
+		if d.Message != "" {
+			lead += ": " + d.Message
 		}
+		d.From, d.To = "", ""
 	}
-	if _, ok := m["message"].(string); ok {
-		delete(m, "message")
+	// The rest, known fields and unknown alike, in key order: through the
+	// detail's own encoding, which writes only the keys that are set.
+	var rest map[string]any
+	if b, err := json.Marshal(d); err == nil {
+		_ = json.Unmarshal(b, &rest)
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
+	delete(rest, "message")
+	keys := make([]string, 0, len(rest))
+	for k := range rest {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -60,7 +60,7 @@ func TimelineDetail(detail json.RawMessage) string {
 		parts = append(parts, lead)
 	}
 	for _, k := range keys {
-		parts = append(parts, k+"="+formatValue(m[k]))
+		parts = append(parts, k+"="+formatValue(rest[k]))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -37,11 +37,14 @@ import (
 // A state change made in steps 1–4 is acted on in step 5 of the same call,
 // so a dead process is nudged at once rather than one tick later. Every
 // state change yields one observation, in order (Errored → Recovering in one
-// call is two), and a session nothing happens to comes back deeply equal to
-// s (UpdatedAt included), so the loop can skip writing it.
-func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (sessions.Session, []Observation, []Action) {
+// call is two). changed reports whether the session differs from s in any
+// field: a session nothing happens to comes back deeply equal to s
+// (UpdatedAt included) with changed false, so the loop can skip writing it
+// without comparing fields (the tests hold changed to reflect.DeepEqual on
+// every call, so a field written without setting it fails them).
+func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (next sessions.Session, obs []Observation, acts []Action, changed bool) {
 	if !p.Enabled {
-		return s.Clone(), nil, nil
+		return s.Clone(), nil, nil, false
 	}
 	// A shallow copy, not a Clone: the reconciler only ever assigns to the
 	// session's maps and pointers (endTurn sets them to nil), never writes
@@ -49,12 +52,12 @@ func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (sessio
 	// tick, where nothing happens, allocates nothing.
 	r := reconciler{n: s, now: now, p: p, probe: probe}
 	r.run()
-	return r.n, r.obs, r.acts
+	return r.n, r.obs, r.acts, r.changed
 }
 
 // reconciler carries one Reconcile call. It lives on the caller's stack; the
 // only allocations are for what actually happens (evidence, observations,
-// actions).
+// actions). Every write to n sets changed.
 type reconciler struct {
 	n       sessions.Session
 	now     time.Time
@@ -459,51 +462,65 @@ func (r *reconciler) retryAfterCompaction() {
 // holdRecovering continues it when the countdown ends. (An overload is a
 // transient incident: see transient.go.)
 func (r *reconciler) scheduleDrain() {
-	sv := &r.n.Supervision
-	if sv.Recovery != RecoveryRateLimit {
-		r.startIncident(RecoveryRateLimit)
-	}
-	limit := r.p.RateLimitMaxAttempts
-	if sv.RecoveryAttempts >= limit {
-		r.escalate(fmt.Sprintf("%d of %d attempts to continue spent", sv.RecoveryAttempts, limit))
-		return
-	}
-	if r.incidentSpent() {
-		return
-	}
-	next := r.now.Add(r.p.rateLimitDelay(sv.RecoveryAttempts))
-	if at := r.n.Failure.RetryAt; at.After(r.now) {
-		next = at // the provider's own reset wins over any guess
-	}
-	sv.NextAttemptAt = next
-	ev := fmt.Sprintf("%s; continuing at %s (attempt %d/%d)",
-		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, limit)
-	r.transition(sessions.Recovering, ev)
-	r.observe(TimelineRateLimitDrain, "scheduled: "+ev)
+	r.scheduleHold(scheduledHold{
+		recovery: RecoveryRateLimit, limit: r.p.RateLimitMaxAttempts, timeline: TimelineRateLimitDrain,
+		attempts: "attempts to continue", until: "continuing at",
+		delay: Policy.rateLimitDelay, providerReset: true,
+	})
 }
 
 // scheduleAuth holds an auth failure in Recovering for AuthRetryInterval, the
 // time a credential refresh (a login in another terminal, a token renewal)
 // plausibly needs, then resumes.
 func (r *reconciler) scheduleAuth() {
+	r.scheduleHold(scheduledHold{
+		recovery: RecoveryAuth, limit: r.p.AuthMaxAttempts, timeline: TimelineAuthResume,
+		attempts: "resumes after refreshed credentials", until: "waiting for refreshed credentials, resuming at",
+		delay: func(p Policy, _ int) time.Duration { return p.AuthRetryInterval },
+	})
+}
+
+// scheduledHold is a recovery that waits in Recovering for a time, within
+// a budget of its own and the incident's.
+type scheduledHold struct {
+	recovery string
+	limit    int
+	timeline string
+	// attempts names what the budget counts, until what the countdown
+	// ends in, for the evidence.
+	attempts, until string
+	// delay is the wait before the next attempt, given the attempts made.
+	// It captures nothing: a closure over the reconciler would move it to
+	// the heap on every call, the steady tick's included.
+	delay func(p Policy, attempts int) time.Duration
+	// providerReset: the provider's own reset time, when it gave one, wins
+	// over any guess.
+	providerReset bool
+}
+
+// scheduleHold starts (or carries on) h's recovery and holds the session
+// until its next attempt, or escalates when a budget is spent.
+func (r *reconciler) scheduleHold(h scheduledHold) {
 	sv := &r.n.Supervision
-	if sv.Recovery != RecoveryAuth {
-		r.startIncident(RecoveryAuth)
+	if sv.Recovery != h.recovery {
+		r.startIncident(h.recovery)
 	}
-	limit := r.p.AuthMaxAttempts
-	if sv.RecoveryAttempts >= limit {
-		r.escalate(fmt.Sprintf("%d of %d resumes after refreshed credentials spent", sv.RecoveryAttempts, limit))
+	if sv.RecoveryAttempts >= h.limit {
+		r.escalate(fmt.Sprintf("%d of %d %s spent", sv.RecoveryAttempts, h.limit, h.attempts))
 		return
 	}
 	if r.incidentSpent() {
 		return
 	}
-	next := r.now.Add(r.p.AuthRetryInterval)
+	next := r.now.Add(h.delay(r.p, sv.RecoveryAttempts))
+	if at := r.n.Failure.RetryAt; h.providerReset && at.After(r.now) {
+		next = at
+	}
 	sv.NextAttemptAt = next
-	ev := fmt.Sprintf("%s; waiting for refreshed credentials, resuming at %s (attempt %d/%d)",
-		r.n.Failure.Kind.Label(), clockPhrase(next, r.now), sv.RecoveryAttempts+1, limit)
+	ev := fmt.Sprintf("%s; %s %s (attempt %d/%d)",
+		r.n.Failure.Kind.Label(), h.until, clockPhrase(next, r.now), sv.RecoveryAttempts+1, h.limit)
 	r.transition(sessions.Recovering, ev)
-	r.observe(TimelineAuthResume, "scheduled: "+ev)
+	r.observe(h.timeline, "scheduled: "+ev)
 }
 
 // holdRecovering runs a supervisor hold: Recovering with no turn in flight.

@@ -102,19 +102,38 @@ func waiting(reason sessions.WaitReason) sessions.Session {
 }
 
 // reconcile runs Reconcile and checks what must hold for every call: the
-// input is untouched, the output is valid, and every action is fit to
+// input is untouched, the output is valid, changed says exactly whether the
+// output differs from the input in any field, and every action is fit to
 // dispatch against the returned session.
 func reconcile(t *testing.T, s sessions.Session, now time.Time, p Policy, probe Probe) (sessions.Session, []Observation, []Action) {
 	t.Helper()
 	before := s.Clone()
-	out, obs, acts := Reconcile(s, now, p, probe)
+	out, obs, acts, changed := Reconcile(s, now, p, probe)
 	if !reflect.DeepEqual(before, s) {
 		t.Fatalf("Reconcile mutated its input:\nbefore %+v\nafter  %+v", before, s)
+	}
+	if msg := changeMisreported(s, out, changed); msg != "" {
+		t.Fatalf("%s\nin  %+v\nout %+v", msg, s, out)
 	}
 	if msg := invalid(s, out, now, p, obs, acts); msg != "" {
 		t.Fatalf("%s\nin  %+v\nout %+v\nobs %+v\nacts %+v", msg, s, out, obs, acts)
 	}
 	return out, obs, acts
+}
+
+// changeMisreported returns why Reconcile's changed flag disagrees with a
+// comparison of every field (reflect.DeepEqual, so a field added to Session
+// is compared without anyone listing it), or "". The loop writes a session
+// only when the flag says so: a write that does not set it is lost, and made
+// again every tick.
+func changeMisreported(in, out sessions.Session, changed bool) string {
+	switch differs := !reflect.DeepEqual(in, out); {
+	case differs && !changed:
+		return "Reconcile changed the session but reported no change"
+	case !differs && changed:
+		return "Reconcile reported a change but returned the session as it was"
+	}
+	return ""
 }
 
 // invalid returns why a Reconcile result breaks an invariant, or "".
@@ -1259,6 +1278,21 @@ func TestReconcileSteadySessionIsUntouched(t *testing.T) {
 	}
 }
 
+// TestReconcileSteadyTickAllocatesNothing: the tick reconciles every
+// session every few seconds, and for a session nothing is due for it must
+// not allocate (a closure over the reconciler once moved it to the heap on
+// every call).
+func TestReconcileSteadyTickAllocatesNothing(t *testing.T) {
+	now := at(3 * time.Hour)
+	p := specPolicy()
+	for k := quietTurn; k <= coolingDown; k++ {
+		s := steadySession(k, 1, now)
+		if n := testing.AllocsPerRun(100, func() { Reconcile(s, now, p, alive) }); n != 0 {
+			t.Errorf("steady session kind %d: %v allocations per Reconcile, want 0", k, n)
+		}
+	}
+}
+
 // TestReconcileProperty drives Reconcile with random sessions, times,
 // probes and policies: it must never panic, always return a valid state with
 // evidence (the invariants in invalid), and never decide the same action
@@ -1426,78 +1460,88 @@ func TestPolicyRateLimitBackoff(t *testing.T) {
 // holds counting down, nudges cooling down).
 func BenchmarkReconcile10kSteady(b *testing.B) {
 	const n = 10000
-	p := specPolicy()
 	now := at(3 * time.Hour)
 	list := make([]sessions.Session, n)
 	for i := range list {
-		var s sessions.Session
-		switch i % 8 {
-		case 0, 1, 2:
-			s = working()
-			s.LastEventAt = now.Add(-time.Duration(i%600) * time.Second)
-		case 3:
-			s = withTool(working(), "t", "Bash", now.Add(-20*time.Minute))
-			s.LastEventAt = now.Add(-20 * time.Minute)
-		case 4:
-			s = working()
-			s.State, s.InTurn, s.Evidence = sessions.Idle, false, "agent idle"
-		case 5:
-			s = waiting(sessions.WaitReview)
-		case 6:
-			s = hold(sessions.RateLimit, RecoveryRateLimit, 1, now.Add(time.Minute))
-		case 7:
-			s = interrupted()
-			s.Nudge = sessions.NudgeBudget{Attempts: 1, LastNudge: now.Add(-time.Minute)}
-		}
-		s.ID = fmt.Sprintf("s%05d", i)
-		list[i] = s
+		list[i] = steadySession([]steadyKind{quietTurn, quietTurn, quietTurn, longTool, idleSession, review, rateLimitHold, coolingDown}[i%8], i, now)
 	}
-	benchTick(b, list, nil, now, p)
+	benchTick(b, list, nil, now, specPolicy())
 }
 
 // BenchmarkReconcile10k reconciles 10,000 varied sessions per op — the shape
 // of one tick over a large install — and reports the cost per session.
 func BenchmarkReconcile10k(b *testing.B) {
 	const n = 10000
-	p := specPolicy()
 	now := at(3 * time.Hour)
 	list := make([]sessions.Session, n)
 	probes := make([]Probe, n)
 	for i := range list {
-		var s sessions.Session
 		probe := alive
-		switch i % 20 {
-		case 0, 1, 2, 3, 4, 5, 6, 7: // the common case: a live, quiet turn
-			s = working()
-			s.LastEventAt = now.Add(-time.Duration(i%600) * time.Second)
-		case 8, 9:
-			s = withTool(working(), "t", "Bash", now.Add(-20*time.Minute))
-			s.LastEventAt = now.Add(-20 * time.Minute)
-		case 10, 11:
-			s = working()
-			s.State, s.InTurn, s.Evidence = sessions.Idle, false, "agent idle"
-		case 12:
-			s = waiting(sessions.WaitReview)
-		case 13:
-			s = waiting(sessions.WaitPermission)
-		case 14: // stalls: becomes Suspect
-			s = working()
-		case 15: // hard stall: interrupt
-			s = suspect()
-		case 16: // process gone mid-turn: Interrupted + nudge
-			s, probe = working(), dead
-		case 17:
-			s = errored(sessions.RateLimit)
-		case 18:
-			s = hold(sessions.RateLimit, RecoveryRateLimit, 1, now.Add(time.Minute))
-		case 19:
-			s = interrupted()
-			s.Nudge = sessions.NudgeBudget{Attempts: 1, LastNudge: now.Add(-time.Minute)}
+		switch k := i % 20; {
+		case k < 8: // the common case: a live, quiet turn
+			list[i] = steadySession(quietTurn, i, now)
+		case k < 10:
+			list[i] = steadySession(longTool, i, now)
+		case k < 12:
+			list[i] = steadySession(idleSession, i, now)
+		case k == 12:
+			list[i] = steadySession(review, i, now)
+		case k == 13:
+			list[i] = waiting(sessions.WaitPermission)
+		case k == 14: // stalls: becomes Suspect
+			list[i] = working()
+		case k == 15: // hard stall: interrupt
+			list[i] = suspect()
+		case k == 16: // process gone mid-turn: Interrupted + nudge
+			list[i], probe = working(), dead
+		case k == 17:
+			list[i] = errored(sessions.RateLimit)
+		case k == 18:
+			list[i] = steadySession(rateLimitHold, i, now)
+		default:
+			list[i] = steadySession(coolingDown, i, now)
 		}
-		s.ID = fmt.Sprintf("s%05d", i)
-		list[i], probes[i] = s, probe
+		list[i].ID = fmt.Sprintf("s%05d", i)
+		probes[i] = probe
 	}
-	benchTick(b, list, probes, now, p)
+	benchTick(b, list, probes, now, specPolicy())
+}
+
+// steadyKind is a session nothing is due for at the benchmarks' now.
+type steadyKind int
+
+const (
+	quietTurn steadyKind = iota
+	longTool
+	idleSession
+	review
+	rateLimitHold
+	coolingDown
+)
+
+// steadySession is session i of kind k at now.
+func steadySession(k steadyKind, i int, now time.Time) sessions.Session {
+	var s sessions.Session
+	switch k {
+	case quietTurn:
+		s = working()
+		s.LastEventAt = now.Add(-time.Duration(i%600) * time.Second)
+	case longTool:
+		s = withTool(working(), "t", "Bash", now.Add(-20*time.Minute))
+		s.LastEventAt = now.Add(-20 * time.Minute)
+	case idleSession:
+		s = working()
+		s.State, s.InTurn, s.Evidence = sessions.Idle, false, "agent idle"
+	case review:
+		s = waiting(sessions.WaitReview)
+	case rateLimitHold:
+		s = hold(sessions.RateLimit, RecoveryRateLimit, 1, now.Add(time.Minute))
+	case coolingDown:
+		s = interrupted()
+		s.Nudge = sessions.NudgeBudget{Attempts: 1, LastNudge: now.Add(-time.Minute)}
+	}
+	s.ID = fmt.Sprintf("s%05d", i)
+	return s
 }
 
 // benchTick runs Reconcile over list once per op and reports ns and
@@ -1515,7 +1559,7 @@ func benchTick(b *testing.B, list []sessions.Session, probes []Probe, now time.T
 			if probes != nil {
 				probe = probes[i]
 			}
-			_, _, acts := Reconcile(list[i], now, p, probe)
+			_, _, acts, _ := Reconcile(list[i], now, p, probe)
 			acted += len(acts)
 		}
 	}

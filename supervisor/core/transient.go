@@ -84,20 +84,10 @@ func (r *reconciler) transientSpentAt(t time.Time) time.Duration {
 func (r *reconciler) recoverTransient() {
 	sv := &r.n.Supervision
 	if sv.Recovery != RecoveryTransient {
-		r.startIncident(RecoveryTransient)
-		sv.IncidentStarted = r.now
-	} else if sv.IncidentStarted.IsZero() || sv.IncidentStarted.After(r.now) {
-		// A start lost or in the future (the clock was set back): count
-		// from now rather than never or from a time not yet reached.
-		sv.IncidentStarted = r.now
-		r.changed = true
+		r.startIncident(RecoveryTransient) // its start is set just below
 	}
-	if r.probe.Offline {
-		r.holdOffline()
+	if _, _, online := r.incidentClock(); !online {
 		return
-	}
-	if !sv.OfflineSince.IsZero() {
-		r.foldOffline()
 	}
 	window := r.p.TransientWindow
 	spent := r.transientSpentAt(r.now)
@@ -128,18 +118,13 @@ func (r *reconciler) holdTransient() {
 		r.abandonHold()
 		return
 	}
-	if sv.IncidentStarted.IsZero() || sv.IncidentStarted.After(r.now) {
-		sv.IncidentStarted = r.now
-		r.changed = true
-	}
-	if r.probe.Offline {
-		r.holdOffline()
+	off, back, online := r.incidentClock()
+	if !online {
 		return
 	}
-	if !sv.OfflineSince.IsZero() {
+	if back {
 		// The network is back: retry now rather than at the end of a
 		// countdown that ran while nothing could have worked.
-		off := r.foldOffline()
 		sv.NextAttemptAt = r.now
 		r.observe(TimelineTransientRetry, fmt.Sprintf("the network is back after %s offline; retrying now", humanSpan(off)))
 	}
@@ -191,6 +176,28 @@ func (r *reconciler) holdOffline() {
 
 // foldOffline ends an offline span: its length joins OfflineFor, which the
 // window does not count. It returns the span.
+// incidentClock keeps the transient window's clock: it sets a start that is
+// missing (a new incident) or lost or in the future (the clock was set
+// back), so the window counts from now rather than never or from a time not
+// yet reached; holds the session while the machine is offline (online
+// false); and once it is back folds the time offline into the incident
+// (back true, off how long).
+func (r *reconciler) incidentClock() (off time.Duration, back, online bool) {
+	sv := &r.n.Supervision
+	if sv.IncidentStarted.IsZero() || sv.IncidentStarted.After(r.now) {
+		sv.IncidentStarted = r.now
+		r.changed = true
+	}
+	if r.probe.Offline {
+		r.holdOffline()
+		return 0, false, false
+	}
+	if sv.OfflineSince.IsZero() {
+		return 0, false, true
+	}
+	return r.foldOffline(), true, true
+}
+
 func (r *reconciler) foldOffline() time.Duration {
 	sv := &r.n.Supervision
 	off := max(r.now.Sub(sv.OfflineSince), 0)

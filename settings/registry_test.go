@@ -1,4 +1,4 @@
-package storage
+package settings
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestSettingRegistry(t *testing.T) {
 		"notify.waiting_on_user",
 		"agents.claude.command",
 	}
-	defs := SettingKeys()
+	defs := testReg.Defs()
 	var keys []string
 	for _, d := range defs {
 		keys = append(keys, d.Key)
@@ -82,27 +82,32 @@ func TestSettingRegistry(t *testing.T) {
 		}
 	}
 	if !slices.Equal(keys, wantKeys) {
-		t.Errorf("SettingKeys:\n got %q\nwant %q", keys, wantKeys)
+		t.Errorf("Defs:\n got %q\nwant %q", keys, wantKeys)
 	}
-	if !reflect.DeepEqual(DefaultSettings(), specDefaults) {
-		t.Errorf("DefaultSettings:\n got %+v\nwant %+v", DefaultSettings(), specDefaults)
+	if !reflect.DeepEqual(testReg.Defaults(), specDefaults) {
+		t.Errorf("Defaults:\n got %+v\nwant %+v", testReg.Defaults(), specDefaults)
 	}
-	// SettingKeys hands out a copy.
+	// The agentless defaults (supervisor.DefaultPolicy's) are the same but
+	// for the agents' commands.
+	if want := withSpecDefaults(func(s *Settings) { s.AgentCommands = map[string]string{} }); !reflect.DeepEqual(Defaults(), want) {
+		t.Errorf("Defaults():\n got %+v\nwant %+v", Defaults(), want)
+	}
+	// Defs hands out a copy.
 	defs[0].Default = "false"
-	if SettingKeys()[0].Default != "true" {
-		t.Error("changing SettingKeys' result changed the registry")
+	if testReg.Defs()[0].Default != "true" {
+		t.Error("changing Defs' result changed the registry")
 	}
 	// A client of the local API can decode what the server encodes.
-	b, err := json.Marshal(SettingKeys())
+	b, err := json.Marshal(testReg.Defs())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), `"kind":"minutes"`) || !strings.Contains(string(b), `"policy":"clamp"`) {
 		t.Errorf("registry JSON lacks readable kind/policy: %s", b)
 	}
-	var back []SettingDef
-	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, SettingKeys()) {
-		t.Errorf("registry JSON round trip = %v; equal %v", err, reflect.DeepEqual(back, SettingKeys()))
+	var back []Def
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, testReg.Defs()) {
+		t.Errorf("registry JSON round trip = %v; equal %v", err, reflect.DeepEqual(back, testReg.Defs()))
 	}
 }
 
@@ -120,11 +125,11 @@ func TestSettingsDefaultsOnFreshDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != len(SettingKeys()) {
-		t.Fatalf("ListSettings returned %d settings, want %d", len(list), len(SettingKeys()))
+	if len(list) != len(testReg.Defs()) {
+		t.Fatalf("ListSettings returned %d settings, want %d", len(list), len(testReg.Defs()))
 	}
 	for i, v := range list {
-		def := SettingKeys()[i]
+		def := testReg.Defs()[i]
 		if v.Key != def.Key || v.Value != def.Default || v.Default != def.Default || !v.IsDefault ||
 			v.Description != def.Description || v.Note != "" {
 			t.Errorf("ListSettings[%d] = %+v, want the default of %s", i, v, def.Key)
@@ -163,8 +168,8 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"notify.waiting_on_user", "0", "false", func(s *Settings) { s.NotifyWaitingOnUser = false }},
 		{"agents.claude.command", " /opt/claude/bin/claude ", "/opt/claude/bin/claude", func(s *Settings) { s.AgentCommands["claude"] = "/opt/claude/bin/claude" }},
 	}
-	if len(tests) != len(SettingKeys()) {
-		t.Fatalf("table covers %d keys, registry has %d", len(tests), len(SettingKeys()))
+	if len(tests) != len(testReg.Defs()) {
+		t.Fatalf("table covers %d keys, registry has %d", len(tests), len(testReg.Defs()))
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -245,7 +250,7 @@ func TestSetSettingRejects(t *testing.T) {
 	ctx := context.Background()
 	// A good value first: a rejected set must leave it in place.
 	for _, k := range []string{"supervisor.tick_seconds", "supervisor.enabled", "supervisor.stall_suspect_minutes", "agents.claude.command"} {
-		def, _ := lookup(k)
+		def, _ := testReg.lookup(k)
 		if _, err := s.SetSetting(ctx, k, def.Default); err != nil {
 			t.Fatal(err)
 		}
@@ -274,15 +279,15 @@ func TestSetSettingRejects(t *testing.T) {
 			if err == nil {
 				t.Fatalf("SetSetting(%s, %q) = %+v, want an error", tt.key, tt.raw, res)
 			}
-			if !errors.Is(err, ErrInvalidSetting) {
-				t.Errorf("error %q does not wrap ErrInvalidSetting", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %q does not wrap ErrInvalid", err)
 			}
 			for _, m := range append([]string{tt.key, `"` + strings.ReplaceAll(tt.raw, "\n", `\n`) + `"`}, tt.msg...) {
 				if !strings.Contains(err.Error(), m) {
 					t.Errorf("error %q does not mention %q", err, m)
 				}
 			}
-			def, _ := lookup(tt.key)
+			def, _ := testReg.lookup(tt.key)
 			if g, _ := s.GetSetting(ctx, tt.key); g != def.Default {
 				t.Errorf("after the rejected set %s = %q, want it unchanged (%q)", tt.key, g, def.Default)
 			}
@@ -293,10 +298,10 @@ func TestSetSettingRejects(t *testing.T) {
 // TestRejectPolicy covers the policy no shipped key uses yet, with a
 // definition made up for the test.
 func TestRejectPolicy(t *testing.T) {
-	def := SettingDef{Key: "test.strict", Kind: KindInt, Unit: "items", Min: 1, Max: 3, Policy: Reject, Default: "2"}
-	minutes := SettingDef{Key: "test.strict_minutes", Kind: KindMinutes, Min: 1, Max: 3, Policy: Reject, Default: "2"}
+	def := Def{Key: "test.strict", Kind: KindInt, Unit: "items", Min: 1, Max: 3, Policy: Reject, Default: "2"}
+	minutes := Def{Key: "test.strict_minutes", Kind: KindMinutes, Min: 1, Max: 3, Policy: Reject, Default: "2"}
 	tests := []struct {
-		def     SettingDef
+		def     Def
 		raw     string
 		want    string
 		wantErr bool
@@ -312,7 +317,7 @@ func TestRejectPolicy(t *testing.T) {
 	for _, tt := range tests {
 		text, _, clamped, err := tt.def.parse(tt.raw)
 		if tt.wantErr {
-			if !errors.Is(err, ErrInvalidSetting) || !strings.Contains(err.Error(), "out of range") ||
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "out of range") ||
 				!strings.Contains(err.Error(), "from 1 to 3") {
 				t.Errorf("%s=%s: err %v, want an out-of-range error naming the range", tt.def.Key, tt.raw, err)
 			}
@@ -329,8 +334,8 @@ func TestUnknownSetting(t *testing.T) {
 	ctx := context.Background()
 	check := func(op string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrUnknownSetting) {
-			t.Errorf("%s: error %v does not wrap ErrUnknownSetting", op, err)
+		if !errors.Is(err, ErrUnknown) {
+			t.Errorf("%s: error %v does not wrap ErrUnknown", op, err)
 			return
 		}
 		for _, m := range []string{`"supervisor.tick"`, "unknown", "supervisor.tick_seconds", "agents.claude.command"} {
@@ -344,9 +349,8 @@ func TestUnknownSetting(t *testing.T) {
 	_, err = s.GetSetting(ctx, "supervisor.tick")
 	check("GetSetting", err)
 	check("ResetSetting", s.ResetSetting(ctx, "supervisor.tick"))
-	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM settings`).Scan(&n); err != nil || n != 0 {
-		t.Errorf("settings rows = %d, %v; want none", n, err)
+	if rows, err := s.StoredSettings(ctx); err != nil || len(rows) != 0 {
+		t.Errorf("settings rows = %v, %v; want none", rows, err)
 	}
 }
 
@@ -358,7 +362,7 @@ func TestResetSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, _ := s.ListSettings(ctx)
-	if v := list[slices.IndexFunc(list, func(v SettingValue) bool { return v.Key == key })]; v.Value != "5" || v.IsDefault {
+	if v := list[slices.IndexFunc(list, func(v Value) bool { return v.Key == key })]; v.Value != "5" || v.IsDefault {
 		t.Errorf("after set: %+v", v)
 	}
 	if err := s.ResetSetting(ctx, key); err != nil {
@@ -368,7 +372,7 @@ func TestResetSetting(t *testing.T) {
 		t.Errorf("resetting an unset key: %v", err)
 	}
 	list, _ = s.ListSettings(ctx)
-	if v := list[slices.IndexFunc(list, func(v SettingValue) bool { return v.Key == key })]; v.Value != "2" || !v.IsDefault {
+	if v := list[slices.IndexFunc(list, func(v Value) bool { return v.Key == key })]; v.Value != "2" || !v.IsDefault {
 		t.Errorf("after reset: %+v", v)
 	}
 }
@@ -388,7 +392,9 @@ func TestLoadSettingsSurvivesHandEdits(t *testing.T) {
 		"agents.claude.command":            "",     // empty → default
 		"some.future_key":                  "true", // unknown → ignored
 	} {
-		mustExec(t, s, `INSERT INTO settings(key, value, updated_at) VALUES (?, ?, ?)`, k, v, formatTime(base))
+		if err := s.WriteSettings(ctx, map[string]*string{k: &v}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got, err := s.LoadSettings(ctx)
 	if err != nil {

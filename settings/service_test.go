@@ -1,4 +1,4 @@
-package storage
+package settings
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // TestEveryNumericKeyClampsNeverRefuses is the README's promise for every
@@ -39,7 +41,7 @@ func TestEveryNumericKeyClampsNeverRefuses(t *testing.T) {
 	for _, tt := range tests {
 		covered[tt.key] = true
 	}
-	for _, d := range SettingKeys() {
+	for _, d := range testReg.Defs() {
 		if (d.Kind == KindInt || d.Kind == KindMinutes) != covered[d.Key] {
 			t.Errorf("%s (%s) is numeric=%v but covered=%v by this table", d.Key, d.Kind, !covered[d.Key], covered[d.Key])
 		}
@@ -47,7 +49,7 @@ func TestEveryNumericKeyClampsNeverRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			s, _ := openTemp(t)
-			svc, err := NewSettingsService(context.Background(), s)
+			svc, err := NewService(context.Background(), testReg, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +118,7 @@ func TestCrossKeyFloors(t *testing.T) {
 	// registered minutes settings.
 	for _, r := range floorRules {
 		for _, k := range []string{r.key, r.floor} {
-			if d, err := lookup(k); err != nil || d.Kind != KindMinutes {
+			if d, err := testReg.lookup(k); err != nil || d.Kind != KindMinutes {
 				t.Errorf("floor rule %+v: %s is %v (%v), want a minutes setting", r, k, d.Kind, err)
 			}
 		}
@@ -125,7 +127,7 @@ func TestCrossKeyFloors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openTemp(t)
 			ctx := context.Background()
-			svc, err := NewSettingsService(ctx, s)
+			svc, err := NewService(ctx, testReg, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +170,7 @@ func TestCrossKeyFloors(t *testing.T) {
 func TestSettingsServicePersistsAndPublishes(t *testing.T) {
 	s, dir := openTemp(t)
 	ctx := context.Background()
-	svc, err := NewSettingsService(ctx, s)
+	svc, err := NewService(ctx, testReg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,12 +205,12 @@ func TestSettingsServicePersistsAndPublishes(t *testing.T) {
 
 	// Persisted: a new process (a new store and service) sees it.
 	s.Close()
-	s2, err := Open(dir)
+	s2, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	svc2, err := NewSettingsService(ctx, s2)
+	svc2, err := NewService(ctx, testReg, s2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,17 +228,17 @@ func TestSettingsServicePersistsAndPublishes(t *testing.T) {
 func TestSettingsServiceAllOrNothing(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
-	svc, err := NewSettingsService(ctx, s)
+	svc, err := NewService(ctx, testReg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	updates, cancel := svc.Subscribe()
 	defer cancel()
-	_, err = svc.UpdateMany(ctx, []SettingChange{{"supervisor.tick_seconds", "30"}, {"supervisor.enabled", "maybe"}})
-	if !errors.Is(err, ErrInvalidSetting) {
-		t.Fatalf("UpdateMany with a bad value = %v, want ErrInvalidSetting", err)
+	_, err = svc.UpdateMany(ctx, []Change{{"supervisor.tick_seconds", "30"}, {"supervisor.enabled", "maybe"}})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("UpdateMany with a bad value = %v, want ErrInvalid", err)
 	}
-	if _, err := svc.Update(ctx, "no.such_key", "1"); !errors.Is(err, ErrUnknownSetting) {
+	if _, err := svc.Update(ctx, "no.such_key", "1"); !errors.Is(err, ErrUnknown) {
 		t.Errorf("unknown key: %v", err)
 	}
 	if v, _ := s.GetSetting(ctx, "supervisor.tick_seconds"); v != "15" || svc.Get().Tick != 15*time.Second {
@@ -261,7 +263,7 @@ func TestSettingsServiceAllOrNothing(t *testing.T) {
 func TestSettingsServiceReadersDuringWrites(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
-	svc, err := NewSettingsService(ctx, s)
+	svc, err := NewService(ctx, testReg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +291,7 @@ func TestSettingsServiceReadersDuringWrites(t *testing.T) {
 		}()
 	}
 	for i := range 10 {
-		if _, err := svc.UpdateMany(ctx, []SettingChange{
+		if _, err := svc.UpdateMany(ctx, []Change{
 			{"supervisor.tick_seconds", strconv.Itoa(10 + i)}, {"supervisor.nudge_max_attempts", strconv.Itoa(i)},
 		}); err != nil {
 			t.Fatal(err)
@@ -299,32 +301,28 @@ func TestSettingsServiceReadersDuringWrites(t *testing.T) {
 	wg.Wait()
 }
 
-func TestRegisterAgents(t *testing.T) {
-	t.Cleanup(func() {
-		if err := RegisterAgents(AgentSetting{Name: "claude", DisplayName: "Claude Code", DefaultCommand: "claude"}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	for _, bad := range [][]AgentSetting{
+func TestNewRegistryAgents(t *testing.T) {
+	for _, bad := range [][]Agent{
 		{{Name: ""}},
 		{{Name: "a.b", DefaultCommand: "x"}},
 		{{Name: "x", DefaultCommand: "x"}, {Name: "x", DefaultCommand: "y"}},
 		{{Name: "x", DefaultCommand: ""}},
 	} {
-		if err := RegisterAgents(bad...); err == nil {
-			t.Errorf("RegisterAgents(%+v) accepted", bad)
+		if _, err := NewRegistry(bad...); err == nil {
+			t.Errorf("NewRegistry(%+v) accepted", bad)
 		}
 	}
-	if err := RegisterAgents(AgentSetting{"one", "Agent One", "one-cli"}, AgentSetting{"two", "Agent Two", "/opt/two"}); err != nil {
+	reg, err := NewRegistry(Agent{"one", "Agent One", "one-cli"}, Agent{"two", "Agent Two", "/opt/two"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	keys := SettingKeys()
+	keys := reg.Defs()
 	n := len(keys)
 	if keys[n-2].Key != "agents.one.command" || keys[n-1].Key != "agents.two.command" || keys[n-1].Default != "/opt/two" ||
 		!strings.Contains(keys[n-2].Description, "Agent One") {
 		t.Errorf("agent keys = %+v", keys[n-2:])
 	}
-	d := DefaultSettings()
+	d := reg.Defaults()
 	if d.AgentCommand("one") != "one-cli" || d.AgentCommand("two") != "/opt/two" || d.AgentCommand("claude") != "" {
 		t.Errorf("AgentCommands = %v", d.AgentCommands)
 	}

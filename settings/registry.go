@@ -1,0 +1,600 @@
+// Package settings is the app's settings registry: every setting's
+// definition (kind, default, range, description), the validation and
+// clamping of a value, the cross-key rules, the typed snapshot the app reads,
+// and the in-memory service the running app changes them through. The
+// registry is a value (NewRegistry) built by the composition root from the
+// agents it knows; nothing here is global, and the rows themselves are kept by
+// whoever implements Rows (storage.Store).
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Sentinel errors of the settings API.
+var (
+	ErrUnknown = errors.New("unknown setting")
+	ErrInvalid = errors.New("invalid setting value")
+)
+
+// Kind is a setting's value type.
+type Kind int
+
+// The kinds. Minutes are a float so thresholds can be set below a minute
+// (0.1 = 6 s), which tests and impatient users both want.
+const (
+	KindBool Kind = iota + 1
+	KindInt
+	KindMinutes
+	KindString
+)
+
+// MarshalText makes a Kind readable in the local API's JSON.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText is the inverse of MarshalText, so a client can decode a
+// Def it received.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for _, c := range []Kind{KindBool, KindInt, KindMinutes, KindString} {
+		if c.String() == string(b) {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown setting kind %q", b)
+}
+
+func (k Kind) String() string {
+	switch k {
+	case KindBool:
+		return "bool"
+	case KindInt:
+		return "int"
+	case KindMinutes:
+		return "minutes"
+	case KindString:
+		return "string"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Policy says what happens to a number outside a setting's range.
+type Policy int
+
+// The policies.
+const (
+	// Clamp moves the value to the nearest bound and reports it
+	// (SetResult.Clamped): asking for a 1-second tick gets the fastest safe
+	// tick rather than an error.
+	Clamp Policy = iota
+	// Reject refuses the value.
+	Reject
+)
+
+// MarshalText makes a Policy readable in the local API's JSON.
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText is the inverse of MarshalText.
+func (p *Policy) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "clamp":
+		*p = Clamp
+	case "reject":
+		*p = Reject
+	default:
+		return fmt.Errorf("unknown setting policy %q", b)
+	}
+	return nil
+}
+
+func (p Policy) String() string {
+	if p == Reject {
+		return "reject"
+	}
+	return "clamp"
+}
+
+// Def describes one setting: what the CLI and the UI show and what
+// SetSetting enforces. Numbers outside [Min, Max] are handled by Policy;
+// values that do not parse are always rejected. Min and Max are meaningless
+// for bool and string settings.
+type Def struct {
+	Key         string `json:"key"`
+	Description string `json:"description"`
+	Kind        Kind   `json:"kind"`
+	// Unit names what an int counts ("seconds", "days", "attempts"); minutes
+	// settings are in minutes.
+	Unit    string  `json:"unit,omitempty"`
+	Default string  `json:"default"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Policy  Policy  `json:"policy"`
+}
+
+// Settings is the typed snapshot of every setting, what the supervisor and
+// the rest of the app read.
+type Settings struct {
+	Enabled          bool
+	Tick             time.Duration
+	StallSuspect     time.Duration
+	StallToolSuspect time.Duration
+	StallHard        time.Duration
+	AutoRecover      bool
+	NudgeEnabled     bool
+	NudgeMaxAttempts int
+	NudgeCooldown    time.Duration
+	// ResumeTerminal is supervisor.resume_terminal_sessions.
+	ResumeTerminal bool
+	AuthRetry      time.Duration
+	// TransientWindow is how long one transient incident (a network
+	// failure, a 5xx, an overload) is retried before it is escalated.
+	TransientWindow  time.Duration
+	SnapshotInterval time.Duration
+	// CompactTimeout bounds a compaction; the stuck-compaction and
+	// stale-overflow checks both use it so they cannot disagree.
+	CompactTimeout      time.Duration
+	RetentionDays       int
+	NotifyWaitingOnUser bool
+	// AgentCommands maps an agent's name to its agents.NAME.command, for
+	// every agent the registry was built with. Read it through
+	// AgentCommand; a snapshot's map is never modified once built, so
+	// snapshots can be shared between goroutines.
+	AgentCommands map[string]string
+}
+
+// AgentCommand is the command that starts the named agent: the setting
+// agents.NAME.command, or "" for an agent the registry does not know.
+func (s Settings) AgentCommand(name string) string { return s.AgentCommands[name] }
+
+// parsed is a parsed setting value; the field matching the kind is set.
+type parsed struct {
+	b bool
+	i int64
+	f float64
+	s string
+}
+
+func (v parsed) seconds() time.Duration { return time.Duration(v.i) * time.Second }
+
+// minutes converts fractional minutes, rounded to the nanosecond: 0.1 is
+// exactly 6 s, not 5.999999999 s.
+func (v parsed) minutes() time.Duration { return time.Duration(math.Round(v.f * float64(time.Minute))) }
+
+// setting is a definition plus where its value goes in Settings.
+type setting struct {
+	Def
+	apply func(*Settings, parsed)
+}
+
+// minMinutes is the smallest accepted minutes value (0.6 s): small enough
+// for tests driving a fake agent, and keeps "0" (which a user may type
+// meaning "off") from becoming a threshold that fires on every tick.
+const minMinutes = 0.01
+
+// coreSettings is every setting but the agents', in the order the spec's
+// table lists them; NewRegistry appends one command setting per agent.
+var coreSettings = []setting{
+	{Def{Key: "supervisor.enabled", Kind: KindBool, Default: "true",
+		Description: "Master switch for the supervisor loop."},
+		func(s *Settings, v parsed) { s.Enabled = v.b }},
+	{Def{Key: "supervisor.tick_seconds", Kind: KindInt, Unit: "seconds", Default: "15", Min: 5, Max: 60,
+		Description: "Watchdog tick interval (clamped 5–60)."},
+		func(s *Settings, v parsed) { s.Tick = v.seconds() }},
+	{Def{Key: "supervisor.stall_suspect_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
+		Description: "Working + silent stream for this long → Suspect."},
+		func(s *Settings, v parsed) { s.StallSuspect = v.minutes() }},
+	{Def{Key: "supervisor.stall_tool_suspect_minutes", Kind: KindMinutes, Default: "30", Min: minMinutes, Max: 24 * 60,
+		Description: "Suspect threshold while a tool call or background task is open."},
+		func(s *Settings, v parsed) { s.StallToolSuspect = v.minutes() }},
+	// Up to a week: turns legitimately run for hours, and the hard stall
+	// interrupts work, so a user must be able to set it very high.
+	{Def{Key: "supervisor.stall_hard_minutes", Kind: KindMinutes, Default: "150", Min: minMinutes, Max: 7 * 24 * 60,
+		Description: "Suspect + still silent this long → interrupt the turn."},
+		func(s *Settings, v parsed) { s.StallHard = v.minutes() }},
+	{Def{Key: "supervisor.auto_recover_enabled", Kind: KindBool, Default: "true",
+		Description: "Gates recovery actions and the nudge. Status reconciliation stays on regardless."},
+		func(s *Settings, v parsed) { s.AutoRecover = v.b }},
+	{Def{Key: "supervisor.nudge_enabled", Kind: KindBool, Default: "true",
+		Description: "Allow the continuation nudge."},
+		func(s *Settings, v parsed) { s.NudgeEnabled = v.b }},
+	// 0 is allowed: escalate at once without nudging. 10 caps how long a
+	// session that dies on every turn can be re-driven unattended.
+	{Def{Key: "supervisor.nudge_max_attempts", Kind: KindInt, Unit: "attempts", Default: "2", Min: 0, Max: 10,
+		Description: "Nudges per incident before escalating."},
+		func(s *Settings, v parsed) { s.NudgeMaxAttempts = int(v.i) }},
+	// 0 is legitimate: "no cooldown" nudges again at the next tick after an
+	// interrupted resume. Nudges stay bounded by nudge_max_attempts and by
+	// the tick, and a nudge puts the session back to Working, so 0 cannot
+	// send two nudges for one interruption.
+	{Def{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: 0, Max: 24 * 60,
+		Description: "Minimum minutes between nudges (0: nudge again at the next tick)."},
+		func(s *Settings, v parsed) { s.NudgeCooldown = v.minutes() }},
+	// Off by default: resuming starts a process (and spends tokens) on the
+	// user's behalf for a session they started themselves; with it off the
+	// session is escalated and "Resume in the background" is offered.
+	{Def{Key: "supervisor.resume_terminal_sessions", Kind: KindBool, Default: "false",
+		Description: "When a session started in a terminal dies mid-turn (its process killed or crashed), resume it in the background as a managed session with the continuation nudge, within the nudge's attempts and cooldown."},
+		func(s *Settings, v parsed) { s.ResumeTerminal = v.b }},
+	// Five minutes leaves time to log in again (the user runs /login or
+	// refreshes a key) without hammering the provider; each attempt resumes
+	// the session, which costs a request.
+	{Def{Key: "supervisor.auth_retry_minutes", Kind: KindMinutes, Default: "5", Min: minMinutes, Max: 24 * 60,
+		Description: "After an authentication failure, minutes between attempts to resume with refreshed credentials."},
+		func(s *Settings, v parsed) { s.AuthRetry = v.minutes() }},
+	// An outage of a long lunch is survived by default; up to a day for a
+	// machine that is routinely offline for hours. Retries grow from 30 s to
+	// every 15 min (no wait longer than a sixth of the window, so a short
+	// window still gets several tries); time known offline does not count.
+	{Def{Key: "supervisor.transient_window_minutes", Kind: KindMinutes, Default: "90", Min: minMinutes, Max: 24 * 60,
+		Description: "After a network failure, server error or overload that outlasted the agent's own retries, minutes the supervisor keeps retrying before escalating (a success refills it; time offline does not count)."},
+		func(s *Settings, v parsed) { s.TransientWindow = v.minutes() }},
+	// Not below the fastest tick: a snapshot more often than the watchdog
+	// can change anything is wasted work for every subscriber.
+	{Def{Key: "supervisor.snapshot_interval_seconds", Kind: KindInt, Unit: "seconds", Default: "60", Min: 5, Max: 3600,
+		Description: "Cadence of the authoritative activity snapshot re-emit."},
+		func(s *Settings, v parsed) { s.SnapshotInterval = v.seconds() }},
+	// A compaction of a large context was measured at ~44 s; 600 s gives
+	// more than 10x headroom so a slow provider never has a healthy
+	// compaction failed, while a truly stuck one is failed by the watchdog
+	// within minutes instead of latching the session busy. Below 60 s would
+	// fail real compactions.
+	{Def{Key: "context_overflow.compact_timeout_seconds", Kind: KindInt, Unit: "seconds", Default: "600", Min: 60, Max: 7200,
+		Description: "How long a compaction may run before it is failed; also the stuck-compaction and stale-overflow threshold."},
+		func(s *Settings, v parsed) { s.CompactTimeout = v.seconds() }},
+	// At least 30 days: the timeline is the audit of what happened while
+	// nobody watched, and a shorter window could prune an incident before
+	// anyone reads it.
+	{Def{Key: "timeline.retention_days", Kind: KindInt, Unit: "days", Default: "30", Min: 30, Max: 3650,
+		Description: "Days of supervisor timeline to keep (at least 30); older events are pruned."},
+		func(s *Settings, v parsed) { s.RetentionDays = int(v.i) }},
+	{Def{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
+		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
+		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }},
+}
+
+// Agent is what the settings registry needs to know about one agent
+// CLI: its name (the NAME of agents.NAME.command), how people call it, and
+// the command that starts it when nothing is configured. sessions.Registry
+// provides it; storage never imports an adapter.
+type Agent struct {
+	Name           string
+	DisplayName    string
+	DefaultCommand string
+}
+
+// AgentCommandKey is the setting that holds the command starting agent name.
+func AgentCommandKey(name string) string { return "agents." + name + ".command" }
+
+// Registry is every setting the app has: the core settings, then one
+// command setting per agent, in display order. It is a value the
+// composition root builds once from its agents and hands to what reads or
+// changes settings (the service, the CLI, the window); storage does not
+// import the adapters or the registry.
+type Registry struct {
+	all []setting
+}
+
+// NewRegistry returns the core settings plus an agents.NAME.command setting
+// for each agent, in the order given.
+func NewRegistry(agents ...Agent) (*Registry, error) {
+	r := &Registry{all: slices.Clone(coreSettings)}
+	seen := map[string]bool{}
+	for _, a := range agents {
+		if a.Name == "" || strings.ContainsAny(a.Name, ". \t\n") || seen[a.Name] {
+			return nil, fmt.Errorf("registering agent settings: invalid or duplicate agent name %q", a.Name)
+		}
+		seen[a.Name] = true
+		name := a.Name
+		s := setting{Def{Key: AgentCommandKey(name), Kind: KindString, Default: a.DefaultCommand,
+			Description: fmt.Sprintf("Command that starts %s: a name on PATH or an absolute path.", a.DisplayName)},
+			func(s *Settings, v parsed) { s.AgentCommands[name] = v.s }}
+		if _, _, _, err := s.parse(s.Default); err != nil {
+			return nil, fmt.Errorf("registering agent %s: bad default command: %w", name, err)
+		}
+		r.all = append(r.all, s)
+	}
+	return r, nil
+}
+
+// MustRegistry is NewRegistry for a list fixed in the code: a bad agent
+// name is a bug.
+func MustRegistry(agents ...Agent) *Registry {
+	r, err := NewRegistry(agents...)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// Defs returns every setting's definition, in display order. The slice is
+// a copy.
+func (r *Registry) Defs() []Def {
+	out := make([]Def, len(r.all))
+	for i, s := range r.all {
+		out[i] = s.Def
+	}
+	return out
+}
+
+// Lookup returns key's definition, or an error wrapping ErrUnknown that
+// lists the known keys.
+func (r *Registry) Lookup(key string) (Def, error) {
+	s, err := r.lookup(key)
+	return s.Def, err
+}
+
+func (r *Registry) lookup(key string) (setting, error) {
+	for _, s := range r.all {
+		if s.Key == key {
+			return s, nil
+		}
+	}
+	keys := make([]string, len(r.all))
+	for i, s := range r.all {
+		keys[i] = s.Key
+	}
+	return setting{}, fmt.Errorf("%w %q; known settings: %s", ErrUnknown, key, strings.Join(keys, ", "))
+}
+
+// floorRule says a setting's value in force is never below another's: the
+// cross-key checks. The value stored is what the user asked for (so the
+// order in which two keys are set does not matter); the value in force is
+// raised to the floor and a note on the setting says why.
+type floorRule struct{ key, floor string }
+
+// floorRules: a hard stall is counted from the same silence as the suspect
+// one, so a hard threshold below the suspect threshold would interrupt the
+// turn the moment it became Suspect, skipping the warning; and the tool
+// threshold only ever relaxes the plain one (the spec: "relaxed while a tool
+// call is open"). Both sides of a rule are minutes.
+var floorRules = []floorRule{
+	{"supervisor.stall_tool_suspect_minutes", "supervisor.stall_suspect_minutes"},
+	{"supervisor.stall_hard_minutes", "supervisor.stall_suspect_minutes"},
+}
+
+// Allowed describes the values the setting accepts, for help text and
+// error messages.
+func (d Def) Allowed() string {
+	switch d.Kind {
+	case KindBool:
+		return "true or false"
+	case KindInt:
+		unit := ""
+		if d.Unit != "" {
+			unit = " of " + d.Unit
+		}
+		return fmt.Sprintf("a whole number%s from %s to %s%s", unit, formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
+	case KindMinutes:
+		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)%s", formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
+	case KindString:
+		return "a non-empty single line of text"
+	}
+	return d.Kind.String()
+}
+
+// clampHint tells, in Allowed, that numbers outside the range are not an
+// error for a clamping setting.
+func (d Def) clampHint() string {
+	if d.Policy == Clamp {
+		return "; numbers outside are clamped"
+	}
+	return ""
+}
+
+func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// parse validates raw against the definition and returns the canonical text
+// to store, the parsed value and whether it was clamped into range.
+func (d Def) parse(raw string) (string, parsed, bool, error) {
+	in := strings.TrimSpace(raw)
+	invalid := func(why string) (string, parsed, bool, error) {
+		return "", parsed{}, false, fmt.Errorf("%w: %s = %q: %s; want %s", ErrInvalid, d.Key, raw, why, d.Allowed())
+	}
+	switch d.Kind {
+	case KindBool:
+		switch strings.ToLower(in) {
+		case "true", "yes", "on", "1":
+			return "true", parsed{b: true}, false, nil
+		case "false", "no", "off", "0":
+			return "false", parsed{b: false}, false, nil
+		}
+		return invalid("not a boolean")
+
+	case KindInt:
+		n, err := strconv.ParseInt(in, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			// A whole number too large for int64 is still clearly "too
+			// big" (or too small), so it gets the range policy, not a
+			// parse error.
+			n = math.MaxInt64
+			if strings.HasPrefix(in, "-") {
+				n = math.MinInt64
+			}
+		} else if err != nil {
+			return invalid("not a whole number")
+		}
+		lo, hi := int64(d.Min), int64(d.Max)
+		clamped := false
+		if n < lo || n > hi {
+			if d.Policy == Reject {
+				return invalid("out of range")
+			}
+			n, clamped = max(lo, min(hi, n)), true
+		}
+		return strconv.FormatInt(n, 10), parsed{i: n}, clamped, nil
+
+	case KindMinutes:
+		f, err := strconv.ParseFloat(in, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			// ParseFloat accepts "NaN" and "Inf" and returns ±Inf for
+			// "1e999"; none of them is a duration.
+			return invalid("not a finite number")
+		}
+		// Out of range, 0 and negatives included, is clamped like every
+		// other number (the README's promise): a threshold cannot be
+		// switched off, so "0" becomes the smallest threshold, and the
+		// result says so.
+		clamped := false
+		if f < d.Min || f > d.Max {
+			if d.Policy == Reject {
+				return invalid("out of range")
+			}
+			f, clamped = max(d.Min, min(d.Max, f)), true
+		}
+		return formatNumber(f), parsed{f: f}, clamped, nil
+
+	case KindString:
+		if in == "" {
+			return invalid("empty")
+		}
+		if strings.ContainsFunc(in, unicode.IsControl) {
+			return invalid("contains a control character")
+		}
+		return in, parsed{s: in}, false, nil
+	}
+	return invalid("unsupported kind " + d.Kind.String())
+}
+
+// mustDefault parses the definition's default. A default that does not
+// parse is a bug in the registry above (the tests parse every one).
+func (s setting) mustDefault() parsed {
+	_, v, _, err := s.parse(s.Default)
+	if err != nil {
+		panic(fmt.Sprintf("settings: bad default for %s: %v", s.Key, err))
+	}
+	return v
+}
+
+// effective returns the value in force for a setting given what is stored,
+// before the cross-key rules. A stored value that no longer parses (edited
+// by hand, or written by a build with other rules) falls back to the default
+// instead of failing, so a bad row can never stop the supervisor from
+// starting; note says so.
+func (s setting) effective(stored string, present bool) (text string, v parsed, note string) {
+	if !present {
+		return s.Default, s.mustDefault(), ""
+	}
+	text, v, clamped, err := s.parse(stored)
+	if err != nil {
+		return s.Default, s.mustDefault(), fmt.Sprintf("stored value %q is invalid, using the default: %v", stored, err)
+	}
+	if clamped {
+		return text, v, fmt.Sprintf("stored value %q is out of range, using %s", stored, text)
+	}
+	return text, v, ""
+}
+
+// resolved is the settings in force for one set of stored rows: the typed
+// snapshot and every setting's row, notes included.
+type resolved struct {
+	settings Settings
+	values   []Value
+}
+
+// resolve computes the settings in force from the stored rows: each value
+// parsed (or defaulted), then the cross-key floors applied. It is the one
+// place that turns rows into values, so the Service and DB cannot disagree.
+func (r *Registry) resolve(stored map[string]string) resolved {
+	all := r.all
+	vals := make([]parsed, len(all))
+	out := resolved{
+		settings: Settings{AgentCommands: map[string]string{}},
+		values:   make([]Value, len(all)),
+	}
+	index := make(map[string]int, len(all))
+	for i, def := range all {
+		index[def.Key] = i
+		raw, ok := stored[def.Key]
+		text, v, note := def.effective(raw, ok)
+		vals[i] = v
+		out.values[i] = Value{Key: def.Key, Value: text, Default: def.Default, Description: def.Description, Note: note}
+	}
+	for _, rule := range floorRules {
+		k, f := index[rule.key], index[rule.floor]
+		if vals[k].f >= vals[f].f {
+			continue
+		}
+		asked := out.values[k].Value
+		vals[k] = vals[f]
+		out.values[k].Value = out.values[f].Value
+		out.values[k].Note = fmt.Sprintf("%s is below %s (%s), so %s is in force until one of them changes",
+			asked, rule.floor, out.values[f].Value, out.values[f].Value)
+	}
+	for i, def := range all {
+		def.apply(&out.settings, vals[i])
+		out.values[i].IsDefault = out.values[i].Value == def.Default
+	}
+	return out
+}
+
+// Defaults is the snapshot of an unconfigured install.
+func (r *Registry) Defaults() Settings { return r.resolve(nil).settings }
+
+// Defaults is the snapshot of an unconfigured install with no agent: every
+// default of the core settings lives in the table above, and
+// supervisor.DefaultPolicy derives from this.
+func Defaults() Settings { return (&Registry{all: coreSettings}).Defaults() }
+
+// SetResult reports what SetSetting stored.
+type SetResult struct {
+	Key string `json:"key"`
+	// Value is the canonical value stored: clamped, trimmed, normalized
+	// ("yes" → "true", "0.50" → "0.5").
+	Value string `json:"value"`
+	// Clamped is true when Requested was out of range and Value is the
+	// nearest bound.
+	Clamped   bool   `json:"clamped"`
+	Requested string `json:"requested"`
+	// InForce is the value the supervisor uses, which differs from Value
+	// only when a cross-key rule raised it (a hard stall threshold below
+	// the suspect one); Note then says why. Empty from DB.SetSetting,
+	// which does not resolve.
+	InForce string `json:"in_force,omitempty"`
+	// Note explains, in a sentence for people, a clamp or a cross-key
+	// adjustment; empty when the value was taken as given.
+	Note string `json:"note,omitempty"`
+}
+
+// prepareSet validates and canonicalises one change without storing it.
+func (r *Registry) prepareSet(key, raw string) (SetResult, error) {
+	def, err := r.lookup(key)
+	if err != nil {
+		return SetResult{}, err
+	}
+	text, _, clamped, err := def.parse(raw)
+	if err != nil {
+		return SetResult{}, err
+	}
+	res := SetResult{Key: key, Value: text, Clamped: clamped, Requested: raw}
+	if clamped {
+		res.Note = clampNote(def.Def, raw, text)
+	}
+	return res, nil
+}
+
+// clampNote words a clamp for people.
+func clampNote(def Def, requested, stored string) string {
+	return fmt.Sprintf("%s is outside %s–%s, so %s (the nearest allowed value) was saved",
+		strings.TrimSpace(requested), formatNumber(def.Min), formatNumber(def.Max), stored)
+}
+
+// Value is one row of ListSettings.
+type Value struct {
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	Default     string `json:"default"`
+	Description string `json:"description"`
+	// IsDefault is true when Value equals the default, whether or not a
+	// value is stored.
+	IsDefault bool `json:"is_default"`
+	// Note explains a stored value that was ignored, clamped or raised by
+	// a cross-key rule; empty normally.
+	Note string `json:"note,omitempty"`
+}
