@@ -7,7 +7,7 @@ package e2e
 // created with `new --agent codex`, and Codex talks only to the fake
 // Responses API (sessions/codex/fakeapi) on loopback, everything else
 // refused by a proxy. The scenarios all managed agents share are in
-// e2e_agents_test.go; here are Codex's description and its own tests.
+// agents_test.go; here are Codex's description and its own tests.
 
 import (
 	"path/filepath"
