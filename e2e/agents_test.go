@@ -719,3 +719,41 @@ func (h *agentE2E) overflowEscalated(scenario string) sessions.Session {
 	}
 	return s
 }
+
+// e2eAuthRetrySettings shorten the wait between two auth resumes (the
+// policy's 5 minutes) to 6 s, for authBudgetSpent.
+var e2eAuthRetrySettings = append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)
+
+// authBudgetSpent: a 401 for good spends the whole auth budget, three
+// resumes in the same agent session each failing again, then escalates it
+// as errored auth (the app started with e2eAuthRetrySettings). The
+// escalation may take within.
+func (h *agentE2E) authBudgetSpent(within time.Duration) {
+	h.t.Helper()
+	id := h.launch("[[scenario:401]] hi")
+	s := h.waitForWithin(id, "the escalation", within, func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
+		h.t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
+	}
+	h.expectTimeline(id, []string{},
+		"state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
+}
+
+// userInterrupt: `interrupt` stops the turn in flight (the hang scenario,
+// which the agent's fake API must stall); a stop the user asked for is a
+// review, needing nothing, the agent's process kept (unless it runs a
+// process per turn). It returns the session's id.
+func (h *agentE2E) userInterrupt() string {
+	h.t.Helper()
+	id := h.launch("[[scenario:hang]] go")
+	h.waitUnderWay(id, "hang")
+	h.mustCLI("interrupt", id)
+	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if s.InTurn || s.NeedsAttention || !h.agent.processPerTurn && !s.ProcessAlive {
+		h.t.Errorf("after the interrupt: in_turn %v needs_attention %v alive %v", s.InTurn, s.NeedsAttention, s.ProcessAlive)
+	}
+	return id
+}

@@ -196,15 +196,7 @@ func TestCopilotE2EUserInterrupt(t *testing.T) {
 		}
 		return fakeapi.Reply{Text: "Resumed after the stop."}
 	})
-	id := h.launch("[[scenario:hang]] go")
-	h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
-		return s.State == sessions.Working && len(h.api.Requests("hang")) > 0
-	})
-	h.mustCLI("interrupt", id)
-	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	if s.InTurn || s.NeedsAttention {
-		t.Errorf("after the interrupt: in_turn %v needs_attention %v", s.InTurn, s.NeedsAttention)
-	}
+	id := h.userInterrupt()
 	h.mustCLI("send", id, "go on")
 	h.waitFor(id, "the next prompt's reply", ce2eReview(2))
 	h.stopApp()
