@@ -2,18 +2,21 @@
 
 package e2e
 
-// The scenarios every managed agent other than Claude Code (Codex, Gemini,
-// Copilot, OpenCode) runs the same way against its real CLI and its fake
-// model API: one description of each agent (e2eAgent: how its fake API and
+// The scenarios every managed agent (Claude Code, Codex, Gemini, Copilot,
+// OpenCode) runs the same way against its real CLI and its fake model API:
+// one description of each agent (e2eAgent: how its fake API and
 // environment are set up, how a session is launched, what differs in what
 // is measured) and one body of each scenario. The per-agent files keep
 // their agent's description and the tests that are truly its own. All of
-// it sits on the Claude suite's harness (e2e_claude_test.go).
+// it sits on the harness (harness_test.go).
 
 import (
+	"cmp"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +64,13 @@ type e2eAgent struct {
 	// toolEvidence, when set, is what the evidence says while it runs,
 	// checked instead of the tool's name (as each suite measured it).
 	tool, toolEvidence string
+	// toolRunning and toolDone, when set, are the exact evidence while the
+	// command runs and once it finished (pinned where the suite measured
+	// them).
+	toolRunning, toolDone string
+	// slowProc is what the command line of the slowtool scenario's command
+	// contains ("sleep 60" when empty).
+	slowProc string
 	// processPerTurn: every turn runs in a process of its own (Copilot's
 	// `-p`), so the process exits after a turn, the next prompt and the
 	// nudge after an interrupt run in a new one, and no process is alive
@@ -84,12 +94,45 @@ type e2eAgent struct {
 	// timelines for this agent; they are not asserted.
 	unpinnedTimelines bool
 	// waitPersisted, when set, waits until the CLI's own record of the
-	// session holds an event of typ (Copilot writes it about a second late:
-	// a kill before that loses the turn).
-	waitPersisted func(h *agentE2E, sessionID, typ string)
-	// afterPlainReply, when set, adds the agent's own checks to the plain
-	// reply scenario.
-	afterPlainReply func(h *agentE2E)
+	// session holds what (Copilot writes it about a second late, Claude
+	// Code may not have saved the session yet: a kill before that loses
+	// the turn).
+	waitPersisted func(h *agentE2E, sessionID string, what e2eRecord)
+	// resumeWithin bounds the wait for a resumed turn to complete (3
+	// minutes when zero: gemini.loadDelay may wait for the next minute).
+	resumeWithin time.Duration
+	// afterPlainReply and afterSecondPrompt, when set, add the agent's own
+	// checks to those scenarios.
+	afterPlainReply, afterSecondPrompt func(h *agentE2E)
+}
+
+// e2eRecord is what a scenario waits for the CLI to have recorded of its
+// session before it kills something (e2eAgent.waitPersisted).
+type e2eRecord int
+
+const (
+	// recordedPrompt: the turn's prompt (the app is killed mid-turn).
+	recordedPrompt e2eRecord = iota
+	// recordedToolCall: the running command's call (the agent is killed).
+	recordedToolCall
+)
+
+func (r e2eRecord) String() string {
+	switch r {
+	case recordedPrompt:
+		return "prompt"
+	case recordedToolCall:
+		return "tool call"
+	}
+	return "e2eRecord(" + strconv.Itoa(int(r)) + ")"
+}
+
+// resumeLimit is how long a resumed turn of the agent may take.
+func (a *e2eAgent) resumeLimit() time.Duration {
+	if a.resumeWithin > 0 {
+		return a.resumeWithin
+	}
+	return 3 * time.Minute
 }
 
 // agentE2E is one test's world: the shared harness, the agent and its fake
@@ -120,6 +163,9 @@ func startAgentE2E(t *testing.T, a *e2eAgent, o e2eOpts, settings ...string) *ag
 	h.env = append(h.env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(h.home, "no-bus"))
 	t.Cleanup(h.cleanup)
 	h.mustCLI("settings", "set", "agents."+a.name+".command", bin)
+	if len(settings)%2 != 0 {
+		t.Fatalf("settings come in key, value pairs: %q", settings)
+	}
 	for i := 0; i+1 < len(settings); i += 2 {
 		h.mustCLI("settings", "set", settings[i], settings[i+1])
 	}
@@ -203,6 +249,53 @@ func (h *agentE2E) checkContinued(what string, first, s sessions.Session) {
 	}
 }
 
+// checkShowContract checks the documented `show --json` contract (these
+// keys are always present) on a session waiting for review, and that `ls
+// --json` lists it alone.
+func (h *agentE2E) checkShowContract(id string) {
+	h.t.Helper()
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(h.mustCLI("show", id, "--json")), &raw); err != nil {
+		h.t.Fatal(err)
+	}
+	for _, k := range []string{"id", "name", "agent", "agent_session_id", "source", "cwd", "pid", "state",
+		"evidence", "wait_reason", "failure", "needs_attention", "turn_generation", "updated_at"} {
+		if _, ok := raw[k]; !ok {
+			h.t.Errorf("show --json has no %q", k)
+		}
+	}
+	if raw["state"] != "waiting_on_user" || raw["wait_reason"] != "review" {
+		h.t.Errorf("state %v wait_reason %v, want waiting_on_user review", raw["state"], raw["wait_reason"])
+	}
+	if list := h.ls(); len(list) != 1 || list[0].ID != id || list[0].State != sessions.WaitingOnUser {
+		h.t.Errorf("ls --json = %+v, want the one session waiting on the user", list)
+	}
+}
+
+// checkResumed checks that the second process_started row of a timeline
+// says it resumed the agent session.
+func (h *agentE2E) checkResumed(rows []ce2eRow, agentSession string) {
+	h.t.Helper()
+	var started []ce2eRow
+	for _, r := range rows {
+		if r.Kind == "process_started" {
+			started = append(started, r)
+		}
+	}
+	if len(started) == 2 && !strings.Contains(started[1].message(), "resumed session "+agentSession) {
+		h.t.Errorf("second process_started %q, want a resume of %s", started[1].message(), agentSession)
+	}
+}
+
+// waitUnderWay waits until the session's turn is under way: its process
+// and agent session known, the fake API holding a request of scenario.
+func (h *agentE2E) waitUnderWay(id, scenario string) sessions.Session {
+	h.t.Helper()
+	return h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
+		return s.State == sessions.Working && s.PID > 0 && s.AgentSessionID != "" && len(h.requests(scenario)) > 0
+	})
+}
+
 // startFakeAPI starts an agent's fake model API (its fakeapi.Start), closed
 // with the test.
 func startFakeAPI[S interface{ Close() }](h *ce2eHarness, start func() (S, error)) S {
@@ -241,11 +334,12 @@ func e2eReqs[E any](entries []E, conv func(E) e2eReq) []e2eReq {
 // this test other than the app and the killed agent (the command the agent
 // ran in a terminal of its own outlives it).
 func (h *agentE2E) orphanAfterKill(killed int) {
-	for _, pid := range claudeE2EProcsWithHome(h.home) {
+	for _, pid := range procsWithHome(h.home) {
 		if pid != h.run.cmd.Process.Pid && pid != killed {
 			h.orphans = append(h.orphans, pid)
 		}
 	}
+	h.t.Logf("left running by the killed agent: %s", describeProcs(h.orphans))
 }
 
 // e2eScenarios are the scenarios every managed agent runs the same way.
@@ -281,15 +375,16 @@ func e2ePlainReply(t *testing.T, a *e2eAgent) {
 	id := h.launch("[[scenario:text]] hi", "--name", "plain")
 	s := h.waitFor(id, "the reply to be waiting for review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
 	h.checkIdentity(s)
-	if s.TurnGeneration != 1 || s.InTurn || !s.Failure.IsZero() || s.NeedsAttention || s.SkippedLines != 0 ||
+	if s.Name != "plain" || s.TurnGeneration != 1 || s.InTurn || !s.Failure.IsZero() || s.NeedsAttention || s.SkippedLines != 0 ||
 		!a.processPerTurn && !s.ProcessAlive {
-		t.Errorf("after the reply: turn %d in_turn %v failure %+v needs_attention %v alive %v skipped %d",
-			s.TurnGeneration, s.InTurn, s.Failure, s.NeedsAttention, s.ProcessAlive, s.SkippedLines)
+		t.Errorf("after the reply: name %q turn %d in_turn %v failure %+v needs_attention %v alive %v skipped %d",
+			s.Name, s.TurnGeneration, s.InTurn, s.Failure, s.NeedsAttention, s.ProcessAlive, s.SkippedLines)
 	}
+	h.checkShowContract(id)
 	if a.processPerTurn {
 		// The turn's process is gone; the session still is not.
 		deadline := time.Now().Add(30 * time.Second)
-		for claudeE2EAlive(s.PID) && time.Now().Before(deadline) {
+		for pidAlive(s.PID) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
@@ -319,7 +414,7 @@ func e2eTool(t *testing.T, a *e2eAgent) {
 	w.waitMessage(t, "the review", ce2eSessionMsg(id, ce2eIn(sessions.WaitingOnUser, sessions.WaitReview)))
 	var running, finished bool
 	for _, s := range w.sessionStates(id) {
-		if s.State == sessions.Working && len(s.OpenTools) == 1 {
+		if s.State == sessions.Working && len(s.OpenTools) == 1 && (a.toolRunning == "" || s.Evidence == a.toolRunning) {
 			for _, c := range s.OpenTools {
 				if a.toolEvidence != "" && strings.Contains(s.Evidence, a.toolEvidence) ||
 					a.toolEvidence == "" && c.Name == a.tool {
@@ -327,7 +422,7 @@ func e2eTool(t *testing.T, a *e2eAgent) {
 				}
 			}
 		}
-		if running && s.State == sessions.Working && len(s.OpenTools) == 0 {
+		if running && s.State == sessions.Working && len(s.OpenTools) == 0 && (a.toolDone == "" || s.Evidence == a.toolDone) {
 			finished = true
 		}
 	}
@@ -360,6 +455,8 @@ func e2eSecondPrompt(t *testing.T, a *e2eAgent) {
 	reqs := h.requests("text")
 	if len(reqs) != 2 || reqs[1].UserText != "second" {
 		t.Errorf("requests %+v, want two, the second carrying the prompt", reqs)
+	} else if a.afterSecondPrompt != nil {
+		a.afterSecondPrompt(h)
 	}
 	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
 		"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)",
@@ -372,21 +469,38 @@ func e2eSecondPrompt(t *testing.T, a *e2eAgent) {
 // session completes the work: on the live process, or for a process per
 // turn in a new one, the interrupted one gone.
 func e2eStallInterruptNudge(t *testing.T, a *e2eAgent) {
-	h := startAgentE2E(t, a, e2eOpts{longIdle: true}, append([]string{
-		"supervisor.stall_suspect_minutes", "0.25", "supervisor.stall_hard_minutes", "0.5"}, ce2eFast...)...)
+	h := startAgentE2E(t, a, e2eOpts{longIdle: true}, ce2eFast...)
 	id := h.launch("[[scenario:stall]] go")
+	// The short stall limits apply once the model's stream is open (from
+	// the next tick): a CLI slow to start on a busy machine is silent too,
+	// and is not what this is about.
+	h.waitUnderWay(id, "stall")
+	h.mustCLI("settings", "set", "supervisor.stall_suspect_minutes", "0.25")
+	h.mustCLI("settings", "set", "supervisor.stall_hard_minutes", "0.5")
 	first := h.waitFor(id, "the silent stream to be suspect", ce2eIn(sessions.Suspect))
+	if !strings.Contains(first.Evidence, "silent") || !strings.Contains(first.Evidence, "alive") {
+		t.Errorf("suspect evidence %q, want how long it was silent and that the pid is alive", first.Evidence)
+	}
 	s := h.waitFor(id, "the nudged turn to complete", ce2eReview(2))
 	h.checkContinued("the nudge", first, s)
-	if a.processPerTurn && claudeE2EAlive(first.PID) {
+	if s.Nudge.Attempts != 0 || s.NeedsAttention {
+		t.Errorf("nudge budget %+v needs_attention %v: a completed turn refills the budget and needs nothing", s.Nudge, s.NeedsAttention)
+	}
+	if a.processPerTurn && pidAlive(first.PID) {
 		t.Errorf("the interrupted turn's process %d still runs", first.PID)
 	}
 	if !h.nudgedAfterCancel("stall") {
 		t.Error("the fake API never received the continuation nudge")
 	}
-	h.expectTimeline(id, []string{},
+	rows := h.expectTimeline(id, []string{},
 		"state_changed:working", "marked_suspect", "stall_interrupt", "state_changed:interrupted",
 		"nudge_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
+	// The interrupt came no earlier than the hard limit after the last
+	// stream event (at the turn's start or later) and the nudge after it.
+	start := h.findRow(rows, "state_changed:working").Time
+	if d := h.findRow(rows, "stall_interrupt").Time.Sub(start); d < 30*time.Second {
+		t.Errorf("interrupted %s after the turn started, before the 30 s hard limit", d)
+	}
 	h.stopApp()
 }
 
@@ -397,10 +511,11 @@ func e2eAgentKilledMidTool(t *testing.T, a *e2eAgent) {
 	h := startAgentE2E(t, a, e2eOpts{}, ce2eFast...)
 	id := h.launch("[[scenario:slowtool]] run it")
 	before := h.waitOpenTool(id, a.tool)
-	h.waitProc("sleep 60")
+	// In the middle of the tool call: the command runs.
+	h.waitProc(cmp.Or(a.slowProc, "sleep 60"))
 	if a.waitPersisted != nil {
 		// The test is about the resume: kill once the turn is on disk.
-		a.waitPersisted(h, before.AgentSessionID, "tool.execution_start")
+		a.waitPersisted(h, before.AgentSessionID, recordedToolCall)
 	}
 	pid := before.PID
 	if a.killGroup {
@@ -412,17 +527,21 @@ func e2eAgentKilledMidTool(t *testing.T, a *e2eAgent) {
 	h.orphanAfterKill(before.PID)
 	// The resume may wait for the next minute (gemini.loadDelay: the CLI's
 	// session/load defect within the minute the session was recorded in).
-	s := h.waitForWithin(id, "the resumed turn to complete", 3*time.Minute, ce2eReview(2))
-	if s.PID == before.PID || s.AgentSessionID != before.AgentSessionID || !a.processPerTurn && !s.ProcessAlive {
+	s := h.waitForWithin(id, "the resumed turn to complete", a.resumeLimit(), ce2eReview(2))
+	if s.PID == before.PID || s.PID <= 0 || s.AgentSessionID != before.AgentSessionID || !a.processPerTurn && !s.ProcessAlive {
 		t.Errorf("after the resume: pid %d (alive %v) session %s; want a new process on session %s (killed pid %d)",
 			s.PID, s.ProcessAlive, s.AgentSessionID, before.AgentSessionID, before.PID)
 	}
 	if !h.nudged("slowtool") {
 		t.Errorf("the fake API never received the continuation nudge: %+v", h.requests("slowtool"))
 	}
-	h.expectTimeline(id, []string{"process_started"},
+	rows := h.expectTimeline(id, []string{"process_started"},
 		"process_started", "state_changed:working", "state_changed:interrupted",
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	if msg := h.findRow(rows, "state_changed:interrupted").message(); !strings.Contains(msg, "SIGKILL") && !strings.Contains(msg, "killed") {
+		t.Errorf("interrupted evidence %q does not say the process was killed", msg)
+	}
+	h.checkResumed(rows, before.AgentSessionID)
 	h.stopApp()
 }
 
@@ -433,24 +552,22 @@ func e2eAgentKilledMidTool(t *testing.T, a *e2eAgent) {
 func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 	h := startAgentE2E(t, a, e2eOpts{longIdle: true}, ce2eFast...)
 	id := h.launch("[[scenario:stall]] go")
-	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
-		return s.State == sessions.Working && s.PID > 0 && s.AgentSessionID != "" && len(h.requests("stall")) > 0
-	})
+	before := h.waitUnderWay(id, "stall")
 	if a.waitPersisted != nil {
-		a.waitPersisted(h, before.AgentSessionID, "user.message")
+		a.waitPersisted(h, before.AgentSessionID, recordedPrompt)
 	}
 	h.killApp()
-	orphaned := claudeE2EAlive(before.PID)
+	orphaned := pidAlive(before.PID)
 	if a.orphanSurvivesApp && !orphaned {
 		t.Fatalf("the %s process %d died with the app; the test needs it orphaned", a.name, before.PID)
 	}
 	h.startApp()
-	s := h.waitForWithin(id, "the resumed turn to complete", 3*time.Minute, ce2eReview(2))
+	s := h.waitForWithin(id, "the resumed turn to complete", a.resumeLimit(), ce2eReview(2))
 	if s.PID == before.PID || s.AgentSessionID != before.AgentSessionID || !a.processPerTurn && !s.ProcessAlive {
 		t.Errorf("after the restart: pid %d (alive %v) session %q; before: pid %d session %q",
 			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
 	}
-	if claudeE2EAlive(before.PID) {
+	if pidAlive(before.PID) {
 		t.Errorf("the %s process %d of the killed app still runs next to the resumed %d", a.name, before.PID, s.PID)
 	}
 	if !h.nudgedAfterCancel("stall") {
@@ -459,6 +576,10 @@ func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 	rows := h.expectTimeline(id, []string{"process_started"},
 		"process_started", "state_changed:working", "boot_reconciled",
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
+	if boot := h.findRow(rows, "boot_reconciled").detail(); boot["from"] != "working" || boot["to"] != "interrupted" {
+		t.Errorf("boot_reconciled detail %v, want working → interrupted", boot)
+	}
+	h.checkResumed(rows, before.AgentSessionID)
 	if a.reapRecorded && orphaned {
 		// The supervisor, not the CLI, ended the old process: the reap is
 		// recorded with the boot decision. (Gemini sometimes exits by
@@ -467,8 +588,8 @@ func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 		// it no longer runs is what holds.)
 		for _, r := range rows {
 			if r.Kind == "boot_reconciled" {
-				if o, _ := r.detail()["orphan"].(string); !strings.Contains(o, "was stopped") {
-					t.Errorf("boot_reconciled %s records no stopped orphan", r.Detail)
+				if o, _ := r.detail()["orphan"].(string); !strings.Contains(o, "was stopped") || !strings.Contains(o, strconv.Itoa(before.PID)) {
+					t.Errorf("boot_reconciled %s records no stopped orphan %d", r.Detail, before.PID)
 				}
 			}
 		}
@@ -477,12 +598,14 @@ func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 }
 
 // approveWrite: under the permission mode "default" a command that asks
-// waits on the user; `approve` answers it and the command runs.
-func (h *agentE2E) approveWrite() {
+// waits on the user; `approve` answers it and the command runs; a second
+// `approve` finds nothing pending. It returns the session while it waited
+// for the approval, for the agent's own checks.
+func (h *agentE2E) approveWrite() (pending sessions.Session) {
 	h.t.Helper()
 	id := h.launch("[[scenario:write]] make it", "--permission-mode", "default")
-	s := h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
-	if s.Permission == nil || s.Permission.Tool != h.agent.tool || !s.InTurn {
+	pending = h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
+	if s := pending; s.Permission == nil || s.Permission.Tool != h.agent.tool || !s.InTurn {
 		h.t.Fatalf("permission %+v in_turn %v, want a pending %s in a running turn", s.Permission, s.InTurn, h.agent.tool)
 	}
 	out := filepath.Join(h.work, "build", "out.txt")
@@ -490,12 +613,15 @@ func (h *agentE2E) approveWrite() {
 		h.t.Fatal("build/out.txt exists before the command was approved")
 	}
 	h.mustCLI("approve", id)
-	s = h.waitFor(id, "the approved turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	s := h.waitFor(id, "the approved turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
 	if s.Permission != nil {
 		h.t.Errorf("permission %+v still pending", s.Permission)
 	}
 	if _, err := os.Stat(out); err != nil {
 		h.t.Errorf("the approved command did not run: %v", err)
+	}
+	if _, errOut, code := h.cli("approve", id); code != 1 || !strings.Contains(errOut, "no pending permission") {
+		h.t.Errorf("a second approve: exit %d, %q; want exit 1 saying nothing is pending", code, errOut)
 	}
 	if !h.agent.unpinnedTimelines {
 		h.expectTimeline(id, []string{"process_started", "prompt_sent", "permission_answered"},
@@ -504,6 +630,7 @@ func (h *agentE2E) approveWrite() {
 			"state_changed:waiting_on_user(review)")
 	}
 	h.stopApp()
+	return pending
 }
 
 // denyWrite: `deny` (with the user's message) declines the command the
@@ -573,4 +700,60 @@ func (h *agentE2E) authEscalated(statuses []int, timeline ...string) sessions.Se
 		h.expectTimeline(id, []string{}, timeline...)
 	}
 	return held
+}
+
+// overflowEscalated: an overflow the agent cannot compact its way out of
+// is escalated as errored context_overflow, after a compaction was tried.
+// It returns the escalated session for the agent's own checks.
+func (h *agentE2E) overflowEscalated(scenario string) sessions.Session {
+	h.t.Helper()
+	id := h.launch("[[scenario:" + scenario + "]] hi")
+	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.ContextOverflow {
+		h.t.Errorf("escalated as %s with %+v, want errored context_overflow", s.State, s.Failure)
+	}
+	labels := h.labels(id, []string{})
+	h.t.Logf("timeline: %s", strings.Join(labels, ", "))
+	if !slices.Contains(labels, "state_changed:compacting") || !slices.Contains(labels, "escalated") {
+		h.t.Errorf("timeline %s, want a compaction tried and the escalation", strings.Join(labels, ", "))
+	}
+	return s
+}
+
+// e2eAuthRetrySettings shorten the wait between two auth resumes (the
+// policy's 5 minutes) to 6 s, for authBudgetSpent.
+var e2eAuthRetrySettings = append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)
+
+// authBudgetSpent: a 401 for good spends the whole auth budget, three
+// resumes in the same agent session each failing again, then escalates it
+// as errored auth (the app started with e2eAuthRetrySettings). The
+// escalation may take within.
+func (h *agentE2E) authBudgetSpent(within time.Duration) {
+	h.t.Helper()
+	id := h.launch("[[scenario:401]] hi")
+	s := h.waitForWithin(id, "the escalation", within, func(s sessions.Session) bool { return s.NeedsAttention })
+	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
+		h.t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
+	}
+	h.expectTimeline(id, []string{},
+		"state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
+		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
+}
+
+// userInterrupt: `interrupt` stops the turn in flight (the hang scenario,
+// which the agent's fake API must stall); a stop the user asked for is a
+// review, needing nothing, the agent's process kept (unless it runs a
+// process per turn). It returns the session's id.
+func (h *agentE2E) userInterrupt() string {
+	h.t.Helper()
+	id := h.launch("[[scenario:hang]] go")
+	h.waitUnderWay(id, "hang")
+	h.mustCLI("interrupt", id)
+	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if s.InTurn || s.NeedsAttention || !h.agent.processPerTurn && !s.ProcessAlive {
+		h.t.Errorf("after the interrupt: in_turn %v needs_attention %v alive %v", s.InTurn, s.NeedsAttention, s.ProcessAlive)
+	}
+	return id
 }

@@ -3,34 +3,17 @@
 package e2e
 
 // End-to-end tests of the whole app against the real Claude Code CLI (issues
-// 3 and 4): the app binary runs headless as a child process, launches the
-// real CLI, which talks only to the fake Anthropic API (fakeapi) on
-// loopback, and every step is driven and observed through the app's own
-// command line (new, ls, show, send, approve, ack, timeline, watch), exactly
-// as a user or a script would.
-//
-// Each test has its own HOME, data directory, fake API and refusing proxy,
-// so nothing leaves the host and no state is shared. Waits poll `show
-// --json` against a deadline; nothing is asserted after a fixed sleep. At
-// cleanup every process the test started (the app, every claude it
-// launched and the tools those ran, found by the test's unique HOME) is
-// killed, whatever the outcome. Linux only: finding those processes, and
-// the tools a killed agent leaves behind, reads /proc.
+// 3, 4 and 15): the app binary runs headless as a child process, launches
+// the real CLI, which talks only to the fake Anthropic API (fakeapi) on
+// loopback, everything else refused by a proxy. The scenarios all managed
+// agents share are in agents_test.go, the harness in harness_test.go; here
+// are Claude's description and its own tests.
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,13 +23,90 @@ import (
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
-// ce2eWait bounds every wait for a state; reaching it fails the test.
-const ce2eWait = 90 * time.Second
+// claudeE2EAgent: Claude Code runs one `claude -p --input-format
+// stream-json` for the session (turns on the same process); a resume is
+// `claude --resume`. The CLI is its own process (no wrapper), and each Bash
+// command runs in a session of its own (setsid), so it outlives the agent
+// whichever way the agent is killed.
+var claudeE2EAgent = &e2eAgent{
+	name:   "claude",
+	binary: fakeapi.ClaudeBinary,
+	setup: func(h *ce2eHarness, o e2eOpts) (any, func(string) []e2eReq) {
+		api := startFakeAPI(h, fakeapi.Start)
+		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
+		env, _ := o.config.(ce2eOptions)
+		h.env = env.apply(fakeapi.HermeticEnv(h.home, api.URL(), proxyURL))
+		return api, func(scenario string) []e2eReq {
+			return e2eReqs(claudeMessages(api, scenario), claudeE2EReq)
+		}
+	},
+	sessionIDOK: func(id string) bool { return id != "" }, // from the CLI's system/init
+	tool:        "Bash",
+	toolRunning: "running Bash",
+	toolDone:    "Bash finished",
+	slowProc:    "sleep 30", // fakeapi.SlowToolCommand
+	// The CLI outlives the app killed mid-turn (the orphan the scenario is
+	// about); the booting supervisor stops it, and records that it did.
+	orphanSurvivesApp: true,
+	reapRecorded:      true,
+	waitPersisted:     waitClaudeTranscript,
+	resumeWithin:      ce2eWait,
+	afterSecondPrompt: func(h *agentE2E) {
+		// The second request carries the whole conversation: same CLI
+		// session.
+		reqs := claudeMessages(h.api.(*fakeapi.Server), "text")
+		if n := len(reqs[1].Request.Messages); n < 3 {
+			h.t.Errorf("second request has %d messages, want the whole conversation", n)
+		}
+	},
+}
 
-// ce2ePoll is the pause between two polls of `show --json`.
-const ce2ePoll = 250 * time.Millisecond
+// claudeMessages returns the fake API's /v1/messages requests of one
+// scenario ("" for all of them).
+func claudeMessages(api *fakeapi.Server, scenario string) []fakeapi.Entry {
+	var out []fakeapi.Entry
+	for _, e := range api.Log() {
+		if e.Path == "/v1/messages" && (scenario == "" || e.Scenario == scenario) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
-// ce2eOptions configure one test's app.
+// claudeE2EReq is what the shared scenarios read of a request: the text of
+// its last user message, and the tool_result it carries back.
+func claudeE2EReq(e fakeapi.Entry) e2eReq {
+	r := e2eReq{Status: e.Status, UserText: e.Request.LastUserText()}
+	for _, b := range e.Request.LastUserMessage().Blocks() {
+		if b.Type == "tool_result" {
+			r.ToolOutput = string(b.Content)
+		}
+	}
+	return r
+}
+
+// waitClaudeTranscript waits until the CLI has written what the test kills
+// it after to its transcript, $HOME/.claude/projects/<cwd with every
+// non-alphanumeric character replaced by '-'>/<session id>.jsonl: the tool
+// call, or the stalled scenario's prompt. (Killed earlier, the CLI may not
+// have saved the session at all, and `claude --resume` then fails with "No
+// conversation found with session ID".)
+func waitClaudeTranscript(h *agentE2E, agentSession string, what e2eRecord) {
+	h.t.Helper()
+	mangled := []byte(h.work)
+	for i, c := range mangled {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			mangled[i] = '-'
+		}
+	}
+	substr := `"tool_use"`
+	if what == recordedPrompt {
+		substr = "[[scenario:stall]]"
+	}
+	h.waitFile(filepath.Join(h.home, ".claude", "projects", string(mangled), agentSession+".jsonl"), substr, ce2eWait)
+}
+
+// ce2eOptions adjust one Claude test's hermetic environment.
 type ce2eOptions struct {
 	// settings are set, in order, before the app starts (key, value pairs).
 	settings []string
@@ -57,60 +117,8 @@ type ce2eOptions struct {
 	drop []string
 }
 
-// ce2eHarness is one test's world: a fake API, a refusing proxy, a HOME, a
-// data directory, a working directory and the app running on them.
-type ce2eHarness struct {
-	t      *testing.T
-	app    string
-	claude string
-	api    *fakeapi.Server
-	home   string
-	data   string
-	work   string
-	env    []string
-
-	run     *ce2eAppRun
-	watches []*ce2eWatch
-	// orphans are processes a test left behind on purpose (what a killed
-	// agent's tools become); a graceful quit is not blamed for them.
-	orphans []int
-}
-
-// ce2eAppRun is one run of `session-supervisor run --headless`.
-type ce2eAppRun struct {
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
-}
-
-// claudeE2EStart sets up a test's world and starts the app on it.
-func claudeE2EStart(t *testing.T, o ce2eOptions) *ce2eHarness {
-	t.Helper()
-	claudeBin := fakeapi.ClaudeBinary(t)
-	appBin, _ := testBinaries(t)
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
-	proxyURL, closeProxy, err := fakeapi.StartRefusingProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeProxy)
-	// The socket lives in the data directory and unix socket paths are
-	// limited to ~108 bytes: keep it short rather than under t.TempDir.
-	data, err := os.MkdirTemp("", "sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(data) })
-	h := &ce2eHarness{
-		t: t, app: appBin, claude: claudeBin, api: api,
-		home: t.TempDir(), data: data, work: t.TempDir(),
-	}
-	env := fakeapi.HermeticEnv(h.home, api.URL(), proxyURL)
+// apply returns env without the dropped variables and with the added ones.
+func (o ce2eOptions) apply(env []string) []string {
 	env = slices.DeleteFunc(env, func(kv string) bool {
 		for _, k := range o.drop {
 			if strings.HasPrefix(kv, k+"=") {
@@ -119,499 +127,25 @@ func claudeE2EStart(t *testing.T, o ce2eOptions) *ce2eHarness {
 		}
 		return false
 	})
-	h.env = append(env, o.env...)
-	// Registered last, so it runs first: every process this test started
-	// is gone before the fake API and the proxy close.
-	t.Cleanup(h.cleanup)
-
-	h.mustCLI("settings", "set", "agents.claude.command", claudeBin)
-	if len(o.settings)%2 != 0 {
-		t.Fatalf("settings come in key, value pairs: %q", o.settings)
-	}
-	for i := 0; i < len(o.settings); i += 2 {
-		h.mustCLI("settings", "set", o.settings[i], o.settings[i+1])
-	}
-	h.startApp()
-	return h
+	return append(env, o.env...)
 }
 
-// startApp starts the app and waits until it answers on its socket.
-func (h *ce2eHarness) startApp() {
-	h.t.Helper()
-	if h.run != nil {
-		select {
-		case <-h.run.done:
-		default:
-			h.t.Fatal("the app is already running")
-		}
-	}
-	cmd := exec.Command(h.app, "--data-dir", h.data, "run", "--headless")
-	cmd.Env = h.env
-	cmd.Dir = h.work
-	run := &ce2eAppRun{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout = run.stderr
-	cmd.Stderr = run.stderr
-	if err := cmd.Start(); err != nil {
-		h.t.Fatalf("starting the app: %v", err)
-	}
-	go func() { run.err = cmd.Wait(); close(run.done) }()
-	h.run = run
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, _, code := h.cli("ls", "--json")
-		if code == 0 {
-			return
-		}
-		select {
-		case <-run.done:
-			h.t.Fatalf("the app exited before answering (%v):\n%s", run.err, run.stderr)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the app did not answer on its socket within 30 s:\n%s", run.stderr)
-		}
-	}
+// cle2e is one Claude test's world.
+type cle2e struct {
+	*agentE2E
+	api *fakeapi.Server
 }
 
-// stopApp quits the app with SIGINT, as Ctrl-C would, and requires exit 0.
-// A graceful quit lets every turn finish, so afterwards no process of this
-// test may be left running.
-func (h *ce2eHarness) stopApp() {
-	h.t.Helper()
-	run := h.run
-	if err := run.cmd.Process.Signal(os.Interrupt); err != nil {
-		h.t.Fatalf("interrupting the app: %v", err)
-	}
-	select {
-	case <-run.done:
-	case <-time.After(60 * time.Second):
-		h.t.Fatalf("the app did not quit within 60 s of SIGINT:\n%s", run.stderr)
-	}
-	if run.err != nil {
-		h.t.Errorf("the app exited with %v after SIGINT, want exit 0:\n%s", run.err, run.stderr)
-	}
-	h.stopWatches()
-	left := slices.DeleteFunc(claudeE2EProcsWithHome(h.home), func(pid int) bool { return slices.Contains(h.orphans, pid) })
-	if len(left) > 0 {
-		h.t.Errorf("processes left running after a graceful quit: %s", claudeE2EDescribe(left))
-	}
-}
-
-// killApp kills the app with SIGKILL (pid only: the agents it launched are
-// in their own process groups and are left orphaned, as in a crash).
-func (h *ce2eHarness) killApp() {
-	h.t.Helper()
-	if err := h.run.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		h.t.Fatalf("killing the app: %v", err)
-	}
-	<-h.run.done
-}
-
-// cleanup kills whatever this test started and still runs, and logs the
-// app's output when the test failed.
-func (h *ce2eHarness) cleanup() {
-	h.stopWatches()
-	if h.run != nil {
-		select {
-		case <-h.run.done:
-		default:
-			_ = h.run.cmd.Process.Signal(syscall.SIGKILL)
-			<-h.run.done
-		}
-		if h.t.Failed() {
-			h.t.Logf("app output:\n%s", h.run.stderr)
-		}
-	}
-	claudeE2EKillAll(h.home)
-}
-
-// cli runs one app command line against the data directory.
-func (h *ce2eHarness) cli(args ...string) (stdout, stderr string, code int) {
-	h.t.Helper()
-	return runCommand(h.t, h.app, h.data, h.work, h.env, 60*time.Second, args...)
-}
-
-// mustCLI runs a command line that must succeed and returns its stdout.
-func (h *ce2eHarness) mustCLI(args ...string) string {
-	h.t.Helper()
-	out, errOut, code := h.cli(args...)
-	if code != 0 {
-		h.t.Fatalf("session-supervisor %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
-	}
-	return out
-}
-
-// newSession launches a managed Claude session in the work directory and
-// returns its id, which `new` prints alone on stdout.
-func (h *ce2eHarness) newSession(prompt string, flags ...string) string {
-	h.t.Helper()
-	args := append([]string{"new", "--agent", "claude", "--cwd", h.work}, flags...)
-	out := h.mustCLI(append(args, prompt)...)
-	id := strings.TrimSpace(out)
-	if id == "" || strings.ContainsAny(id, " \n\t") {
-		h.t.Fatalf("new printed %q, want the session id alone", out)
-	}
-	return id
-}
-
-// show returns the session as `show ID --json` prints it.
-func (h *ce2eHarness) show(id string) sessions.Session {
-	h.t.Helper()
-	out := h.mustCLI("show", id, "--json")
-	var s sessions.Session
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		h.t.Fatalf("show --json is not a session: %v\n%s", err, out)
-	}
-	return s
-}
-
-// ls returns `ls --json`.
-func (h *ce2eHarness) ls() []sessions.Session {
-	h.t.Helper()
-	out := h.mustCLI("ls", "--json")
-	var list []sessions.Session
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		h.t.Fatalf("ls --json is not a session list: %v\n%s", err, out)
-	}
-	return list
-}
-
-// waitFor polls `show ID --json` until cond holds and returns the session.
-// On timeout it fails the test with the session, its timeline and the app's
-// output.
-func (h *ce2eHarness) waitFor(id, what string, cond func(sessions.Session) bool) sessions.Session {
-	h.t.Helper()
-	return h.waitForWithin(id, what, ce2eWait, cond)
-}
-
-func (h *ce2eHarness) waitForWithin(id, what string, limit time.Duration, cond func(sessions.Session) bool) sessions.Session {
-	h.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		s := h.show(id)
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.MarshalIndent(s, "", "  ")
-			h.t.Fatalf("waited %s for %s; the session is:\n%s\ntimeline: %s", limit, what, b, strings.Join(h.labels(id, nil), ", "))
-		}
-		select {
-		case <-h.run.done:
-			h.t.Fatalf("the app exited (%v) while waiting for %s:\n%s", h.run.err, what, h.run.stderr)
-		case <-time.After(ce2ePoll):
-		}
-	}
-}
-
-// ce2eIn is a wait condition: the session is in state st (and, for
-// waiting_on_user, waits for reason).
-func ce2eIn(st sessions.State, reason ...sessions.WaitReason) func(sessions.Session) bool {
-	return func(s sessions.Session) bool {
-		if s.State != st {
-			return false
-		}
-		return len(reason) == 0 || s.WaitReason == reason[0]
-	}
-}
-
-// ce2eRow is one row of `timeline ID --json`.
-type ce2eRow struct {
-	Time           time.Time       `json:"time"`
-	Kind           string          `json:"kind"`
-	TurnGeneration int64           `json:"turn_generation"`
-	Detail         json.RawMessage `json:"detail"`
-}
-
-func (r ce2eRow) detail() map[string]any {
-	var m map[string]any
-	_ = json.Unmarshal(r.Detail, &m)
-	return m
-}
-
-func (r ce2eRow) message() string {
-	s, _ := r.detail()["message"].(string)
-	return s
-}
-
-// label names a row for sequence assertions: the kind, and for a
-// state_changed row the state it changed to ("state_changed:errored"), with
-// what a waiting session waits for ("state_changed:waiting_on_user(review)").
-func (r ce2eRow) label() string {
-	if r.Kind != core.TimelineStateChanged {
-		return r.Kind
-	}
-	d := r.detail()
-	to, _ := d["to"].(string)
-	if to == "" {
-		// Reconcile's own state changes carry only a message,
-		// "From → To: evidence".
-		if _, after, ok := strings.Cut(r.message(), " → "); ok {
-			label, _, _ := strings.Cut(after, ":")
-			for _, st := range sessions.AllStates {
-				if st.Label() == label {
-					to = st.String()
-				}
-			}
-		}
-	}
-	l := "state_changed:" + to
-	if reason, _ := d["reason"].(string); reason != "" {
-		l += "(" + reason + ")"
-	}
-	return l
-}
-
-// timeline returns `timeline ID --json`, oldest first (it prints newest
-// first). It reads the database directly, as it does when the app is not
-// running.
-func (h *ce2eHarness) timeline(id string) []ce2eRow {
-	h.t.Helper()
-	out := h.mustCLI("timeline", id, "--json")
-	var rows []ce2eRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		h.t.Fatalf("timeline --json is not a list of rows: %v\n%s", err, out)
-	}
-	slices.Reverse(rows)
-	return rows
-}
-
-// ce2eSupervisorKinds are the timeline kinds the supervisor itself writes.
-var ce2eSupervisorKinds = []string{
-	"marked_suspect", "marked_interrupted", "stall_interrupt", "compaction_timeout",
-	"overflow_redrive", "rate_limit_drain", "auth_resume", "nudge_sent", "escalated",
-	"boot_reconciled", "uncertain_action", "transient_retry",
-}
-
-// labels returns the labels of id's timeline rows whose kind is a
-// supervisor kind, a state change, or one of extra; extra nil means every
-// row.
-func (h *ce2eHarness) labels(id string, extra []string) []string {
-	h.t.Helper()
-	var out []string
-	for _, r := range h.timeline(id) {
-		if extra == nil || r.Kind == core.TimelineStateChanged ||
-			slices.Contains(ce2eSupervisorKinds, r.Kind) || slices.Contains(extra, r.Kind) {
-			out = append(out, r.label())
-		}
-	}
-	return out
-}
-
-// expectTimeline asserts the exact sequence of id's timeline labels (see
-// labels) and logs the full timeline when it differs.
-func (h *ce2eHarness) expectTimeline(id string, extra []string, want ...string) []ce2eRow {
-	h.t.Helper()
-	rows := h.timeline(id)
-	got := h.labels(id, extra)
-	if !slices.Equal(got, want) {
-		h.t.Errorf("timeline kinds:\n got  %s\n want %s", strings.Join(got, ", "), strings.Join(want, ", "))
-		for _, r := range rows {
-			h.t.Logf("  %s  turn %d  %-18s %s", r.Time.Format("15:04:05.000"), r.TurnGeneration, r.label(), r.Detail)
-		}
-	} else {
-		h.t.Logf("timeline: %s", strings.Join(got, ", "))
-		if testing.Verbose() {
-			for _, r := range rows {
-				h.t.Logf("  %s  turn %d  %-18s %s", r.Time.Format("15:04:05.000"), r.TurnGeneration, r.label(), r.message())
-			}
-		}
-	}
-	return rows
-}
-
-// findRow returns the first row with the label, or fails the test.
-func (h *ce2eHarness) findRow(rows []ce2eRow, label string) ce2eRow {
-	h.t.Helper()
-	for _, r := range rows {
-		if r.label() == label {
-			return r
-		}
-	}
-	h.t.Fatalf("no %s row in the timeline", label)
-	return ce2eRow{}
-}
-
-// ce2eWatch is a running `watch --json`: every message the app streamed.
-type ce2eWatch struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	mu   sync.Mutex
-	msgs []localapi.Message
-}
-
-// watch starts `watch --json` and collects what it prints until the test
-// stops it (stopApp or cleanup).
-func (h *ce2eHarness) watch() *ce2eWatch {
-	h.t.Helper()
-	cmd := exec.Command(h.app, "--data-dir", h.data, "watch", "--json")
-	cmd.Env = h.env
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		h.t.Fatalf("starting watch: %v", err)
-	}
-	w := &ce2eWatch{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-		for sc.Scan() {
-			var m localapi.Message
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				w.mu.Lock()
-				w.msgs = append(w.msgs, m)
-				w.mu.Unlock()
-			}
-		}
-	}()
-	h.watches = append(h.watches, w)
-	// The stream starts with a snapshot: once it is in, nothing later is missed.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(w.messages()) == 0 {
-		if time.Now().After(deadline) {
-			h.t.Fatal("watch --json printed no snapshot within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return w
-}
-
-func (w *ce2eWatch) messages() []localapi.Message {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.msgs)
-}
-
-// sessionStates returns every state update of session id the stream carried.
-func (w *ce2eWatch) sessionStates(id string) []sessions.Session {
-	var out []sessions.Session
-	for _, m := range w.messages() {
-		if m.Type == localapi.MsgSession && m.Session != nil && m.Session.ID == id {
-			out = append(out, *m.Session)
-		}
-	}
-	return out
-}
-
-// waitMessage waits until the stream carried a message for which cond
-// holds: what the app has committed reaches a subscriber a moment later.
-func (w *ce2eWatch) waitMessage(t *testing.T, what string, cond func(localapi.Message) bool) {
+// claudeE2EStart sets up a Claude test's world and starts the app on it.
+func claudeE2EStart(t *testing.T, o ce2eOptions) *cle2e {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !slices.ContainsFunc(w.messages(), cond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("watch --json never delivered %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// ce2eSessionMsg matches a session update of id for which cond holds.
-func ce2eSessionMsg(id string, cond func(sessions.Session) bool) func(localapi.Message) bool {
-	return func(m localapi.Message) bool {
-		return m.Type == localapi.MsgSession && m.Session != nil && m.Session.ID == id && cond(*m.Session)
-	}
-}
-
-func (h *ce2eHarness) stopWatches() {
-	for _, w := range h.watches {
-		_ = w.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-w.done:
-		case <-time.After(5 * time.Second):
-			_ = w.cmd.Process.Kill()
-			<-w.done
-		}
-		_ = w.cmd.Wait()
-	}
-	h.watches = nil
-}
-
-// claudeE2EProcsWithHome lists the processes whose environment has
-// HOME=home: everything a test started (the app, each claude, the tools
-// they ran), told apart by the test's unique HOME.
-func claudeE2EProcsWithHome(home string) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	needle := []byte("\x00HOME=" + home + "\x00")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || len(env) == 0 {
-			continue // gone, or a zombie
-		}
-		env = append(append([]byte{0}, env...), 0)
-		if bytes.Contains(env, needle) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// claudeE2EDescribe renders pids with their command lines.
-func claudeE2EDescribe(pids []int) string {
-	var parts []string
-	for _, pid := range pids {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		cmdline := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-		if len(cmdline) > 160 {
-			cmdline = cmdline[:160] + "…"
-		}
-		parts = append(parts, fmt.Sprintf("%d [%s]", pid, cmdline))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// claudeE2EKillAll kills every process started with HOME=home, and the
-// process group of each that leads one, then waits until they are gone.
-func claudeE2EKillAll(home string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pids := claudeE2EProcsWithHome(home)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return
-		}
-		for _, pid := range pids {
-			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// claudeE2EAlive reports whether pid runs (a zombie counts as gone).
-func claudeE2EAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] != 'Z' && b[i+2] != 'X'
-	}
-	return true
+	h := startAgentE2E(t, claudeE2EAgent, e2eOpts{config: o}, o.settings...)
+	return &cle2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
 }
 
 // messagesRequests returns the fake API's /v1/messages requests of one scenario.
-func (h *ce2eHarness) messagesRequests(scenario string) []fakeapi.Entry {
-	var out []fakeapi.Entry
-	for _, e := range h.api.Log() {
-		if e.Path == "/v1/messages" && e.Scenario == scenario {
-			out = append(out, e)
-		}
-	}
-	return out
+func (h *cle2e) messagesRequests(scenario string) []fakeapi.Entry {
+	return claudeMessages(h.api, scenario)
 }
 
 func ce2eStatuses(es []fakeapi.Entry) []int {
@@ -622,115 +156,12 @@ func ce2eStatuses(es []fakeapi.Entry) []int {
 	return out
 }
 
-// checkIdentity asserts what every managed Claude session must show once
-// its CLI started.
-func (h *ce2eHarness) checkIdentity(s sessions.Session) {
-	h.t.Helper()
-	if s.Agent != "claude" || s.Source != sessions.Managed || s.Cwd != h.work {
-		h.t.Errorf("agent %q source %v cwd %q, want claude, managed, %q", s.Agent, s.Source, s.Cwd, h.work)
-	}
-	if s.AgentSessionID == "" {
-		h.t.Error("agent_session_id is empty: the CLI's system/init was not decoded")
-	}
-	if s.PID <= 0 {
-		h.t.Errorf("pid %d", s.PID)
-	}
-	if s.Evidence == "" {
-		h.t.Error("a state without evidence")
-	}
-}
-
-// --- issue 3: managed sessions, one CLI behaviour each ---
-
-// TestClaudeE2EPlainReply: a plain reply ends the turn in
-// waiting_on_user(review); `ack` makes it idle.
-func TestClaudeE2EPlainReply(t *testing.T) {
+// TestClaudeE2E runs the scenarios every managed agent shares: plain reply,
+// Bash tool, second prompt, stall, agent killed (the resume is `claude
+// --resume`), app killed.
+func TestClaudeE2E(t *testing.T) {
 	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{})
-	id := h.newSession("[[scenario:text]] hi", "--name", "plain")
-	s := h.waitFor(id, "the reply to be waiting for review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	h.checkIdentity(s)
-	if s.Name != "plain" || s.TurnGeneration != 1 || s.InTurn || !s.Failure.IsZero() || s.NeedsAttention || !s.ProcessAlive {
-		t.Errorf("after the reply: name %q turn %d in_turn %v failure %+v needs_attention %v alive %v",
-			s.Name, s.TurnGeneration, s.InTurn, s.Failure, s.NeedsAttention, s.ProcessAlive)
-	}
-
-	// The documented --json contract: these keys are always present.
-	var raw map[string]any
-	if err := json.Unmarshal([]byte(h.mustCLI("show", id, "--json")), &raw); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"id", "name", "agent", "agent_session_id", "source", "cwd", "pid", "state",
-		"evidence", "wait_reason", "failure", "needs_attention", "turn_generation", "updated_at"} {
-		if _, ok := raw[k]; !ok {
-			t.Errorf("show --json has no %q", k)
-		}
-	}
-	if raw["state"] != "waiting_on_user" || raw["wait_reason"] != "review" {
-		t.Errorf("state %v wait_reason %v, want waiting_on_user review", raw["state"], raw["wait_reason"])
-	}
-	if list := h.ls(); len(list) != 1 || list[0].ID != id || list[0].State != sessions.WaitingOnUser {
-		t.Errorf("ls --json = %+v, want the one session waiting on the user", list)
-	}
-
-	h.mustCLI("ack", id)
-	s = h.waitFor(id, "ack to make it idle", ce2eIn(sessions.Idle))
-	if !s.ProcessAlive {
-		t.Error("ack ended the agent process; it should stay for the next prompt")
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent", "acknowledged"},
-		"process_started", "prompt_sent", "state_changed:working",
-		"state_changed:waiting_on_user(review)", "acknowledged", "state_changed:idle")
-	if got := ce2eStatuses(h.messagesRequests("text")); !slices.Equal(got, []int{200}) {
-		t.Errorf("the fake API answered %v, want one 200", got)
-	}
-	h.stopApp()
-}
-
-// TestClaudeE2EBashTool: a Bash tool call is visible while it runs (an open
-// tool, evidence "running Bash") and the turn completes with its result.
-func TestClaudeE2EBashTool(t *testing.T) {
-	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{})
-	w := h.watch()
-	id := h.newSession("[[scenario:tool]] run it")
-	h.waitFor(id, "the tool turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	w.waitMessage(t, "the review", ce2eSessionMsg(id, ce2eIn(sessions.WaitingOnUser, sessions.WaitReview)))
-
-	var running, finished bool
-	for _, s := range w.sessionStates(id) {
-		if s.State == sessions.Working && s.Evidence == "running Bash" && len(s.OpenTools) == 1 {
-			for _, c := range s.OpenTools {
-				running = running || c.Name == "Bash"
-			}
-		}
-		if running && s.Evidence == "Bash finished" && len(s.OpenTools) == 0 {
-			finished = true
-		}
-	}
-	if !running || !finished {
-		t.Errorf("the stream never showed Bash open and then finished (running %v, finished %v)", running, finished)
-		for _, s := range w.sessionStates(id) {
-			t.Logf("  %s: %s (open %d)", s.State, s.Evidence, len(s.OpenTools))
-		}
-	}
-	// The tool really ran: the CLI sent its output back to the model.
-	reqs := h.messagesRequests("tool")
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests to the fake, want 2 (tool call, then its result)", len(reqs))
-	}
-	var result string
-	for _, b := range reqs[1].Request.LastUserMessage().Blocks() {
-		if b.Type == "tool_result" {
-			result = string(b.Content)
-		}
-	}
-	if !strings.Contains(result, "hi") {
-		t.Errorf("tool_result %s, want the command's output hi", result)
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
-		"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
-	h.stopApp()
+	runAgentE2E(t, claudeE2EAgent)
 }
 
 // TestClaudeE2ERateLimitRetried: two 429s the CLI retries itself put the
@@ -739,7 +170,7 @@ func TestClaudeE2ERateLimitRetried(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
 	w := h.watch()
-	id := h.newSession("[[scenario:429then_ok]] hi")
+	id := h.launch("[[scenario:429then_ok]] hi")
 	s := h.waitFor(id, "the retried turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
 	w.waitMessage(t, "the review", ce2eSessionMsg(id, ce2eIn(sessions.WaitingOnUser, sessions.WaitReview)))
 	if !s.Failure.IsZero() {
@@ -767,44 +198,45 @@ func TestClaudeE2ERateLimitRetried(t *testing.T) {
 	h.stopApp()
 }
 
-// TestClaudeE2EPromptTooLong: a prompt-too-long 400 is errored
-// context_overflow; with automatic recovery off it is escalated at once.
-func TestClaudeE2EPromptTooLong(t *testing.T) {
+// TestClaudeE2EEscalatedAtOnce: with automatic recovery off a failed turn
+// is escalated at once, errored with the failure's kind and no turn in
+// flight: a prompt-too-long 400 as context_overflow; a 401 (retried by the
+// CLI, CLAUDE_CODE_MAX_RETRIES=2, then given up) as auth.
+func TestClaudeE2EEscalatedAtOnce(t *testing.T) {
 	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{settings: []string{
-		"supervisor.auto_recover_enabled", "false", "supervisor.tick_seconds", "5"}})
-	id := h.newSession("[[scenario:too_long]] hi")
-	s := h.waitFor(id, "the overflow to be escalated", func(s sessions.Session) bool {
-		return s.State == sessions.Errored && s.NeedsAttention
-	})
-	if s.Failure.Kind != sessions.ContextOverflow || s.InTurn {
-		t.Errorf("failure %+v in_turn %v, want context_overflow and no turn in flight", s.Failure, s.InTurn)
+	for _, tc := range []struct {
+		name, scenario string
+		kind           sessions.FailureKind
+		// statuses checks the fake API's answers, when set (as want says).
+		statuses func([]int) bool
+		want     string
+		timeline []string
+	}{
+		{"PromptTooLong", "too_long", sessions.ContextOverflow, nil, "", []string{
+			"process_started", "prompt_sent", "state_changed:working", "state_changed:errored", "escalated"}},
+		{"AuthFailure", "401", sessions.Auth, func(got []int) bool { return len(got) == 3 && got[0] == 401 },
+			"three 401s (CLAUDE_CODE_MAX_RETRIES=2)", []string{
+				"process_started", "prompt_sent", "state_changed:working", "state_changed:recovering",
+				"state_changed:errored", "escalated"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := claudeE2EStart(t, ce2eOptions{settings: []string{
+				"supervisor.auto_recover_enabled", "false", "supervisor.tick_seconds", "5"}})
+			id := h.launch("[[scenario:" + tc.scenario + "]] hi")
+			s := h.waitFor(id, "the failure to be escalated", func(s sessions.Session) bool {
+				return s.State == sessions.Errored && s.NeedsAttention
+			})
+			if s.Failure.Kind != tc.kind || s.InTurn {
+				t.Errorf("failure %+v in_turn %v, want %s and no turn in flight", s.Failure, s.InTurn, tc.kind)
+			}
+			if got := ce2eStatuses(h.messagesRequests(tc.scenario)); tc.statuses != nil && !tc.statuses(got) {
+				t.Errorf("the fake API answered %v, want %s", got, tc.want)
+			}
+			h.expectTimeline(id, []string{"process_started", "prompt_sent"}, tc.timeline...)
+			h.stopApp()
+		})
 	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
-		"process_started", "prompt_sent", "state_changed:working", "state_changed:errored", "escalated")
-	h.stopApp()
-}
-
-// TestClaudeE2EAuthFailure: a 401 (retried by the CLI, then given up) is
-// errored auth; with automatic recovery off it is escalated at once.
-func TestClaudeE2EAuthFailure(t *testing.T) {
-	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{settings: []string{
-		"supervisor.auto_recover_enabled", "false", "supervisor.tick_seconds", "5"}})
-	id := h.newSession("[[scenario:401]] hi")
-	s := h.waitFor(id, "the auth failure to be escalated", func(s sessions.Session) bool {
-		return s.State == sessions.Errored && s.NeedsAttention
-	})
-	if s.Failure.Kind != sessions.Auth {
-		t.Errorf("failure %+v, want auth", s.Failure)
-	}
-	if got := ce2eStatuses(h.messagesRequests("401")); len(got) != 3 || got[0] != 401 {
-		t.Errorf("the fake API answered %v, want three 401s (CLAUDE_CODE_MAX_RETRIES=2)", got)
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
-		"process_started", "prompt_sent", "state_changed:working", "state_changed:recovering",
-		"state_changed:errored", "escalated")
-	h.stopApp()
 }
 
 // TestClaudeE2EPermissionApproved: a Bash command that writes asks for
@@ -812,276 +244,9 @@ func TestClaudeE2EAuthFailure(t *testing.T) {
 func TestClaudeE2EPermissionApproved(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{})
-	id := h.newSession("[[scenario:write]] make it", "--permission-mode", "default")
-	s := h.waitFor(id, "the permission request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
-	if s.Permission == nil || s.Permission.Tool != "Bash" || s.Permission.RequestID == "" || !s.InTurn {
-		t.Fatalf("permission %+v in_turn %v, want a pending Bash request in a running turn", s.Permission, s.InTurn)
+	if s := h.approveWrite(); s.Permission == nil || s.Permission.RequestID == "" {
+		t.Errorf("permission %+v, want the CLI's request id", s.Permission)
 	}
-	out := filepath.Join(h.work, "build", "out.txt")
-	if _, err := os.Stat(out); err == nil {
-		t.Fatal("build/out.txt exists before the command was approved")
-	}
-	h.mustCLI("approve", id)
-	s = h.waitFor(id, "the approved turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	if s.Permission != nil {
-		t.Errorf("permission %+v still pending", s.Permission)
-	}
-	if _, err := os.Stat(out); err != nil {
-		t.Errorf("the approved command did not run: %v", err)
-	}
-	if _, errOut, code := h.cli("approve", id); code != 1 || !strings.Contains(errOut, "no pending permission") {
-		t.Errorf("a second approve: exit %d, %q; want exit 1 saying nothing is pending", code, errOut)
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent", "permission_answered"},
-		"process_started", "prompt_sent", "state_changed:working",
-		"state_changed:waiting_on_user(permission)", "permission_answered", "state_changed:working",
-		"state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
-
-// TestClaudeE2ESecondPrompt: `send` starts turn 2 on the same process.
-func TestClaudeE2ESecondPrompt(t *testing.T) {
-	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{})
-	id := h.newSession("[[scenario:text]] first")
-	first := h.waitFor(id, "the first reply", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	h.mustCLI("send", id, "second")
-	s := h.waitFor(id, "the second reply", func(s sessions.Session) bool {
-		return s.TurnGeneration == 2 && s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview
-	})
-	if s.PID != first.PID || !s.ProcessAlive || s.AgentSessionID != first.AgentSessionID {
-		t.Errorf("turn 2 ran on pid %d (alive %v) session %s; turn 1 on pid %d session %s",
-			s.PID, s.ProcessAlive, s.AgentSessionID, first.PID, first.AgentSessionID)
-	}
-	reqs := h.messagesRequests("text")
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
-	}
-	// The second request carries the whole conversation: same CLI session.
-	if n := len(reqs[1].Request.Messages); n < 3 || !strings.Contains(reqs[1].Request.LastUserText(), "second") {
-		t.Errorf("second request has %d messages, last user text %q", n, reqs[1].Request.LastUserText())
-	}
-	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
-		"process_started", "prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)",
-		"prompt_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
-	h.stopApp()
-}
-
-// --- issue 4: the supervisor's recoveries, each with its exact timeline ---
-
-// ce2eFast are the time settings of the recovery tests: the fastest tick
-// and a nudge cooldown of 3 s. The stall thresholds stay at their defaults
-// (minutes) unless a test is about stalls.
-var ce2eFast = []string{"supervisor.tick_seconds", "5", "supervisor.nudge_cooldown_minutes", "0.05"}
-
-// ce2eReview waits for turn gen to be completed and waiting for review.
-func ce2eReview(gen int64) func(sessions.Session) bool {
-	return func(s sessions.Session) bool {
-		return s.TurnGeneration == gen && s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview
-	}
-}
-
-// nudged reports whether the fake API received the continuation nudge.
-func (h *ce2eHarness) nudged(scenario string) bool {
-	for _, e := range h.messagesRequests(scenario) {
-		if strings.Contains(e.Request.LastUserText(), core.NudgeText) {
-			return true
-		}
-	}
-	return false
-}
-
-// TestClaudeE2EStallInterruptNudge (a): a model stream that goes silent is
-// marked suspect, interrupted at the hard limit, and the continuation
-// nudge sent on the same process completes the work.
-func TestClaudeE2EStallInterruptNudge(t *testing.T) {
-	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{
-		"supervisor.stall_suspect_minutes", "0.25", "supervisor.stall_hard_minutes", "0.5"}, ce2eFast...)})
-	id := h.newSession("[[scenario:stall]] go")
-	first := h.waitFor(id, "the silent stream to be suspect", ce2eIn(sessions.Suspect))
-	if !strings.Contains(first.Evidence, "silent") || !strings.Contains(first.Evidence, "alive") {
-		t.Errorf("suspect evidence %q, want how long it was silent and that the pid is alive", first.Evidence)
-	}
-	s := h.waitFor(id, "the nudged turn to complete", ce2eReview(2))
-	if s.PID != first.PID || !s.ProcessAlive {
-		t.Errorf("the nudge ran on pid %d (alive %v), want the live process %d", s.PID, s.ProcessAlive, first.PID)
-	}
-	if s.Nudge.Attempts != 0 || s.NeedsAttention {
-		t.Errorf("nudge budget %+v needs_attention %v: a completed turn refills the budget and needs nothing", s.Nudge, s.NeedsAttention)
-	}
-	if !h.nudged("stall") {
-		t.Error("the fake API never received the continuation nudge")
-	}
-	rows := h.expectTimeline(id, []string{},
-		"state_changed:working", "marked_suspect", "stall_interrupt", "state_changed:interrupted",
-		"nudge_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
-	// The interrupt came no earlier than the hard limit after the last
-	// stream event (the turn's start, here) and the nudge after it.
-	start := h.findRow(rows, "state_changed:working").Time
-	if d := h.findRow(rows, "stall_interrupt").Time.Sub(start); d < 30*time.Second {
-		t.Errorf("interrupted %s after the turn started, before the 30 s hard limit", d)
-	}
-	h.stopApp()
-}
-
-// waitOpenTool waits until the session runs the named tool.
-func (h *ce2eHarness) waitOpenTool(id, tool string) sessions.Session {
-	h.t.Helper()
-	return h.waitFor(id, tool+" to be running", func(s sessions.Session) bool {
-		for _, c := range s.OpenTools {
-			if c.Name == tool && s.State == sessions.Working {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-// waitProc waits until a process of this test runs a command line
-// containing substr.
-func (h *ce2eHarness) waitProc(substr string) {
-	h.t.Helper()
-	deadline := time.Now().Add(ce2eWait)
-	for {
-		for _, pid := range claudeE2EProcsWithHome(h.home) {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil &&
-				strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), substr) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("no process ran %q within %s", substr, ce2eWait)
-		}
-		time.Sleep(ce2ePoll)
-	}
-}
-
-// waitTranscript waits until the CLI's transcript of agentSession contains
-// substr: $HOME/.claude/projects/<cwd with every non-alphanumeric character
-// replaced by '-'>/<session id>.jsonl.
-func (h *ce2eHarness) waitTranscript(agentSession, substr string) {
-	h.t.Helper()
-	mangled := []byte(h.work)
-	for i, c := range mangled {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			mangled[i] = '-'
-		}
-	}
-	path := filepath.Join(h.home, ".claude", "projects", string(mangled), agentSession+".jsonl")
-	deadline := time.Now().Add(ce2eWait)
-	for {
-		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(substr)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the transcript %s never contained %s", path, substr)
-		}
-		time.Sleep(ce2ePoll)
-	}
-}
-
-// TestClaudeE2EAgentKilledMidTool (b): the agent process killed with
-// SIGKILL while a Bash command runs is interrupted at once, and the nudge
-// resumes its session in a new process (`claude --resume`), which
-// completes the work.
-func TestClaudeE2EAgentKilledMidTool(t *testing.T) {
-	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
-	id := h.newSession("[[scenario:slowtool]] run it")
-	before := h.waitOpenTool(id, "Bash")
-	// In the middle of the tool call: the command runs, and the CLI has
-	// written the call to its transcript. (Killed earlier, the CLI may not
-	// have saved the session at all, and `claude --resume` then fails with
-	// "No conversation found with session ID".)
-	h.waitProc("sleep 30")
-	h.waitTranscript(before.AgentSessionID, `"tool_use"`)
-	// The pid only, as the OOM killer would: the command it runs lives on
-	// as an orphan for the rest of its sleep (cleanup kills it).
-	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing claude %d: %v", before.PID, err)
-	}
-	// Claude Code runs each Bash command in a session of its own (setsid),
-	// so the command outlives the agent whichever way it is killed, pid or
-	// process group; the app does not track it either. Whatever of this
-	// test still runs besides the app now is that command.
-	for _, pid := range claudeE2EProcsWithHome(h.home) {
-		if pid != h.run.cmd.Process.Pid && pid != before.PID {
-			h.orphans = append(h.orphans, pid)
-		}
-	}
-	t.Logf("left running by the killed agent: %s", claudeE2EDescribe(h.orphans))
-	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
-	if s.PID == before.PID || s.PID <= 0 || !s.ProcessAlive {
-		t.Errorf("after the resume: pid %d (alive %v), want a new live process (the killed one was %d)", s.PID, s.ProcessAlive, before.PID)
-	}
-	if s.AgentSessionID != before.AgentSessionID {
-		t.Errorf("agent session %q after the resume, want the same session %q", s.AgentSessionID, before.AgentSessionID)
-	}
-	if !h.nudged("slowtool") {
-		t.Error("the fake API never received the continuation nudge")
-	}
-	rows := h.expectTimeline(id, []string{"process_started"},
-		"process_started", "state_changed:working", "state_changed:interrupted",
-		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
-	if msg := h.findRow(rows, "state_changed:interrupted").message(); !strings.Contains(msg, "SIGKILL") && !strings.Contains(msg, "killed") {
-		t.Errorf("interrupted evidence %q does not say the process was killed", msg)
-	}
-	var resumed []ce2eRow
-	for _, r := range rows {
-		if r.Kind == "process_started" {
-			resumed = append(resumed, r)
-		}
-	}
-	if len(resumed) == 2 && !strings.Contains(resumed[1].message(), "resumed session "+before.AgentSessionID) {
-		t.Errorf("second process_started %q, want a resume of %s", resumed[1].message(), before.AgentSessionID)
-	}
-	h.stopApp()
-}
-
-// TestClaudeE2EAppKilledMidTurn (c): the app killed with SIGKILL while a
-// turn is in flight (a stalled model stream) comes back with the session
-// Interrupted ("boot reconciled"), nudges it by resuming the agent session
-// in a new process, and the work completes. The agent process the dead app
-// left behind must not go on working on the same session next to the
-// resumed one.
-func TestClaudeE2EAppKilledMidTurn(t *testing.T) {
-	t.Parallel()
-	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
-	id := h.newSession("[[scenario:stall]] go")
-	before := h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
-		return s.State == sessions.Working && s.AgentSessionID != ""
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), ce2eWait)
-	defer cancel()
-	if err := h.api.Wait(ctx, func(l []fakeapi.Entry) bool { return len(l) > 0 && l[len(l)-1].Scenario == "stall" }); err != nil {
-		t.Fatalf("the stalled request never reached the fake API: %v", err)
-	}
-	h.waitTranscript(before.AgentSessionID, "[[scenario:stall]]")
-	h.killApp()
-	if !claudeE2EAlive(before.PID) {
-		t.Fatalf("claude %d died with the app; the orphan case this test is about did not happen", before.PID)
-	}
-	h.startApp()
-	s := h.waitFor(id, "the resumed turn to complete", ce2eReview(2))
-	if s.PID == before.PID || !s.ProcessAlive || s.AgentSessionID != before.AgentSessionID {
-		t.Errorf("after the restart: pid %d (alive %v) session %q; before: pid %d session %q",
-			s.PID, s.ProcessAlive, s.AgentSessionID, before.PID, before.AgentSessionID)
-	}
-	if claudeE2EAlive(before.PID) {
-		t.Errorf("the orphaned claude %d of the killed app still runs next to the resumed %d", before.PID, s.PID)
-	}
-	if !h.nudged("stall") {
-		t.Error("the fake API never received the continuation nudge")
-	}
-	rows := h.expectTimeline(id, []string{"process_started"},
-		"process_started", "state_changed:working", "boot_reconciled",
-		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
-	boot := h.findRow(rows, "boot_reconciled").detail()
-	if boot["from"] != "working" || boot["to"] != "interrupted" || !strings.Contains(fmt.Sprint(boot["orphan"]), strconv.Itoa(before.PID)) {
-		t.Errorf("boot_reconciled detail %v, want working → interrupted and the orphan %d stopped", boot, before.PID)
-	}
-	h.stopApp()
 }
 
 // ce2eAfterCompaction is the evidence the session had when the compaction
@@ -1111,7 +276,7 @@ func ce2eAfterCompaction(rows []ce2eRow) string {
 func TestClaudeE2EOverflowFirstTurn(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
-	id := h.newSession("[[scenario:too_long_once]] hi")
+	id := h.launch("[[scenario:too_long_once]] hi")
 	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
 	// The next tick closes the incident.
 	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
@@ -1143,7 +308,7 @@ func TestClaudeE2EOverflowFirstTurn(t *testing.T) {
 func TestClaudeE2EOverflowCompactRetry(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
-	id := h.newSession("[[scenario:too_long_2nd_turn]] first")
+	id := h.launch("[[scenario:too_long_2nd_turn]] first")
 	h.waitFor(id, "the first turn", ce2eReview(1))
 	h.mustCLI("send", id, "second")
 	h.waitFor(id, "the retried turn to complete", ce2eReview(4))
@@ -1179,7 +344,7 @@ func TestClaudeE2EOverflowCompactRetry(t *testing.T) {
 func TestClaudeE2ERateLimitDrainBackoff(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
-	id := h.newSession("[[scenario:429x3then_ok]] hi")
+	id := h.launch("[[scenario:429x3then_ok]] hi")
 	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
 		return s.State == sessions.Recovering && !s.InTurn
 	})
@@ -1226,7 +391,7 @@ func TestClaudeE2ERateLimitDrainAtReset(t *testing.T) {
 		drop: []string{"ANTHROPIC_API_KEY"},
 		env:  []string{"CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-fake"},
 	})
-	id := h.newSession("[[scenario:429unified]] hi")
+	id := h.launch("[[scenario:429unified]] hi")
 	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
 		return s.State == sessions.Recovering && !s.InTurn
 	})
@@ -1270,7 +435,7 @@ func TestClaudeE2EAuthEscalated(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	w := h.watch()
-	id := h.newSession("[[scenario:401]] hi")
+	id := h.launch("[[scenario:401]] hi")
 	held := h.waitFor(id, "the auth hold", func(s sessions.Session) bool {
 		return s.State == sessions.Recovering && !s.InTurn
 	})
@@ -1309,18 +474,8 @@ func TestClaudeE2EAuthEscalated(t *testing.T) {
 // failing again, then escalation.
 func TestClaudeE2EAuthEscalatedAfterResumes(t *testing.T) {
 	t.Parallel()
-	settings := append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)
-	h := claudeE2EStart(t, ce2eOptions{settings: settings})
-	id := h.newSession("[[scenario:401]] hi")
-	s := h.waitForWithin(id, "the escalation", 5*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
-	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
-		t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
-	}
-	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
-		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
-		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
-		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
+	h := claudeE2EStart(t, ce2eOptions{settings: e2eAuthRetrySettings})
+	h.authBudgetSpent(5 * time.Minute)
 	h.stopApp()
 }
 
@@ -1346,7 +501,7 @@ func ce2eTransientRows(rows []ce2eRow) []ce2eRow {
 func TestClaudeE2ENetworkOutageWaitedOut(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{"supervisor.transient_window_minutes", "1"}, ce2eFast...)})
-	id := h.newSession("[[scenario:cut6then_ok]] hi")
+	id := h.launch("[[scenario:cut6then_ok]] hi")
 	held := h.waitFor(id, "the transient hold", func(s sessions.Session) bool {
 		return s.State == sessions.Recovering && !s.InTurn
 	})
@@ -1414,7 +569,7 @@ func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: append([]string{"supervisor.transient_window_minutes", "0.25"}, ce2eFast...)})
 	w := h.watch()
-	id := h.newSession("[[scenario:cut]] hi")
+	id := h.launch("[[scenario:cut]] hi")
 	s := h.waitForWithin(id, "the escalation", 2*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
 	if s.State != sessions.Errored || s.Failure.Kind != sessions.Network || !strings.Contains(s.Failure.Message, "ECONNRESET") {
 		t.Errorf("escalated as %s with %+v, want errored network with the agent's error", s.State, s.Failure)

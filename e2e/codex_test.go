@@ -7,7 +7,7 @@ package e2e
 // created with `new --agent codex`, and Codex talks only to the fake
 // Responses API (sessions/codex/fakeapi) on loopback, everything else
 // refused by a proxy. The scenarios all managed agents share are in
-// e2e_agents_test.go; here are Codex's description and its own tests.
+// agents_test.go; here are Codex's description and its own tests.
 
 import (
 	"path/filepath"
@@ -203,22 +203,13 @@ func TestCodexE2EOverflowCompactRetry(t *testing.T) {
 // resumes of the thread, each failing with 401 again — then escalation.
 func TestCodexE2EAuthEscalatedAfterResumes(t *testing.T) {
 	t.Parallel()
-	h := codexE2EStart(t, fakeapi.Config{}, append([]string{"supervisor.auth_retry_minutes", "0.1"}, ce2eFast...)...)
-	id := h.launch("[[scenario:401]] hi")
-	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
-	if s.State != sessions.Errored || s.Failure.Kind != sessions.Auth {
-		t.Errorf("escalated as %s with %+v, want errored auth", s.State, s.Failure)
-	}
+	h := codexE2EStart(t, fakeapi.Config{}, e2eAuthRetrySettings...)
+	h.authBudgetSpent(3 * time.Minute)
 	// Four turns (the first and three resumes), each tried three times by
 	// Codex (stream_max_retries 2).
 	if n := len(h.api.Requests("401")); n != 12 {
 		t.Errorf("%d requests, want 12", n)
 	}
-	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
-		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
-		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "auth_resume",
-		"auth_resume", "state_changed:working", "state_changed:recovering", "state_changed:errored", "escalated")
 	h.stopApp()
 }
 
@@ -230,15 +221,7 @@ func TestCodexE2EUserInterrupt(t *testing.T) {
 	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{StreamIdleTimeout: 5 * time.Minute}, ce2eFast...)
 	h.api.Handle("hang", func(int, string) fakeapi.Reply { return fakeapi.Reply{Stall: true} })
-	id := h.launch("[[scenario:hang]] go")
-	h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
-		return s.State == sessions.Working && len(h.api.Requests("hang")) > 0
-	})
-	h.mustCLI("interrupt", id)
-	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	if s.InTurn || s.NeedsAttention || !s.ProcessAlive {
-		t.Errorf("after the interrupt: in_turn %v needs_attention %v alive %v", s.InTurn, s.NeedsAttention, s.ProcessAlive)
-	}
+	id := h.userInterrupt()
 	h.stopApp()
 	h.expectTimeline(id, []string{"process_started", "prompt_sent", "interrupt_requested"},
 		"process_started", "prompt_sent", "state_changed:working", "interrupt_requested",

@@ -8,11 +8,10 @@ package e2e
 // --agent copilot`; Copilot talks only to the fake chat completions API
 // (sessions/copilot/fakeapi) through its BYOK provider, offline (no GitHub
 // login, no telemetry, no update check), everything else refused by a
-// proxy. The scenarios all managed agents share are in e2e_agents_test.go;
+// proxy. The scenarios all managed agents share are in agents_test.go;
 // here are Copilot's description and its own tests.
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,23 +63,18 @@ var copilotE2EAgent = &e2eAgent{
 }
 
 // waitCopilotPersisted waits until Copilot's own record of the session
-// (COPILOT_HOME/session-state/ID/events.jsonl) holds an event of typ.
-// Copilot writes its session to disk about a second after it prints the
-// same events (measured on 1.0.102): a kill before that loses the turn, and
-// the resumed session starts without it.
-func waitCopilotPersisted(h *agentE2E, sessionID, typ string) {
+// (COPILOT_HOME/session-state/ID/events.jsonl) holds the event of what
+// (user.message, tool.execution_start). Copilot writes its session to disk
+// about a second after it prints the same events (measured on 1.0.102): a
+// kill before that loses the turn, and the resumed session starts without
+// it.
+func waitCopilotPersisted(h *agentE2E, sessionID string, what e2eRecord) {
 	h.t.Helper()
-	path := filepath.Join(h.home, ".copilot", "session-state", sessionID, "events.jsonl")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), `"type":"`+typ+`"`) {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s never held %s", path, typ)
-		}
-		time.Sleep(100 * time.Millisecond)
+	typ := "user.message"
+	if what == recordedToolCall {
+		typ = "tool.execution_start"
 	}
+	h.waitFile(filepath.Join(h.home, ".copilot", "session-state", sessionID, "events.jsonl"), `"type":"`+typ+`"`, 30*time.Second)
 }
 
 // cpe2e is one Copilot test's world (the terminal suite builds on it too).
@@ -183,16 +177,8 @@ func TestCopilotE2EOverflowCompactRetry(t *testing.T) {
 func TestCopilotE2EOverflowFirstTurnEscalated(t *testing.T) {
 	t.Parallel()
 	h := copilotE2EStart(t, ce2eFast...)
-	id := h.launch("[[scenario:too_long]] hi")
-	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
-	if s.State != sessions.Errored || s.Failure.Kind != sessions.ContextOverflow {
-		t.Errorf("escalated as %s with %+v, want errored context_overflow", s.State, s.Failure)
-	}
-	labels := h.labels(id, []string{})
-	if !slices.Contains(labels, "state_changed:compacting") || !slices.Contains(labels, "escalated") {
-		t.Errorf("timeline %s, want a compaction tried and the escalation", strings.Join(labels, ", "))
-	}
-	if s.ProcessAlive && s.PID > 0 && claudeE2EAlive(s.PID) {
+	s := h.overflowEscalated("too_long")
+	if s.ProcessAlive && s.PID > 0 && pidAlive(s.PID) {
 		t.Errorf("a turn's process %d still runs after the escalation", s.PID)
 	}
 	h.stopApp()
@@ -210,15 +196,7 @@ func TestCopilotE2EUserInterrupt(t *testing.T) {
 		}
 		return fakeapi.Reply{Text: "Resumed after the stop."}
 	})
-	id := h.launch("[[scenario:hang]] go")
-	h.waitFor(id, "the turn to be under way", func(s sessions.Session) bool {
-		return s.State == sessions.Working && len(h.api.Requests("hang")) > 0
-	})
-	h.mustCLI("interrupt", id)
-	s := h.waitFor(id, "the stop to be a review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
-	if s.InTurn || s.NeedsAttention {
-		t.Errorf("after the interrupt: in_turn %v needs_attention %v", s.InTurn, s.NeedsAttention)
-	}
+	id := h.userInterrupt()
 	h.mustCLI("send", id, "go on")
 	h.waitFor(id, "the next prompt's reply", ce2eReview(2))
 	h.stopApp()

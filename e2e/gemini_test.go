@@ -7,7 +7,7 @@ package e2e
 // created with `new --agent gemini`, and the CLI talks only to the fake
 // Gemini API (sessions/gemini/fakeapi) on loopback, everything else refused
 // by a proxy. The scenarios all managed agents share are in
-// e2e_agents_test.go; here are Gemini's description and its own tests.
+// agents_test.go; here are Gemini's description and its own tests.
 
 import (
 	"slices"

@@ -3,17 +3,13 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/godbus/dbus/v5"
 )
 
 // The desktop attached to a headless supervisor, as on Windows (the service
@@ -30,55 +26,9 @@ import (
 //     shows its sessions again without being restarted itself.
 func TestDesktopAttachesToHeadlessSupervisor(t *testing.T) {
 	t.Parallel()
-	requireTools(t, "Xvfb", "dbus-daemon")
-	bin, fake := testBinaries(t)
-	busAddr := startBus(t)
-	display := startXvfb(t)
-
-	conn, err := dbus.Connect(busAddr)
-	if err != nil {
-		t.Fatalf("connecting to the test bus: %v", err)
-	}
-	defer conn.Close()
-	notes := &notifications{}
-	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	ownName(t, conn, "org.freedesktop.Notifications")
-	sni := &watcher{}
-	if err := conn.Export(sni, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
-		t.Fatal(err)
-	}
-	ownName(t, conn, "org.kde.StatusNotifierWatcher")
-
-	dir := shortTempDir(t)
-	cwd := t.TempDir()
-	// A turn that dies mid-work with no nudges allowed: escalated at once.
-	script := filepath.Join(t.TempDir(), "script.json")
-	if err := os.WriteFile(script, []byte(`{"turns":[[
-		{"emit":{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}]},"session_id":"$SESSION"}},
-		{"exit":3}]]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"--data-dir", dir}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			err = fmt.Errorf("%v: %s", err, stderr.String())
-		}
-		return string(out), err
-	}
-	for _, kv := range [][2]string{
-		{"agents.claude.command", fake},
-		{"supervisor.tick_seconds", "5"},
-		{"supervisor.nudge_max_attempts", "0"},
-	} {
-		if out, err := cli("settings", "set", kv[0], kv[1]); err != nil {
-			t.Fatalf("settings set %s: %v\n%s", kv[0], err, out)
-		}
-	}
+	d := startDesktop(t)
+	bin, dir, cwd, display, busAddr, script := d.bin, d.dir, d.cwd, d.display, d.busAddr, d.script
+	conn, notes, sni, cli := d.conn, d.notes, d.sni, d.cli
 	escalatedCount := func(name string) int {
 		n := 0
 		for _, c := range notes.list() {
@@ -141,27 +91,7 @@ func TestDesktopAttachesToHeadlessSupervisor(t *testing.T) {
 	}
 
 	// The tray's Acknowledge reaches the supervisor.
-	item, _ := findItem(menu, "⚠ attached")
-	var ack menuItem
-	eventually(t, "the session's submenu", 10*time.Second, func() bool {
-		m, err := getLayout(conn, dest, item.ID)
-		if err != nil {
-			return false
-		}
-		var ok bool
-		ack, ok = findItem(m, "Acknowledge")
-		return ok
-	})
-	if err := click(conn, dest, ack.ID); err != nil {
-		t.Fatalf("clicking Acknowledge: %v", err)
-	}
-	eventually(t, "the supervisor to clear needs_attention", 10*time.Second, func() bool {
-		out, err := cli("show", id, "--json")
-		var s struct {
-			NeedsAttention bool `json:"needs_attention"`
-		}
-		return err == nil && json.Unmarshal([]byte(out), &s) == nil && !s.NeedsAttention
-	})
+	d.acknowledge(dest, menu, "⚠ attached", id)
 
 	// 3. The supervisor dies: the desktop says so, then follows its restart.
 	super.kill(t)

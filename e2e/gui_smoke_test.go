@@ -224,6 +224,105 @@ func click(conn *dbus.Conn, dest string, id int32) error {
 		Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(int32(0)), uint32(0)).Err
 }
 
+// desktopWorld is what the desktop tests share: the real binaries, a
+// private session bus whose notification service and
+// StatusNotifierWatcher are the test's, Xvfb, and a data directory whose
+// settings make a session escalate at the first tick, launched with a
+// fake agent whose turn dies mid-work (script).
+type desktopWorld struct {
+	t                                       *testing.T
+	bin, busAddr, display, dir, cwd, script string
+	conn                                    *dbus.Conn
+	notes                                   *notifications
+	sni                                     *watcher
+}
+
+func startDesktop(t *testing.T) *desktopWorld {
+	t.Helper()
+	requireTools(t, "Xvfb", "dbus-daemon")
+	bin, fake := testBinaries(t)
+	d := &desktopWorld{t: t, bin: bin, busAddr: startBus(t), display: startXvfb(t)}
+	conn, err := dbus.Connect(d.busAddr)
+	if err != nil {
+		t.Fatalf("connecting to the test bus: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	d.conn = conn
+	d.notes = &notifications{}
+	if err := conn.Export(d.notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.freedesktop.Notifications")
+	d.sni = &watcher{}
+	if err := conn.Export(d.sni, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.kde.StatusNotifierWatcher")
+
+	d.dir = shortTempDir(t)
+	d.cwd = t.TempDir()
+	// A turn that dies mid-work, with no nudges allowed: the session
+	// escalates at the first tick.
+	d.script = filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(d.script, []byte(`{"turns":[[
+		{"emit":{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}]},"session_id":"$SESSION"}},
+		{"exit":3}]]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{
+		{"agents.claude.command", fake},
+		{"supervisor.tick_seconds", "5"},
+		{"supervisor.nudge_max_attempts", "0"},
+	} {
+		if out, err := d.cli("settings", "set", kv[0], kv[1]); err != nil {
+			t.Fatalf("settings set %s: %v\n%s", kv[0], err, out)
+		}
+	}
+	return d
+}
+
+// acknowledge clicks Acknowledge in the submenu of menu's item whose label
+// starts with item (the tray at dest) and waits until session id no longer
+// needs attention.
+func (d *desktopWorld) acknowledge(dest string, menu menuItem, item, id string) {
+	d.t.Helper()
+	sessionItem, _ := findItem(menu, item)
+	var ack menuItem
+	eventually(d.t, "the session's submenu", 10*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, sessionItem.ID)
+		if err != nil {
+			return false
+		}
+		var ok bool
+		ack, ok = findItem(m, "Acknowledge")
+		return ok
+	})
+	if err := click(d.conn, dest, ack.ID); err != nil {
+		d.t.Fatalf("clicking Acknowledge: %v", err)
+	}
+	eventually(d.t, "needs_attention to clear", 10*time.Second, func() bool {
+		out, err := d.cli("show", id, "--json")
+		var s struct {
+			NeedsAttention bool `json:"needs_attention"`
+		}
+		return err == nil && json.Unmarshal([]byte(out), &s) == nil && !s.NeedsAttention
+	})
+}
+
+// cli runs a command line against the data directory and returns stdout
+// only: with a C locale Fyne logs a locale warning on stderr at start,
+// which is not the command's answer.
+func (d *desktopWorld) cli(args ...string) (string, error) {
+	cmd := exec.Command(d.bin, append([]string{"--data-dir", d.dir}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		err = fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	return string(out), err
+}
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
@@ -238,58 +337,9 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() bo
 
 func TestDesktopSmoke(t *testing.T) {
 	t.Parallel()
-	requireTools(t, "Xvfb", "dbus-daemon")
-	bin, fake := testBinaries(t)
-	busAddr := startBus(t)
-	display := startXvfb(t)
-
-	conn, err := dbus.Connect(busAddr)
-	if err != nil {
-		t.Fatalf("connecting to the test bus: %v", err)
-	}
-	defer conn.Close()
-	notes := &notifications{}
-	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	ownName(t, conn, "org.freedesktop.Notifications")
-	sni := &watcher{}
-	if err := conn.Export(sni, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
-		t.Fatal(err)
-	}
-	ownName(t, conn, "org.kde.StatusNotifierWatcher")
-
-	dir := shortTempDir(t)
-	cwd := t.TempDir()
-	// A turn that dies mid-work, with no nudges allowed: the session
-	// escalates at the first tick.
-	script := filepath.Join(t.TempDir(), "script.json")
-	if err := os.WriteFile(script, []byte(`{"turns":[[
-		{"emit":{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}]},"session_id":"$SESSION"}},
-		{"exit":3}]]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// cli returns stdout only: with a C locale Fyne logs a locale warning
-	// on stderr at start, which is not the command's answer.
-	cli := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"--data-dir", dir}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			err = fmt.Errorf("%v: %s", err, stderr.String())
-		}
-		return string(out), err
-	}
-	for _, kv := range [][2]string{
-		{"agents.claude.command", fake},
-		{"supervisor.tick_seconds", "5"},
-		{"supervisor.nudge_max_attempts", "0"},
-	} {
-		if out, err := cli("settings", "set", kv[0], kv[1]); err != nil {
-			t.Fatalf("settings set %s: %v\n%s", kv[0], err, out)
-		}
-	}
+	d := startDesktop(t)
+	bin, dir, cwd, display, busAddr, script := d.bin, d.dir, d.cwd, d.display, d.busAddr, d.script
+	conn, notes, sni, cli := d.conn, d.notes, d.sni, d.cli
 
 	app := exec.Command(bin, "--data-dir", dir, "run")
 	app.Env = append(os.Environ(), "DISPLAY="+display, "DBUS_SESSION_BUS_ADDRESS="+busAddr,
@@ -409,30 +459,7 @@ func TestDesktopSmoke(t *testing.T) {
 	})
 
 	// Acknowledge through the session's submenu clears needs-attention.
-	sessionItem, _ := findItem(menu, "⚠ smoke")
-	var ack menuItem
-	eventually(t, "the session submenu", 10*time.Second, func() bool {
-		m, err := getLayout(conn, dest, sessionItem.ID)
-		if err != nil {
-			return false
-		}
-		var ok bool
-		ack, ok = findItem(m, "Acknowledge")
-		return ok
-	})
-	if err := click(conn, dest, ack.ID); err != nil {
-		t.Fatalf("clicking Acknowledge: %v", err)
-	}
-	eventually(t, "needs_attention to clear", 10*time.Second, func() bool {
-		out, err := cli("show", id, "--json")
-		if err != nil {
-			return false
-		}
-		var s struct {
-			NeedsAttention bool `json:"needs_attention"`
-		}
-		return json.Unmarshal([]byte(out), &s) == nil && !s.NeedsAttention
-	})
+	d.acknowledge(dest, menu, "⚠ smoke", id)
 
 	// Give the window its coalesced refresh (200 ms) before the picture.
 	time.Sleep(time.Second)

@@ -7,7 +7,7 @@ package e2e
 // session created with `new --agent opencode`, and OpenCode talks only to
 // the fake chat completions API (sessions/opencode/fakeapi) on loopback,
 // everything else refused by a proxy. The scenarios all managed agents
-// share are in e2e_agents_test.go; here are OpenCode's description and its
+// share are in agents_test.go; here are OpenCode's description and its
 // own tests.
 
 import (
@@ -185,15 +185,6 @@ func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
 func TestOpenCodeE2EOverflowUnrecoverable(t *testing.T) {
 	t.Parallel()
 	h := openCodeE2EStart(t, ce2eFast...)
-	id := h.launch("[[scenario:overflow]] hi")
-	s := h.waitForWithin(id, "the escalation", 3*time.Minute, func(s sessions.Session) bool { return s.NeedsAttention })
-	if s.State != sessions.Errored || s.Failure.Kind != sessions.ContextOverflow {
-		t.Errorf("escalated as %s with %+v, want errored context_overflow", s.State, s.Failure)
-	}
-	labels := h.labels(id, []string{})
-	t.Logf("timeline: %s", strings.Join(labels, ", "))
-	if !slices.Contains(labels, "escalated") || !slices.Contains(labels, "state_changed:compacting") {
-		t.Errorf("timeline %s, want a compaction and the escalation", strings.Join(labels, ", "))
-	}
+	h.overflowEscalated("overflow")
 	h.stopApp()
 }

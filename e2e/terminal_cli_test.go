@@ -259,21 +259,7 @@ func (w *ptyWorld) observed(limit time.Duration, what string, ok func(sessions.S
 
 // typeLine types text into the terminal, then Enter as a separate write
 // (as a person's keystrokes arrive).
-func (w *ptyWorld) typeLine(text string) {
-	if _, err := w.ptmx.Write([]byte(text)); err != nil {
-		w.t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
-		w.t.Fatal(err)
-	}
-}
-
-func review(gen int64) func(sessions.Session) bool {
-	return func(s sessions.Session) bool {
-		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == gen
-	}
-}
+func (w *ptyWorld) typeLine(text string) { typeLine(w.t, w.ptmx, text) }
 
 // The real interactive CLI, in a pseudo-terminal, against the fake API: the
 // app finds it within a second of its session file, follows two typed
@@ -287,12 +273,12 @@ func TestTerminalRealCLI(t *testing.T) {
 
 	time.Sleep(time.Second) // the prompt box is drawn
 	w.typeLine("say hello")
-	s := w.observed(60*time.Second, "in review after the first turn", review(1))
+	s := w.observed(60*time.Second, "in review after the first turn", ce2eReview(1))
 	if s.Name != "say hello" {
 		t.Errorf("named %q, want the first prompt", s.Name)
 	}
 	w.typeLine("and again")
-	w.observed(60*time.Second, "in review after the second turn", review(2))
+	w.observed(60*time.Second, "in review after the second turn", ce2eReview(2))
 
 	// The nudge, through the inbox socket only.
 	src := &claudeterm.Source{ConfigDir: filepath.Join(w.home, ".claude")}
@@ -308,7 +294,7 @@ func TestTerminalRealCLI(t *testing.T) {
 	if err := src.Nudge(context.Background(), es, "please continue", false); err != nil {
 		t.Fatal(err)
 	}
-	w.observed(60*time.Second, "in review after the nudged turn", review(3))
+	w.observed(60*time.Second, "in review after the nudged turn", ce2eReview(3))
 	log := w.api.Log()
 	if w.api.Requests() <= before || !strings.Contains(log[len(log)-1].Request.LastUserText(), "please continue") {
 		w.fail("the nudge did not reach the model: %d requests before, %d after", before, w.api.Requests())
@@ -335,7 +321,7 @@ func TestTerminalRealCLIPermission(t *testing.T) {
 	if _, err := w.ptmx.Write([]byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	w.observed(60*time.Second, "in review after the approved tool", review(1))
+	w.observed(60*time.Second, "in review after the approved tool", ce2eReview(1))
 }
 
 // Killed mid-turn (SIGKILL while the model's answer stalls): the session

@@ -3,65 +3,19 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
-
-// codexScreen keeps what the TUI drew and answers its cursor-position
-// query (ESC [ 6 n), which a real terminal answers and the TUI waits for.
-type codexScreen struct {
-	mu   sync.Mutex
-	buf  []byte
-	ptmx *os.File
-}
-
-func (s *codexScreen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if bytes.Contains(p, []byte("\x1b[6n")) {
-		_, _ = s.ptmx.Write([]byte("\x1b[1;1R"))
-	}
-	s.buf = append(s.buf, p...)
-	if len(s.buf) > 64<<10 {
-		s.buf = s.buf[len(s.buf)-64<<10:]
-	}
-	return len(p), nil
-}
-
-func (s *codexScreen) has(sub string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Contains(s.buf, []byte(sub))
-}
-
-func (s *codexScreen) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.buf
-	if len(b) > 4<<10 {
-		b = b[len(b)-4<<10:]
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\n' {
-			return ' '
-		}
-		return r
-	}, string(b))
-}
 
 // codexTUI is the app and one real interactive Codex (the TUI) in a
 // pseudo-terminal, both on a temporary CODEX_HOME against the fake
@@ -76,25 +30,18 @@ func (s *codexScreen) String() string {
 // TUI also holds its rollout open, which pairs it exactly. The test spares
 // the copy and the stray daemon.
 type codexTUI struct {
-	t         *testing.T
+	*agentTUI
 	h         *cxe2e
 	codexHome string
-	cmd       *exec.Cmd
-	ptmx      *os.File
-	scr       *codexScreen
-	// native is the TUI's native process (the npm `codex` is a Node
-	// wrapper: the session is its child), once listed.
-	native int
-	start  time.Time
 }
 
 func startCodexTUI(t *testing.T, cfg fakeapi.Config, settings ...string) *codexTUI {
 	h := codexE2EStart(t, cfg, settings...)
 	codexBin := fakeapi.CodexBinary(t)
-	w := &codexTUI{t: t, h: h, codexHome: filepath.Join(h.home, ".codex")}
+	codexHome := filepath.Join(h.home, ".codex")
 	// Trusted beforehand: the trust prompt is answered in the config.
 	trust := fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", h.work)
-	fh, err := os.OpenFile(filepath.Join(w.codexHome, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	fh, err := os.OpenFile(filepath.Join(codexHome, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,90 +50,16 @@ func startCodexTUI(t *testing.T, cfg fakeapi.Config, settings ...string) *codexT
 	}
 	fh.Close()
 
-	w.cmd = exec.Command(codexBin, "--no-daemon")
-	w.cmd.Dir = h.work
-	w.cmd.Env = append(append([]string{}, h.env...), "TERM=xterm-256color")
-	w.start = time.Now()
-	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.scr = &codexScreen{ptmx: w.ptmx}
-	go func() { _, _ = w.ptmx.WriteTo(w.scr) }()
-	t.Cleanup(func() {
-		// The whole terminal session: the wrapper and the native TUI
-		// (pty.Start made the wrapper a session and group leader).
-		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-		w.cmd.Wait()
-		w.ptmx.Close()
-	})
-	s := w.observed(30*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
-	w.native = s.PID
-	t.Logf("listed after %s: pid %d (the wrapper is %d), %s", time.Since(w.start).Round(time.Millisecond), w.native, w.cmd.Process.Pid, s.Evidence)
+	// The npm `codex` is a Node wrapper: the session is its native child.
+	w := &codexTUI{h: h, codexHome: codexHome, agentTUI: startAgentTUI(t, h.agentE2E, "Codex", 50*time.Millisecond,
+		tuiRecords{"rollouts", filepath.Join(".codex", "sessions", "*", "*", "*", "*.jsonl"), 160},
+		exec.Command(codexBin, "--no-daemon"))}
+	s := w.listed(30 * time.Second)
 	if s.Cwd != h.work || s.State != sessions.Idle || s.AgentSessionID != "" {
 		w.fail("before the first prompt: %+v", s)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("state=idle"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			w.fail("the TUI never said it was ready")
-		}
-	}
+	w.drawn(30*time.Second, "state=idle", "said it was ready")
 	return w
-}
-
-func (w *codexTUI) fail(format string, args ...any) {
-	w.t.Helper()
-	var tl string
-	for _, s := range w.h.ls() {
-		tl += fmt.Sprintf("%+v\n", s)
-	}
-	var roll []string
-	m, _ := filepath.Glob(filepath.Join(w.codexHome, "sessions", "*", "*", "*", "*.jsonl"))
-	for _, p := range m {
-		b, _ := os.ReadFile(p)
-		for _, l := range strings.Split(string(b), "\n") {
-			roll = append(roll, l[:min(len(l), 160)])
-		}
-	}
-	w.t.Fatalf(format+"\nsessions:\n%s\nrollouts:\n%s\nthe terminal showed:\n%s", append(args, tl, strings.Join(roll, "\n"), w.scr.String())...)
-}
-
-// observed waits until `ls --json` lists the TUI's session satisfying ok.
-func (w *codexTUI) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
-	w.t.Helper()
-	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
-		for _, s := range w.h.ls() {
-			if s.Source == sessions.Observed && s.Agent == "codex" && (w.native == 0 || s.PID == w.native) && ok(s) {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			w.fail("no observed Codex session %s within %s", what, limit)
-		}
-	}
-}
-
-// waitFor reports whether the TUI's session satisfies ok within limit.
-func (w *codexTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool) bool {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		for _, s := range w.h.ls() {
-			if s.Source == sessions.Observed && s.PID == w.native && ok(s) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// typeLine types text, then Enter as a separate write, as a person types.
-func (w *codexTUI) typeLine(text string) {
-	if _, err := w.ptmx.Write([]byte(text)); err != nil {
-		w.t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
-		w.t.Fatal(err)
-	}
 }
 
 // The TUI is found in the process table, paired with the rollout it writes

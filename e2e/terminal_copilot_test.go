@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/copilotterm"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
@@ -26,16 +24,9 @@ import (
 // (measured on 1.0.102); the working directory is trusted beforehand in
 // config.json (trusted_folders), which spares the folder-trust dialog.
 type copilotTUI struct {
-	t           *testing.T
+	*agentTUI
 	h           *cpe2e
 	copilotHome string
-	cmd         *exec.Cmd
-	ptmx        *os.File
-	scr         *codexScreen
-	// native is the TUI's native process (the npm `copilot` is a Node
-	// loader that spawnSyncs it: the session is its child), once listed.
-	native int
-	start  time.Time
 }
 
 // startCopilotTUI starts the app (with settings, name-value pairs) and the
@@ -43,95 +34,32 @@ type copilotTUI struct {
 func startCopilotTUI(t *testing.T, env []string, settings ...string) *copilotTUI {
 	h := copilotE2EStart(t, settings...)
 	bin := fakeapi.CopilotBinary(t)
-	w := &copilotTUI{t: t, h: h, copilotHome: filepath.Join(h.home, ".copilot")}
-	if err := os.MkdirAll(w.copilotHome, 0o700); err != nil {
+	copilotHome := filepath.Join(h.home, ".copilot")
+	if err := os.MkdirAll(copilotHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`{"trusted_folders": [%q]}`, h.work)
-	if err := os.WriteFile(filepath.Join(w.copilotHome, "config.json"), []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(copilotHome, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.cmd = exec.Command(bin)
-	w.cmd.Dir = h.work
-	w.cmd.Env = append(append(append([]string{}, h.env...), "TERM=xterm-256color"), env...)
-	w.start = time.Now()
-	var err error
-	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.scr = &codexScreen{ptmx: w.ptmx}
-	go func() { _, _ = w.ptmx.WriteTo(w.scr) }()
-	t.Cleanup(func() {
-		// The whole terminal session: the loader and the native TUI
-		// (pty.Start made the loader a session and group leader).
-		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-		w.cmd.Wait()
-		w.ptmx.Close()
-	})
-	s := w.observed(60*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
-	listed := time.Since(w.start)
-	w.native = s.PID
+	// The npm `copilot` is a Node loader that spawnSyncs the native TUI:
+	// the session is its child.
+	w := &copilotTUI{h: h, copilotHome: copilotHome, agentTUI: startAgentTUI(t, h.agentE2E, "Copilot", 50*time.Millisecond,
+		tuiRecords{"events", filepath.Join(".copilot", "session-state", "*", "events.jsonl"), 160},
+		exec.Command(bin), env...)}
+	s := w.listed(60 * time.Second)
 	ws, err := copilotterm.ReadWorkspace(filepath.Join(w.copilotHome, "session-state", s.AgentSessionID))
 	if s.AgentSessionID == "" || err != nil || ws.ID != s.AgentSessionID {
 		w.fail("the session id %q names no session directory: %v", s.AgentSessionID, err)
 	}
-	t.Logf("listed after %s (Copilot created the session %s after the start): pid %d (the loader is %d), session %s, %s",
-		listed.Round(time.Millisecond), ws.Created.Sub(w.start).Round(time.Millisecond), w.native, w.cmd.Process.Pid, s.AgentSessionID, s.Evidence)
+	t.Logf("Copilot created the session %s after the start", ws.Created.Sub(w.start).Round(time.Millisecond))
 	if s.Cwd != h.work || s.State != sessions.Idle {
 		w.fail("before the first prompt: %+v", s)
 	}
 	// The prompt line is drawn with the status bar ("… · tab next tab").
-	for deadline := time.Now().Add(60 * time.Second); !w.scr.has("next tab"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			w.fail("the TUI never drew its prompt")
-		}
-	}
+	w.drawn(60*time.Second, "next tab", "drew its prompt")
 	time.Sleep(time.Second) // the input box takes keys a moment after it is drawn
 	return w
-}
-
-func (w *copilotTUI) fail(format string, args ...any) {
-	w.t.Helper()
-	var tl string
-	for _, s := range w.h.ls() {
-		tl += fmt.Sprintf("%+v\n", s)
-	}
-	var evs []string
-	m, _ := filepath.Glob(filepath.Join(w.copilotHome, "session-state", "*", "events.jsonl"))
-	for _, p := range m {
-		b, _ := os.ReadFile(p)
-		for _, l := range strings.Split(string(b), "\n") {
-			evs = append(evs, l[:min(len(l), 160)])
-		}
-	}
-	w.t.Fatalf(format+"\nsessions:\n%s\nevents:\n%s\nthe terminal showed:\n%s", append(args, tl, strings.Join(evs, "\n"), w.scr.String())...)
-}
-
-// observed waits until `ls --json` lists the TUI's session satisfying ok.
-func (w *copilotTUI) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
-	w.t.Helper()
-	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
-		for _, s := range w.h.ls() {
-			if s.Source == sessions.Observed && s.Agent == "copilot" && (w.native == 0 || s.PID == w.native) && ok(s) {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			w.fail("no observed Copilot session %s within %s", what, limit)
-		}
-	}
-}
-
-// typeLine types text, then Enter as a separate write, as a person types.
-func (w *copilotTUI) typeLine(text string) {
-	if _, err := w.ptmx.Write([]byte(text)); err != nil {
-		w.t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if _, err := w.ptmx.Write([]byte("\r")); err != nil {
-		w.t.Fatal(err)
-	}
 }
 
 // The TUI is found in the process table as it starts, paired with its
@@ -193,18 +121,6 @@ func TestTerminalCopilotRealTUI(t *testing.T) {
 		w.fail("the app's own prompt-mode turn was observed as a terminal session: %+v (managed %+v)", observed, m)
 	}
 	t.Logf("evidence: %s (%s after the start)", r.Evidence, time.Since(w.start).Round(time.Millisecond))
-}
-
-// waitFor reports whether the TUI's session satisfies ok within limit.
-func (w *copilotTUI) waitFor(limit time.Duration, ok func(sessions.Session) bool) bool {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		for _, s := range w.h.ls() {
-			if s.Source == sessions.Observed && s.PID == w.native && ok(s) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Killed mid-turn (SIGKILL of the terminal's processes while its command

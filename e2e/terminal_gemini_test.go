@@ -8,7 +8,6 @@ package e2e
 // request refused by the loopback proxy (sessions/gemini/fakeapi).
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/fakeapi"
@@ -27,81 +24,22 @@ import (
 // pseudo-terminal. The CLI relaunches itself once (a second Node process
 // with a larger heap): the session is that child.
 type geminiTUI struct {
-	t     *testing.T
-	h     *gme2e
-	cmd   *exec.Cmd
-	ptmx  *os.File
-	scr   *codexScreen
-	child int
-	start time.Time
+	*agentTUI
+	h *gme2e
 }
 
 func startGeminiTUI(t *testing.T, settings []string, args ...string) *geminiTUI {
 	h := geminiE2EStart(t, settings...)
-	w := &geminiTUI{t: t, h: h}
-	w.cmd = exec.Command(fakeapi.GeminiBinary(t), args...)
-	w.cmd.Dir = h.work
-	w.cmd.Env = append(append([]string{}, h.env...), "TERM=xterm-256color")
-	w.start = time.Now()
-	var err error
-	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.scr = &codexScreen{ptmx: w.ptmx}
-	go func() { _, _ = w.ptmx.WriteTo(w.scr) }()
-	t.Cleanup(func() {
-		// The whole terminal session: the launcher and its child (pty.Start
-		// made the launcher a session and group leader).
-		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-		w.cmd.Wait()
-		w.ptmx.Close()
-	})
-	s := w.observed(60*time.Second, "listed", func(s sessions.Session) bool { return s.PID != w.cmd.Process.Pid })
-	w.child = s.PID
-	t.Logf("listed after %s: pid %d (the launcher is %d), %s", time.Since(w.start).Round(time.Millisecond), w.child, w.cmd.Process.Pid, s.Evidence)
+	w := &geminiTUI{h: h, agentTUI: startAgentTUI(t, h.agentE2E, "Gemini", 100*time.Millisecond,
+		tuiRecords{"chat files", filepath.Join(".gemini", "tmp", "*", "chats", "*.jsonl"), 200},
+		exec.Command(fakeapi.GeminiBinary(t), args...))}
+	s := w.listed(60 * time.Second)
 	if s.Cwd != h.work || s.State != sessions.Idle || s.InTurn {
 		w.fail("before the first prompt: %+v", s)
 	}
 	// The window title says Ready once the input takes prompts.
-	for deadline := time.Now().Add(60 * time.Second); !w.scr.has("Ready ("); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			w.fail("the TUI never drew its prompt")
-		}
-	}
+	w.drawn(60*time.Second, "Ready (", "drew its prompt")
 	return w
-}
-
-func (w *geminiTUI) fail(format string, args ...any) {
-	w.t.Helper()
-	var tl string
-	for _, s := range w.h.ls() {
-		tl += fmt.Sprintf("%+v\n", s)
-	}
-	var chats []string
-	m, _ := filepath.Glob(filepath.Join(w.h.home, ".gemini", "tmp", "*", "chats", "*.jsonl"))
-	for _, p := range m {
-		b, _ := os.ReadFile(p)
-		for _, l := range strings.Split(string(b), "\n") {
-			chats = append(chats, l[:min(len(l), 200)])
-		}
-	}
-	w.t.Fatalf(format+"\nsessions:\n%s\nchat files:\n%s\nthe terminal showed:\n%s", append(args, tl, strings.Join(chats, "\n"), w.scr.String())...)
-}
-
-// observed waits until `ls --json` lists the TUI's session satisfying ok.
-func (w *geminiTUI) observed(limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
-	w.t.Helper()
-	for deadline := time.Now().Add(limit); ; time.Sleep(100 * time.Millisecond) {
-		for _, s := range w.h.ls() {
-			if s.Source == sessions.Observed && s.Agent == "gemini" && (w.child == 0 || s.PID == w.child) && ok(s) {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			w.fail("no observed Gemini session %s within %s", what, limit)
-		}
-	}
 }
 
 // send types a prompt selecting scenario, then Enter as a separate write,

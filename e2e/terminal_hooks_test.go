@@ -42,7 +42,7 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 	t.Logf("hooked %s after the session file appeared", time.Since(w.fileAt).Round(time.Millisecond))
 	time.Sleep(time.Second) // the prompt box is drawn
 	w.typeLine("say hello")
-	s := w.observed(60*time.Second, "in review after the first turn", review(1))
+	s := w.observed(60*time.Second, "in review after the first turn", ce2eReview(1))
 	if s.Source != sessions.Hooked {
 		t.Fatalf("source %v", s.Source)
 	}
@@ -97,7 +97,7 @@ func TestTerminalRealCLIHooksAppDown(t *testing.T) {
 	}})
 	time.Sleep(time.Second)
 	w.typeLine("say hello")
-	s := w.observed(60*time.Second, "in review after the first turn", review(1))
+	s := w.observed(60*time.Second, "in review after the first turn", ce2eReview(1))
 	if s.Source != sessions.Observed {
 		t.Fatalf("source %v with no event delivered", s.Source)
 	}

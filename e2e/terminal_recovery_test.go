@@ -170,7 +170,7 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 			}
 			t.Logf("held: %s", held.Evidence)
 
-			s := w.observed(time.Until(held.Supervision.NextAttemptAt)+90*time.Second, "in review after the continued turn", review(2))
+			s := w.observed(time.Until(held.Supervision.NextAttemptAt)+90*time.Second, "in review after the continued turn", ce2eReview(2))
 			if !s.Failure.IsZero() || s.NeedsAttention {
 				t.Errorf("failure %+v, needs attention %v after the continued turn", s.Failure, s.NeedsAttention)
 			}

@@ -129,7 +129,7 @@ func TestTerminalOldCLIFromProcessTable(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the prompt box is drawn
 	w.typeLine("say hello")
-	s = w.observed(60*time.Second, "in review after the first turn", review(1))
+	s = w.observed(60*time.Second, "in review after the first turn", ce2eReview(1))
 	if s.AgentSessionID == "" || s.Name != "say hello" {
 		t.Errorf("paired with %q, named %q", s.AgentSessionID, s.Name)
 	}
