@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // TestAgentsRegistered: each agent's one registry line makes it known
@@ -42,5 +45,13 @@ func TestAgentsRegistered(t *testing.T) {
 				t.Errorf("settings get agents.%s.command: exit %d, %q %q; want the default %s", name, code, out, errOut, name)
 			}
 		})
+	}
+}
+
+// agentkit keeps the app's data-directory variable from the agents under a
+// name of its own (sessions/ imports no storage): it must be storage's.
+func TestAgentsAreNotGivenTheAppsHome(t *testing.T) {
+	if agentkit.AppHomeEnv != storage.EnvHome {
+		t.Errorf("agentkit.AppHomeEnv = %q, storage.EnvHome = %q", agentkit.AppHomeEnv, storage.EnvHome)
 	}
 }

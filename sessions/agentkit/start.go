@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions/pipeio"
@@ -47,11 +48,29 @@ type Child struct {
 	live   *Liveness
 }
 
+// AppHomeEnv is the app's data-directory variable (storage.EnvHome, which
+// this package may not import): an agent is not given it. Its tools are the
+// user's programs run on a model's say; where the app keeps its socket and
+// its database is none of theirs (the hooks name their socket themselves).
+const AppHomeEnv = "SESSION_SUPERVISOR_HOME"
+
+// agentEnviron is the app's environment as an agent inherits it: all of it
+// but the app's own data directory.
+func agentEnviron(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, AppHomeEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // Start starts the process described by spec.
 func Start(spec Spec) (*Child, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Dir = spec.Cwd
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Env = append(agentEnviron(os.Environ()), spec.Env...)
 	proctree.SetGroup(cmd)
 	c := &Child{Cmd: cmd, Stderr: spec.Stderr}
 	if c.Stderr == nil {
