@@ -84,6 +84,9 @@ func (s *Source) Nudge(ctx context.Context, es sessions.ExternalSession, text st
 // SendInbox delivers one frame: the auth line, then the user frame.
 // Nothing is written back by the CLI.
 func SendInbox(ctx context.Context, socket, token, text string, urgent bool) error {
+	if err := checkInboxSocket(socket); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, inboxDeadline)
 	defer cancel()
 	var d net.Dialer
