@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,4 +163,33 @@ func TestHookSenderRunsUnder(t *testing.T) {
 			t.Errorf("runsUnder(%d, %s) = %v, want %v", tt.pid, tt.sid, got, tt.want)
 		}
 	}
+}
+
+// FuzzReadHookEvent feeds arbitrary bytes to the hook listener's reader
+// over a real socket: it never panics, reads at most maxHookEvent bytes,
+// and takes an event only with its session and name.
+func FuzzReadHookEvent(f *testing.F) {
+	for _, seed := range []string{
+		`{"hook_event_name":"Stop","session_id":"s1"}`,
+		`{"hook_event_name":"Notification","session_id":"s1","notification_type":"permission_prompt","message":"\u001b[31m"}`,
+		`{"hook_event_name":"","session_id":"s1"}`, `{"session_id":"s1"}`, `{}`, `null`, ``, `{`, `[]`,
+		`{"hook_event_name":"Stop","session_id":"s1","error":{"nested":[1,2,3]}}`,
+		strings.Repeat(`{"a":`, 5000),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		client, server := net.Pipe()
+		go func() {
+			client.Write(b)
+			client.Close()
+		}()
+		ev, ok, refused := readHookEvent(server, hookSender{parent: func(int) int { return 0 }})
+		if refused {
+			t.Fatal("a pipe has no peer to refuse")
+		}
+		if ok && (ev.SessionID == "" || ev.Name == "" || ev.At.IsZero()) {
+			t.Fatalf("took an event without its session or name: %+v", ev)
+		}
+	})
 }
