@@ -3,9 +3,11 @@ package localapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +228,44 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// What a stopped subscriber can cost is bounded: 100 sessions changing
+// state every second for five minutes (30,000 session messages of a
+// realistic size, published as fast as the bus takes them) while a `watch`
+// stopped with Ctrl-Z reads nothing leave the heap within 20 MB of where
+// it started: its queue holds at most subscriberBuffer messages, the rest
+// are dropped and repaired by the next snapshot.
+func TestStoppedSubscriberMemoryIsBounded(t *testing.T) {
+	sup, dir := startFakeAPI(t)
+	conn, err := net.Dial("unix", filepath.Join(dir, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /v1/events HTTP/1.1\r\nHost: supervisor\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the stream to subscribe", func() bool { n, _ := sup.bus.Stats(); return n == 1 })
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range 30_000 {
+		s := sessions.Session{ID: fmt.Sprintf("session-%03d", i%100), Name: "fix the flaky test", Agent: "claude",
+			State: sessions.Working, Evidence: strings.Repeat("the model is working on it; ", 8)}
+		sup.bus.Publish(Message{Type: MsgSession, Session: &s})
+	}
+	grown := int64(heap()) - int64(before)
+	_, dropped := sup.bus.Stats()
+	t.Logf("heap grew %d KB; %d messages dropped for the stopped subscriber", grown>>10, dropped)
+	if grown > 20<<20 {
+		t.Errorf("the heap grew %d MB with one stopped subscriber, want at most 20", grown>>20)
+	}
+	if dropped == 0 {
+		t.Error("nothing was dropped: the stopped subscriber's queue is not bounded")
+	}
 }
