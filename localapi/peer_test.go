@@ -187,16 +187,7 @@ func TestStoppedSubscriberIsDropped(t *testing.T) {
 	t.Cleanup(func() { streamWriteTimeout = old })
 	sup, dir := startFakeAPI(t)
 
-	conn, err := net.Dial("unix", filepath.Join(dir, SocketName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("GET /v1/events HTTP/1.1\r\nHost: supervisor\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	// The stream is open once the bus has its subscriber.
-	waitUntil(t, "the stream to subscribe", func() bool { n, _ := sup.bus.Stats(); return n == 1 })
+	openStoppedStream(t, sup, dir)
 	// Fill the socket's buffers with messages nobody reads.
 	big := sessions.Session{ID: "s1", Evidence: strings.Repeat("x", 64<<10)}
 	waitUntil(t, "the stopped subscriber to be dropped", func() bool {
@@ -212,10 +203,25 @@ func TestStoppedSubscriberIsDropped(t *testing.T) {
 	defer cancel()
 	errStop := errors.New("stop")
 	var first MessageType
-	err = NewClient(dir).Watch(ctx, "", func(m Message) error { first = m.Type; return errStop })
+	err := NewClient(dir).Watch(ctx, "", func(m Message) error { first = m.Type; return errStop })
 	if !errors.Is(err, errStop) || first != MsgSnapshot {
 		t.Errorf("the client back: first message %q (%v), want a snapshot", first, err)
 	}
+}
+
+// openStoppedStream opens an event stream that never reads what it is
+// sent (a `watch` stopped with Ctrl-Z), once the bus has its subscriber.
+func openStoppedStream(t *testing.T, sup *fakeSupervisor, dir string) {
+	t.Helper()
+	conn, err := net.Dial("unix", filepath.Join(dir, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.Write([]byte("GET /v1/events HTTP/1.1\r\nHost: supervisor\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the stream to subscribe", func() bool { n, _ := sup.bus.Stats(); return n == 1 })
 }
 
 // waitUntil polls cond (real I/O is behind it, not a clock synctest can
@@ -238,15 +244,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // are dropped and repaired by the next snapshot.
 func TestStoppedSubscriberMemoryIsBounded(t *testing.T) {
 	sup, dir := startFakeAPI(t)
-	conn, err := net.Dial("unix", filepath.Join(dir, SocketName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("GET /v1/events HTTP/1.1\r\nHost: supervisor\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the stream to subscribe", func() bool { n, _ := sup.bus.Stats(); return n == 1 })
+	openStoppedStream(t, sup, dir)
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
