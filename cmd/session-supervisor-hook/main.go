@@ -50,5 +50,13 @@ func forward(args []string, in io.Reader) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(end)
-	_, _ = c.Write(b)
+	if _, err := c.Write(b); err != nil {
+		return
+	}
+	// Stay until the app has read the event and closed: it checks that
+	// this process runs under the session the event names, which it can
+	// only do while this process lives (within the same deadline).
+	if uc, ok := c.(*net.UnixConn); ok && uc.CloseWrite() == nil {
+		_, _ = io.Copy(io.Discard, c)
+	}
 }

@@ -232,3 +232,48 @@ func BenchmarkHookHTTPLoopback(b *testing.B) {
 	}
 	report(b, samples)
 }
+
+// The hook stays connected after its event until the app closes (the app
+// checks, from the process tree, that the sender runs under the session it
+// names, which it can do only while the sender lives): after the event's
+// end the app can still write to it.
+func TestHookWaitsForTheAppToRead(t *testing.T) {
+	bin := built(t)
+	dir, err := os.MkdirTemp("", "hk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	verdict := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			verdict <- err
+			return
+		}
+		defer c.Close()
+		if _, err := io.ReadAll(c); err != nil { // to the hook's end of input
+			verdict <- err
+			return
+		}
+		_, err = c.Write([]byte("ok")) // fails if the hook has gone
+		verdict <- err
+	}()
+	if code, out := run(t, bin, []string{"--socket", path}, event); code != 0 || out != "" {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	select {
+	case err := <-verdict:
+		if err != nil {
+			t.Errorf("the hook was gone when the app had read its event: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the app never saw the end of the event")
+	}
+}

@@ -346,6 +346,7 @@ func serveHooks(l net.Listener, hub *hookHub, sender hookSender) {
 // under the session it names.
 func readHookEvent(c net.Conn, sender hookSender) (ev HookEvent, ok, refused bool) {
 	defer c.Close()
+	chain, known := sender.ancestry(c)
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	b, err := io.ReadAll(io.LimitReader(c, maxHookEvent))
 	if err != nil || len(b) == 0 {
@@ -354,7 +355,7 @@ func readHookEvent(c net.Conn, sender hookSender) (ev HookEvent, ok, refused boo
 	if json.Unmarshal(b, &ev) != nil || ev.SessionID == "" || ev.Name == "" {
 		return HookEvent{}, false, false
 	}
-	if !sender.allowed(c, ev) {
+	if known && !sender.runsUnder(chain, ev.SessionID) {
 		return HookEvent{}, false, true
 	}
 	ev.At = time.Now()

@@ -159,7 +159,7 @@ func TestHookSenderRunsUnder(t *testing.T) {
 		{99, "sid-a", false}, // an unknown process
 	}
 	for _, tt := range tests {
-		if got := h.runsUnder(tt.pid, tt.sid); got != tt.want {
+		if got := h.runsUnder(h.ancestryOf(tt.pid), tt.sid); got != tt.want {
 			t.Errorf("runsUnder(%d, %s) = %v, want %v", tt.pid, tt.sid, got, tt.want)
 		}
 	}

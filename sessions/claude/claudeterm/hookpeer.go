@@ -27,22 +27,37 @@ type hookSender struct {
 	parent      func(pid int) int
 }
 
-func (h hookSender) allowed(c net.Conn, ev HookEvent) bool {
+// ancestry is the sender's pid and its parents, read as soon as the
+// connection is accepted, while the sender surely lives (it waits for the
+// app to close, within its deadline); known is false where the platform
+// does not name the peer.
+func (h hookSender) ancestry(c net.Conn) (chain []int, known bool) {
 	pid, known := peerPID(c)
-	return !known || h.runsUnder(pid, ev.SessionID)
+	if !known {
+		return nil, false
+	}
+	return h.ancestryOf(pid), true
 }
 
-// runsUnder reports whether pid or one of its ancestors is the Claude Code
-// process registered for session sid.
-func (h hookSender) runsUnder(pid int, sid string) bool {
+// ancestryOf is pid and its parents, up to init or maxHookAncestry.
+func (h hookSender) ancestryOf(pid int) (chain []int) {
 	for range maxHookAncestry {
 		if pid <= 1 {
-			return false
+			break
 		}
+		chain = append(chain, pid)
+		pid = h.parent(pid)
+	}
+	return chain
+}
+
+// runsUnder reports whether a process of chain is the Claude Code process
+// registered for session sid (its session file, named by its pid).
+func (h hookSender) runsUnder(chain []int, sid string) bool {
+	for _, pid := range chain {
 		if f, err := ReadSessionFile(filepath.Join(h.sessionsDir, strconv.Itoa(pid)+".json")); err == nil && f.SessionID == sid {
 			return true
 		}
-		pid = h.parent(pid)
 	}
 	return false
 }
