@@ -49,17 +49,7 @@ func built(t testing.TB) string {
 // listen is the app's end: it collects what each connection sent.
 func listen(t testing.TB) (string, <-chan []byte) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "s.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	path, l := appSocket(t)
 	got := make(chan []byte, 1024)
 	go func() {
 		for {
@@ -140,14 +130,7 @@ func TestHookAlwaysExitsZeroSilently(t *testing.T) {
 // An app that accepts but never reads cannot hold the hook past its
 // deadline.
 func TestHookGivesUpOnAStuckApp(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "hk")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "s.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	path, _ := appSocket(t)
 	start := time.Now()
 	// Larger than any socket buffer: the write blocks until the deadline.
 	forward([]string{"--socket", path}, strings.NewReader(strings.Repeat("x", maxEvent)))
@@ -239,17 +222,7 @@ func BenchmarkHookHTTPLoopback(b *testing.B) {
 // end the app can still write to it.
 func TestHookWaitsForTheAppToRead(t *testing.T) {
 	bin := built(t)
-	dir, err := os.MkdirTemp("", "hk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "s.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	path, l := appSocket(t)
 	verdict := make(chan error, 1)
 	go func() {
 		c, err := l.Accept()
@@ -276,4 +249,22 @@ func TestHookWaitsForTheAppToRead(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the app never saw the end of the event")
 	}
+}
+
+// appSocket is a socket the test plays the app on, in a short directory
+// removed with the test.
+func appSocket(t testing.TB) (string, net.Listener) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return path, l
 }
