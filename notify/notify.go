@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,7 +125,7 @@ func clip(s string) string {
 }
 
 // Limiter allows at most Burst notifications per Window across all
-// sessions; the rest are dropped (the tray and the window still show them).
+// sessions; the Notifier holds the rest back until it allows again.
 type Limiter struct {
 	Burst  int
 	Window time.Duration
@@ -148,6 +149,10 @@ func (l *Limiter) Allow(now time.Time) bool {
 	return true
 }
 
+// flushEvery is how often Run offers the held notifications to the limiter
+// when no message comes.
+const flushEvery = 10 * time.Second
+
 // Notifier delivers what the Decider decides, through the Limiter.
 type Notifier struct {
 	send Sender
@@ -164,9 +169,42 @@ type Notifier struct {
 	// gate, when set, is asked before sending: false means someone else
 	// shows this notification (a desktop attached to this supervisor).
 	gate func() bool
-	// Sent counts delivered notifications, Dropped the rate-limited ones,
-	// Deferred those left to an attached desktop.
-	Sent, Dropped, Failed, Deferred int
+	// held are the notifications the limiter held back, oldest first:
+	// delivered (one, or coalesced into one) as soon as it allows, unless
+	// their session no longer needs what they say by then.
+	held []Notification
+	// Sent counts delivered notifications (a coalesced one once), Held
+	// the rate-limited ones held back, Deferred those left to an attached
+	// desktop.
+	Sent, Held, Failed, Deferred int
+}
+
+// current reports whether a held notification still says something true:
+// its session still needs attention (an escalation) or still waits for
+// the same thing.
+func (d *Decider) current(note Notification) bool {
+	s, ok := d.seen[note.SessionID]
+	if !ok {
+		return false
+	}
+	if note.Key == escalationKey(s) {
+		return s.NeedsAttention
+	}
+	k, waiting := waitKey(s)
+	return waiting && k == note.Key
+}
+
+// coalesce makes one notification of several held ones.
+func coalesce(held []Notification) Notification {
+	if len(held) == 1 {
+		return held[0]
+	}
+	names := make([]string, len(held))
+	for i, h := range held {
+		names[i] = h.Title
+	}
+	return Notification{Key: "coalesced", Title: fmt.Sprintf("%d sessions need attention", len(held)),
+		Body: clip(strings.Join(names, "; "))}
 }
 
 // SetRichSender makes the notifier send through fn, which gets the whole
@@ -211,11 +249,41 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 		n.Deferred++
 		return
 	}
-	if !n.limiter.Allow(now) {
-		n.Dropped++
-		n.log.Info("notification rate-limited", "title", note.Title)
-		return
+	n.held = append(n.held, note)
+	if !n.flushLocked(now) {
+		n.Held++
+		n.log.Info("notification held back by the rate limit", "title", note.Title, "held", len(n.held))
 	}
+}
+
+// Flush delivers what the limiter held back once it allows: the held
+// notifications still true, coalesced into one when there are several.
+// Run calls it on every message and every flushEvery.
+func (n *Notifier) Flush(now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.flushLocked(now)
+}
+
+// flushLocked reports whether it delivered.
+func (n *Notifier) flushLocked(now time.Time) bool {
+	kept := n.held[:0]
+	for _, h := range n.held {
+		if n.decider.current(h) {
+			kept = append(kept, h)
+		}
+	}
+	n.held = kept
+	if len(n.held) == 0 || !n.limiter.Allow(now) {
+		return false
+	}
+	note := coalesce(n.held)
+	n.held = nil
+	n.deliverLocked(note)
+	return true
+}
+
+func (n *Notifier) deliverLocked(note Notification) {
 	send := func() error { return n.send(note.Title, note.Body, n.icon) }
 	if n.rich != nil {
 		send = func() error { return n.rich(note, n.icon) }
@@ -240,10 +308,14 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 // waitingOnUser reads notify.waiting_on_user from memory.
 func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingOnUser func() bool) {
 	first := true
+	flush := time.NewTicker(flushEvery)
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case now := <-flush.C:
+			n.Flush(now)
 		case m, ok := <-in:
 			if !ok {
 				return

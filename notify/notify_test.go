@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -107,14 +108,66 @@ func TestRateLimitAcrossSessions(t *testing.T) {
 		n.Observe(s(id, sessions.Working, nil), true, t0)
 		n.Observe(s(id, sessions.Errored, escalated), true, t0.Add(time.Duration(i)*time.Second))
 	}
-	if len(out) != 3 || n.Dropped != 7 {
-		t.Fatalf("sent %d, dropped %d; want 3 and 7", len(out), n.Dropped)
+	if len(out) != 3 || n.Held != 7 {
+		t.Fatalf("sent %d, held %d; want 3 and 7", len(out), n.Held)
 	}
+	// Within the window nothing more goes out, however often it is offered.
+	n.Flush(t0.Add(30 * time.Second))
+	if len(out) != 3 {
+		t.Fatalf("flushed within the window: sent %d", len(out))
+	}
+	// One session is acknowledged meanwhile: its escalation is no longer
+	// true and is not delivered.
+	n.Observe(s("d", sessions.Idle, nil), true, t0.Add(90*time.Second))
+	// After the window the held ones and a new one go out as one.
 	n.Observe(s("z", sessions.Working, nil), true, t0.Add(2*time.Minute))
 	n.Observe(s("z", sessions.Errored, escalated), true, t0.Add(2*time.Minute))
-	if len(out) != 4 {
-		t.Fatalf("after the window: sent %d, want 4", len(out))
+	if len(out) != 4 || n.Sent != 4 {
+		t.Fatalf("after the window: sent %d (%d), want 4", len(out), n.Sent)
 	}
+	if got := out[3]; got.title != "7 sessions need attention" || strings.Contains(got.body, "name-d needs attention") ||
+		!strings.Contains(got.body, "name-e needs attention") || !strings.Contains(got.body, "name-z needs attention") {
+		t.Errorf("the coalesced notification: %+v", got)
+	}
+	n.Flush(t0.Add(5 * time.Minute))
+	if len(out) != 4 {
+		t.Errorf("nothing was held, yet %d sent", len(out))
+	}
+}
+
+// Run offers what the limiter held to it on its own, with no message
+// coming: a single held escalation is delivered as itself once the
+// window has passed.
+func TestRunDeliversHeldNotifications(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var out []sent
+		rec := recorder(&out, nil)
+		n := New(func(title, body string, icon []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return rec(title, body, icon)
+		}, nil, nil, nil)
+		now := time.Now()
+		for i := range 4 {
+			id := string(rune('a' + i))
+			n.Observe(s(id, sessions.Working, nil), true, now)
+			n.Observe(s(id, sessions.Errored, escalated), true, now)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		in := make(chan localapi.Message)
+		done := make(chan struct{})
+		go func() { n.Run(ctx, in, func() bool { return true }); close(done) }()
+		time.Sleep(time.Minute + flushEvery)
+		synctest.Wait()
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if len(out) != 4 || out[3].title != "name-d needs attention" {
+			t.Fatalf("sent %+v, want the held escalation of d delivered as itself", out)
+		}
+	})
 }
 
 // A session's name and evidence can hold what a model or a provider wrote:
