@@ -566,21 +566,33 @@ func (h *ce2eHarness) waitFile(path, substr string, limit time.Duration) {
 	}
 }
 
-// waitProc waits until a process of this test runs a command line
-// containing substr.
-func (h *ce2eHarness) waitProc(substr string) {
+// waitProc waits until a process of this test runs command (runsCommand).
+func (h *ce2eHarness) waitProc(command string) {
 	h.t.Helper()
 	deadline := time.Now().Add(ce2eWait)
 	for {
 		for _, pid := range procsWithHome(h.home) {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil &&
-				strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), substr) {
+			if runsCommand(pid, command) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("no process ran %q within %s", substr, ce2eWait)
+			h.t.Fatalf("no process ran %q within %s", command, ce2eWait)
 		}
 		time.Sleep(ce2ePoll)
 	}
+}
+
+// runsCommand reports whether pid is the command itself ("sleep 30": its
+// program's base name and arguments), not a shell whose script merely
+// mentions it: a test that waits for the command must not go on while
+// only the shell that will start it runs.
+func runsCommand(pid int, command string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	argv[0] = filepath.Base(argv[0])
+	return strings.HasPrefix(strings.Join(argv, " "), command)
 }
