@@ -1,9 +1,11 @@
 package agentkit_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
@@ -42,4 +44,40 @@ func TestLineDecoder(t *testing.T) {
 		t.Errorf("state %d after the adapter set 10", n)
 	}
 	d.Unlock()
+}
+
+// An EventDecoder numbers each line, tallies its events and its skip from
+// the info the adapter's decode made, and makes an oversize line the
+// adapter's info with only the Frame set; decode's error is not the
+// stream's.
+func TestEventDecoder(t *testing.T) {
+	type info struct {
+		agentkit.Frame
+		Kind string
+	}
+	decode := func(_ *struct{}, b []byte) ([]sessions.Event, info, error) {
+		if string(b) == "?" {
+			return nil, info{Frame: agentkit.Frame{Size: len(b), Skip: agentkit.SkipUnknown, Detail: "unknown"}}, errors.New("unknown line")
+		}
+		return []sessions.Event{{Kind: sessions.EvSessionInit}}, info{Frame: agentkit.Frame{Size: len(b)}, Kind: string(b)}, nil
+	}
+	d := agentkit.NewEventDecoder(strings.NewReader("a\n?\n"+strings.Repeat("x", 20)+"\nbb\n"), 0, 8, "test", decode)
+	got := agenttest.Drain(t, d)
+	want := []info{
+		{Frame: agentkit.Frame{Number: 1, Size: 1}, Kind: "a"},
+		{Frame: agentkit.Frame{Number: 2, Size: 1, Skip: agentkit.SkipUnknown, Detail: "unknown"}},
+		{Frame: agentkit.Frame{Number: 3, Size: 20, Skip: agentkit.SkipOversize, Detail: "line of 20 bytes exceeds the 8-byte limit"}},
+		{Frame: agentkit.Frame{Number: 4, Size: 2}, Kind: "bb"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("lines %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Info != want[i] || (len(got[i].Events) == 1) != (want[i].Skip == agentkit.SkipNone) {
+			t.Errorf("line %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if st := d.Stats(); st != (agentkit.Counters{Lines: 4, Events: 2, Unknown: 1, Oversize: 1}) {
+		t.Errorf("Stats = %+v", st)
+	}
 }

@@ -22,19 +22,13 @@ var ErrUnknown = errors.New("claude stream: unknown line type")
 
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
-	// Number is the 1-based line number in the stream (0 from DecodeLine).
-	Number int64
-	// Size is the line's length in bytes without its line ending.
-	Size int
+	// Frame: the line's number and size, and why it was skipped.
+	agentkit.Frame
 	// Type and Subtype are the line's "type" and "subtype" fields.
 	Type    string
 	Subtype string
 	// SessionID is the agent's session id when the line carries one.
 	SessionID string
-	// Skip says why the line produced no events (agentkit.SkipNone when decoded).
-	Skip agentkit.SkipReason
-	// Detail is the reason in words for a skipped line.
-	Detail string
 }
 
 // The names Claude Code gives the tools that wait on the user rather than
@@ -182,7 +176,7 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
-	info := LineInfo{Size: len(line)}
+	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
 	var w wire
 	trimmed, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
 	if skip != agentkit.SkipNone {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
@@ -22,12 +21,9 @@ const DefaultMaxLine = 16 << 20
 // line-framed adapter).
 type Counters = agentkit.Counters
 
-// Line is one stdout line: the events it produced and what it was. A skipped
-// line has no events and Info.Skip set.
-type Line struct {
-	Events []sessions.Event
-	Info   LineInfo
-}
+// Line is one stdout line: the events it produced and what it was. A
+// skipped line has no events and Info.Skip set.
+type Line = agentkit.EventLine[LineInfo]
 
 // Decoder reads the NDJSON stdout of one Claude Code process. Next must be
 // called from one goroutine; Stats and PendingInput may be called from any.
@@ -39,21 +35,7 @@ type Decoder struct {
 // (without its line ending) is never held in memory: it is skipped as it is
 // read and reported as agentkit.SkipOversize. maxLine <= 0 means DefaultMaxLine.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
-	return &Decoder{agentkit.NewLineDecoder(r, maxLine, DefaultMaxLine, "claude", decodeLine, oversizeLine)}
-}
-
-// decodeLine is one stdout line decoded: a skip is not an error for a
-// stream, info.Skip and info.Detail already carry what the error says.
-func decodeLine(st *state, raw agentkit.RawLine) (Line, agentkit.Tally) {
-	events, info, _ := st.decode(raw.Bytes)
-	info.Number = raw.Number
-	return Line{Events: events, Info: info}, agentkit.TallyOf(events, info.Skip)
-}
-
-// oversizeLine is the Line for a line too long to keep: skipped, with its
-// size.
-func oversizeLine(raw agentkit.RawLine, detail string) Line {
-	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: detail}}
+	return &Decoder{agentkit.NewEventDecoder(r, maxLine, DefaultMaxLine, "claude", (*state).decode)}
 }
 
 // PendingInput returns the tool input of the unanswered can_use_tool request

@@ -25,17 +25,11 @@ var ErrUnknown = errors.New("codex stream: unknown method")
 
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
-	// Number is the 1-based line number in the stream (0 from DecodeLine).
-	Number int64
-	// Size is the line's length in bytes without its line ending.
-	Size int
+	// Frame: the line's number and size, and why it was skipped.
+	agentkit.Frame
 	// Method is the notification's or request's method; empty for a
 	// response to one of our requests.
 	Method string
-	// Skip says why the line produced no events (agentkit.SkipNone when decoded).
-	Skip agentkit.SkipReason
-	// Detail is the reason in words for a skipped line.
-	Detail string
 }
 
 // maxTracked bounds each per-stream map (see the Claude decoder).
@@ -165,7 +159,7 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) {
-	info := LineInfo{Size: len(line)}
+	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
 	var w wire
 	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
 	if skip != agentkit.SkipNone {

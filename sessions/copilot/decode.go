@@ -29,13 +29,10 @@ var ErrUnknown = errors.New("copilot stream: unknown event type")
 
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
-	// Number is the 1-based line number in the stream (0 from DecodeLine).
-	Number int64
-	Size   int
+	// Frame: the line's number and size, and why it was skipped.
+	agentkit.Frame
 	// Type is the event's type ("assistant.message_delta").
-	Type   string
-	Skip   agentkit.SkipReason
-	Detail string
+	Type string
 }
 
 // wire is the union of the fields the decoder reads from any event: one
@@ -194,7 +191,7 @@ func DecodeLine(line []byte) ([]sessions.Event, LineInfo, error) {
 }
 
 func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
-	info := LineInfo{Size: len(line)}
+	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
 	var w wire
 	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
 	if skip != agentkit.SkipNone {

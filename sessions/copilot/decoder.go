@@ -3,7 +3,6 @@ package copilot
 import (
 	"io"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
@@ -16,11 +15,9 @@ const DefaultMaxLine = 16 << 20
 // line-framed adapter).
 type Counters = agentkit.Counters
 
-// Line is one stdout line: the events it produced and what it was.
-type Line struct {
-	Events []sessions.Event
-	Info   LineInfo
-}
+// Line is one stdout line: the events it produced and what it was. A
+// skipped line has no events and Info.Skip set.
+type Line = agentkit.EventLine[LineInfo]
 
 // Decoder reads the JSONL stdout of one turn's `copilot -p` process. Next
 // must be called from one goroutine; Stats from any.
@@ -32,19 +29,5 @@ type Decoder struct {
 // is skipped as it is read, never held, and reported as agentkit.SkipOversize.
 // maxLine <= 0 means DefaultMaxLine.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
-	return &Decoder{agentkit.NewLineDecoder(r, maxLine, DefaultMaxLine, "copilot", decodeLine, oversizeLine)}
-}
-
-// decodeLine is one stdout line decoded: a skip is not an error for a
-// stream, info.Skip and info.Detail already carry what the error says.
-func decodeLine(st *turn, raw agentkit.RawLine) (Line, agentkit.Tally) {
-	events, info, _ := st.decode(raw.Bytes)
-	info.Number = raw.Number
-	return Line{Events: events, Info: info}, agentkit.TallyOf(events, info.Skip)
-}
-
-// oversizeLine is the Line for a line too long to keep: skipped, with its
-// size.
-func oversizeLine(raw agentkit.RawLine, detail string) Line {
-	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: detail}}
+	return &Decoder{agentkit.NewEventDecoder(r, maxLine, DefaultMaxLine, "copilot", (*turn).decode)}
 }

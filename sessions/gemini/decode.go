@@ -22,13 +22,10 @@ var ErrUnknown = errors.New("gemini stream: unknown message")
 
 // LineInfo describes one stdout line, decoded or skipped.
 type LineInfo struct {
-	// Number is the 1-based line number in the stream (0 from DecodeLine).
-	Number int64
-	Size   int
+	// Frame: the line's number and size, and why it was skipped.
+	agentkit.Frame
 	// Method is the notification's or request's method ("" for a response).
 	Method string
-	Skip   agentkit.SkipReason
-	Detail string
 }
 
 // maxTracked bounds each per-stream map.
@@ -119,7 +116,7 @@ func (s *state) now() time.Time {
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) {
-	info := LineInfo{Size: len(line)}
+	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
 	s.turnDone = false
 	var w wire
 	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)

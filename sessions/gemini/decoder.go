@@ -53,14 +53,14 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 func decodeLine(st *state, raw agentkit.RawLine) (Line, agentkit.Tally) {
 	events, info, reply, _ := st.decode(raw.Bytes)
 	done := st.turnDone
-	info.Number = raw.Number
-	return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, agentkit.TallyOf(events, info.Skip)
+	info, tally := agentkit.Numbered(info, raw, events)
+	return Line{Events: events, Info: info, Reply: reply, TurnDone: done}, tally
 }
 
 // oversizeLine is the Line for a line too long to keep: skipped, with its
 // size.
 func oversizeLine(raw agentkit.RawLine, detail string) Line {
-	return Line{Info: LineInfo{Number: raw.Number, Size: raw.Size, Skip: agentkit.SkipOversize, Detail: detail}}
+	return Line{Info: agentkit.Oversize[LineInfo](raw, detail)}
 }
 
 // expect records that request id of method was sent.
