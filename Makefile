@@ -104,9 +104,12 @@ E2E_PARALLEL ?= 4
 
 # Every package but the end-to-end suites, with the race detector (some
 # adapter tests still run a real CLI against its fake API: they are the
-# adapter's own tests).
+# adapter's own tests). The ci tag selects Fyne's software driver: no unit
+# test opens a real window (the desktop is tested end to end, built as
+# shipped), and the race build then skips compiling the GL and GLFW C
+# bindings a third time (cgo's pass over go-gl alone takes minutes).
 unit: test-deps $(CLIS)
-	$(CLI_ENV) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
+	$(CLI_ENV) $(GO) test -race -tags ci -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
 
 # The end-to-end suites (e2e/): the real binary, the real CLIs, terminals,
 # the desktop under Xvfb. The driver needs no race detector (the binaries
@@ -115,13 +118,15 @@ e2e: test-deps $(CLIS)
 	$(CLI_ENV) $(GO) test -count=1 -timeout 40m -parallel $(E2E_PARALLEL) ./e2e/
 
 # The Windows cross-build is part of the tests so it never silently breaks.
-# The CLI installs (network) run beside the lint (CPU); the suites then run
-# one after another: run beside the end-to-end suite, even at nice 19, the
-# race build took what the suite left and finished no sooner (measured),
-# while the suite's timing-sensitive desktop scenario lost its margin.
+# The CLI installs (network) and the Windows build run beside the lint: the
+# builds' long single-threaded steps (cgo over go-gl, the links) leave a
+# core idle that the other fills. The suites then run one after another:
+# run beside the end-to-end suite, even at nice 19, the race build took
+# what the suite left and finished no sooner (measured), while the suite's
+# timing-sensitive desktop scenario lost its margin.
 test: test-deps
-	$(MAKE) --no-print-directory -j3 --output-sync=line lint $(CLIS)
-	$(MAKE) --no-print-directory unit e2e build-windows
+	$(MAKE) --no-print-directory -j4 --output-sync=line lint build-windows $(CLIS)
+	$(MAKE) --no-print-directory unit e2e
 
 # The Linux release tarball: the binary, install.sh (puts everything in the
 # user's XDG directories), the desktop entry and the hicolor icons.
