@@ -40,6 +40,9 @@ func appCommands() []command {
 
 // client returns an API client for the data directory's running app.
 func (c *cli) client() (*localapi.Client, error) {
+	if c.machine != "" {
+		return c.machineClient(c.machine)
+	}
 	dir, err := c.resolveDataDir()
 	if err != nil {
 		return nil, err
@@ -77,6 +80,9 @@ func cmdNew(c *cli, args []string) error {
 	}
 	if *cwd == "" {
 		return usagef("new needs --cwd DIR")
+	}
+	if c.machine != "" && !filepath.IsAbs(*cwd) {
+		return usagef("with --machine, --cwd is a directory on that machine: give its absolute path")
 	}
 	abs, err := filepath.Abs(*cwd)
 	if err != nil {

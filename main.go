@@ -47,6 +47,9 @@ type cli struct {
 	humanOut io.Writer
 	// dataDir is --data-dir when given; empty means storage.DataDir's default.
 	dataDir string
+	// machine is --machine: the app commands talk to that machine's
+	// supervisor (machines ls lists them).
+	machine string
 	// interrupt, when set, is closed to stop long-running commands (watch, run).
 	interrupt <-chan struct{}
 }
@@ -80,6 +83,7 @@ func commands() []command {
 		{"doctor", "[--json]", "check the agents, data directory, database, app, service and desktop, and say how to fix what is missing", cmdDoctor},
 	}
 	cmds = append(cmds, appCommands()...)
+	cmds = append(cmds, machineCommands()...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds
 }
@@ -116,12 +120,30 @@ func (c *cli) main(args []string) int {
 	if !ok {
 		return c.fail(usagef("unknown command %q", name), "")
 	}
+	if c.machine != "" && !machineAware(cmd.name) {
+		return c.fail(usagef("--machine goes with the commands that talk to a supervisor (ls, show, new, send, ...), not %s", cmd.name), cmd.name)
+	}
 	return c.fail(cmd.run(c, rest[1:]), cmd.name)
 }
 
-// parseGlobal removes the global --data-dir flag wherever it appears, before
-// or after the command name, and returns the remaining arguments.
+// parseGlobal removes the global flags (--data-dir, --machine) wherever they
+// appear, before or after the command name, and returns the remaining
+// arguments.
 func (c *cli) parseGlobal(args []string) ([]string, error) {
+	type flagDef struct {
+		name, what string
+		value      *string
+	}
+	defs := []flagDef{{"--data-dir", "a directory", &c.dataDir}, {"--machine", "a machine's name", &c.machine}}
+	globalFlag := func(a string) *flagDef {
+		name, _, _ := strings.Cut(a, "=")
+		for i, d := range defs {
+			if name == d.name || name == d.name[1:] {
+				return &defs[i]
+			}
+		}
+		return nil
+	}
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -129,16 +151,16 @@ func (c *cli) parseGlobal(args []string) ([]string, error) {
 		case a == "--":
 			rest = append(rest, args[i:]...)
 			return rest, nil
-		case a == "--data-dir" || a == "-data-dir":
-			if i+1 >= len(args) || args[i+1] == "" {
-				return nil, usagef("--data-dir needs a directory")
+		case globalFlag(a) != nil:
+			f := globalFlag(a)
+			if _, v, ok := strings.Cut(a, "="); ok {
+				*f.value = v
+			} else if i+1 < len(args) {
+				*f.value = args[i+1]
+				i++
 			}
-			c.dataDir = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--data-dir=") || strings.HasPrefix(a, "-data-dir="):
-			c.dataDir = a[strings.Index(a, "=")+1:]
-			if c.dataDir == "" {
-				return nil, usagef("--data-dir needs a directory")
+			if *f.value == "" {
+				return nil, usagef("%s needs %s", f.name, f.what)
 			}
 		default:
 			rest = append(rest, a)

@@ -53,6 +53,10 @@ type ce2eHarness struct {
 	work string
 	env  []string
 
+	// machine, when set, sends every command line to that machine's
+	// supervisor (--machine): the harness then drives a remote.
+	machine string
+
 	run     *ce2eAppRun
 	watches []*ce2eWatch
 	// orphans are processes a test left behind on purpose (what a killed
@@ -161,6 +165,9 @@ func (h *ce2eHarness) cleanup() {
 // cli runs one app command line against the data directory.
 func (h *ce2eHarness) cli(args ...string) (stdout, stderr string, code int) {
 	h.t.Helper()
+	if h.machine != "" {
+		args = append([]string{"--machine", h.machine}, args...)
+	}
 	return runCommand(h.t, h.app, h.data, h.work, h.env, 60*time.Second, args...)
 }
 
@@ -209,6 +216,10 @@ func (h *ce2eHarness) waitFor(id, what string, cond func(sessions.Session) bool)
 func (h *ce2eHarness) waitForWithin(id, what string, limit time.Duration, cond func(sessions.Session) bool) sessions.Session {
 	h.t.Helper()
 	deadline := time.Now().Add(limit)
+	var appDone <-chan struct{} // nil when the harness drives another machine's app
+	if h.run != nil {
+		appDone = h.run.done
+	}
 	for {
 		s := h.show(id)
 		if cond(s) {
@@ -219,7 +230,7 @@ func (h *ce2eHarness) waitForWithin(id, what string, limit time.Duration, cond f
 			h.t.Fatalf("waited %s for %s; the session is:\n%s\ntimeline: %s", limit, what, b, strings.Join(h.labels(id, nil), ", "))
 		}
 		select {
-		case <-h.run.done:
+		case <-appDone:
 			h.t.Fatalf("the app exited (%v) while waiting for %s:\n%s", h.run.err, what, h.run.stderr)
 		case <-time.After(ce2ePoll):
 		}

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
@@ -21,10 +23,52 @@ import (
 // ErrNotRunning means no app answers on the data directory's socket.
 var ErrNotRunning = errors.New("the app is not running")
 
-// Client talks to a running app over its unix socket.
+// Client talks to a running app over its unix socket, or to another
+// machine's app over a connection a dialer opens (machines: ssh).
 type Client struct {
 	socket string
+	// remote names the other machine's app in errors; empty for the
+	// local socket.
+	remote string
 	http   *http.Client
+}
+
+// NewDialClient returns a client whose every connection dial opens: the
+// API spoken over any byte stream (another machine's app through ssh).
+// where names that app in errors ("machine devbox").
+func NewDialClient(where string, dial func(ctx context.Context) (net.Conn, error)) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		// Each connection is a process on both machines: keep few, and
+		// not for long.
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return &Client{remote: where, http: &http.Client{Transport: tr}}
+}
+
+// Close lets go of the connections the client keeps for reuse.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// CheckVersion asks the app which API it speaks and refuses one this
+// client cannot: a client never guesses at another version's answers.
+func (c *Client) CheckVersion(ctx context.Context) (Health, error) {
+	h, err := c.Health(ctx)
+	if err != nil && h.Version == "" {
+		return h, err
+	}
+	if h.APIVersion != APIVersion {
+		return h, fmt.Errorf("%s speaks API version %d (app %s); this app speaks %d: update the older one", c.describe(), h.APIVersion, h.Version, APIVersion)
+	}
+	return h, err
+}
+
+// describe names the app the client talks to.
+func (c *Client) describe() string {
+	if c.remote != "" {
+		return c.remote
+	}
+	return "the app on " + c.socket
 }
 
 // NewClient returns a client for the app serving dataDir.
@@ -106,6 +150,18 @@ func kindOfStatus(status int) string {
 }
 
 func (c *Client) connErr(err error) error {
+	if c.remote != "" {
+		// The dialer's own error says what went wrong (ssh's reason);
+		// the request's URL would only hide it.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		if strings.HasPrefix(err.Error(), c.remote+":") {
+			return err
+		}
+		return fmt.Errorf("%s: %w", c.remote, err)
+	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		return fmt.Errorf("%w (no answer on %s; start it with 'session-supervisor run')", ErrNotRunning, c.socket)

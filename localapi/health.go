@@ -2,12 +2,19 @@ package localapi
 
 import "time"
 
+// APIVersion is the version of this API: a change a client of the
+// previous version would misread raises it.
+const APIVersion = 1
+
 // Health is what GET /v1/health answers: which app a client talks to, and
 // whether its loop is alive. It answers 503 (with the same body and an
 // error) when the loop has not ticked for three intervals.
 type Health struct {
-	PID        int    `json:"pid"`
-	Version    string `json:"version"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	// APIVersion is the wire's version (APIVersion): a client checks it on
+	// connect (another machine may run another release).
+	APIVersion int    `json:"api_version"`
 	Generation string `json:"generation"`
 	DataDir    string `json:"data_dir"`
 	// Status is "ok", or "stalled" when the loop stopped ticking.

@@ -129,7 +129,7 @@ func Listen(rt Supervisor, settings SettingsService, dataDir, version string) (*
 		return nil, fmt.Errorf("restricting %s to its owner: %w", path, err)
 	}
 	a := &API{rt: rt, settings: settings, ln: ln, closing: make(chan struct{}), parent: procParent,
-		health: Health{PID: os.Getpid(), Version: version, Generation: rt.Bus().Generation(), DataDir: dataDir}}
+		health: Health{PID: os.Getpid(), Version: version, APIVersion: APIVersion, Generation: rt.Bus().Generation(), DataDir: dataDir}}
 	// Bounded under slow or hostile clients: headers must arrive in time,
 	// bodies are capped (maxBody), an idle connection is closed, and the
 	// event stream bounds each write itself. No ReadTimeout: its expiry

@@ -147,6 +147,8 @@ type Settings struct {
 	// AgentCommand; a snapshot's map is never modified once built, so
 	// snapshots can be shared between goroutines.
 	AgentCommands map[string]string
+	// SSHCommand is machines.ssh_command.
+	SSHCommand string
 }
 
 // AgentCommand is the command that starts the named agent: the setting
@@ -257,6 +259,11 @@ var coreSettings = []setting{
 	{Def{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
 		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
 		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }},
+	// The ssh program and its options, not a host list: which machines to
+	// reach is `machines add`, and ssh's own configuration says how.
+	{Def{Key: "machines.ssh_command", Kind: KindString, Default: "ssh",
+		Description: "The ssh program, with any extra options, that reaches other machines' supervisors (`ssh -F ~/.ssh/other_config`, a wrapper)."},
+		func(s *Settings, v parsed) { s.SSHCommand = v.s }},
 }
 
 // Agent is what the settings registry needs to know about one agent

@@ -31,6 +31,7 @@ var specDefaults = Settings{
 	RetentionDays:       30,
 	NotifyWaitingOnUser: true,
 	AgentCommands:       map[string]string{"claude": "claude"},
+	SSHCommand:          "ssh",
 }
 
 // withSpecDefaults returns specDefaults with edit applied to a copy (the map
@@ -62,6 +63,7 @@ func TestSettingRegistry(t *testing.T) {
 		"context_overflow.compact_timeout_seconds",
 		"timeline.retention_days",
 		"notify.waiting_on_user",
+		"machines.ssh_command",
 		"agents.claude.command",
 	}
 	defs := testReg.Defs()
@@ -166,6 +168,7 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"context_overflow.compact_timeout_seconds", "900", "900", func(s *Settings) { s.CompactTimeout = 15 * time.Minute }},
 		{"timeline.retention_days", " 90 ", "90", func(s *Settings) { s.RetentionDays = 90 }},
 		{"notify.waiting_on_user", "0", "false", func(s *Settings) { s.NotifyWaitingOnUser = false }},
+		{"machines.ssh_command", " ssh -F /tmp/cfg ", "ssh -F /tmp/cfg", func(s *Settings) { s.SSHCommand = "ssh -F /tmp/cfg" }},
 		{"agents.claude.command", " /opt/claude/bin/claude ", "/opt/claude/bin/claude", func(s *Settings) { s.AgentCommands["claude"] = "/opt/claude/bin/claude" }},
 	}
 	if len(tests) != len(testReg.Defs()) {

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/machines"
+	"github.com/session-supervisor/session-supervisor/settings"
+)
+
+// machineCommands reach other machines' supervisors.
+func machineCommands() []command {
+	return []command{
+		{"machines", "add NAME [USER@]HOST[:PORT] [--command PATH] | ls [--json] | rm NAME", "the other machines whose supervisors this one reaches over ssh", cmdMachines},
+		{"dial-stdio", "", "connect standard input and output to this machine's supervisor (what ssh runs for a client on another machine)", cmdDialStdio},
+	}
+}
+
+func cmdMachines(c *cli, args []string) error {
+	if len(args) == 0 {
+		return usagef("machines needs a subcommand: add, ls or rm")
+	}
+	sub, args := args[0], args[1:]
+	fs := c.newFlags("machines " + sub)
+	var asJSON *bool
+	var command *string
+	switch sub {
+	case "add":
+		command = fs.String("command", "", "the app's command on the remote (default "+machines.DefaultCommand+" on its PATH)")
+	case "ls":
+		asJSON = fs.Bool("json", false, "print JSON")
+	case "rm":
+	default:
+		return usagef("unknown machines subcommand %q", sub)
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return err
+	}
+	list, err := machines.Load(dir)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "add":
+		if len(pos) != 2 {
+			return usagef("machines add takes NAME and [USER@]HOST[:PORT]")
+		}
+		m, err := machines.Parse(pos[0], pos[1], *command)
+		if err != nil {
+			return err
+		}
+		if list, err = machines.Add(list, m); err != nil {
+			return err
+		}
+		if err := machines.Save(dir, list); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "added %s (%s); 'session-supervisor machines ls' checks it\n", m.Name, m.Target())
+	case "rm":
+		if len(pos) != 1 {
+			return usagef("machines rm takes NAME")
+		}
+		if list, err = machines.Remove(list, pos[0]); err != nil {
+			return err
+		}
+		if err := machines.Save(dir, list); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "removed %s\n", pos[0])
+	case "ls":
+		if len(pos) != 0 {
+			return usagef("machines ls takes no arguments")
+		}
+		return c.listMachines(dir, list, *asJSON)
+	}
+	return nil
+}
+
+// machineAware says whether a command talks to a supervisor through
+// c.client, so --machine can send it to another machine's: the app
+// commands but run (which starts this machine's).
+func machineAware(name string) bool {
+	for _, cmd := range appCommands() {
+		if cmd.name == name {
+			return name != "run"
+		}
+	}
+	return false
+}
+
+// machineStatus is one row of `machines ls`.
+type machineStatus struct {
+	Name       string    `json:"name"`
+	Target     string    `json:"target"`
+	Command    string    `json:"command"`
+	Reachable  bool      `json:"reachable"`
+	Version    string    `json:"version,omitempty"`
+	APIVersion int       `json:"api_version,omitempty"`
+	Sessions   int       `json:"sessions"`
+	LastSeen   time.Time `json:"last_seen,omitzero"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// listMachines asks every machine at once (a slow one does not hold up the
+// others) and records when each last answered.
+func (c *cli) listMachines(dir string, list []machines.Machine, asJSON bool) error {
+	ssh, err := c.sshCommand()
+	if err != nil {
+		return err
+	}
+	rows := make([]machineStatus, len(list))
+	var wg sync.WaitGroup
+	for i, m := range list {
+		wg.Go(func() { rows[i] = probeMachine(ssh, m) })
+	}
+	wg.Wait()
+	seen := false
+	for i := range list {
+		if rows[i].Reachable {
+			list[i].LastSeen, seen = rows[i].LastSeen, true
+		} else {
+			rows[i].LastSeen = list[i].LastSeen
+		}
+	}
+	if seen {
+		if err := machines.Save(dir, list); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		if rows == nil {
+			rows = []machineStatus{}
+		}
+		return writeJSON(c, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(c.stdout, "no machines yet: 'session-supervisor machines add NAME [USER@]HOST' adds one")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.human(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTARGET\tSTATE\tVERSION\tSESSIONS\tLAST SEEN")
+	for _, r := range rows {
+		state, sessionsText := "reachable", fmt.Sprint(r.Sessions)
+		if !r.Reachable {
+			state, sessionsText = "unreachable", "-"
+		}
+		last := "never"
+		if !r.LastSeen.IsZero() {
+			last = r.LastSeen.Local().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Target, state, orDash(r.Version), sessionsText, last)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(c.human(), "%s: %s\n", r.Name, r.Error)
+		}
+	}
+	return nil
+}
+
+// probeMachine connects to one machine, checks the API version and counts
+// its sessions.
+func probeMachine(ssh []string, m machines.Machine) machineStatus {
+	row := machineStatus{Name: m.Name, Target: m.Target(), Command: m.RemoteCommand()}
+	cl := machines.Client(ssh, m)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := cl.CheckVersion(ctx)
+	row.Version, row.APIVersion = h.Version, h.APIVersion
+	if err != nil {
+		row.Error = err.Error()
+		return row
+	}
+	list, err := cl.Sessions(ctx)
+	if err != nil {
+		row.Error = err.Error()
+		return row
+	}
+	row.Reachable, row.Sessions, row.LastSeen = true, len(list), time.Now().UTC().Truncate(time.Second)
+	return row
+}
+
+// sshCommand is machines.ssh_command as the database holds it (the app
+// persists every change before it applies it).
+func (c *cli) sshCommand() ([]string, error) {
+	st, err := c.openStore()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	svc, err := settings.NewService(context.Background(), settingsRegistry, st)
+	if err != nil {
+		return nil, err
+	}
+	v, err := svc.Value(machines.SSHCommandSetting)
+	if err != nil {
+		return nil, err
+	}
+	return machines.SplitCommand(v.Value)
+}
+
+// machineClient is the client for --machine NAME.
+func (c *cli) machineClient(name string) (*localapi.Client, error) {
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return nil, err
+	}
+	list, err := machines.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := machines.Find(list, name)
+	if !ok {
+		return nil, fmt.Errorf("no machine named %s ('session-supervisor machines ls' lists them)", name)
+	}
+	ssh, err := c.sshCommand()
+	if err != nil {
+		return nil, err
+	}
+	cl := machines.Client(ssh, m)
+	ctx, cancel := requestContext()
+	defer cancel()
+	if _, err := cl.CheckVersion(ctx); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// errNoSupervisor is what the bridge says when nothing answers here.
+var errNoSupervisor = errors.New("no Session Supervisor runs on this machine")
+
+// cmdDialStdio is the far end of a connection from another machine: ssh
+// runs it, and it joins its standard input and output to the local API's
+// socket. The API checks this process like any client (the same user,
+// not an agent's tool).
+func cmdDialStdio(c *cli, args []string) error {
+	fs := c.newFlags("dial-stdio")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("dial-stdio takes no arguments")
+	}
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return err
+	}
+	socket := filepath.Join(dir, localapi.SocketName)
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		return fmt.Errorf("%w (nothing answers on %s): start it with 'session-supervisor service start' or 'session-supervisor run --headless'", errNoSupervisor, socket)
+	}
+	defer conn.Close()
+	return bridge(conn.(*net.UnixConn), c.stdin, c.stdout)
+}
+
+// bridge copies both ways until the app closes the connection; the end of
+// the input is passed on as a half close, so a last request still gets
+// its answer.
+func bridge(conn *net.UnixConn, in io.Reader, out io.Writer) error {
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(conn, in)
+		if cerr := conn.CloseWrite(); err == nil {
+			err = cerr
+		}
+		sent <- err
+	}()
+	if f, ok := out.(*os.File); ok {
+		out = f // io.Copy's splice path for a pipe
+	}
+	_, err := io.Copy(out, conn)
+	if err != nil {
+		return fmt.Errorf("relaying the app's answers: %w", err)
+	}
+	select {
+	case err := <-sent:
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("relaying requests to the app: %w", err)
+		}
+	default:
+		// The app closed first; the input's copy ends with the process.
+	}
+	return nil
+}

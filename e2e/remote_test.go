@@ -1,0 +1,222 @@
+//go:build linux
+
+package e2e
+
+// Remote machines: Debian's OpenSSH server on 127.0.0.1 at a free port,
+// with a generated host key and client key, reached through a client
+// ssh_config (machines.ssh_command), exactly as ssh reaches another host.
+// The "remote" is a second app with its own HOME and data directory
+// running a real Claude Code CLI against the fake API.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// sshServer is one test's sshd and the client configuration that reaches
+// it under several host aliases.
+type sshServer struct {
+	dir    string
+	config string // the client's ssh_config
+	port   int
+}
+
+// startSSHD starts sshd in the foreground on 127.0.0.1 and writes a client
+// ssh_config with these aliases: "good" (the right host key and an
+// authorized key), "wronghostkey" (a known_hosts naming another key) and
+// "refusedkey" (a client key the server does not know).
+func startSSHD(t *testing.T) *sshServer {
+	t.Helper()
+	sshd := requireAnyTool(t, "sshd", "/usr/sbin/sshd")
+	requireTools(t, "ssh", "ssh-keygen")
+	dir, err := os.MkdirTemp("", "sshd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	keygen := func(name string) {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, name)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen %s: %v\n%s", name, err, out)
+		}
+	}
+	for _, k := range []string{"host", "otherhost", "client", "stranger"} {
+		keygen(k)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("authorized_keys", read("client.pub")+"\n")
+	write("known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", port, read("host.pub")))
+	write("wrong_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", port, read("otherhost.pub")))
+	write("sshd_config", fmt.Sprintf(`ListenAddress 127.0.0.1
+Port %d
+HostKey %s/host
+AuthorizedKeysFile %s/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile %s/sshd.pid
+`, port, dir, dir, dir))
+	alias := func(name, known, key string) string {
+		return fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  UserKnownHostsFile %s/%s\n  IdentityFile %s/%s\n", name, port, dir, known, dir, key)
+	}
+	write("ssh_config", alias("good", "known_hosts", "client")+alias("wronghostkey", "wrong_known_hosts", "client")+
+		alias("refusedkey", "known_hosts", "stranger")+"Host *\n  StrictHostKeyChecking yes\n  IdentitiesOnly yes\n  GlobalKnownHostsFile /dev/null\n")
+	if os.Geteuid() == 0 {
+		// sshd run by root wants its privilege separation directory,
+		// which the package's service unit would create.
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	log := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting sshd: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", log)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("sshd exited:\n%s", log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd does not listen on %d:\n%s", port, log)
+		}
+	}
+	return &sshServer{dir: dir, config: filepath.Join(dir, "ssh_config"), port: port}
+}
+
+// machineRow is one row of `machines ls --json`.
+type machineRow struct {
+	Name       string `json:"name"`
+	Reachable  bool   `json:"reachable"`
+	Version    string `json:"version"`
+	APIVersion int    `json:"api_version"`
+	Sessions   int    `json:"sessions"`
+	LastSeen   string `json:"last_seen"`
+	Error      string `json:"error"`
+}
+
+func (h *ce2eHarness) machines() map[string]machineRow {
+	h.t.Helper()
+	var rows []machineRow
+	if err := json.Unmarshal([]byte(h.mustCLI("machines", "ls", "--json")), &rows); err != nil {
+		h.t.Fatalf("machines ls --json: %v", err)
+	}
+	out := map[string]machineRow{}
+	for _, r := range rows {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// A managed session on another machine, driven from this one: listed,
+// launched, followed through its turn and acknowledged through ssh; the
+// ways a machine cannot be reached each say why.
+func TestRemoteMachineOverSSH(t *testing.T) {
+	t.Parallel()
+	srv := startSSHD(t)
+	remote := startAgentE2E(t, claudeE2EAgent, e2eOpts{})
+	appBin, _ := testBinaries(t)
+	data, err := os.MkdirTemp("", "ssl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	local := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir(),
+		env: append(os.Environ(), "HOME="+t.TempDir())}
+	t.Cleanup(local.cleanup)
+
+	local.mustCLI("settings", "set", "machines.ssh_command", "ssh -F "+srv.config)
+	onRemote := appBin + " --data-dir " + remote.data
+	local.mustCLI("machines", "add", "r1", "good", "--command", onRemote)
+	local.mustCLI("machines", "add", "wronghostkey", "wronghostkey", "--command", onRemote)
+	local.mustCLI("machines", "add", "refusedkey", "refusedkey", "--command", onRemote)
+	local.mustCLI("machines", "add", "noapp", "good", "--command", "/nonexistent/session-supervisor")
+	idle, err := os.MkdirTemp("", "ssi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(idle) })
+	local.mustCLI("machines", "add", "nosupervisor", "good", "--command", appBin+" --data-dir "+idle)
+
+	rows := local.machines()
+	if r := rows["r1"]; !r.Reachable || r.APIVersion != 1 || r.Version == "" || r.Sessions != 0 || r.LastSeen == "" || r.Error != "" {
+		t.Errorf("machines ls: r1 = %+v, want reachable, API 1, a version, no sessions, seen now", r)
+	}
+	for name, want := range map[string]string{
+		"wronghostkey": "Host key verification failed",
+		"refusedkey":   "Permission denied",
+		"noapp":        "the app is not installed there",
+		"nosupervisor": "no Session Supervisor runs on this machine",
+	} {
+		if r := rows[name]; r.Reachable || !strings.Contains(r.Error, want) || !strings.HasPrefix(r.Error, "machine "+name+": ") {
+			t.Errorf("machines ls: %s = %+v, want unreachable with an error naming it and saying %q", name, r, want)
+		}
+	}
+	if _, errOut, code := local.cli("--machine", "elsewhere", "ls"); code == 0 || !strings.Contains(errOut, "no machine named elsewhere") {
+		t.Errorf("--machine of an unknown machine: exit %d, %q", code, errOut)
+	}
+
+	// The turn, from this machine.
+	local.machine = "r1"
+	out := local.mustCLI("new", "--agent", "claude", "--cwd", remote.work, "--name", "far", "[[scenario:text]] hi")
+	id := strings.TrimSpace(out)
+	s := local.waitFor(id, "the remote turn to wait for review", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if s.Name != "far" || s.Cwd != remote.work {
+		t.Errorf("the remote session as this machine shows it: name %q cwd %q", s.Name, s.Cwd)
+	}
+	if got := remote.show(id); got.State != sessions.WaitingOnUser {
+		t.Errorf("the remote's own show: %v, want the same session waiting on the user", got.State)
+	}
+	local.mustCLI("ack", id)
+	local.waitFor(id, "ack through ssh to make it idle", ce2eIn(sessions.Idle))
+	local.machine = ""
+	if r := local.machines()["r1"]; r.Sessions != 1 {
+		t.Errorf("machines ls after the launch: r1 lists %d sessions, want 1", r.Sessions)
+	}
+	remote.expectStatuses("text", 200)
+	remote.stopApp()
+}
