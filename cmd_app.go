@@ -112,6 +112,9 @@ func cmdLs(c *cli, args []string) error {
 	if len(pos) != 0 {
 		return usagef("ls takes no arguments")
 	}
+	if handled, err := c.lsMachines(*asJSON); handled {
+		return err
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err

@@ -8,12 +8,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/machines"
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/settings"
 )
 
@@ -302,4 +306,95 @@ func bridge(conn *net.UnixConn, in io.Reader, out io.Writer) error {
 		// The app closed first; the input's copy ends with the process.
 	}
 	return nil
+}
+
+// machineSession is a session with the machine it runs on, as `ls --json`
+// prints it when machines are configured.
+type machineSession struct {
+	Machine string `json:"machine"`
+	sessions.Session
+}
+
+// lsMachines is `ls` when other machines are configured and no --machine
+// was given: every machine's sessions, this one's first, each asked at
+// once (a slow machine delays only its own rows, bounded by the request's
+// deadline). A machine that cannot be reached is named on stderr and its
+// rows are missing; the others are listed. handled is false when there are
+// no other machines.
+func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
+	if c.machine != "" {
+		return false, nil
+	}
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return false, err
+	}
+	list, err := machines.Load(dir)
+	if err != nil || len(list) == 0 {
+		return err != nil, err
+	}
+	ssh, err := c.sshCommand()
+	if err != nil {
+		return true, err
+	}
+	type answer struct {
+		list []sessions.Session
+		err  error
+	}
+	names := []string{machines.LocalName}
+	clients := []*localapi.Client{localapi.NewClient(dir)}
+	for _, m := range list {
+		names = append(names, m.Name)
+		clients = append(clients, machines.Client(ssh, m))
+	}
+	answers := make([]answer, len(clients))
+	ctx, cancel := requestContext()
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Go(func() {
+			defer cl.Close()
+			if i > 0 {
+				if _, err := cl.CheckVersion(ctx); err != nil {
+					answers[i].err = err
+					return
+				}
+			}
+			answers[i].list, answers[i].err = cl.Sessions(ctx)
+		})
+	}
+	wg.Wait()
+	rows := []machineSession{}
+	failed := 0
+	for i, a := range answers {
+		if a.err != nil {
+			failed++
+			fmt.Fprintf(c.stderr, "%s: %s\n", names[i], textsafe.Clean(a.err.Error()))
+			continue
+		}
+		group := slices.Clone(a.list)
+		view.Sort(group)
+		for _, s := range group {
+			rows = append(rows, machineSession{Machine: names[i], Session: s})
+		}
+	}
+	if failed == len(answers) {
+		return true, fmt.Errorf("no machine answered, this one included")
+	}
+	if asJSON {
+		return true, writeJSON(c, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(c.stdout, "no sessions on any machine yet; start one with 'session-supervisor [--machine NAME] new --cwd DIR PROMPT'")
+		return true, nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MACHINE\tID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
+	cells := textsafe.NewWriter(tw)
+	for _, r := range rows {
+		s := r.Session
+		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Machine, shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
+	}
+	return true, tw.Flush()
 }

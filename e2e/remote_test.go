@@ -217,6 +217,28 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	if r := local.machines()["r1"]; r.Sessions != 1 {
 		t.Errorf("machines ls after the launch: r1 lists %d sessions, want 1", r.Sessions)
 	}
+	// ls with machines configured: every machine's sessions, each row
+	// naming its machine; what could not be asked is named on stderr.
+	out, errOut, code := local.cli("ls", "--json")
+	var rows2 []struct {
+		Machine string `json:"machine"`
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows2); err != nil || code != 0 {
+		t.Fatalf("ls --json over machines: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if len(rows2) != 1 || rows2[0].Machine != "r1" || rows2[0].ID != id || rows2[0].Name != "far" {
+		t.Errorf("ls --json over machines = %+v, want the one session of r1", rows2)
+	}
+	for _, name := range []string{"local", "wronghostkey", "refusedkey", "noapp", "nosupervisor"} {
+		if !strings.Contains(errOut, name+": ") {
+			t.Errorf("ls over machines does not say why %s was not listed:\n%s", name, errOut)
+		}
+	}
+	if out := local.mustCLI("ls"); !strings.Contains(out, "MACHINE") || !strings.Contains(out, "r1") || !strings.Contains(out, "far") {
+		t.Errorf("ls over machines:\n%s", out)
+	}
 	remote.expectStatuses("text", 200)
 	remote.stopApp()
 }
