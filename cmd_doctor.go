@@ -10,6 +10,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/doctor"
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/machines"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -44,12 +45,13 @@ func cmdDoctor(c *cli, args []string) error {
 		dir = abs
 	}
 	rep := doctor.Run(context.Background(), c.doctorProbes(dir), doctor.Options{
-		Version: version,
-		DataDir: dir,
-		Socket:  filepath.Join(dir, localapi.SocketName),
-		GOOS:    runtime.GOOS,
-		Agents:  doctorAgents(),
-		Hooks:   c.doctorHooks(),
+		Version:  version,
+		DataDir:  dir,
+		Socket:   filepath.Join(dir, localapi.SocketName),
+		GOOS:     runtime.GOOS,
+		Agents:   doctorAgents(),
+		Hooks:    c.doctorHooks(),
+		Machines: c.doctorMachines(dir),
 	})
 	if *asJSON {
 		if err := writeJSON(c, rep); err != nil {
@@ -134,4 +136,25 @@ func (c *cli) serviceStatus(ctx context.Context) (packaging.Status, error) {
 		return packaging.Status{}, err
 	}
 	return m.Status(ctx)
+}
+
+// doctorMachines asks every other machine's supervisor (none configured:
+// no check).
+func (c *cli) doctorMachines(dir string) []doctor.Machine {
+	list, err := machines.Load(dir)
+	if err != nil {
+		return []doctor.Machine{{Name: "list", Target: filepath.Join(dir, machines.FileName), Err: err.Error(), Fix: "fix or remove the file"}}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	ssh, err := c.sshCommand()
+	if err != nil {
+		return []doctor.Machine{{Name: "list", Target: machines.SSHCommandSetting, Err: err.Error(), Fix: "session-supervisor settings reset " + machines.SSHCommandSetting}}
+	}
+	var out []doctor.Machine
+	for _, r := range probeMachines(ssh, list) {
+		out = append(out, doctor.Machine{Name: r.Name, Target: r.Target, Version: r.Version, Health: r.Health, Sessions: r.Sessions, Err: r.Error, Fix: r.Fix})
+	}
+	return out
 }

@@ -116,7 +116,11 @@ type machineStatus struct {
 	APIVersion int       `json:"api_version,omitempty"`
 	Sessions   int       `json:"sessions"`
 	LastSeen   time.Time `json:"last_seen,omitzero"`
-	Error      string    `json:"error,omitempty"`
+	// Health is the remote supervisor's loop status ("ok", "stalled").
+	Health string `json:"health,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Fix is what to do about Error.
+	Fix string `json:"fix,omitempty"`
 }
 
 // listMachines asks every machine at once (a slow one does not hold up the
@@ -126,12 +130,7 @@ func (c *cli) listMachines(dir string, list []machines.Machine, asJSON bool) err
 	if err != nil {
 		return err
 	}
-	rows := make([]machineStatus, len(list))
-	var wg sync.WaitGroup
-	for i, m := range list {
-		wg.Go(func() { rows[i] = probeMachine(ssh, m) })
-	}
-	wg.Wait()
+	rows := probeMachines(ssh, list)
 	seen := false
 	for i := range list {
 		if rows[i].Reachable {
@@ -179,6 +178,17 @@ func (c *cli) listMachines(dir string, list []machines.Machine, asJSON bool) err
 	return nil
 }
 
+// probeMachines asks every machine at once.
+func probeMachines(ssh []string, list []machines.Machine) []machineStatus {
+	rows := make([]machineStatus, len(list))
+	var wg sync.WaitGroup
+	for i, m := range list {
+		wg.Go(func() { rows[i] = probeMachine(ssh, m) })
+	}
+	wg.Wait()
+	return rows
+}
+
 // probeMachine connects to one machine, checks the API version and counts
 // its sessions.
 func probeMachine(ssh []string, m machines.Machine) machineStatus {
@@ -188,14 +198,14 @@ func probeMachine(ssh []string, m machines.Machine) machineStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h, err := cl.CheckVersion(ctx)
-	row.Version, row.APIVersion = h.Version, h.APIVersion
+	row.Version, row.APIVersion, row.Health = h.Version, h.APIVersion, h.Status
 	if err != nil {
-		row.Error = err.Error()
+		row.Error, row.Fix = err.Error(), machines.Advice(err, m)
 		return row
 	}
 	list, err := cl.Sessions(ctx)
 	if err != nil {
-		row.Error = err.Error()
+		row.Error, row.Fix = err.Error(), machines.Advice(err, m)
 		return row
 	}
 	row.Reachable, row.Sessions, row.LastSeen = true, len(list), time.Now().UTC().Truncate(time.Second)

@@ -197,6 +197,9 @@ type Options struct {
 	Agents []Agent
 	// Hooks, when set, is what main found about the Claude Code hooks.
 	Hooks *Hooks
+	// Machines is what main found asking each other machine's supervisor
+	// over ssh (machines ls), one check each.
+	Machines []Machine
 	// Bounds on what doctor waits for: an agent's --version (some CLIs
 	// start a runtime first), the app's health answer, a D-Bus query.
 	// Zero means the default.
@@ -239,6 +242,9 @@ func Run(ctx context.Context, p Probes, o Options) Report {
 	}
 	if o.Hooks != nil {
 		rep.Checks = append(rep.Checks, CheckHooks(*o.Hooks, time.Now()))
+	}
+	for _, m := range o.Machines {
+		rep.Checks = append(rep.Checks, CheckMachine(m))
 	}
 	if HasFreedesktop(o.GOOS) {
 		rep.Checks = append(rep.Checks, d.checkDesktopBus(ctx)...)

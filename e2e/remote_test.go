@@ -239,6 +239,30 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	if out := local.mustCLI("ls"); !strings.Contains(out, "MACHINE") || !strings.Contains(out, "r1") || !strings.Contains(out, "far") {
 		t.Errorf("ls over machines:\n%s", out)
 	}
+	// doctor checks each machine: the one that answers is ok, the others
+	// warn with their reason and what to do.
+	out, _, _ = local.cli("doctor", "--json")
+	var rep struct {
+		Checks []struct{ Name, Status, Detail, Fix string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
+	checks := map[string]string{}
+	for _, ch := range rep.Checks {
+		checks[ch.Name] = ch.Status + ": " + ch.Detail + " / " + ch.Fix
+	}
+	for name, want := range map[string]string{
+		"machine r1":           "ok: good: app ",
+		"machine wronghostkey": "warn: wronghostkey: machine wronghostkey: Host key verification failed",
+		"machine refusedkey":   "without a prompt",
+		"machine noapp":        "--command PATH",
+		"machine nosupervisor": "service start",
+	} {
+		if !strings.Contains(checks[name], want) {
+			t.Errorf("doctor: %s = %q, want it to say %q", name, checks[name], want)
+		}
+	}
 	remote.expectStatuses("text", 200)
 	remote.stopApp()
 }

@@ -220,3 +220,23 @@ func (t *tailBuffer) lastLine() string {
 	}
 	return ""
 }
+
+// Advice is what the user can do about a failed connection to m.
+func Advice(err error, m Machine) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		if strings.Contains(err.Error(), "API version") {
+			return "update the older of the two apps"
+		}
+		return fmt.Sprintf("check that the app on %s answers: ssh %s %s doctor", m.Name, m.Target(), m.RemoteCommand())
+	}
+	switch {
+	case e.ExitCode == 127:
+		return fmt.Sprintf("install the app on %s, or give its path: machines rm %s; machines add %s %s --command PATH", m.Name, m.Name, m.Name, m.Target())
+	case e.ExitCode == 255:
+		return fmt.Sprintf("make 'ssh %s true' work without a prompt (host key in known_hosts, your key accepted, the host reachable): the connection runs in BatchMode", m.Target())
+	case strings.Contains(e.Said, "no Session Supervisor runs"):
+		return fmt.Sprintf("start it on %s: session-supervisor service start (or run --headless)", m.Name)
+	}
+	return fmt.Sprintf("run 'ssh %s %s doctor' to see what is wrong there", m.Target(), m.RemoteCommand())
+}
