@@ -382,6 +382,9 @@ func cmdWatch(c *cli, args []string) error {
 	if len(pos) != 0 {
 		return usagef("watch takes no arguments")
 	}
+	if handled, err := c.watchMachines(*asJSON); handled {
+		return err
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -407,4 +408,115 @@ func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
 		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Machine, shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	return true, tw.Flush()
+}
+
+// watchMachines is `watch` when other machines are configured and no
+// --machine was given: one stream per machine, each on its own goroutine
+// with its own cursor, reconnected with backoff when it drops (resynced
+// from the cursor, so nothing is printed twice or lost), every event
+// carrying its machine. It runs until Ctrl-C. handled is false when there
+// are no other machines.
+func (c *cli) watchMachines(asJSON bool) (handled bool, err error) {
+	if c.machine != "" {
+		return false, nil
+	}
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return false, err
+	}
+	list, err := machines.Load(dir)
+	if err != nil || len(list) == 0 {
+		return err != nil, err
+	}
+	ssh, err := c.sshCommand()
+	if err != nil {
+		return true, err
+	}
+	ctx, stop := c.signalContext()
+	defer stop()
+	var out sync.Mutex // one line at a time, whichever machine it is from
+	follow := func(name string, cl *localapi.Client, remote bool) {
+		defer cl.Close()
+		lines := &linePrefixer{w: c.stdout, prefix: name + "  ", mu: &out}
+		mc := &cli{stdout: lines, stderr: c.stderr}
+		names := map[string]string{}
+		cursor := ""
+		for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+			err := func() error {
+				if remote {
+					if _, err := cl.CheckVersion(ctx); err != nil {
+						return err
+					}
+				}
+				return cl.Watch(ctx, cursor, func(m localapi.Message) error {
+					backoff = time.Second
+					cursor = m.Cursor.String()
+					if !asJSON {
+						printMessage(mc, m, names)
+						return nil
+					}
+					b, err := json.Marshal(machineMessage{Machine: name, Message: m})
+					if err != nil {
+						return err
+					}
+					out.Lock()
+					defer out.Unlock()
+					_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+					return err
+				})
+			}()
+			if ctx.Err() != nil {
+				return
+			}
+			reason := "the stream ended"
+			if err != nil {
+				reason = err.Error()
+			}
+			fmt.Fprintf(c.stderr, "%s: %s; reconnecting in %s\n", name, textsafe.Clean(reason), backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { follow(machines.LocalName, localapi.NewClient(dir), false) })
+	for _, m := range list {
+		wg.Go(func() { follow(m.Name, machines.Client(ssh, m), true) })
+	}
+	wg.Wait()
+	return true, nil
+}
+
+// machineMessage is one `watch --json` line with machines configured.
+type machineMessage struct {
+	Machine string `json:"machine"`
+	localapi.Message
+}
+
+// linePrefixer starts every line written through it with prefix, holding
+// mu for each write so machines' lines do not interleave.
+type linePrefixer struct {
+	w       io.Writer
+	prefix  string
+	mu      *sync.Mutex
+	midLine bool
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var buf []byte
+	for _, ch := range b {
+		if !p.midLine {
+			buf = append(buf, p.prefix...)
+		}
+		buf = append(buf, ch)
+		p.midLine = ch != '\n'
+	}
+	if _, err := p.w.Write(buf); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -9,13 +9,16 @@ package e2e
 // running a real Claude Code CLI against the fake API.
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,8 +214,17 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	if got := remote.show(id); got.State != sessions.WaitingOnUser {
 		t.Errorf("the remote's own show: %v, want the same session waiting on the user", got.State)
 	}
+	// watch with machines configured follows every machine at once, each
+	// event naming its machine.
+	w := startMergedWatch(t, appBin, local.data)
+	w.waitFor(t, "r1's snapshot listing the session", func(l mergedLine) bool {
+		return l.Machine == "r1" && l.Type == "snapshot" && slices.ContainsFunc(l.Sessions, func(s sessions.Session) bool { return s.ID == id })
+	})
 	local.mustCLI("ack", id)
 	local.waitFor(id, "ack through ssh to make it idle", ce2eIn(sessions.Idle))
+	w.waitFor(t, "r1's event of the session going idle", func(l mergedLine) bool {
+		return l.Machine == "r1" && l.Session != nil && l.Session.ID == id && l.Session.State == sessions.Idle
+	})
 	local.machine = ""
 	if r := local.machines()["r1"]; r.Sessions != 1 {
 		t.Errorf("machines ls after the launch: r1 lists %d sessions, want 1", r.Sessions)
@@ -265,4 +277,67 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	}
 	remote.expectStatuses("text", 200)
 	remote.stopApp()
+}
+
+// mergedLine is one line of `watch --json` with machines configured.
+type mergedLine struct {
+	Machine  string             `json:"machine"`
+	Type     string             `json:"type"`
+	Session  *sessions.Session  `json:"session"`
+	Sessions []sessions.Session `json:"sessions"`
+}
+
+// mergedWatch is a running `watch --json` and the lines it printed.
+type mergedWatch struct {
+	mu    sync.Mutex
+	lines []mergedLine
+}
+
+func startMergedWatch(t *testing.T, appBin, data string) *mergedWatch {
+	t.Helper()
+	cmd := exec.Command(appBin, "--data-dir", data, "watch", "--json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &syncBuffer{}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &mergedWatch{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			var l mergedLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				w.mu.Lock()
+				w.lines = append(w.lines, l)
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		<-done
+		_ = cmd.Wait()
+	})
+	return w
+}
+
+func (w *mergedWatch) waitFor(t *testing.T, what string, cond func(mergedLine) bool) {
+	t.Helper()
+	deadline := time.Now().Add(ce2eWait)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		found := slices.ContainsFunc(w.lines, cond)
+		w.mu.Unlock()
+		if found {
+			return
+		}
+		time.Sleep(ce2ePoll)
+	}
+	t.Fatalf("watch over machines never printed %s", what)
 }
