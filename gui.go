@@ -19,6 +19,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/tray"
@@ -111,7 +112,8 @@ func runGUI(d guiDeps) {
 		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
 	})
 
-	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs()})
+	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
+		FocusTerminal: focusTerminal})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
@@ -241,6 +243,11 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			_, err = d.src.Ack(ctx, it.SessionID)
 		case tray.ActResume:
 			_, err = d.src.Resume(ctx, it.SessionID)
+		case tray.ActGoToTerminal:
+			var s sessions.Session
+			if s, err = mdl.Session(it.SessionID); err == nil {
+				_, err = focusTerminal(ctx, s)
+			}
 		case tray.ActTogglePause:
 			// The menu's check shows the model's value; toggle that.
 			paused := mdl.Prefs().Paused

@@ -13,8 +13,11 @@ build_pkgs=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-d
   libxinerama-dev libxi-dev libxxf86vm-dev)
 # The tests also run the real app under Xvfb with a D-Bus session bus,
 # install the real Claude Code CLI from npm, and cross-compile the Windows
-# build with mingw-w64 (358 MB).
-test_pkgs=(xvfb dbus dbus-x11 imagemagick npm gcc-mingw-w64-x86-64-win32)
+# build with mingw-w64 (358 MB). Focus ("Go to terminal") is tested with
+# real tmux, and with xterms under openbox (an EWMH window manager),
+# raised through wmctrl and read back with xprop (x11-utils).
+test_pkgs=(xvfb dbus dbus-x11 imagemagick npm gcc-mingw-w64-x86-64-win32
+  tmux xterm openbox wmctrl x11-utils)
 
 case "$profile" in
   build) want=("${build_pkgs[@]}") ;;

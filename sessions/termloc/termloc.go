@@ -171,6 +171,15 @@ func (l *Location) String() string {
 	return "no terminal"
 }
 
+// Address is where to find the terminal by hand: the pane and its server
+// for tmux (what a client would attach to), else String.
+func (l *Location) Address() string {
+	if l != nil && l.Kind == KindTmux && l.Tmux != nil {
+		return fmt.Sprintf("tmux pane %s on the server %s", l.Tmux.Target(), l.Tmux.Socket)
+	}
+	return l.String()
+}
+
 func containsStr(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

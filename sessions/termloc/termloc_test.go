@@ -34,7 +34,7 @@ func TestTTYName(t *testing.T) {
 		want string
 	}{
 		{0, ""},
-		{136<<8 | 2, "/dev/pts/2"},  // 34818
+		{136<<8 | 2, "/dev/pts/2"},   // 34818
 		{137<<8 | 5, "/dev/pts/261"}, // second pts major
 		{136<<8 | (300&0xff | (300&^0xff)<<12), "/dev/pts/300"},
 		{4<<8 | 1, "/dev/tty1"},
@@ -175,6 +175,9 @@ func TestEqualAndJSON(t *testing.T) {
 	}
 	if (*Location)(nil).Equal(a) || !(*Location)(nil).Equal(nil) {
 		t.Error("nil compares wrong")
+	}
+	if got := a.Address(); got != "tmux pane work:2.1 on the server /s" {
+		t.Errorf("Address() = %q", got)
 	}
 	raw, err := json.Marshal(a)
 	if err != nil || !strings.Contains(string(raw), `"kind":"tmux"`) {

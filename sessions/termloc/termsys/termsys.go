@@ -51,7 +51,7 @@ func Focus(ctx context.Context, loc *termloc.Location) (Result, error) {
 	var res Result
 	for _, s := range steps {
 		if err := runStep(ctx, s); err != nil {
-			return res, fmt.Errorf("%w (%s): %s: %w", termloc.ErrCannotFocus, loc, s.Kind, err)
+			return res, fmt.Errorf("%w (%s): %w", termloc.ErrCannotFocus, loc.Address(), err)
 		}
 		res.Did = append(res.Did, describe(s))
 	}
