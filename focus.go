@@ -21,19 +21,21 @@ func focusSession(ctx context.Context, s sessions.Session) (termsys.Result, erro
 	if s.Source == sessions.Managed {
 		return termsys.Result{}, fmt.Errorf("%w: %s is a managed session: it runs in the background, in no terminal", termloc.ErrCannotFocus, s.DisplayName())
 	}
+	where := ""
+	if s.Terminal != nil {
+		where = " (it was in " + s.Terminal.String() + ")"
+	}
+	gone := fmt.Errorf("%w: the terminal of %s is gone: its process (pid %d) has exited%s", termloc.ErrCannotFocus, s.DisplayName(), s.PID, where)
 	if s.PID <= 0 || !s.ProcessAlive {
-		where := ""
-		if s.Terminal != nil {
-			where = " (it was in " + s.Terminal.String() + ")"
-		}
-		return termsys.Result{}, fmt.Errorf("%w: the terminal of %s is gone: its process (pid %d) has exited%s", termloc.ErrCannotFocus, s.DisplayName(), s.PID, where)
+		return termsys.Result{}, gone
 	}
 	loc, err := termsys.Locate(ctx, s.PID)
-	if loc == nil {
-		if s.Terminal != nil {
-			return termsys.Result{}, fmt.Errorf("%w: %v (last seen in %s)", termloc.ErrCannotFocus, err, s.Terminal)
-		}
-		return termsys.Result{}, fmt.Errorf("%w: %v", termloc.ErrCannotFocus, err)
+	switch {
+	case errors.Is(err, termsys.ErrGone):
+		// Exited since the app last looked.
+		return termsys.Result{}, gone
+	case loc == nil:
+		return termsys.Result{}, fmt.Errorf("%w: %w%s", termloc.ErrCannotFocus, err, where)
 	}
 	return termsys.Focus(ctx, loc)
 }

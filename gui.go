@@ -162,6 +162,17 @@ func runGUI(d guiDeps) {
 					fyne.Do(func() { win.ShowSession(id) })
 				}
 			})
+			loops.Go(func() {
+				for id := range c.Terminals() {
+					s, err := mdl.Session(id)
+					if err == nil {
+						_, err = focusTerminal(ctx, s)
+					}
+					if err != nil {
+						win.ShowError(fmt.Errorf("go to terminal: %w", err))
+					}
+				}
+			})
 		}
 	}
 	notes := d.src.Subscribe(notifyBuffer, false)

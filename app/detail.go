@@ -489,7 +489,7 @@ func (d *detailView) goToTerminal() {
 	}, func(err error) {
 		if s.ID != d.id {
 			if err != nil {
-				d.w.showErrorNow(fmt.Errorf("Go to terminal failed: %w", err))
+				d.w.showErrorNow(fmt.Errorf("go to terminal: %w", err))
 			}
 			return
 		}

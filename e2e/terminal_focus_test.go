@@ -95,6 +95,82 @@ func (w *focusWorld) session(pid int, limit time.Duration, what string, ok func(
 	}
 }
 
+// tmuxWorld is a real tmux server on a socket of the test's own with two
+// sessions: "other" (one window) and "work", whose second window is split
+// with the real CLI in pane 1; window 0 and pane 0 are current.
+type tmuxWorld struct {
+	t    *testing.T
+	sock string
+	pid  int // the CLI's, in work:1.1
+}
+
+func startTmuxWorld(t *testing.T, w *focusWorld) *tmuxWorld {
+	needTool(t, "tmux")
+	tw := &tmuxWorld{t: t, sock: filepath.Join(w.dir, "tmux.sock")}
+	tw.run("new-session", "-d", "-s", "other", "-x", "120", "-y", "40", "sleep 600")
+	server, _ := strconv.Atoi(tw.run("display-message", "-p", "#{pid}"))
+	t.Cleanup(func() {
+		exec.Command("tmux", "-S", tw.sock, "kill-server").Run()
+		for deadline := time.Now().Add(5 * time.Second); pidAlive(server) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	tw.run("new-session", "-d", "-s", "work", "-x", "120", "-y", "40", "sleep 600")
+	tw.run("new-window", "-t", "work", "sleep 600")
+	tw.run("split-window", "-t", "work:1", w.launcher)
+	tw.run("select-pane", "-t", "work:1.0")
+	tw.run("select-window", "-t", "work:0")
+	var err error
+	if tw.pid, err = strconv.Atoi(tw.run("display-message", "-p", "-t", "work:1.1", "#{pane_pid}")); err != nil {
+		t.Fatal(err)
+	}
+	return tw
+}
+
+func (tw *tmuxWorld) run(args ...string) string {
+	tw.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", tw.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	if err != nil {
+		tw.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// attached waits until the server's only client shows session.
+func (tw *tmuxWorld) attached(session string) {
+	tw.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); tw.run("list-clients", "-F", "#{client_session}") != session; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tw.t.Fatalf("no client on %s: %q", session, tw.run("list-clients", "-F", "#{client_session}"))
+		}
+	}
+}
+
+// focused checks that work:1.1 is current in its session and is what the
+// only client shows.
+func (tw *tmuxWorld) focused() {
+	tw.t.Helper()
+	if got := tw.run("display-message", "-p", "-t", "work", "#{window_index}.#{pane_index}"); got != "1.1" {
+		tw.t.Errorf("current window.pane of work is %s, want 1.1", got)
+	}
+	client := tw.run("list-clients", "-F", "#{client_tty}")
+	if got := tw.run("display-message", "-p", "-c", client, "#{session_name}:#{window_index}.#{pane_index}"); got != "work:1.1" {
+		tw.t.Errorf("the client shows %s, want work:1.1", got)
+	}
+}
+
+// located waits until the app locates the CLI in work:1.1 of this server.
+func (tw *tmuxWorld) located(w *focusWorld) sessions.Session {
+	tw.t.Helper()
+	s := w.session(tw.pid, 60*time.Second, "located in tmux", func(s sessions.Session) bool {
+		return s.Terminal != nil && s.Terminal.Kind == termloc.KindTmux
+	})
+	if got := s.Terminal.Tmux.Target(); got != "work:1.1" || s.Terminal.Tmux.Socket != tw.sock {
+		tw.t.Fatalf("located in %s on %s, want work:1.1 on %s", got, s.Terminal.Tmux.Socket, tw.sock)
+	}
+	return s
+}
+
 // The real interactive CLI in pane 1 of the second window of tmux session
 // "work", with window 0 and pane 0 current and the only client (under a
 // pty) attached to another session: the app locates the pane (show
@@ -102,37 +178,11 @@ func (w *focusWorld) session(pid int, limit time.Duration, what string, ok func(
 // client to "work". Once the CLI is gone, focus says so and where it was.
 func TestFocusTmuxPane(t *testing.T) {
 	t.Parallel()
-	needTool(t, "tmux")
 	w := startFocusWorld(t)
-	sock := filepath.Join(w.dir, "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	tmux("new-session", "-d", "-s", "other", "-x", "120", "-y", "40", "sleep 600")
-	server, _ := strconv.Atoi(tmux("display-message", "-p", "#{pid}"))
-	t.Cleanup(func() {
-		exec.Command("tmux", "-S", sock, "kill-server").Run()
-		for deadline := time.Now().Add(5 * time.Second); pidAlive(server) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "40", "sleep 600")
-	tmux("new-window", "-t", "work", "sleep 600")
-	tmux("split-window", "-t", "work:1", w.launcher)
-	tmux("select-pane", "-t", "work:1.0")
-	tmux("select-window", "-t", "work:0")
-	pid, err := strconv.Atoi(tmux("display-message", "-p", "-t", "work:1.1", "#{pane_pid}"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := startTmuxWorld(t, w)
 
 	// A second client, as a person's terminal would be, on "other".
-	client := exec.Command("tmux", "-S", sock, "attach", "-t", "other")
+	client := exec.Command("tmux", "-S", tw.sock, "attach", "-t", "other")
 	client.Env = append(os.Environ(), "TERM=xterm-256color")
 	ptmx, err := pty.StartWithSize(client, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
@@ -140,18 +190,9 @@ func TestFocusTmuxPane(t *testing.T) {
 	}
 	go io.Copy(io.Discard, ptmx)
 	t.Cleanup(func() { client.Process.Kill(); client.Wait(); ptmx.Close() })
-	for deadline := time.Now().Add(10 * time.Second); tmux("list-clients", "-F", "#{client_session}") != "other"; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the client did not attach: %q", tmux("list-clients", "-F", "#{client_session}"))
-		}
-	}
+	tw.attached("other")
 
-	s := w.session(pid, 60*time.Second, "located in tmux", func(s sessions.Session) bool {
-		return s.Terminal != nil && s.Terminal.Kind == termloc.KindTmux
-	})
-	if got := s.Terminal.Tmux.Target(); got != "work:1.1" || s.Terminal.Tmux.Socket != sock {
-		t.Fatalf("located in %s on %s, want work:1.1 on %s", got, s.Terminal.Tmux.Socket, sock)
-	}
+	s := tw.located(w)
 	var shown struct {
 		Terminal *termloc.Location `json:"terminal"`
 	}
@@ -168,30 +209,118 @@ func TestFocusTmuxPane(t *testing.T) {
 	start := time.Now()
 	code, out, errOut := w.h.cli("focus", s.ID)
 	t.Logf("focus took %s: exit %d\n%s%s", time.Since(start).Round(time.Millisecond), code, out, errOut)
-	if got := tmux("display-message", "-p", "-t", "work", "#{window_index}.#{pane_index}"); got != "1.1" {
-		t.Errorf("current window.pane of work is %s, want 1.1", got)
-	}
-	if got := tmux("list-clients", "-F", "#{client_session}"); got != "work" {
-		t.Errorf("the client shows %q, want work", got)
-	}
-	if got := tmux("display-message", "-p", "-c", tmux("list-clients", "-F", "#{client_tty}"), "#{session_name}:#{window_index}.#{pane_index}"); got != "work:1.1" {
-		t.Errorf("the client shows %s, want work:1.1", got)
-	}
+	tw.focused()
 	if !strings.Contains(out, "switched tmux client") || code == 0 || !strings.Contains(errOut, "no X display") {
 		t.Errorf("focus without a display: exit %d, stdout %q, stderr %q; want the tmux steps done and the raise refused", code, out, errOut)
 	}
 
 	// The refreshed location sees the client on "work".
-	w.session(pid, 30*time.Second, "attached after the focus", func(s sessions.Session) bool {
+	w.session(tw.pid, 30*time.Second, "attached after the focus", func(s sessions.Session) bool {
 		return s.Terminal != nil && strings.HasPrefix(s.Terminal.String(), "tmux work:1.1, attached in ")
 	})
 
 	// Gone: the pane's CLI killed, focus names where it was.
-	tmux("kill-pane", "-t", "work:1.1")
-	w.session(pid, 30*time.Second, "exited", func(s sessions.Session) bool { return !s.ProcessAlive })
+	tw.run("kill-pane", "-t", "work:1.1")
+	w.session(tw.pid, 30*time.Second, "exited", func(s sessions.Session) bool { return !s.ProcessAlive })
 	code, _, errOut = w.h.cli("focus", s.ID)
 	if code == 0 || !strings.Contains(errOut, "is gone") || !strings.Contains(errOut, "tmux work:1.1") {
 		t.Errorf("focus of a gone terminal: exit %d, %q; want it gone, last seen in tmux work:1.1", code, errOut)
+	}
+}
+
+// x11World is Xvfb with openbox (a window manager from Debian that
+// implements EWMH), and what the test starts on it.
+type x11World struct {
+	t       *testing.T
+	display string
+	env     []string
+}
+
+func startX11World(t *testing.T, home string) *x11World {
+	for _, tool := range []string{"Xvfb", "openbox", "xterm", "wmctrl", "xprop"} {
+		needTool(t, tool)
+	}
+	x := &x11World{t: t, display: startXvfb(t)}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "DISPLAY" && k != "WAYLAND_DISPLAY" && k != "HOME" && k != "TMUX" {
+			x.env = append(x.env, kv)
+		}
+	}
+	x.env = append(x.env, "DISPLAY="+x.display, "HOME="+home)
+	x.start("openbox", "--sm-disable")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out, err := x.output("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"); err == nil && strings.Contains(out, "window id") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("openbox did not start")
+		}
+	}
+	return x
+}
+
+func (x *x11World) start(name string, args ...string) *exec.Cmd {
+	x.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = x.env
+	if err := cmd.Start(); err != nil {
+		x.t.Fatalf("starting %s: %v", name, err)
+	}
+	x.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+func (x *x11World) output(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = x.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// window is the id of the managed window of process pid.
+func (x *x11World) window(pid int) int64 {
+	x.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := x.output("wmctrl", "-l", "-p")
+		if id, ok := termloc.WindowOfPID(out, pid); ok {
+			n, err := strconv.ParseInt(strings.TrimPrefix(id, "0x"), 16, 64)
+			if err != nil {
+				x.t.Fatal(err)
+			}
+			return n
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("no window of pid %d: %s", pid, out)
+		}
+	}
+}
+
+// active is the root window's _NET_ACTIVE_WINDOW.
+func (x *x11World) active() int64 {
+	x.t.Helper()
+	out, err := x.output("xprop", "-root", "_NET_ACTIVE_WINDOW")
+	_, id, ok := strings.Cut(out, "# ")
+	n, perr := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(id), "0x"), 16, 64)
+	if err != nil || !ok || perr != nil {
+		x.t.Fatalf("reading _NET_ACTIVE_WINDOW: %q, %v", out, err)
+	}
+	return n
+}
+
+func (x *x11World) activate(win int64) {
+	x.t.Helper()
+	if out, err := x.output("wmctrl", "-i", "-a", fmt.Sprintf("%#x", win)); err != nil {
+		x.t.Fatalf("activating %#x: %v: %s", win, err, out)
+	}
+	x.waitActive(win, "activating it by hand")
+}
+
+func (x *x11World) waitActive(win int64, what string) {
+	x.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); x.active() != win; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s: the active window is %#x, want %#x", what, x.active(), win)
+		}
 	}
 }
 
@@ -200,83 +329,12 @@ func TestFocusTmuxPane(t *testing.T) {
 // back from the root window's _NET_ACTIVE_WINDOW.
 func TestFocusX11Window(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"Xvfb", "openbox", "xterm", "wmctrl", "xprop"} {
-		needTool(t, tool)
-	}
 	w := startFocusWorld(t)
-	display := startXvfb(t)
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "DISPLAY" && k != "WAYLAND_DISPLAY" && k != "HOME" && k != "TMUX" {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "DISPLAY="+display, "HOME="+w.dir)
-	x := func(name string, args ...string) *exec.Cmd {
-		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Env = env
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting %s: %v", name, err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd
-	}
-	xout := func(name string, args ...string) (string, error) {
-		cmd := exec.Command(name, args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	x("openbox", "--sm-disable")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if out, err := xout("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"); err == nil && strings.Contains(out, "window id") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("openbox did not start")
-		}
-	}
-	mine := x("xterm", "-e", w.launcher)
-	other := x("xterm", "-e", "sleep", "600")
-	window := func(pid int) int64 {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			out, _ := xout("wmctrl", "-l", "-p")
-			if id, ok := termloc.WindowOfPID(out, pid); ok {
-				n, err := strconv.ParseInt(strings.TrimPrefix(id, "0x"), 16, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no window of pid %d: %s", pid, out)
-			}
-		}
-	}
-	active := func() int64 {
-		out, err := xout("xprop", "-root", "_NET_ACTIVE_WINDOW")
-		_, id, ok := strings.Cut(out, "# ")
-		n, perr := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(id), "0x"), 16, 64)
-		if err != nil || !ok || perr != nil {
-			t.Fatalf("reading _NET_ACTIVE_WINDOW: %q, %v", out, err)
-		}
-		return n
-	}
-	waitActive := func(win int64, what string) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); active() != win; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the active window is %#x, want %#x", what, active(), win)
-			}
-		}
-	}
-	winMine, winOther := window(mine.Process.Pid), window(other.Process.Pid)
-	if out, err := xout("wmctrl", "-i", "-a", fmt.Sprintf("%#x", winOther)); err != nil {
-		t.Fatalf("activating the other xterm: %v: %s", err, out)
-	}
-	waitActive(winOther, "before focus")
+	x := startX11World(t, w.dir)
+	mine := x.start("xterm", "-e", w.launcher)
+	other := x.start("xterm", "-e", "sleep", "600")
+	winMine, winOther := x.window(mine.Process.Pid), x.window(other.Process.Pid)
+	x.activate(winOther)
 
 	var pid int
 	for deadline := time.Now().Add(60 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
@@ -294,14 +352,46 @@ func TestFocusX11Window(t *testing.T) {
 		return s.Terminal != nil && s.Terminal.Kind == termloc.KindEmulator && s.Terminal.Holder.PID == mine.Process.Pid
 	})
 	t.Logf("located: %s", s.Terminal)
-	waitActive(winOther, "the session found") // nothing raised it on the way
+	x.waitActive(winOther, "the session found") // nothing raised it on the way
 
-	w.h.env = append(w.h.env, "DISPLAY="+display)
+	w.h.env = append(w.h.env, "DISPLAY="+x.display)
 	start := time.Now()
 	out := w.h.mustCLI("focus", s.ID)
 	t.Logf("focus took %s: %s", time.Since(start).Round(time.Millisecond), out)
 	if !strings.Contains(out, "raised the xterm window") {
 		t.Errorf("focus says %q", out)
 	}
-	waitActive(winMine, "after focus")
+	x.waitActive(winMine, "after focus")
+}
+
+// The whole chain: the CLI in tmux pane work:1.1, the server's only client
+// in an xterm showing "other", another xterm active. `focus` selects the
+// window and pane, switches that client to "work" and activates the xterm
+// that holds it.
+func TestFocusTmuxClientInXterm(t *testing.T) {
+	t.Parallel()
+	w := startFocusWorld(t)
+	tw := startTmuxWorld(t, w)
+	x := startX11World(t, w.dir)
+	holder := x.start("xterm", "-e", "tmux", "-S", tw.sock, "attach", "-t", "other")
+	other := x.start("xterm", "-e", "sleep", "600")
+	winHolder, winOther := x.window(holder.Process.Pid), x.window(other.Process.Pid)
+	tw.attached("other")
+	x.activate(winOther)
+
+	s := w.session(tw.pid, 60*time.Second, "located with its client in the xterm", func(s sessions.Session) bool {
+		if s.Terminal == nil || s.Terminal.Tmux == nil || len(s.Terminal.Tmux.Clients) != 1 {
+			return false
+		}
+		e := s.Terminal.Tmux.Clients[0].Emulator
+		return e != nil && e.PID == holder.Process.Pid
+	})
+	t.Logf("located: %s", s.Terminal)
+
+	w.h.env = append(w.h.env, "DISPLAY="+x.display)
+	start := time.Now()
+	out := w.h.mustCLI("focus", s.ID)
+	t.Logf("focus took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+	tw.focused()
+	x.waitActive(winHolder, "after focus")
 }

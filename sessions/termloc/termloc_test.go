@@ -39,7 +39,7 @@ func TestTTYName(t *testing.T) {
 		{136<<8 | (300&0xff | (300&^0xff)<<12), "/dev/pts/300"},
 		{4<<8 | 1, "/dev/tty1"},
 		{4<<8 | 64, ""}, // a serial port, not a console
-		{5<<8 | 0, ""},  // /dev/tty itself
+		{5 << 8, ""},    // /dev/tty itself
 	} {
 		got, ok := TTYName(tc.nr)
 		if got != tc.want || ok != (tc.want != "") {

@@ -5,7 +5,9 @@ package termsys
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +44,9 @@ func ancestors(pid int) []termloc.Stat {
 // gone is an error; one with no terminal is KindNone.
 func Locate(ctx context.Context, pid int) (*termloc.Location, error) {
 	st, err := readStat(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("locating the terminal of pid %d: %w", pid, ErrGone)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("locating the terminal of pid %d: %w", pid, err)
 	}

@@ -93,8 +93,8 @@ func TestLocateGoneAndNoTTY(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := Locate(context.Background(), pid); err == nil {
-		t.Fatal("located a process that is gone")
+	if _, err := Locate(context.Background(), pid); !errors.Is(err, ErrGone) {
+		t.Fatalf("locating a process that is gone: %v", err)
 	}
 	if _, err := Focus(context.Background(), nil); !errors.Is(err, termloc.ErrCannotFocus) {
 		t.Fatalf("focus of no location: %v", err)

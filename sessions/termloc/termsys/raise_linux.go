@@ -18,7 +18,7 @@ import (
 func raiseWindow(ctx context.Context, pid int, name string) error {
 	if os.Getenv("DISPLAY") == "" {
 		if os.Getenv("WAYLAND_DISPLAY") != "" {
-			return fmt.Errorf("raising the %s window: Wayland has no way for one app to activate another's window yet", name)
+			return fmt.Errorf("raising the %s window: not supported yet on Wayland (no X display)", name)
 		}
 		return fmt.Errorf("raising the %s window: no X display (DISPLAY is unset)", name)
 	}

@@ -92,5 +92,8 @@ func runStep(ctx context.Context, s termloc.Step) error {
 	return fmt.Errorf("unknown step %s", s.Kind)
 }
 
+// ErrGone is wrapped when the process to locate no longer runs.
+var ErrGone = errors.New("the process is gone")
+
 // ErrUnsupported is wrapped where this platform cannot locate or focus yet.
 var ErrUnsupported = errors.New("not supported yet on this platform")
