@@ -124,6 +124,8 @@ func startTmuxWorld(t *testing.T, w *focusWorld) *tmuxWorld {
 	if tw.pid, err = strconv.Atoi(tw.run("display-message", "-p", "-t", "work:1.1", "#{pane_pid}")); err != nil {
 		t.Fatal(err)
 	}
+	// Before the server goes: the CLI outlives its terminal's hangup.
+	t.Cleanup(func() { syscall.Kill(tw.pid, syscall.SIGKILL) })
 	return tw
 }
 
