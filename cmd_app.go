@@ -28,6 +28,7 @@ func appCommands() []command {
 		{"new", "[--agent NAME] --cwd DIR [--name NAME] [--permission-mode MODE] (PROMPT | - | --file F)", "launch a managed session; prints its id (- reads the prompt from standard input)", cmdNew},
 		{"ls", "[--json]", "list sessions", cmdLs},
 		{"show", "ID [--json]", "show one session", cmdShow},
+		{"focus", "ID", "bring the terminal a session runs in to the front (tmux pane, terminal window)", cmdFocus},
 		{"send", "ID (PROMPT | - | --file F)", "send a prompt to a session (- reads it from standard input)", cmdSend},
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
 		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},
@@ -160,16 +161,7 @@ func cmdShow(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("show takes one session id")
-	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := requestContext()
-	defer cancel()
-	s, err := cl.Session(ctx, pos[0])
+	s, err := c.oneSession("show", pos)
 	if err != nil {
 		return err
 	}
@@ -178,6 +170,20 @@ func cmdShow(c *cli, args []string) error {
 	}
 	printSession(c, s)
 	return nil
+}
+
+// oneSession is the session a command's one positional argument names.
+func (c *cli) oneSession(command string, pos []string) (sessions.Session, error) {
+	if len(pos) != 1 {
+		return sessions.Session{}, usagef("%s takes one session id", command)
+	}
+	cl, err := c.client()
+	if err != nil {
+		return sessions.Session{}, err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	return cl.Session(ctx, pos[0])
 }
 
 func printSession(c *cli, s sessions.Session) {
@@ -198,6 +204,9 @@ func printSession(c *cli, s sessions.Session) {
 		}
 	}
 	row("pid", pid)
+	if s.Terminal != nil {
+		row("terminal", s.Terminal.String())
+	}
 	row("state", s.State.Label())
 	row("evidence", s.Evidence)
 	if s.WaitReason != sessions.NoWait {

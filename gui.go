@@ -19,6 +19,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/tray"
@@ -111,7 +112,8 @@ func runGUI(d guiDeps) {
 		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
 	})
 
-	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs()})
+	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
+		FocusTerminal: focusTerminal})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
@@ -158,6 +160,17 @@ func runGUI(d guiDeps) {
 			loops.Go(func() {
 				for id := range c.Clicks() {
 					fyne.Do(func() { win.ShowSession(id) })
+				}
+			})
+			loops.Go(func() {
+				for id := range c.Terminals() {
+					s, err := mdl.Session(id)
+					if err == nil {
+						_, err = focusTerminal(ctx, s)
+					}
+					if err != nil {
+						win.ShowError(fmt.Errorf("go to terminal: %w", err))
+					}
 				}
 			})
 		}
@@ -241,6 +254,11 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			_, err = d.src.Ack(ctx, it.SessionID)
 		case tray.ActResume:
 			_, err = d.src.Resume(ctx, it.SessionID)
+		case tray.ActGoToTerminal:
+			var s sessions.Session
+			if s, err = mdl.Session(it.SessionID); err == nil {
+				_, err = focusTerminal(ctx, s)
+			}
 		case tray.ActTogglePause:
 			// The menu's check shows the model's value; toggle that.
 			paused := mdl.Prefs().Paused

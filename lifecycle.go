@@ -13,6 +13,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/services"
+	"github.com/session-supervisor/session-supervisor/sessions/termloc/termsys"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -54,7 +55,7 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 		return nil, err
 	}
 	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir), Logger: log,
-		Settings: svc.Get, SettingValues: svc.List})
+		Settings: svc.Get, SettingValues: svc.List, LocateTerminal: termsys.Locate})
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err
 	}

@@ -48,6 +48,9 @@ type detailView struct {
 	// resume is "Resume in the background", shown only where view.Allows it
 	// (a terminal session whose process died mid-turn).
 	resume *widget.Button
+	// goTerminal is "Go to terminal", for a session the app did not launch
+	// (enabled while its process runs; beside Resume once it is gone).
+	goTerminal *widget.Button
 
 	prompt *promptEntry
 	send   *widget.Button
@@ -119,6 +122,8 @@ func newDetailView(w *Window) *detailView {
 	})
 	d.resume.Importance = widget.HighImportance
 	d.resume.Hide()
+	d.goTerminal = widget.NewButtonWithIcon("Go to terminal", theme.ComputerIcon(), d.goToTerminal)
+	d.goTerminal.Hide()
 
 	d.prompt = newPromptEntry(d.sendPrompt)
 	d.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), d.sendPrompt)
@@ -139,7 +144,7 @@ func newDetailView(w *Window) *detailView {
 	)
 	// The left column holds what the user acts on, the prompt always in
 	// reach at its foot; the timeline gets the full height on the right.
-	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.resume))
+	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.goTerminal, d.resume))
 	d.leftScroll = container.NewVScroll(d.left)
 	left := container.NewBorder(nil, section("Send a prompt", d.prompt, sendRow), nil, nil, d.leftScroll)
 	d.timeline = newTimelineView(func() *time.Location { return w.now().Location() })
@@ -279,12 +284,16 @@ func (d *detailView) show(s sessions.Session) {
 	if mode == "" {
 		mode = "default"
 	}
-	d.info.Segments = infoSegments(
+	info := []string{
 		"Agent", fmt.Sprintf("%s (%s)", s.Agent, s.Source),
 		"Folder", shortPath(s.Cwd),
 		"Process", process,
 		"Turn", turn,
-		"Permissions", mode)
+		"Permissions", mode}
+	if s.Terminal != nil {
+		info = append(info, "Terminal", s.Terminal.String())
+	}
+	d.info.Segments = infoSegments(info...)
 	d.info.Refresh()
 
 	d.showRecovery(now)
@@ -307,6 +316,12 @@ func (d *detailView) show(s sessions.Session) {
 		d.resume.Hide()
 	}
 	setEnabled(d.openDir, s.Cwd != "" && d.w.dir != nil)
+	if d.w.focus != nil && s.Source != sessions.Managed {
+		setEnabled(d.goTerminal, view.Allows(s, view.GoToTerminal))
+		d.goTerminal.Show()
+	} else {
+		d.goTerminal.Hide()
+	}
 	d.relayout()
 }
 
@@ -454,6 +469,37 @@ func (d *detailView) sendPrompt() {
 			})
 		}
 		return s, err
+	})
+}
+
+// goToTerminal focuses the session's terminal and says what it did, or
+// what it could not do and where the terminal is.
+func (d *detailView) goToTerminal() {
+	if d.w.focus == nil {
+		return
+	}
+	s := d.s
+	d.setError("")
+	d.status.Hide()
+	var did string
+	d.w.act(func(ctx context.Context) error {
+		var err error
+		did, err = d.w.focus(ctx, s)
+		return err
+	}, func(err error) {
+		if s.ID != d.id {
+			if err != nil {
+				d.w.showErrorNow(fmt.Errorf("go to terminal: %w", err))
+			}
+			return
+		}
+		if err != nil {
+			d.setError("Go to terminal: " + err.Error())
+		} else {
+			d.status.SetText("Go to terminal: " + did + ".")
+			d.status.Show()
+		}
+		d.relayout()
 	})
 }
 

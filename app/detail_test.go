@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
@@ -337,5 +339,58 @@ func TestResumeButtonOnlyForADeadTerminalSession(t *testing.T) {
 	test.Tap(d.resume)
 	if !d.errLabel.Visible() || !strings.Contains(d.errLabel.Text, `no launcher for agent "claude"`) {
 		t.Fatalf("after Resume: error %q", d.errLabel.Text)
+	}
+}
+
+// "Go to terminal" is offered for a session the app did not launch (never
+// for a managed one), enabled while its process runs and disabled beside
+// Resume once it is gone; what the focus did, or why it could not, is shown.
+func TestGoToTerminalForATerminalSession(t *testing.T) {
+	list := seed()
+	live := list[0]
+	live.ID, live.Name, live.Source, live.AgentSessionID = "t8", "in-tmux", sessions.Observed, "sid-8"
+	live.PID, live.ProcessAlive = 4242, true
+	live.Terminal = &termloc.Location{Kind: termloc.KindTmux, TTY: "/dev/pts/4", Tmux: &termloc.Tmux{Socket: "/s", Session: "work", Window: 2, Pane: 1}}
+	dead := live
+	dead.ID, dead.ProcessAlive = "t9", false
+	e := newEnv(t, append(list, dead), nil)
+	// Into the model as the runtime publishes it while its process runs
+	// (booted from the store, a terminal session's process is not known).
+	e.m.Put(live)
+	var asked []string
+	e.w.focus = func(_ context.Context, s sessions.Session) (string, error) {
+		asked = append(asked, s.ID)
+		return "", testError("cannot focus the terminal: no X display")
+	}
+	d := e.w.detail
+	e.w.ShowSession("a1")
+	if d.goTerminal.Visible() {
+		t.Fatal("Go to terminal offered for a managed session")
+	}
+	e.w.ShowSession("t8")
+	if !d.goTerminal.Visible() || d.goTerminal.Disabled() {
+		t.Fatal("Go to terminal not offered for a running terminal session")
+	}
+	if info := richString(d.info); !strings.Contains(info, "tmux work:2.1, not attached") {
+		t.Errorf("the detail does not say where it runs: %q", info)
+	}
+	test.Tap(d.goTerminal)
+	if !d.errLabel.Visible() || !strings.Contains(d.errLabel.Text, "no X display") {
+		t.Fatalf("a failed focus shows %q", d.errLabel.Text)
+	}
+	e.w.focus = func(_ context.Context, s sessions.Session) (string, error) {
+		asked = append(asked, s.ID)
+		return "selected tmux pane work:2.1", nil
+	}
+	test.Tap(d.goTerminal)
+	if !d.status.Visible() || !strings.Contains(d.status.Text, "selected tmux pane work:2.1") || d.errLabel.Visible() {
+		t.Fatalf("after focus: status %q, error %q", d.status.Text, d.errLabel.Text)
+	}
+	e.w.ShowSession("t9")
+	if !d.goTerminal.Visible() || !d.goTerminal.Disabled() || !d.resume.Visible() {
+		t.Fatalf("gone: Go to terminal visible %t disabled %t, Resume visible %t", d.goTerminal.Visible(), d.goTerminal.Disabled(), d.resume.Visible())
+	}
+	if len(asked) != 2 || asked[0] != "t8" {
+		t.Errorf("focus asked for %q", asked)
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// order: what Settings shows and validates as the user types (the
 	// running app's service stays the authority).
 	SettingDefs []localapi.SettingDef
+	// FocusTerminal brings the terminal a session runs in to the front and
+	// says what it did ("Go to terminal"); it runs where the desktop is.
+	// Nil hides the action.
+	FocusTerminal func(ctx context.Context, s sessions.Session) (string, error)
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -53,6 +57,8 @@ type Window struct {
 	agents []sessions.AgentInfo
 	// settingDefs are Options.SettingDefs.
 	settingDefs []localapi.SettingDef
+	// focus is Options.FocusTerminal.
+	focus func(ctx context.Context, s sessions.Session) (string, error)
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -90,6 +96,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
 		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
+		focus: opts.FocusTerminal,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}

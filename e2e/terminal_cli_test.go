@@ -128,31 +128,14 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 	if bin == "" {
 		bin = interactiveClaude(t)
 	}
-	api, err := fakeapi.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Close)
-	proxy, closeProxy, err := fakeapi.StartRefusingProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeProxy)
 	home, work := t.TempDir(), t.TempDir()
+	api, proxy := claudeTerminalFakes(t, home, work)
 	// Short: the CLI's inbox socket lives under it.
 	run, err := os.MkdirTemp("", "xr")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(run) })
-	onboarding, _ := json.Marshal(map[string]any{
-		"hasCompletedOnboarding": true,
-		"customApiKeyResponses":  map[string]any{"approved": []string{"test"}},
-		"projects":               map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}},
-	})
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), onboarding, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	if o.noSessionFile {
 		os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
 		if err := os.WriteFile(filepath.Join(home, ".claude", "sessions"), nil, 0o600); err != nil {
@@ -211,6 +194,33 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 	return w
 }
 
+// claudeTerminalFakes starts the fake API and its refusing proxy for the
+// test's length, and writes under home what an interactive CLI in work
+// needs to start without asking (onboarding done, the key and the folder
+// trusted).
+func claudeTerminalFakes(t *testing.T, home, work string) (*fakeapi.Server, string) {
+	t.Helper()
+	api, err := fakeapi.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(api.Close)
+	proxy, closeProxy, err := fakeapi.StartRefusingProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeProxy)
+	onboarding, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true,
+		"customApiKeyResponses":  map[string]any{"approved": []string{"test"}},
+		"projects":               map[string]any{work: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), onboarding, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return api, proxy
+}
+
 func (w *ptyWorld) fail(format string, args ...any) {
 	w.t.Helper()
 	var recs []string
@@ -236,14 +246,9 @@ func (w *ptyWorld) observed(limit time.Duration, what string, ok func(sessions.S
 	w.t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		var list []sessions.Session
-		if err := json.Unmarshal([]byte(w.h.mustCLI("ls", "--json")), &list); err != nil {
-			w.t.Fatal(err)
-		}
-		for _, s := range list {
-			if s.Source != sessions.Managed && s.PID == w.cmd.Process.Pid && ok(s) {
-				return s
-			}
+		s, list, found := terminalSessionOf(w.h, w.cmd.Process.Pid, ok)
+		if found {
+			return s
 		}
 		if time.Now().After(deadline) {
 			var tl []string
@@ -255,6 +260,21 @@ func (w *ptyWorld) observed(limit time.Duration, what string, ok func(sessions.S
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// terminalSessionOf is the terminal session of pid that `ls --json` lists
+// satisfying ok (found), and the whole list for a failure's message.
+func terminalSessionOf(h *appE2E, pid int, ok func(sessions.Session) bool) (s sessions.Session, list []sessions.Session, found bool) {
+	h.t.Helper()
+	if err := json.Unmarshal([]byte(h.mustCLI("ls", "--json")), &list); err != nil {
+		h.t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.Source != sessions.Managed && s.PID == pid && ok(s) {
+			return s, list, true
+		}
+	}
+	return sessions.Session{}, list, false
 }
 
 // typeLine types text into the terminal, then Enter as a separate write

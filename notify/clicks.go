@@ -33,7 +33,9 @@ type Clickable struct {
 	ids    map[uint32]string // notification id → session id
 	order  []uint32
 	clicks chan string
-	done   chan struct{}
+	// terminals yields the session of each "Go to terminal" action.
+	terminals chan string
+	done      chan struct{}
 }
 
 // NewClickable connects to the session bus (DBUS_SESSION_BUS_ADDRESS) and
@@ -55,7 +57,7 @@ func newClickable(conn *dbus.Conn, appName, icon string) (*Clickable, error) {
 		}
 	}
 	c := &Clickable{conn: conn, appName: appName, icon: icon, ids: map[uint32]string{},
-		clicks: make(chan string, 8), done: make(chan struct{})}
+		clicks: make(chan string, 8), terminals: make(chan string, 8), done: make(chan struct{})}
 	signals := make(chan *dbus.Signal, 16)
 	conn.Signal(signals)
 	go c.listen(signals)
@@ -66,6 +68,7 @@ func newClickable(conn *dbus.Conn, appName, icon string) (*Clickable, error) {
 func (c *Clickable) listen(signals <-chan *dbus.Signal) {
 	defer close(c.done)
 	defer close(c.clicks)
+	defer close(c.terminals)
 	for sig := range signals {
 		if len(sig.Body) < 2 {
 			continue
@@ -76,12 +79,18 @@ func (c *Clickable) listen(signals <-chan *dbus.Signal) {
 		}
 		switch sig.Name {
 		case fdoIface + ".ActionInvoked":
-			if action, _ := sig.Body[1].(string); action != "default" {
+			var to chan string
+			switch action, _ := sig.Body[1].(string); action {
+			case "default":
+				to = c.clicks
+			case terminalAction:
+				to = c.terminals
+			default:
 				continue
 			}
 			if session := c.forget(id); session != "" {
 				select {
-				case c.clicks <- session:
+				case to <- session:
 				default: // nobody reads fast enough: a click is not worth blocking for
 				}
 			}
@@ -99,10 +108,17 @@ func (c *Clickable) forget(id uint32) string {
 	return s
 }
 
-// Send shows n with a default action ("Open") bound to its session.
+// terminalAction is the action key of "Go to terminal".
+const terminalAction = "terminal"
+
+// Send shows n with a default action ("Open") bound to its session, and
+// "Go to terminal" when the session runs in one.
 func (c *Clickable) Send(n Notification, _ []byte) error {
 	var id uint32
 	actions := []string{"default", "Open"}
+	if n.Terminal {
+		actions = append(actions, terminalAction, "Go to terminal")
+	}
 	call := c.conn.Object(fdoName, fdoPath).Call(fdoIface+".Notify", 0,
 		c.appName, uint32(0), c.icon, n.Title, n.Body, actions, map[string]dbus.Variant{}, int32(-1))
 	if call.Err != nil {
@@ -128,6 +144,10 @@ func (c *Clickable) Send(n Notification, _ []byte) error {
 // Clicks yields the session of each clicked notification; it is closed
 // when the Clickable is closed.
 func (c *Clickable) Clicks() <-chan string { return c.clicks }
+
+// Terminals yields the session of each notification whose "Go to
+// terminal" action was chosen; it is closed when the Clickable is closed.
+func (c *Clickable) Terminals() <-chan string { return c.terminals }
 
 // Close stops listening.
 func (c *Clickable) Close() error {

@@ -123,4 +123,30 @@ func TestClickOpensItsSession(t *testing.T) {
 		t.Fatalf("a second click %q was reported", got)
 	default:
 	}
+
+	// A terminal session's notification offers "Go to terminal"; choosing
+	// it yields the session on Terminals, not on Clicks.
+	if err := c.Send(Notification{Title: "delta needs attention", SessionID: "sess-d", Terminal: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	got := strings.Join(svc.actions[3], ",")
+	svc.mu.Unlock()
+	if got != "default,Open,terminal,Go to terminal" {
+		t.Fatalf("actions of a terminal session's notification: %s", got)
+	}
+	emit("ActionInvoked", uint32(104), "terminal")
+	select {
+	case got := <-c.Terminals():
+		if got != "sess-d" {
+			t.Fatalf("Go to terminal for %q, want sess-d", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Go to terminal reported")
+	}
+	select {
+	case got := <-c.Clicks():
+		t.Fatalf("Go to terminal also opened %q", got)
+	default:
+	}
 }

@@ -28,6 +28,16 @@ type Notification struct {
 	Body  string
 	// SessionID is the session it is about: clicking it opens that session.
 	SessionID string
+	// Terminal is set when that session runs in a terminal (the app did
+	// not launch it and its process runs): a sender that supports actions
+	// offers "Go to terminal".
+	Terminal bool
+}
+
+// inTerminal is whether s runs in a terminal one can go to: the same rule
+// as the views' "Go to terminal" (view.Allows), which notify may not import.
+func inTerminal(s sessions.Session) bool {
+	return s.Source != sessions.Managed && s.PID > 0 && s.ProcessAlive
 }
 
 // maxBody bounds the body: a notification is a glance, not a report.
@@ -95,12 +105,12 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 		k := escalationKey(s)
 		if !d.sent[k] {
 			d.sent[k] = true
-			return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
+			return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " needs attention", Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID, Terminal: inTerminal(s)}, true
 		}
 	}
 	if k, ok := waitKey(s); ok && waitingOnUser && !d.sent[k] {
 		d.sent[k] = true
-		return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID}, true
+		return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID, Terminal: inTerminal(s)}, true
 	}
 	return Notification{}, false
 }

@@ -328,3 +328,25 @@ func TestGateLeavesNotificationsToTheDesktop(t *testing.T) {
 		t.Fatalf("a new incident with no desktop attached: sent %+v, want one", out)
 	}
 }
+
+// A notification about a session running in a terminal says so (a sender
+// with actions offers "Go to terminal"); a managed one's, or one whose
+// process is gone, does not.
+func TestNotificationSaysTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*sessions.Session)
+		want bool
+	}{
+		{"managed", func(x *sessions.Session) { x.PID, x.ProcessAlive = 42, true }, false},
+		{"terminal, running", func(x *sessions.Session) { x.Source, x.PID, x.ProcessAlive = sessions.Observed, 42, true }, true},
+		{"terminal, gone", func(x *sessions.Session) { x.Source, x.PID = sessions.Observed, 42 }, false},
+	} {
+		d := NewDecider(nil)
+		d.Observe(s("a", sessions.Working, tc.mod), true)
+		note, ok := d.Observe(s("a", sessions.Interrupted, func(x *sessions.Session) { tc.mod(x); escalated(x) }), true)
+		if !ok || note.Terminal != tc.want {
+			t.Errorf("%s: notified %t, Terminal %t; want %t", tc.name, ok, note.Terminal, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 )
 
@@ -163,11 +164,16 @@ type Session struct {
 	PermissionMode string      `json:"permission_mode,omitempty"`
 	// ResumedFrom is the session this managed one was resumed from in the
 	// background (a terminal session whose process died mid-turn).
-	ResumedFrom    string    `json:"resumed_from,omitempty"`
-	SkippedLines   int       `json:"skipped_lines"`
-	StateChangedAt time.Time `json:"state_changed_at,omitzero"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	// Terminal is where a terminal session's agent lives (its tty, tmux
+	// pane, emulator), refreshed by the tick; nil for a managed session or
+	// before the first look. A new value replaces it whole, never edited in
+	// place, so a Clone may share it.
+	Terminal       *termloc.Location `json:"terminal,omitempty"`
+	SkippedLines   int               `json:"skipped_lines"`
+	StateChangedAt time.Time         `json:"state_changed_at,omitzero"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
 }
 
 // Clone returns a deep copy, so a reducer never mutates its input.

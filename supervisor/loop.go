@@ -128,6 +128,7 @@ func PolicyFromSettings(set settings.Settings) core.Policy {
 func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	policy := PolicyFromSettings(set)
 	r.w.kick() // retry writes that failed earlier
+	r.refreshTerminals(ctx, time.Now())
 
 	type probed struct {
 		e     *entry

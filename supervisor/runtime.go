@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
@@ -56,6 +57,8 @@ type Runtime struct {
 	w            *writer
 	health       healthStats
 	values       func() []settings.Value
+	// locate is Options.LocateTerminal (nil: terminals are not located).
+	locate locateFunc
 	// connectivity is asked once per tick, outside the lock.
 	connectivity func() Connectivity
 	// writeTimeout bounds one write to an agent's stdin.
@@ -91,6 +94,8 @@ type entry struct {
 	changed sessions.Session
 	// ext links an observed session to its source (nil when managed).
 	ext *extHandle
+	// locatedAt is when its terminal was last located (refreshTerminals).
+	locatedAt time.Time
 }
 
 // Options configures a Runtime.
@@ -121,6 +126,9 @@ type Options struct {
 	// NudgeVerify bounds how long a nudge into a terminal session may take
 	// to show (0: DefaultNudgeVerify).
 	NudgeVerify time.Duration
+	// LocateTerminal, when set, says where a terminal session's process
+	// lives (termsys.Locate); the tick refreshes Session.Terminal with it.
+	LocateTerminal func(ctx context.Context, pid int) (*termloc.Location, error)
 }
 
 // DefaultWriteTimeout is how long an agent may leave a prompt unread before
@@ -144,6 +152,7 @@ func New(opts Options) *Runtime {
 	}
 	r.w = newWriter(opts.Store, log)
 	r.values = opts.SettingValues
+	r.locate = opts.LocateTerminal
 	r.connectivity = opts.Connectivity
 	if r.connectivity == nil {
 		r.connectivity = defaultConnectivity()

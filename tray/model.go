@@ -35,9 +35,12 @@ const (
 	// ActResume resumes a terminal session whose process is gone in the
 	// background (offered only when view.Allows it).
 	ActResume
+	// ActGoToTerminal brings the terminal a session runs in to the front
+	// (a session the app did not launch; enabled while its process runs).
+	ActGoToTerminal
 )
 
-var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume"}
+var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume", "go_to_terminal"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -189,6 +192,9 @@ func sessionItem(s sessions.Session, now time.Time) Item {
 			{Label: "Interrupt turn", Action: ActInterrupt, SessionID: s.ID, Disabled: !view.Allows(s, view.Interrupt)},
 			{Label: "Acknowledge", Action: ActAcknowledge, SessionID: s.ID, Disabled: !view.Allows(s, view.Acknowledge)},
 		},
+	}
+	if s.Source != sessions.Managed {
+		it.Children = append(it.Children, Item{Label: "Go to terminal", Action: ActGoToTerminal, SessionID: s.ID, Disabled: !view.Allows(s, view.GoToTerminal)})
 	}
 	if view.Allows(s, view.Resume) {
 		// Only where it applies (a terminal session whose process died):

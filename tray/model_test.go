@@ -321,3 +321,31 @@ func TestResumeItemOnlyWhereAllowed(t *testing.T) {
 		t.Error(ActResume.String())
 	}
 }
+
+// "Go to terminal" is on every session the app did not launch, enabled
+// while its process runs (the shared rule, view.Allows), never on a
+// managed one.
+func TestGoToTerminalItem(t *testing.T) {
+	running := sess("t1", "running", sessions.Working, func(s *sessions.Session) {
+		s.Source, s.PID, s.ProcessAlive = sessions.Observed, 4242, true
+	})
+	gone := sess("t2", "gone", sessions.Interrupted, func(s *sessions.Session) { s.Source, s.PID = sessions.Observed, 4242 })
+	managed := sess("m1", "managed", sessions.Working, func(s *sessions.Session) { s.PID, s.ProcessAlive = 4242, true })
+	for _, tc := range []struct {
+		s                 sessions.Session
+		present, disabled bool
+	}{{running, true, false}, {gone, true, true}, {managed, false, false}} {
+		var found *Item
+		for _, c := range sessionItem(tc.s, now).Children {
+			if c.Action == ActGoToTerminal {
+				found = &c
+			}
+		}
+		if (found != nil) != tc.present || found != nil && (found.Label != "Go to terminal" || found.SessionID != tc.s.ID || found.Disabled != tc.disabled) {
+			t.Errorf("%s: item %+v, want present %t disabled %t", tc.s.Name, found, tc.present, tc.disabled)
+		}
+	}
+	if ActGoToTerminal.String() != "go_to_terminal" {
+		t.Error(ActGoToTerminal.String())
+	}
+}

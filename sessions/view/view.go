@@ -179,9 +179,12 @@ const (
 	// Resume launches a terminal session whose process is gone mid-turn as
 	// a managed session with the nudge ("Resume in the background").
 	Resume
+	// GoToTerminal brings the terminal a session runs in to the front
+	// ("Go to terminal").
+	GoToTerminal
 )
 
-var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume"}
+var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume", "go_to_terminal"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -201,6 +204,9 @@ func (a Action) String() string {
 //   - Resume needs a session the app did not launch, whose process is gone
 //     and whose turn died (Interrupted or Errored), with the agent's own
 //     session id to resume (the runtime's resumable is the same rule).
+//   - GoToTerminal needs a session the app did not launch whose process
+//     runs: a managed one has no terminal, a gone one's terminal is gone
+//     (Resume is offered beside it).
 func Allows(s sessions.Session, a Action) bool {
 	switch a {
 	case Acknowledge:
@@ -213,6 +219,8 @@ func Allows(s sessions.Session, a Action) bool {
 		return s.Permission != nil && s.State == sessions.WaitingOnUser
 	case Resume:
 		return sessions.WhyNotResumable(s) == ""
+	case GoToTerminal:
+		return s.Source != sessions.Managed && s.PID > 0 && s.ProcessAlive
 	}
 	return false
 }

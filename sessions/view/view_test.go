@@ -208,17 +208,18 @@ func TestAllows(t *testing.T) {
 		{"escalated in turn", mk("a", sessions.Suspect, escalated), map[Action]bool{Interrupt: true, Acknowledge: true}},
 		{"terminal, process gone mid-turn", mk("a", sessions.Interrupted, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true}},
 		{"terminal, process gone after a failure", mk("a", sessions.Errored, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true}},
-		{"terminal, alive", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.ProcessAlive = true }),
-			map[Action]bool{Nudge: true, Acknowledge: true}},
+		{"terminal, alive", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.ProcessAlive, s.PID = true, 4242 }),
+			map[Action]bool{Nudge: true, Acknowledge: true, GoToTerminal: true}},
 		{"terminal, no agent session id", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.AgentSessionID = "" }),
 			map[Action]bool{Nudge: true, Acknowledge: true}},
 		{"terminal, resumed (idle)", mk("a", sessions.Idle, deadTerminal), map[Action]bool{Nudge: true}},
+		{"managed, running", mk("a", sessions.Idle, func(s *sessions.Session) { s.ProcessAlive, s.PID = true, 4242 }), map[Action]bool{Nudge: true}},
 		{"managed, interrupted", mk("a", sessions.Interrupted, func(s *sessions.Session) { s.AgentSessionID = "sid" }),
 			map[Action]bool{Nudge: true, Acknowledge: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume} {
+			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume, GoToTerminal} {
 				if got := Allows(tc.s, a); got != tc.want[a] {
 					t.Errorf("Allows(%s) = %t, want %t", a, got, tc.want[a])
 				}
