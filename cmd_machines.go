@@ -26,7 +26,7 @@ import (
 func machineCommands() []command {
 	return []command{
 		{"machines", "add NAME [USER@]HOST[:PORT] [--command PATH] | ls [--json] | rm NAME", "the other machines whose supervisors this one reaches over ssh", cmdMachines},
-		{"dial-stdio", "", "connect standard input and output to this machine's supervisor (what ssh runs for a client on another machine)", cmdDialStdio},
+		{"dial-stdio", "[--start]", "connect standard input and output to this machine's supervisor (what ssh runs for a client on another machine); --start starts the user's service first when none runs", cmdDialStdio},
 	}
 }
 
@@ -269,6 +269,7 @@ var errNoSupervisor = errors.New("no Session Supervisor runs on this machine")
 // not an agent's tool).
 func cmdDialStdio(c *cli, args []string) error {
 	fs := c.newFlags("dial-stdio")
+	start := fs.Bool("start", false, "start the user's service when no supervisor runs, and wait for it")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -282,11 +283,36 @@ func cmdDialStdio(c *cli, args []string) error {
 	}
 	socket := filepath.Join(dir, localapi.SocketName)
 	conn, err := net.Dial("unix", socket)
+	if err != nil && *start {
+		var startErr error
+		if conn, startErr = c.startServiceAndDial(socket); startErr != nil {
+			return fmt.Errorf("%w (nothing answers on %s), and starting the service did not help: %v", errNoSupervisor, socket, startErr)
+		}
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("%w (nothing answers on %s): start it with 'session-supervisor service start' or 'session-supervisor run --headless'", errNoSupervisor, socket)
 	}
 	defer conn.Close()
 	return bridge(conn.(*net.UnixConn), c.stdin, c.stdout)
+}
+
+// startServiceAndDial starts the user's service (its words go to stderr:
+// stdout is the connection) and waits up to 30 seconds for its socket.
+func (c *cli) startServiceAndDial(socket string) (net.Conn, error) {
+	quiet := *c
+	quiet.stdout = c.stderr
+	if err := cmdService(&quiet, []string{"start"}); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.Dial("unix", socket)
+		if err == nil || time.Now().After(deadline) {
+			return conn, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // bridge copies both ways until the app closes the connection; the end of

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,5 +82,51 @@ func TestMachinesCommands(t *testing.T) {
 		if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errOut, tt.err) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d, %q, %q", tt.args, code, out, errOut, tt.code, tt.out, tt.err)
 		}
+	}
+}
+
+// dial-stdio --start starts the user's service when nothing answers, waits
+// for its socket and relays; its words stay off stdout (the connection).
+func TestDialStdioStartsTheServiceWhenAsked(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, localapi.SocketName)
+	served := make(chan struct{})
+	started := false
+	useServiceManager(t, t.TempDir(), func(_ context.Context, _ string, args ...string) (string, string, error) {
+		if !slices.Contains(args, "start") || started {
+			return "inactive\n", "", nil
+		}
+		started = true
+		l, err := net.Listen("unix", socket)
+		if err != nil {
+			return "", "", err
+		}
+		go func() {
+			defer close(served)
+			defer l.Close()
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Write([]byte("the service answers"))
+			conn.Close()
+		}()
+		return "", "", nil
+	})
+	if code, _, errOut := runCLI(t, "--data-dir", dir, "service", "install"); code != 0 {
+		t.Fatalf("service install: %s", errOut)
+	}
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	if code := c.main([]string{"--data-dir", dir, "dial-stdio", "--start"}); code != 0 {
+		t.Fatalf("dial-stdio --start: exit %d: %s", code, errOut.String())
+	}
+	<-served
+	if !started || out.String() != "the service answers" || !strings.Contains(errOut.String(), "Started the") {
+		t.Errorf("started %v, stdout %q, stderr %q", started, out.String(), errOut.String())
 	}
 }
