@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +33,8 @@ func appCommands() []command {
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
 		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},
 		{"resume", "ID", "resume a terminal session whose process died mid-turn in the background, as a managed session with the nudge; prints the new session's id", cmdResume},
-		{"approve", "ID", "approve the pending permission request", cmdApprove},
-		{"deny", "ID [--message M]", "deny the pending permission request", cmdDeny},
+		{"approve", "ID [--request R]", "approve permission request R (the only one open when not given)", cmdApprove},
+		{"deny", "ID [--request R] [--message M]", "deny permission request R (the only one open when not given)", cmdDeny},
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
 	}
 }
@@ -194,8 +195,8 @@ func printSession(c *cli, s sessions.Session) {
 	if s.WaitReason != sessions.NoWait {
 		row("waiting for", s.WaitReason.String())
 	}
-	if s.Permission != nil {
-		row("permission", fmt.Sprintf("%s (approve or deny)", s.Permission.Tool))
+	for _, p := range s.Permissions {
+		row("permission", fmt.Sprintf("%s (approve or deny) request %s", p.Tool, p.RequestID))
 	}
 	if f := view.FailureText(s.Failure); f != "" {
 		if retry := view.RetryText(s.Failure, time.Local); retry != "" {
@@ -308,32 +309,37 @@ func cmdResume(c *cli, args []string) error {
 	return nil
 }
 
-func cmdApprove(c *cli, args []string) error {
-	return c.simpleAction("approve", args, func(cl *localapi.Client, ctx context.Context, id string) (sessions.Session, error) {
-		return cl.Answer(ctx, id, true, "")
-	})
-}
+func cmdApprove(c *cli, args []string) error { return c.answer("approve", args, true) }
 
-func cmdDeny(c *cli, args []string) error {
-	fs := c.newFlags("deny")
-	msg := fs.String("message", "", "why, for the agent")
+func cmdDeny(c *cli, args []string) error { return c.answer("deny", args, false) }
+
+// answer approves or denies one permission request: the one --request
+// names (as `show` lists them), else the only one open; with several open
+// the app refuses and lists them.
+func (c *cli) answer(name string, args []string, allow bool) error {
+	fs := c.newFlags(name)
+	req := fs.String("request", "", "the request to answer (its id, as show lists it)")
+	var msg *string
+	if !allow {
+		msg = fs.String("message", "", "why, for the agent")
+	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("deny takes one session id")
+		return usagef("%s takes one session id", name)
 	}
 	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
-		m := *msg
-		if m == "" {
-			m = "The user denied this request."
+		m := ""
+		if !allow {
+			m = cmp.Or(*msg, "The user denied this request.")
 		}
-		return cl.Answer(ctx, id, false, m)
+		return cl.Answer(ctx, id, *req, allow, m)
 	})
 }
 
-// simpleAction runs a one-argument session action (interrupt, ack, approve).
+// simpleAction runs a one-argument session action (interrupt, ack).
 func (c *cli) simpleAction(name string, args []string, act func(*localapi.Client, context.Context, string) (sessions.Session, error)) error {
 	pos, err := parseFlags(c.newFlags(name), args)
 	if err != nil {

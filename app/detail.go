@@ -41,6 +41,9 @@ type detailView struct {
 
 	permission    *fyne.Container
 	permissionAsk *widget.Label
+	// request is the id of the permission request shown: Approve and Deny
+	// answer it, never whichever is oldest when the call runs.
+	request       string
 	answer        *widget.Entry
 	approve, deny *widget.Button
 
@@ -291,8 +294,10 @@ func (d *detailView) show(s sessions.Session) {
 
 	if p := s.Permission; p != nil {
 		d.permissionAsk.SetText(fmt.Sprintf("%s asks to use %s.", s.Agent, p.Tool))
+		d.request = p.RequestID
 		d.permission.Show()
 	} else {
+		d.request = ""
 		d.permission.Hide()
 	}
 	// The shared rules: the tray's submenu offers the same commands.
@@ -424,12 +429,12 @@ func (d *detailView) report(id, what string, s sessions.Session, err error) {
 }
 
 func (d *detailView) answerPermission(allow bool) {
-	what, msg := "Deny", d.answer.Text
+	what, msg, req := "Deny", d.answer.Text, d.request
 	if allow {
 		what = "Approve"
 	}
 	d.command(what, func(ctx context.Context, id string) (sessions.Session, error) {
-		s, err := d.w.b.Answer(ctx, id, allow, msg)
+		s, err := d.w.b.Answer(ctx, id, req, allow, msg)
 		if err == nil {
 			d.w.do(func() { d.answer.SetText("") })
 		}

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +184,24 @@ func TestApproveDenyOnlyWithAPendingPermission(t *testing.T) {
 	if d.answer.Text != "go ahead" {
 		t.Error("a failed answer must keep the message typed")
 	}
+	// The answer names the request the window shows (issue 20, item 10).
+	spy := &answerSpy{Backend: e.w.b}
+	e.w.b = spy
+	test.Tap(d.deny)
+	if !slices.Equal(spy.requests, []string{"req-1"}) {
+		t.Errorf("Deny answered requests %q, want the one shown, req-1", spy.requests)
+	}
+}
+
+// answerSpy records the request ids the window answers.
+type answerSpy struct {
+	Backend
+	requests []string
+}
+
+func (s *answerSpy) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
+	s.requests = append(s.requests, requestID)
+	return s.Backend.Answer(ctx, id, requestID, allow, message)
 }
 
 func TestSendErrorsAreShownAndCtrlEnterSends(t *testing.T) {

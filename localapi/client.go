@@ -175,10 +175,11 @@ func (c *Client) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/ack", struct{}{}, &out)
 }
 
-// Answer approves or denies the pending permission request.
-func (c *Client) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
+// Answer approves or denies the open permission request requestID ("" for
+// the only one open); a request no longer open is ErrRequestClosed.
+func (c *Client) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
 	var out sessions.Session
-	body := map[string]any{"allow": allow, "message": message}
+	body := map[string]any{"request_id": requestID, "allow": allow, "message": message}
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/permission", body, &out)
 }
 

@@ -29,7 +29,7 @@ func (f *recordingSupervisor) Send(_ context.Context, id, prompt string) (s sess
 	f.prompts = append(f.prompts, prompt)
 	return s, nil
 }
-func (f *recordingSupervisor) Answer(context.Context, string, bool, string) (s sessions.Session, err error) {
+func (f *recordingSupervisor) Answer(context.Context, string, string, bool, string) (s sessions.Session, err error) {
 	return s, nil
 }
 

@@ -349,8 +349,8 @@ func (r *Remote) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	return r.c.Ack(ctx, id)
 }
 
-func (r *Remote) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
-	return r.c.Answer(ctx, id, allow, message)
+func (r *Remote) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
+	return r.c.Answer(ctx, id, requestID, allow, message)
 }
 
 func (r *Remote) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {

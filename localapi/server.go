@@ -56,7 +56,9 @@ type Supervisor interface {
 	// Resume answers the new managed session, not the resumed one.
 	Resume(ctx context.Context, id string) (sessions.Session, error)
 	Ack(ctx context.Context, id string) (sessions.Session, error)
-	Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error)
+	// Answer answers the open permission request requestID; "" names the
+	// only one open and is refused while several are.
+	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
 	// LoopHealth must answer without waiting on I/O: health is read
 	// precisely when something is stuck.
 	LoopHealth(now time.Time) LoopHealth
@@ -198,13 +200,14 @@ func (a *API) routes() http.Handler {
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/permission", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Allow   bool   `json:"allow"`
-			Message string `json:"message"`
+			RequestID string `json:"request_id"`
+			Allow     bool   `json:"allow"`
+			Message   string `json:"message"`
 		}
 		if !readJSON(w, r, &body) {
 			return
 		}
-		s, err := a.rt.Answer(r.Context(), r.PathValue("id"), body.Allow, body.Message)
+		s, err := a.rt.Answer(r.Context(), r.PathValue("id"), body.RequestID, body.Allow, body.Message)
 		respond(w, s, err)
 	})
 	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, r *http.Request) {
@@ -395,7 +398,7 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case "not_found":
 		return http.StatusNotFound
-	case "conflict":
+	case "conflict", "request_closed":
 		return http.StatusConflict
 	case "unavailable":
 		return http.StatusServiceUnavailable

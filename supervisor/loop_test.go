@@ -1711,7 +1711,9 @@ func TestLoopOwnMidTurnPromptKeepsTheStallClock(t *testing.T) {
 
 // TestLoopSeveralPermissionRequests: two requests are open at once and other
 // work of the turn goes on. The session keeps waiting while either is open,
-// and each approve answers one (issue 10, item 7).
+// and each answer names the request it answers (issue 20, item 10): one
+// that is no longer open is refused with ErrRequestClosed, and an answer
+// naming none is refused while several are open.
 func TestLoopSeveralPermissionRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
@@ -1726,20 +1728,36 @@ func TestLoopSeveralPermissionRequests(t *testing.T) {
 			sessions.Event{Kind: sessions.EvActivity, Detail: "subagent writing a reply"})
 		h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
 
-		if _, err := h.rt.Answer(context.Background(), id, true, ""); err != nil {
-			t.Fatalf("first approve: %v", err)
+		ctx := context.Background()
+		_, err := h.rt.Answer(ctx, id, "", true, "")
+		if !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), "req_a (Bash)") || !strings.Contains(err.Error(), "req_b (Write)") {
+			t.Fatalf("approve naming no request with two open: %v, want a conflict listing both", err)
+		}
+		// The newer request first: the user answers the one they saw.
+		if _, err := h.rt.Answer(ctx, id, "req_b", true, ""); err != nil {
+			t.Fatalf("approve req_b: %v", err)
 		}
 		h.emit(p, sessions.Event{Kind: sessions.EvActivity})
 		w := h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
-		if w.Permission == nil || w.Permission.RequestID != "req_b" {
-			t.Fatalf("still open: %+v", w.Permission)
+		if w.Permission == nil || w.Permission.RequestID != "req_a" || len(w.Permissions) != 1 {
+			t.Fatalf("still open: %+v", w.Permissions)
 		}
-		if _, err := h.rt.Answer(context.Background(), id, false, "no"); err != nil {
+		// A double click: the second answer's request is gone.
+		_, err = h.rt.Answer(ctx, id, "req_b", true, "")
+		if !errors.Is(err, localapi.ErrRequestClosed) || localapi.ErrorKind(err) != "request_closed" || !strings.Contains(err.Error(), "req_b") {
+			t.Fatalf("answering req_b again: %v, want ErrRequestClosed naming it", err)
+		}
+		// One open: an answer naming none answers it.
+		if _, err := h.rt.Answer(ctx, id, "", false, "no"); err != nil {
 			t.Fatalf("second answer: %v", err)
 		}
 		h.wantState(id, sessions.Working, sessions.NoWait)
-		if a := callsOf(p.received(), "answer"); len(a) != 2 || a[0].Text != "Bash allow=true" || a[1].Text != "Write allow=false" {
+		if a := callsOf(p.received(), "answer"); len(a) != 2 || a[0].Text != "Write allow=true" || a[1].Text != "Bash allow=false" {
 			t.Fatalf("answers %+v", a)
+		}
+		_, err = h.rt.Answer(ctx, id, "req_a", true, "")
+		if !errors.Is(err, localapi.ErrRequestClosed) {
+			t.Fatalf("answering req_a with nothing open: %v, want ErrRequestClosed", err)
 		}
 		// Waiting on the user is never a stall, however long it lasts.
 		h.until(2 * time.Minute)

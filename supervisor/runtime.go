@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -673,20 +674,22 @@ func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) 
 	})
 }
 
-// Answer approves or denies the pending permission request.
-func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
+// Answer approves or denies the open permission request requestID, the one
+// the user saw: with parallel tool calls or a double click, the oldest when
+// the call runs may be another. "" names the only open request.
+func (r *Runtime) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
 	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
-		p, proc, name := e.s.Permission, e.proc, e.s.DisplayName()
-		if p == nil || e.s.State != sessions.WaitingOnUser {
+		proc, name := e.proc, e.s.DisplayName()
+		perm, err := openRequest(e.s, requestID)
+		if err != nil {
 			r.mu.Unlock()
-			return nil, conflictf("session %s has no pending permission request", name)
+			return nil, err
 		}
 		if proc == nil {
 			r.mu.Unlock()
 			return nil, conflictf("session %s has no running process to answer", name)
 		}
-		perm := *p
 		verdict := "denied"
 		if allow {
 			verdict = "approved"
@@ -703,6 +706,43 @@ func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message str
 		}
 		return done, nil
 	})
+}
+
+// openRequest picks the open permission request an answer is for: the one
+// named, or the only one open when none is named. A named request no
+// longer open is ErrRequestClosed; naming none while several are open is
+// refused with the list, so the user picks.
+func openRequest(s sessions.Session, requestID string) (sessions.Permission, error) {
+	name := s.DisplayName()
+	open := s.Permissions
+	if len(open) == 0 && s.Permission != nil {
+		// Stored by a build that kept a single request (as Apply reads it).
+		open = []sessions.Permission{*s.Permission}
+	}
+	if s.State != sessions.WaitingOnUser {
+		open = nil
+	}
+	if requestID != "" {
+		for _, p := range open {
+			if p.RequestID == requestID {
+				return p, nil
+			}
+		}
+		return sessions.Permission{}, localapi.Errorf(localapi.ErrRequestClosed,
+			"permission request %s of session %s is no longer open (already answered, or withdrawn by the agent)", requestID, name)
+	}
+	switch len(open) {
+	case 0:
+		return sessions.Permission{}, conflictf("session %s has no pending permission request", name)
+	case 1:
+		return open[0], nil
+	}
+	list := make([]string, len(open))
+	for i, p := range open {
+		list[i] = fmt.Sprintf("%s (%s)", p.RequestID, cmp.Or(p.Tool, "a tool"))
+	}
+	return sessions.Permission{}, conflictf("session %s has %d permission requests open: %s; name the one to answer (--request)",
+		name, len(open), strings.Join(list, ", "))
 }
 
 // applyLocked runs sessions.Apply for ev, then commits the result with the

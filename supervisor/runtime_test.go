@@ -136,7 +136,7 @@ func TestRuntimePermission(t *testing.T) {
 				t.Errorf("evidence = %q, want %q", w.Evidence, want)
 			}
 
-			a, err := g.rt.Answer(ctx, s.ID[:8], tc.allow, "not now")
+			a, err := g.rt.Answer(ctx, s.ID[:8], w.Permission.RequestID, tc.allow, "not now")
 			if err != nil {
 				t.Fatalf("Answer: %v", err)
 			}
@@ -165,7 +165,7 @@ func TestRuntimePermission(t *testing.T) {
 				t.Errorf("state changes = %v, want %v", got, wantMoves)
 			}
 
-			if _, err := g.rt.Answer(ctx, s.ID, true, ""); err == nil || !strings.Contains(err.Error(), "no pending permission request") {
+			if _, err := g.rt.Answer(ctx, s.ID, "", true, ""); err == nil || !strings.Contains(err.Error(), "no pending permission request") {
 				t.Errorf("answering again: %v, want 'no pending permission request'", err)
 			}
 		})
