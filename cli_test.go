@@ -210,6 +210,21 @@ func TestTimelineFromDatabase(t *testing.T) {
 	if code != exitFail || !strings.Contains(errOut, "nope") {
 		t.Errorf("unknown session: %d %q", code, errOut)
 	}
+
+	// Forgotten with its timeline kept (issue 20, item 11): still readable
+	// by the full id.
+	st, err = storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSession(ctx, s.ID, storage.KeepTimeline); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	code, out, errOut = runCLI(t, "--data-dir", dir, "timeline", s.ID)
+	if code != 0 || !strings.Contains(out, "12 min silent, Bash open") {
+		t.Errorf("timeline of a forgotten session: %d %q\n%s", code, errOut, out)
+	}
 }
 
 func TestAppCommandsNeedTheApp(t *testing.T) {

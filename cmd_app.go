@@ -20,6 +20,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // appCommands are the commands that talk to the running app.
@@ -27,7 +28,7 @@ func appCommands() []command {
 	return []command{
 		{"run", "[--headless]", "start the app (the supervisor, its local API and the agent processes)", cmdRun},
 		{"new", "[--agent NAME] --cwd DIR [--name NAME] [--permission-mode MODE] (PROMPT | - | --file F)", "launch a managed session; prints its id (- reads the prompt from standard input)", cmdNew},
-		{"ls", "[--json]", "list sessions", cmdLs},
+		{"ls", "[--all] [--json]", "list sessions (--all: the archived ones too)", cmdLs},
 		{"show", "ID [--json]", "show one session", cmdShow},
 		{"send", "ID (PROMPT | - | --file F)", "send a prompt to a session (- reads it from standard input)", cmdSend},
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
@@ -35,6 +36,7 @@ func appCommands() []command {
 		{"resume", "ID", "resume a terminal session whose process died mid-turn in the background, as a managed session with the nudge; prints the new session's id", cmdResume},
 		{"approve", "ID [--request R]", "approve permission request R (the only one open when not given)", cmdApprove},
 		{"deny", "ID [--request R] [--message M]", "deny permission request R (the only one open when not given)", cmdDeny},
+		{"forget", "ID [--delete-timeline]", "remove an ended session from the app; its timeline is kept (readable with timeline FULL-ID) unless --delete-timeline", cmdForget},
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
 	}
 }
@@ -100,6 +102,7 @@ func cmdNew(c *cli, args []string) error {
 func cmdLs(c *cli, args []string) error {
 	fs := c.newFlags("ls")
 	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("all", false, "include the archived sessions")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -114,6 +117,9 @@ func cmdLs(c *cli, args []string) error {
 	ctx, cancel := requestContext()
 	defer cancel()
 	list, err := cl.Sessions(ctx)
+	if *all {
+		list, err = cl.AllSessions(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -140,7 +146,11 @@ func printSessions(c *cli, list []sessions.Session, now time.Time) {
 	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
 	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
 	for _, s := range list {
-		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
+		state := view.StateText(s)
+		if !s.ArchivedAt.IsZero() {
+			state += " (archived)"
+		}
+		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, state, sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	tw.Flush()
 }
@@ -337,6 +347,38 @@ func (c *cli) answer(name string, args []string, allow bool) error {
 		}
 		return cl.Answer(ctx, id, *req, allow, m)
 	})
+}
+
+func cmdForget(c *cli, args []string) error {
+	fs := c.newFlags("forget")
+	drop := fs.Bool("delete-timeline", false, "delete the session's timeline too")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("forget takes one session id")
+	}
+	timeline := storage.KeepTimeline
+	if *drop {
+		timeline = storage.DropTimeline
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	s, err := cl.Forget(ctx, pos[0], timeline)
+	if err != nil {
+		return err
+	}
+	if timeline == storage.KeepTimeline {
+		fmt.Fprintf(textsafe.NewWriter(c.stdout), "forgot %s; its timeline is kept: session-supervisor timeline %s\n", s.DisplayName(), s.ID)
+	} else {
+		fmt.Fprintf(textsafe.NewWriter(c.stdout), "forgot %s and its timeline\n", s.DisplayName())
+	}
+	return nil
 }
 
 // simpleAction runs a one-argument session action (interrupt, ack).

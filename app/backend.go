@@ -26,6 +26,9 @@ type Backend interface {
 	// shows, never whichever is oldest when the call runs.
 	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
 	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
+	// Forget removes an ended session. Not recorded into the model: the
+	// snapshot that follows drops it there.
+	Forget(ctx context.Context, id string, timeline localapi.TimelineChoice) (sessions.Session, error)
 	// Resume resumes a terminal session whose process is gone as a new
 	// managed session (returned).
 	Resume(ctx context.Context, id string) (sessions.Session, error)

@@ -359,3 +359,39 @@ func TestResumeButtonOnlyForADeadTerminalSession(t *testing.T) {
 		t.Fatalf("after Resume: error %q", d.errLabel.Text)
 	}
 }
+
+// Forget is offered only for an ended session; it removes the session from
+// the runtime and the list, keeping or deleting its timeline as chosen
+// (issue 20, item 11).
+func TestForgetAnEndedSession(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		e := newEnv(t, seed(), seedTimeline())
+		d := e.w.detail
+		e.w.ShowSession("f6")
+		running, _ := e.m.Session("f6")
+		running.InTurn, running.ProcessAlive = true, true
+		d.show(running)
+		if !d.forget.Disabled() {
+			t.Fatal("Forget offered for a session whose turn is in flight")
+		}
+		e.w.ShowSession("a1")
+		if d.forget.Disabled() {
+			t.Fatal("Forget not offered for an ended session")
+		}
+		d.forgetSession(drop)
+		e.pump()
+		if _, err := e.rt.Session("a1"); err == nil {
+			t.Fatalf("drop=%t: the runtime still has a1", drop)
+		}
+		for _, s := range e.m.Sessions() {
+			if s.ID == "a1" {
+				t.Fatalf("drop=%t: the model still lists a1", drop)
+			}
+		}
+		e.rt.Settle()
+		rows, err := e.store.Timeline(e.ctx, "a1", 0)
+		if err != nil || (len(rows) == 0) != drop {
+			t.Errorf("drop=%t: %d timeline rows left, %v", drop, len(rows), err)
+		}
+	}
+}

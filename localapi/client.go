@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // ErrNotRunning means no app answers on the data directory's socket.
@@ -130,6 +131,19 @@ func (c *Client) Show(ctx context.Context) (ShowResult, error) {
 func (c *Client) Sessions(ctx context.Context) ([]sessions.Session, error) {
 	var out []sessions.Session
 	return out, c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
+}
+
+// AllSessions lists the sessions with the archived ones (`ls --all`).
+func (c *Client) AllSessions(ctx context.Context) ([]sessions.Session, error) {
+	var out []sessions.Session
+	return out, c.do(ctx, http.MethodGet, "/v1/sessions?all=true", nil, &out)
+}
+
+// Forget removes an ended session, its timeline kept or deleted.
+func (c *Client) Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error) {
+	var out sessions.Session
+	body := map[string]any{"delete_timeline": timeline == storage.DropTimeline}
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/forget", body, &out)
 }
 
 // Session shows one session (id or unique prefix).

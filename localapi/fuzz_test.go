@@ -11,6 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // recordingSupervisor accepts every change and remembers what it was given,
@@ -27,6 +28,9 @@ func (f *recordingSupervisor) Launch(_ context.Context, req LaunchRequest) (s se
 }
 func (f *recordingSupervisor) Send(_ context.Context, id, prompt string) (s sessions.Session, err error) {
 	f.prompts = append(f.prompts, prompt)
+	return s, nil
+}
+func (f *recordingSupervisor) Forget(context.Context, string, storage.TimelineChoice) (s sessions.Session, err error) {
 	return s, nil
 }
 func (f *recordingSupervisor) Answer(context.Context, string, string, bool, string) (s sessions.Session, err error) {
@@ -62,6 +66,7 @@ func FuzzRequestBodies(f *testing.F) {
 		{"POST", "/v1/sessions"},
 		{"POST", "/v1/sessions/s1/prompt"},
 		{"POST", "/v1/sessions/s1/permission"},
+		{"POST", "/v1/sessions/s1/forget"},
 		{"PUT", "/v1/settings/notify.waiting_on_user"},
 		{"PATCH", "/v1/settings"},
 	}

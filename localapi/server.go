@@ -46,7 +46,9 @@ const subscriberBuffer = 256
 // (*supervisor.Runtime implements it). Its errors carry the request kinds
 // (ErrInvalid, ErrNotFound, ...), which pick the answer's status.
 type Supervisor interface {
+	// Sessions leaves the archived sessions out; AllSessions has them.
 	Sessions() []sessions.Session
+	AllSessions() []sessions.Session
 	Session(id string) (sessions.Session, error)
 	Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error)
 	Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error)
@@ -56,6 +58,9 @@ type Supervisor interface {
 	// Resume answers the new managed session, not the resumed one.
 	Resume(ctx context.Context, id string) (sessions.Session, error)
 	Ack(ctx context.Context, id string) (sessions.Session, error)
+	// Forget removes an ended session, its timeline kept or dropped, and
+	// answers it as it was.
+	Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error)
 	// Answer answers the open permission request requestID; "" names the
 	// only one open and is refused while several are.
 	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
@@ -164,7 +169,13 @@ func (a *API) Close() error {
 func (a *API) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", a.healthz)
-	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.rt.Sessions()) })
+	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
+		if all, _ := strconv.ParseBool(r.URL.Query().Get("all")); all {
+			writeJSON(w, http.StatusOK, a.rt.AllSessions())
+			return
+		}
+		writeJSON(w, http.StatusOK, a.rt.Sessions())
+	})
 	mux.HandleFunc("POST /v1/sessions", a.launch)
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.rt.Session(r.PathValue("id"))
@@ -196,6 +207,20 @@ func (a *API) routes() http.Handler {
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/ack", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.rt.Ack(r.Context(), r.PathValue("id"))
+		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/forget", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			DeleteTimeline bool `json:"delete_timeline"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		timeline := storage.KeepTimeline
+		if body.DeleteTimeline {
+			timeline = storage.DropTimeline
+		}
+		s, err := a.rt.Forget(r.Context(), r.PathValue("id"), timeline)
 		respond(w, s, err)
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/permission", func(w http.ResponseWriter, r *http.Request) {

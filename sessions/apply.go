@@ -13,6 +13,9 @@ import (
 func Apply(s Session, e Event, now time.Time) Session {
 	n := s.Clone()
 	n.UpdatedAt = now
+	// Whatever happens to an archived session (the user's prompt, its
+	// process found again) brings it back to the lists.
+	n.ArchivedAt = time.Time{}
 	if len(n.Permissions) == 0 && n.Permission != nil {
 		// Stored by a build that kept a single request: it is the list.
 		n.Permissions = []Permission{*n.Permission}

@@ -1526,3 +1526,18 @@ func TestApplyEscalatedSuspectHasAWayOut(t *testing.T) {
 		t.Errorf("ack of a plain Suspect -> %v", got.State)
 	}
 }
+
+// TestApplyBringsBackAnArchivedSession: whatever happens to an archived
+// session (the user's prompt, its process found running again) brings it
+// back to the lists (issue 20, item 11).
+func TestApplyBringsBackAnArchivedSession(t *testing.T) {
+	for _, e := range []Event{{Kind: EvTurnStarted}, {Kind: EvProcessStarted, PID: 42}, {Kind: EvAcknowledged}} {
+		s := Session{ID: "s", State: Idle, Evidence: "idle", ArchivedAt: t0}
+		if n := Apply(s, e, t0.Add(time.Hour)); !n.ArchivedAt.IsZero() {
+			t.Errorf("%v left the session archived", e.Kind)
+		}
+		if s.ArchivedAt.IsZero() {
+			t.Fatal("Apply changed its input")
+		}
+	}
+}

@@ -29,6 +29,7 @@ var specDefaults = Settings{
 	SnapshotInterval:    60 * time.Second,
 	CompactTimeout:      600 * time.Second,
 	RetentionDays:       30,
+	ArchiveAfterDays:    7,
 	NotifyWaitingOnUser: true,
 	AgentCommands:       map[string]string{"claude": "claude"},
 }
@@ -61,6 +62,7 @@ func TestSettingRegistry(t *testing.T) {
 		"supervisor.snapshot_interval_seconds",
 		"context_overflow.compact_timeout_seconds",
 		"timeline.retention_days",
+		"sessions.archive_after_days",
 		"notify.waiting_on_user",
 		"agents.claude.command",
 	}
@@ -165,6 +167,7 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"supervisor.snapshot_interval_seconds", "120", "120", func(s *Settings) { s.SnapshotInterval = 2 * time.Minute }},
 		{"context_overflow.compact_timeout_seconds", "900", "900", func(s *Settings) { s.CompactTimeout = 15 * time.Minute }},
 		{"timeline.retention_days", " 90 ", "90", func(s *Settings) { s.RetentionDays = 90 }},
+		{"sessions.archive_after_days", "0", "0", func(s *Settings) { s.ArchiveAfterDays = 0 }},
 		{"notify.waiting_on_user", "0", "false", func(s *Settings) { s.NotifyWaitingOnUser = false }},
 		{"agents.claude.command", " /opt/claude/bin/claude ", "/opt/claude/bin/claude", func(s *Settings) { s.AgentCommands["claude"] = "/opt/claude/bin/claude" }},
 	}

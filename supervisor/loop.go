@@ -104,6 +104,7 @@ func PolicyFromSettings(set settings.Settings) core.Policy {
 	p.AutoRecover = set.AutoRecover
 	p.NudgeEnabled = set.NudgeEnabled
 	p.ResumeTerminal = set.ResumeTerminal
+	p.ArchiveAfter = time.Duration(set.ArchiveAfterDays) * 24 * time.Hour
 	p.StallSuspect = set.StallSuspect
 	p.StallToolSuspect = set.StallToolSuspect
 	p.StallHard = set.StallHard
@@ -198,6 +199,9 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 		e.proc = nil
 	}
 	next, obs, acts, changed := core.Reconcile(e.s, now, policy, probe)
+	if archived, aobs, ok := core.Archive(next, now, policy.ArchiveAfter, probe); ok && len(acts) == 0 {
+		next, obs, changed = archived, append(obs, aobs...), true
+	}
 	rows := observationRows(next, now, obs)
 	if len(rows) > 0 || changed {
 		r.commitRowsLocked(e, next, rows, false, false)

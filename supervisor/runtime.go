@@ -92,6 +92,10 @@ type entry struct {
 	changed sessions.Session
 	// ext links an observed session to its source (nil when managed).
 	ext *extHandle
+	// forgotten: the user forgot the session; it left the map, and
+	// nothing that still holds the entry (a queued action, a late event)
+	// may write it back.
+	forgotten bool
 }
 
 // Options configures a Runtime.
@@ -210,17 +214,27 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	return nil
 }
 
-// Sessions returns every session, needing attention first, then newest.
+// Sessions returns every session but the archived ones, needing attention
+// first, then newest: what the tray, the window and `ls` show.
 func (r *Runtime) Sessions() []sessions.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.sessionsLocked()
+	return r.sessionsLocked(false)
 }
 
-func (r *Runtime) sessionsLocked() []sessions.Session {
+// AllSessions is Sessions with the archived ones (`ls --all`).
+func (r *Runtime) AllSessions() []sessions.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessionsLocked(true)
+}
+
+func (r *Runtime) sessionsLocked(archived bool) []sessions.Session {
 	out := make([]sessions.Session, 0, len(r.sess))
 	for _, e := range r.sess {
-		out = append(out, e.s.Clone())
+		if archived || e.s.ArchivedAt.IsZero() {
+			out = append(out, e.s.Clone())
+		}
 	}
 	localapi.SortSessions(out)
 	return out
@@ -708,6 +722,37 @@ func (r *Runtime) Answer(ctx context.Context, id, requestID string, allow bool, 
 	})
 }
 
+// Forget removes an ended session from the app: from memory, the lists and
+// the database, its timeline kept (with a last row saying so) or deleted as
+// the user chose. A session whose process still runs, or whose turn is in
+// flight, is refused: forgetting it would leave an agent unsupervised.
+// The answer is the session as it was.
+func (r *Runtime) Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		s := e.s
+		if e.forgotten {
+			return nil, fmt.Errorf("%w %q", localapi.ErrNotFound, id)
+		}
+		if e.proc != nil || s.ProcessAlive || s.InTurn || (e.ext != nil && e.ext.live) {
+			return nil, conflictf("session %s still runs (process %d): stop it first; only an ended session can be forgotten", s.DisplayName(), s.PID)
+		}
+		var rows []storage.TimelineEvent
+		if timeline == storage.KeepTimeline {
+			rows = append(rows, newRow(s, time.Now(), "forgotten", sessions.TimelineDetail{
+				Message: "forgotten by the user; its timeline is kept"}))
+		}
+		done := r.w.submit(storage.BatchItem{Events: rows, Forget: &storage.Forget{ID: s.ID, Timeline: timeline}}, true)
+		e.forgotten = true
+		e.changed = s.Clone()
+		delete(r.sess, s.ID)
+		// The views drop what a snapshot lacks.
+		r.bus.Publish(r.snapshotLocked())
+		return done, nil
+	})
+}
+
 // openRequest picks the open permission request an answer is for: the one
 // named, or the only one open when none is named. A named request no
 // longer open is ErrRequestClosed; naming none while several are open is
@@ -767,6 +812,9 @@ func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.Timel
 // here), then the publication. wait asks for a channel that reports when
 // the write is done.
 func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow, wait bool) <-chan writeResult {
+	if e.forgotten {
+		return nil
+	}
 	prev := e.s
 	if stateRow && (prev.State != next.State || prev.WaitReason != next.WaitReason) {
 		detail := sessions.TimelineDetail{Message: next.Evidence, From: prev.State.String(), To: next.State.String()}
@@ -819,7 +867,7 @@ func (r *Runtime) Subscribe(buf int, resync bool) *localapi.Subscription {
 // snapshotLocked is the full state as one message: every session, and the
 // settings in force when a settings source is set.
 func (r *Runtime) snapshotLocked() localapi.Message {
-	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked()}
+	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked(false)}
 	if r.values != nil {
 		m.Settings = r.values()
 	}

@@ -179,9 +179,12 @@ const (
 	// Resume launches a terminal session whose process is gone mid-turn as
 	// a managed session with the nudge ("Resume in the background").
 	Resume
+	// Forget removes an ended session from the app (its timeline kept or
+	// deleted).
+	Forget
 )
 
-var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume"}
+var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume", "forget"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -201,6 +204,8 @@ func (a Action) String() string {
 //   - Resume needs a session the app did not launch, whose process is gone
 //     and whose turn died (Interrupted or Errored), with the agent's own
 //     session id to resume (the runtime's resumable is the same rule).
+//   - Forget needs a session that ended: no process, no turn in flight
+//     (the runtime's Forget refuses the others).
 func Allows(s sessions.Session, a Action) bool {
 	switch a {
 	case Acknowledge:
@@ -213,6 +218,8 @@ func Allows(s sessions.Session, a Action) bool {
 		return s.Permission != nil && s.State == sessions.WaitingOnUser
 	case Resume:
 		return sessions.WhyNotResumable(s) == ""
+	case Forget:
+		return !s.ProcessAlive && !s.InTurn
 	}
 	return false
 }
