@@ -147,3 +147,26 @@ func TestForget(t *testing.T) {
 		}
 	})
 }
+
+// TestLaunchWithoutANameIsNamedFromItsPrompt: a managed session launched
+// without a name is named from its prompt by the rule terminal sessions
+// follow, not shown as an id prefix in the tray and notifications; a name
+// given wins (issue 20, item 9).
+func TestLaunchWithoutANameIsNamedFromItsPrompt(t *testing.T) {
+	for _, tc := range []struct{ name, prompt, want string }{
+		{"", "Shared preamble.\nYou are the release notes writer.\nGo.", "the release notes writer"},
+		{"", "fix the flaky login test", "fix the flaky login test"},
+		{"mine", "fix the flaky login test", "mine"},
+	} {
+		g := newRig(t, rigConfig{})
+		g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcResult}))
+		s, err := g.rt.Launch(context.Background(), localapi.LaunchRequest{Cwd: g.cwd, Name: tc.name, Prompt: tc.prompt})
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		if s.Name != tc.want || s.DisplayName() != tc.want {
+			t.Errorf("launched %q with name %q: named %q, want %q", tc.prompt, tc.name, s.Name, tc.want)
+		}
+		g.wait(s.ID, "the turn to complete", inReview)
+	}
+}

@@ -303,7 +303,9 @@ func (r *Runtime) Launch(ctx context.Context, req localapi.LaunchRequest) (sessi
 	}
 	now := time.Now()
 	e := r.newEntry(sessions.Session{
-		ID: newID(), Name: req.Name, Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
+		// Without a name, the prompt names it as a terminal session's
+		// does: an id prefix in the tray and a notification says nothing.
+		ID: newID(), Name: cmp.Or(req.Name, sessions.PromptTitle(req.Prompt)), Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
 		PermissionMode: req.PermissionMode, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		Evidence: "launching",
 	})
