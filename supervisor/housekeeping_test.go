@@ -170,3 +170,76 @@ func TestLaunchWithoutANameIsNamedFromItsPrompt(t *testing.T) {
 		g.wait(s.ID, "the turn to complete", inReview)
 	}
 }
+
+// reapingAgent stands in for an agent whose orphan reaper found the
+// process a stored session claims still running, and stopped it.
+type reapingAgent struct {
+	*scriptAgent
+	reaped []int
+}
+
+func (a *reapingAgent) ReapOrphan(pid int) (bool, error) {
+	a.reaped = append(a.reaped, pid)
+	return true, nil
+}
+
+// TestBootOrphanAndInterruptRows: an orphan reaped at boot leaves a row
+// even when the session had no turn in flight; a managed turn the boot
+// ends is marked_interrupted with the cause "boot" (issue 20, item 12).
+func TestBootOrphanAndInterruptRows(t *testing.T) {
+	dir := t.TempDir()
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	idle := seedSession("e0000000-0000-4000-8000-000000000005", now)
+	idle.State, idle.WaitReason, idle.ProcessAlive, idle.PID = sessions.Idle, sessions.NoWait, true, 4242
+	inTurn := seedSession("f0000000-0000-4000-8000-000000000006", now)
+	inTurn.State, inTurn.WaitReason, inTurn.InTurn, inTurn.ProcessAlive, inTurn.PID = sessions.Working, sessions.NoWait, true, true, 4343
+	for _, s := range []sessions.Session{idle, inTurn} {
+		if err := st.SaveSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent := &reapingAgent{scriptAgent: &scriptAgent{}}
+	rt := New(Options{Store: st, Agents: map[string]Agent{"claude": agent}, DefaultAgent: "claude", Connectivity: unknownConnectivity})
+	if err := rt.Boot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt.Settle()
+	if !slices.Equal(agent.reaped, []int{4242, 4343}) && !slices.Equal(agent.reaped, []int{4343, 4242}) {
+		t.Fatalf("reaped %v", agent.reaped)
+	}
+	rows := dbTimeline(t, st, idle.ID)
+	if !slices.ContainsFunc(rows, func(r storage.TimelineEvent) bool {
+		return r.Kind == core.TimelineOrphanReaped && strings.Contains(string(r.Detail), "4242")
+	}) {
+		t.Errorf("no row for the orphan reaped at boot: %v", rowKinds(rows))
+	}
+	rows = dbTimeline(t, st, inTurn.ID)
+	i := slices.IndexFunc(rows, func(r storage.TimelineEvent) bool { return r.Kind == core.TimelineMarkedInterrupted })
+	if i < 0 || rowDetail(t, rows[i])["cause"] != "boot" {
+		t.Errorf("no marked_interrupted row with cause boot: %v", rowKinds(rows))
+	}
+	if !slices.ContainsFunc(rows, func(r storage.TimelineEvent) bool { return strings.Contains(string(r.Detail), "4343, left running") }) {
+		t.Errorf("the in-turn session's orphan is not recorded: %v", rowKinds(rows))
+	}
+}
+
+// TestExitEventIsMarkedInterrupted: a turn whose process exits mid-turn
+// leaves a marked_interrupted row with the cause "exit_event" (issue 20,
+// item 12).
+func TestExitEventIsMarkedInterrupted(t *testing.T) {
+	g := newRig(t, rigConfig{})
+	s := g.launch("dies", []fcStep{fcBash, fcKill})
+	g.wait(s.ID, "the turn to be interrupted", func(s sessions.Session) bool { return s.State == sessions.Interrupted })
+	g.rt.Settle()
+	rows := dbTimeline(t, g.store, s.ID)
+	i := slices.IndexFunc(rows, func(r storage.TimelineEvent) bool { return r.Kind == core.TimelineMarkedInterrupted })
+	if i < 0 || rowDetail(t, rows[i])["cause"] != "exit_event" {
+		t.Fatalf("no marked_interrupted row with cause exit_event: %v", rowKinds(rows))
+	}
+}

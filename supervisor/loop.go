@@ -215,7 +215,7 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 func observationRows(s sessions.Session, now time.Time, obs []core.Observation) []storage.TimelineEvent {
 	rows := make([]storage.TimelineEvent, 0, len(obs))
 	for _, o := range obs {
-		detail := sessions.TimelineDetail{Message: o.Detail}
+		detail := sessions.TimelineDetail{Message: o.Detail, Cause: o.Cause.String()}
 		if o.From != o.To {
 			// The same keys as the state changes Apply causes.
 			detail.From, detail.To = o.From.String(), o.To.String()

@@ -768,14 +768,15 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 		}
 
 		h.wantKinds(id, afterLaunch(
-			core.TimelineMarkedSuspect,  // 10:00
-			core.TimelineStateChanged,   // 14:07 Suspect → Working (a genuine event)
-			core.TimelineMarkedSuspect,  // 24:15
-			core.TimelineStallInterrupt, // 164:15
-			core.TimelineStateChanged,   // 164:20 → Interrupted (the abort)
-			core.TimelineNudgeSent,      // 164:30
-			core.TimelineStateChanged,   // → Working, turn 2
-			core.TimelineStateChanged,   // → Waiting on user (review)
+			core.TimelineMarkedSuspect,     // 10:00
+			core.TimelineStateChanged,      // 14:07 Suspect → Working (a genuine event)
+			core.TimelineMarkedSuspect,     // 24:15
+			core.TimelineStallInterrupt,    // 164:15
+			core.TimelineMarkedInterrupted, // 164:20 the abort (cause "abort")
+			core.TimelineStateChanged,      // 164:20 → Interrupted
+			core.TimelineNudgeSent,         // 164:30
+			core.TimelineStateChanged,      // → Working, turn 2
+			core.TimelineStateChanged,      // → Waiting on user (review)
 		)...)
 		h.wantOutcomes(id)
 		// Rows carry the turn they were decided for.
@@ -877,10 +878,11 @@ func TestLoopInterruptIgnoredEscalatesToSignals(t *testing.T) {
 		}
 		h.wantKinds(id, afterLaunch(
 			core.TimelineMarkedSuspect,
-			core.TimelineStallInterrupt, // interrupt
-			core.TimelineStallInterrupt, // SIGTERM
-			core.TimelineStallInterrupt, // SIGKILL
-			core.TimelineStateChanged,   // the exit: → Interrupted
+			core.TimelineStallInterrupt,    // interrupt
+			core.TimelineStallInterrupt,    // SIGTERM
+			core.TimelineStallInterrupt,    // SIGKILL
+			core.TimelineMarkedInterrupted, // the exit (cause "exit_event")
+			core.TimelineStateChanged,      // → Interrupted
 			core.TimelineNudgeSent,
 			"process_started", // the resume
 			core.TimelineStateChanged,
@@ -950,9 +952,9 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 			t.Fatal("nudges spent, but needs-attention is not raised")
 		}
 		h.wantKinds(id, afterLaunch(
-			core.TimelineStateChanged, // exit → Interrupted
-			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineStateChanged,
-			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineStateChanged,
+			core.TimelineMarkedInterrupted, core.TimelineStateChanged, // exit → Interrupted
+			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineMarkedInterrupted, core.TimelineStateChanged,
+			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineMarkedInterrupted, core.TimelineStateChanged,
 			core.TimelineEscalated,
 		)...)
 		// The escalation waits for the last nudge's cooldown.
@@ -1209,7 +1211,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 			}
 			got = append(got, k)
 		}
-		want := []string{core.TimelineNudgeSent, "boot_reconciled", "uncertain_action", core.TimelineNudgeSent, "process_started", core.TimelineStateChanged}
+		want := []string{core.TimelineNudgeSent, "boot_reconciled", core.TimelineMarkedInterrupted, "uncertain_action", core.TimelineNudgeSent, "process_started", core.TimelineStateChanged}
 		if !slices.Equal(got, want) {
 			t.Fatalf("timeline %q, want %q", h.store.kinds(persisted.ID), want)
 		}
@@ -1311,9 +1313,9 @@ func TestLoopSwitches(t *testing.T) {
 	}{
 		{"supervisor disabled", func(s *settings.Settings) { short(s); s.Enabled = false }, nil, ""},
 		{"auto recover off", func(s *settings.Settings) { short(s); s.AutoRecover = false },
-			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
+			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineMarkedInterrupted, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
 		{"nudge off", func(s *settings.Settings) { short(s); s.NudgeEnabled = false },
-			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
+			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineMarkedInterrupted, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -195,8 +195,14 @@ func (r *Runtime) Boot(ctx context.Context) error {
 			// Not nil even without an observation: the session is saved.
 			rows = observationRows(next, now, obs)
 		}
-		if orphan != "" && len(rows) > 0 {
+		switch {
+		case orphan != "" && len(rows) > 0:
 			rows[0].Detail = editDetail(rows[0].Detail, func(d *sessions.TimelineDetail) { d.Orphan = orphan })
+		case orphan != "":
+			// Nothing else changed (no turn was in flight): the orphan
+			// still leaves its own row.
+			rows = append(rows, newRow(next, now, core.TimelineOrphanReaped,
+				sessions.TimelineDetail{Message: orphan, Orphan: orphan, PID: s.PID}))
 		}
 		todo = append(todo, booted{r.newEntry(s), next, rows})
 	}
@@ -797,6 +803,11 @@ func openRequest(s sessions.Session, requestID string) (sessions.Permission, err
 func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.TimelineEvent) <-chan writeResult {
 	now := time.Now()
 	next := sessions.Apply(e.s, ev, now)
+	if cause := sessions.InterruptCauseOf(e.s, next, ev); cause != sessions.NoInterruptCause {
+		// Every change into Interrupted is marked, with its cause.
+		rows = append(rows, newRow(next, now, core.TimelineMarkedInterrupted,
+			sessions.TimelineDetail{Message: next.Evidence, Cause: cause.String()}))
+	}
 	if e.proc != nil {
 		next.SkippedLines = e.proc.SkippedLines()
 	}

@@ -336,8 +336,8 @@ func TestRuntimeBootReconciles(t *testing.T) {
 		wantState sessions.State
 		wantRows  []string
 	}{
-		{"working with a tool open", withTool, sessions.Interrupted, []string{"boot_reconciled"}},
-		{"waiting on a permission mid-turn", permission, sessions.Interrupted, []string{"boot_reconciled"}},
+		{"working with a tool open", withTool, sessions.Interrupted, []string{"boot_reconciled", "marked_interrupted"}},
+		{"waiting on a permission mid-turn", permission, sessions.Interrupted, []string{"boot_reconciled", "marked_interrupted"}},
 		{"idle with a live process", base("00000000-0000-4000-8000-000000000003", sessions.Idle, false, true), sessions.Idle, nil},
 		{"review between turns", review, sessions.WaitingOnUser, nil},
 	}

@@ -197,8 +197,9 @@ func (a Action) String() string {
 // supervisor applies, so a view never offers a command that can only fail
 // or do nothing:
 //   - Acknowledge changes something: it always clears needs-attention, and
-//     with no turn in flight it settles a reviewed turn, an error or an
-//     interruption to Idle (sessions.Apply, EvAcknowledged).
+//     with no turn in flight it settles a reviewed turn, an error, an
+//     interruption or a recovery the supervisor holds (which it stops) to
+//     Idle (sessions.Apply, EvAcknowledged).
 //   - Interrupt needs a turn in flight; a nudge needs none.
 //   - Approve and Deny answer a pending permission request.
 //   - Resume needs a session the app did not launch, whose process is gone
@@ -229,6 +230,9 @@ func Allows(s sessions.Session, a Action) bool {
 func settlesOnAck(s sessions.Session) bool {
 	switch s.State {
 	case sessions.Errored, sessions.Interrupted:
+		return true
+	case sessions.Recovering:
+		// A recovery the supervisor holds: acknowledging stops it.
 		return true
 	case sessions.WaitingOnUser:
 		return s.WaitReason == sessions.WaitReview

@@ -205,6 +205,8 @@ func TestAllows(t *testing.T) {
 		{"review", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitReview }), map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
 		{"permission", mk("a", sessions.WaitingOnUser, perm), map[Action]bool{Interrupt: true, Approve: true, Deny: true}},
 		{"question out of turn", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitQuestion }), map[Action]bool{Nudge: true, Forget: true}},
+		{"recovery held by the supervisor", mk("a", sessions.Recovering, nil), map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
+		{"the agent's own retry in turn", mk("a", sessions.Recovering, func(s *sessions.Session) { s.InTurn = true }), map[Action]bool{Interrupt: true}},
 		{"escalated in turn", mk("a", sessions.Suspect, escalated), map[Action]bool{Interrupt: true, Acknowledge: true}},
 		{"terminal, process gone mid-turn", mk("a", sessions.Interrupted, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true, Forget: true}},
 		{"terminal, process gone after a failure", mk("a", sessions.Errored, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true, Forget: true}},
