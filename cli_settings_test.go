@@ -41,6 +41,7 @@ func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
 		{"supervisor.snapshot_interval_seconds", "0", "5", true},
 		{"context_overflow.compact_timeout_seconds", "0", "60", true},
 		{"timeline.retention_days", "0", "30", true},
+		{"sessions.archive_after_days", "-5", "0", true}, // 0: never archive
 	}
 	numeric := 0
 	for _, d := range settingsRegistry.Defs() {

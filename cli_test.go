@@ -210,6 +210,21 @@ func TestTimelineFromDatabase(t *testing.T) {
 	if code != exitFail || !strings.Contains(errOut, "nope") {
 		t.Errorf("unknown session: %d %q", code, errOut)
 	}
+
+	// Forgotten with its timeline kept (issue 20, item 11): still readable
+	// by the full id.
+	st, err = storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSession(ctx, s.ID, storage.KeepTimeline); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	code, out, errOut = runCLI(t, "--data-dir", dir, "timeline", s.ID)
+	if code != 0 || !strings.Contains(out, "12 min silent, Bash open") {
+		t.Errorf("timeline of a forgotten session: %d %q\n%s", code, errOut, out)
+	}
 }
 
 func TestAppCommandsNeedTheApp(t *testing.T) {
@@ -404,5 +419,28 @@ func TestPromptSources(t *testing.T) {
 	code, _, stderr := runCLI(t, "--data-dir", dir, "send", "abc", "--file", file, "extra")
 	if code != exitUsage || !strings.Contains(stderr, "not both") {
 		t.Errorf("send with words and --file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// `show` lists every open permission request with its id, and approve/deny
+// take the one to answer (issue 20, item 10): the flags parse, and only the
+// missing app stops them.
+func TestShowListsOpenRequestsAndAnswersNameOne(t *testing.T) {
+	s := sessions.Session{ID: "77777777-a", Name: "perm", Agent: "claude", State: sessions.WaitingOnUser, WaitReason: sessions.WaitPermission,
+		Permissions: []sessions.Permission{{RequestID: "req_a", Tool: "Bash"}, {RequestID: "req_b", Tool: "Write"}}}
+	s.Permission = &s.Permissions[0]
+	var out bytes.Buffer
+	printSession(&cli{stdout: &out}, s)
+	for _, want := range []string{"Bash (approve or deny) request req_a", "Write (approve or deny) request req_b"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out.String())
+		}
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"approve", "x", "--request", "req_a"}, {"deny", "x", "--request", "req_b", "--message", "no"}} {
+		code, _, errOut := runCLI(t, append([]string{"--data-dir", dir}, args...)...)
+		if code != 1 || !strings.Contains(errOut, "not running") {
+			t.Errorf("%v: exit %d, %q; want the app's absence, not a usage error", args, code, errOut)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // appCommands are the commands that talk to the running app.
@@ -26,15 +28,16 @@ func appCommands() []command {
 	return []command{
 		{"run", "[--headless]", "start the app (the supervisor, its local API and the agent processes)", cmdRun},
 		{"new", "[--agent NAME] --cwd DIR [--name NAME] [--permission-mode MODE] (PROMPT | - | --file F)", "launch a managed session; prints its id (- reads the prompt from standard input)", cmdNew},
-		{"ls", "[--json]", "list sessions", cmdLs},
+		{"ls", "[--all] [--json]", "list sessions (--all: the archived ones too)", cmdLs},
 		{"show", "ID [--json]", "show one session", cmdShow},
 		{"focus", "ID", "bring the terminal a session runs in to the front (tmux pane, terminal window)", cmdFocus},
 		{"send", "ID (PROMPT | - | --file F)", "send a prompt to a session (- reads it from standard input)", cmdSend},
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
 		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},
 		{"resume", "ID", "resume a terminal session whose process died mid-turn in the background, as a managed session with the nudge; prints the new session's id", cmdResume},
-		{"approve", "ID", "approve the pending permission request", cmdApprove},
-		{"deny", "ID [--message M]", "deny the pending permission request", cmdDeny},
+		{"approve", "ID [--request R]", "approve permission request R (the only one open when not given)", cmdApprove},
+		{"deny", "ID [--request R] [--message M]", "deny permission request R (the only one open when not given)", cmdDeny},
+		{"forget", "ID [--delete-timeline]", "remove an ended session from the app; its timeline is kept (readable with timeline FULL-ID) unless --delete-timeline", cmdForget},
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
 	}
 }
@@ -106,6 +109,7 @@ func cmdNew(c *cli, args []string) error {
 func cmdLs(c *cli, args []string) error {
 	fs := c.newFlags("ls")
 	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("all", false, "include the archived sessions")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -123,6 +127,9 @@ func cmdLs(c *cli, args []string) error {
 	ctx, cancel := requestContext()
 	defer cancel()
 	list, err := cl.Sessions(ctx)
+	if *all {
+		list, err = cl.AllSessions(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -149,7 +156,11 @@ func printSessions(c *cli, list []sessions.Session, now time.Time) {
 	fmt.Fprintln(tw, "ID\tNAME\tAGENT\tSTATE\tAGE\tEVIDENCE")
 	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
 	for _, s := range list {
-		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
+		state := view.StateText(s)
+		if !s.ArchivedAt.IsZero() {
+			state += " (archived)"
+		}
+		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, state, sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	tw.Flush()
 }
@@ -212,8 +223,8 @@ func printSession(c *cli, s sessions.Session) {
 	if s.WaitReason != sessions.NoWait {
 		row("waiting for", s.WaitReason.String())
 	}
-	if s.Permission != nil {
-		row("permission", fmt.Sprintf("%s (approve or deny)", s.Permission.Tool))
+	for _, p := range s.Permissions {
+		row("permission", fmt.Sprintf("%s (approve or deny) request %s", p.Tool, p.RequestID))
 	}
 	if f := view.FailureText(s.Failure); f != "" {
 		if retry := view.RetryText(s.Failure, time.Local); retry != "" {
@@ -326,32 +337,69 @@ func cmdResume(c *cli, args []string) error {
 	return nil
 }
 
-func cmdApprove(c *cli, args []string) error {
-	return c.simpleAction("approve", args, func(cl *localapi.Client, ctx context.Context, id string) (sessions.Session, error) {
-		return cl.Answer(ctx, id, true, "")
-	})
-}
+func cmdApprove(c *cli, args []string) error { return c.answer("approve", args, true) }
 
-func cmdDeny(c *cli, args []string) error {
-	fs := c.newFlags("deny")
-	msg := fs.String("message", "", "why, for the agent")
+func cmdDeny(c *cli, args []string) error { return c.answer("deny", args, false) }
+
+// answer approves or denies one permission request: the one --request
+// names (as `show` lists them), else the only one open; with several open
+// the app refuses and lists them.
+func (c *cli) answer(name string, args []string, allow bool) error {
+	fs := c.newFlags(name)
+	req := fs.String("request", "", "the request to answer (its id, as show lists it)")
+	var msg *string
+	if !allow {
+		msg = fs.String("message", "", "why, for the agent")
+	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("deny takes one session id")
+		return usagef("%s takes one session id", name)
 	}
 	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
-		m := *msg
-		if m == "" {
-			m = "The user denied this request."
+		m := ""
+		if !allow {
+			m = cmp.Or(*msg, "The user denied this request.")
 		}
-		return cl.Answer(ctx, id, false, m)
+		return cl.Answer(ctx, id, *req, allow, m)
 	})
 }
 
-// simpleAction runs a one-argument session action (interrupt, ack, approve).
+func cmdForget(c *cli, args []string) error {
+	fs := c.newFlags("forget")
+	drop := fs.Bool("delete-timeline", false, "delete the session's timeline too")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("forget takes one session id")
+	}
+	timeline := storage.KeepTimeline
+	if *drop {
+		timeline = storage.DropTimeline
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	s, err := cl.Forget(ctx, pos[0], timeline)
+	if err != nil {
+		return err
+	}
+	if timeline == storage.KeepTimeline {
+		fmt.Fprintf(textsafe.NewWriter(c.stdout), "forgot %s; its timeline is kept: session-supervisor timeline %s\n", s.DisplayName(), s.ID)
+	} else {
+		fmt.Fprintf(textsafe.NewWriter(c.stdout), "forgot %s and its timeline\n", s.DisplayName())
+	}
+	return nil
+}
+
+// simpleAction runs a one-argument session action (interrupt, ack).
 func (c *cli) simpleAction(name string, args []string, act func(*localapi.Client, context.Context, string) (sessions.Session, error)) error {
 	pos, err := parseFlags(c.newFlags(name), args)
 	if err != nil {

@@ -38,7 +38,7 @@ func TestHooksCommandWithoutTheHookProgram(t *testing.T) {
 	}
 	// An install by another build (its program elsewhere) is seen, and
 	// reported as a problem: the program this binary would use is missing.
-	os.WriteFile(settings, []byte(`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "/old/session-supervisor-hook --socket /x"}]}]}}`), 0o600)
+	os.WriteFile(settings, []byte(`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "'/old/session-supervisor-hook' --socket '/x'"}]}]}}`), 0o600)
 	_, out, _ = runCLI(t, "--data-dir", dir, "hooks", "status")
 	if !strings.Contains(out, "installed in "+settings) || !strings.Contains(out, "events: Stop") || !strings.Contains(out, "problem:") {
 		t.Fatalf("status:\n%s", out)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/settings"
@@ -181,6 +182,13 @@ func cmdTimeline(c *cli, args []string) error {
 	defer st.Close()
 	ctx := context.Background()
 	s, err := st.FindSession(ctx, pos[0])
+	if errors.Is(err, storage.ErrNotFound) {
+		// A session forgotten with its timeline kept: the rows remain,
+		// found by the full id `forget` printed.
+		if kept, terr := st.Timeline(ctx, pos[0], 1); terr == nil && len(kept) > 0 {
+			s, err = sessions.Session{ID: pos[0]}, nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,13 @@ type Backend interface {
 	Send(ctx context.Context, id, prompt string) (sessions.Session, error)
 	Interrupt(ctx context.Context, id string) (sessions.Session, error)
 	Ack(ctx context.Context, id string) (sessions.Session, error)
-	Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error)
+	// Answer answers the permission request requestID, the one the window
+	// shows, never whichever is oldest when the call runs.
+	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
 	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
+	// Forget removes an ended session. Not recorded into the model: the
+	// snapshot that follows drops it there.
+	Forget(ctx context.Context, id string, timeline localapi.TimelineChoice) (sessions.Session, error)
 	// Resume resumes a terminal session whose process is gone as a new
 	// managed session (returned).
 	Resume(ctx context.Context, id string) (sessions.Session, error)
@@ -79,8 +84,8 @@ func (r recording) Ack(ctx context.Context, id string) (sessions.Session, error)
 	return r.keep(r.Backend.Ack(ctx, id))
 }
 
-func (r recording) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
-	return r.keep(r.Backend.Answer(ctx, id, allow, message))
+func (r recording) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
+	return r.keep(r.Backend.Answer(ctx, id, requestID, allow, message))
 }
 
 func (r recording) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {

@@ -8,10 +8,12 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/ui/model"
@@ -41,10 +43,16 @@ type detailView struct {
 
 	permission    *fyne.Container
 	permissionAsk *widget.Label
+	// request is the id of the permission request shown: Approve and Deny
+	// answer it, never whichever is oldest when the call runs.
+	request       string
 	answer        *widget.Entry
 	approve, deny *widget.Button
 
 	nudge, interrupt, ack, openDir *widget.Button
+	// forget removes an ended session (after a confirmation that asks
+	// whether its timeline goes too).
+	forget *widget.Button
 	// resume is "Resume in the background", shown only where view.Allows it
 	// (a terminal session whose process died mid-turn).
 	resume *widget.Button
@@ -109,7 +117,8 @@ func newDetailView(w *Window) *detailView {
 		d.command("Acknowledge", func(ctx context.Context, id string) (sessions.Session, error) { return w.b.Ack(ctx, id) })
 	})
 	d.openDir = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), d.openFolder)
-	actions := container.NewGridWithColumns(2, d.nudge, d.interrupt, d.ack, d.openDir)
+	d.forget = widget.NewButtonWithIcon("Forget…", theme.DeleteIcon(), d.confirmForget)
+	actions := container.NewGridWithColumns(2, d.nudge, d.interrupt, d.ack, d.openDir, d.forget)
 	d.resume = widget.NewButtonWithIcon("Resume in the background", theme.MediaReplayIcon(), func() {
 		d.command("Resume in the background", func(ctx context.Context, id string) (sessions.Session, error) {
 			s, err := w.b.Resume(ctx, id)
@@ -300,8 +309,10 @@ func (d *detailView) show(s sessions.Session) {
 
 	if p := s.Permission; p != nil {
 		d.permissionAsk.SetText(fmt.Sprintf("%s asks to use %s.", s.Agent, p.Tool))
+		d.request = p.RequestID
 		d.permission.Show()
 	} else {
+		d.request = ""
 		d.permission.Hide()
 	}
 	// The shared rules: the tray's submenu offers the same commands.
@@ -310,6 +321,7 @@ func (d *detailView) show(s sessions.Session) {
 	setEnabled(d.ack, view.Allows(s, view.Acknowledge))
 	setEnabled(d.approve, view.Allows(s, view.Approve))
 	setEnabled(d.deny, view.Allows(s, view.Deny))
+	setEnabled(d.forget, view.Allows(s, view.Forget))
 	if view.Allows(s, view.Resume) {
 		d.resume.Show()
 	} else {
@@ -439,14 +451,41 @@ func (d *detailView) report(id, what string, s sessions.Session, err error) {
 }
 
 func (d *detailView) answerPermission(allow bool) {
-	what, msg := "Deny", d.answer.Text
+	what, msg, req := "Deny", d.answer.Text, d.request
 	if allow {
 		what = "Approve"
 	}
 	d.command(what, func(ctx context.Context, id string) (sessions.Session, error) {
-		s, err := d.w.b.Answer(ctx, id, allow, msg)
+		s, err := d.w.b.Answer(ctx, id, req, allow, msg)
 		if err == nil {
 			d.w.do(func() { d.answer.SetText("") })
+		}
+		return s, err
+	})
+}
+
+// confirmForget asks before forgetting the session shown, and whether its
+// timeline goes with it.
+func (d *detailView) confirmForget() {
+	drop := widget.NewCheck("Also delete its timeline", nil)
+	body := container.NewVBox(widget.NewLabel("It leaves the app's lists for good. Its timeline is kept\n(session-supervisor timeline ID) unless you delete it too."), drop)
+	dialog.ShowCustomConfirm("Forget "+d.name.Text+"?", "Forget", "Cancel", body, func(ok bool) {
+		if ok {
+			d.forgetSession(drop.Checked)
+		}
+	}, d.w.win)
+}
+
+// forgetSession forgets the session shown and goes back to the list.
+func (d *detailView) forgetSession(dropTimeline bool) {
+	timeline := localapi.KeepTimeline
+	if dropTimeline {
+		timeline = localapi.DropTimeline
+	}
+	d.command("Forget", func(ctx context.Context, id string) (sessions.Session, error) {
+		s, err := d.w.b.Forget(ctx, id, timeline)
+		if err == nil {
+			d.w.do(d.w.showList)
 		}
 		return s, err
 	})

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,24 @@ func TestApproveDenyOnlyWithAPendingPermission(t *testing.T) {
 	if d.answer.Text != "go ahead" {
 		t.Error("a failed answer must keep the message typed")
 	}
+	// The answer names the request the window shows (issue 20, item 10).
+	spy := &answerSpy{Backend: e.w.b}
+	e.w.b = spy
+	test.Tap(d.deny)
+	if !slices.Equal(spy.requests, []string{"req-1"}) {
+		t.Errorf("Deny answered requests %q, want the one shown, req-1", spy.requests)
+	}
+}
+
+// answerSpy records the request ids the window answers.
+type answerSpy struct {
+	Backend
+	requests []string
+}
+
+func (s *answerSpy) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
+	s.requests = append(s.requests, requestID)
+	return s.Backend.Answer(ctx, id, requestID, allow, message)
 }
 
 func TestSendErrorsAreShownAndCtrlEnterSends(t *testing.T) {
@@ -392,5 +411,41 @@ func TestGoToTerminalForATerminalSession(t *testing.T) {
 	}
 	if len(asked) != 2 || asked[0] != "t8" {
 		t.Errorf("focus asked for %q", asked)
+	}
+}
+
+// Forget is offered only for an ended session; it removes the session from
+// the runtime and the list, keeping or deleting its timeline as chosen
+// (issue 20, item 11).
+func TestForgetAnEndedSession(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		e := newEnv(t, seed(), seedTimeline())
+		d := e.w.detail
+		e.w.ShowSession("f6")
+		running, _ := e.m.Session("f6")
+		running.InTurn, running.ProcessAlive = true, true
+		d.show(running)
+		if !d.forget.Disabled() {
+			t.Fatal("Forget offered for a session whose turn is in flight")
+		}
+		e.w.ShowSession("a1")
+		if d.forget.Disabled() {
+			t.Fatal("Forget not offered for an ended session")
+		}
+		d.forgetSession(drop)
+		e.pump()
+		if _, err := e.rt.Session("a1"); err == nil {
+			t.Fatalf("drop=%t: the runtime still has a1", drop)
+		}
+		for _, s := range e.m.Sessions() {
+			if s.ID == "a1" {
+				t.Fatalf("drop=%t: the model still lists a1", drop)
+			}
+		}
+		e.rt.Settle()
+		rows, err := e.store.Timeline(e.ctx, "a1", 0)
+		if err != nil || (len(rows) == 0) != drop {
+			t.Errorf("drop=%t: %d timeline rows left, %v", drop, len(rows), err)
+		}
 	}
 }

@@ -55,6 +55,7 @@ var settingTitles = map[string]string{
 	"supervisor.snapshot_interval_seconds":     "Snapshot interval",
 	"context_overflow.compact_timeout_seconds": "Compaction timeout",
 	"timeline.retention_days":                  "Keep the timeline for",
+	"sessions.archive_after_days":              "Archive ended sessions after",
 	"notify.waiting_on_user":                   "Notify when a session waits on you",
 	// agents.NAME.command: "DISPLAY NAME command", from the registry.
 }

@@ -493,7 +493,7 @@ func e2eStallInterruptNudge(t *testing.T, a *e2eAgent) {
 		t.Error("the fake API never received the continuation nudge")
 	}
 	rows := h.expectTimeline(id, []string{},
-		"state_changed:working", "marked_suspect", "stall_interrupt", "state_changed:interrupted",
+		"state_changed:working", "marked_suspect", "stall_interrupt", "marked_interrupted", "state_changed:interrupted",
 		"nudge_sent", "state_changed:working", "state_changed:waiting_on_user(review)")
 	// The interrupt came no earlier than the hard limit after the last
 	// stream event (at the turn's start or later) and the nudge after it.
@@ -536,7 +536,7 @@ func e2eAgentKilledMidTool(t *testing.T, a *e2eAgent) {
 		t.Errorf("the fake API never received the continuation nudge: %+v", h.requests("slowtool"))
 	}
 	rows := h.expectTimeline(id, []string{"process_started"},
-		"process_started", "state_changed:working", "state_changed:interrupted",
+		"process_started", "state_changed:working", "marked_interrupted", "state_changed:interrupted",
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	if msg := h.findRow(rows, "state_changed:interrupted").message(); !strings.Contains(msg, "SIGKILL") && !strings.Contains(msg, "killed") {
 		t.Errorf("interrupted evidence %q does not say the process was killed", msg)
@@ -574,7 +574,7 @@ func e2eAppKilledMidTurn(t *testing.T, a *e2eAgent) {
 		t.Error("the fake API never received the continuation nudge")
 	}
 	rows := h.expectTimeline(id, []string{"process_started"},
-		"process_started", "state_changed:working", "boot_reconciled",
+		"process_started", "state_changed:working", "boot_reconciled", "marked_interrupted",
 		"nudge_sent", "process_started", "state_changed:working", "state_changed:waiting_on_user(review)")
 	if boot := h.findRow(rows, "boot_reconciled").detail(); boot["from"] != "working" || boot["to"] != "interrupted" {
 		t.Errorf("boot_reconciled detail %v, want working → interrupted", boot)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // ErrNotRunning means no app answers on the data directory's socket.
@@ -188,6 +189,19 @@ func (c *Client) Sessions(ctx context.Context) ([]sessions.Session, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/sessions", nil, &out)
 }
 
+// AllSessions lists the sessions with the archived ones (`ls --all`).
+func (c *Client) AllSessions(ctx context.Context) ([]sessions.Session, error) {
+	var out []sessions.Session
+	return out, c.do(ctx, http.MethodGet, "/v1/sessions?all=true", nil, &out)
+}
+
+// Forget removes an ended session, its timeline kept or deleted.
+func (c *Client) Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error) {
+	var out sessions.Session
+	body := map[string]any{"delete_timeline": timeline == storage.DropTimeline}
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/forget", body, &out)
+}
+
 // Session shows one session (id or unique prefix).
 func (c *Client) Session(ctx context.Context, id string) (sessions.Session, error) {
 	var out sessions.Session
@@ -231,10 +245,11 @@ func (c *Client) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/ack", struct{}{}, &out)
 }
 
-// Answer approves or denies the pending permission request.
-func (c *Client) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
+// Answer approves or denies the open permission request requestID ("" for
+// the only one open); a request no longer open is ErrRequestClosed.
+func (c *Client) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
 	var out sessions.Session
-	body := map[string]any{"allow": allow, "message": message}
+	body := map[string]any{"request_id": requestID, "allow": allow, "message": message}
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/permission", body, &out)
 }
 

@@ -24,6 +24,11 @@ var (
 	// ErrForbidden: the caller may not make this request (another user, or
 	// a tool of a supervised session asking for a change).
 	ErrForbidden = errors.New("forbidden")
+	// ErrRequestClosed: the permission request an answer names is no longer
+	// open (answered already, by a double click or another view, or
+	// withdrawn by the agent). A 409 of its own kind, so a view can say the
+	// request is gone instead of "not possible now".
+	ErrRequestClosed = errors.New("the permission request is no longer open")
 )
 
 // kindError carries a message and the kind it is matched by with errors.Is;
@@ -44,9 +49,12 @@ func Errorf(kind error, format string, args ...any) error {
 }
 
 // ErrorKind names the kind of err for the wire ("invalid", "not_found",
-// "conflict", "unavailable", "forbidden"), "" when it has none.
+// "conflict", "unavailable", "forbidden", "request_closed"), "" when it
+// has none.
 func ErrorKind(err error) string {
 	switch {
+	case errors.Is(err, ErrRequestClosed):
+		return "request_closed"
 	case errors.Is(err, ErrInvalid):
 		return "invalid"
 	case errors.Is(err, ErrNotFound):
@@ -75,6 +83,8 @@ func ErrorFromWire(kind, msg string) error {
 		return Errorf(ErrUnavailable, "%s", msg)
 	case "forbidden":
 		return Errorf(ErrForbidden, "%s", msg)
+	case "request_closed":
+		return Errorf(ErrRequestClosed, "%s", msg)
 	}
 	return errors.New(msg)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // recordingSupervisor accepts every change and remembers what it was given,
@@ -29,7 +30,10 @@ func (f *recordingSupervisor) Send(_ context.Context, id, prompt string) (s sess
 	f.prompts = append(f.prompts, prompt)
 	return s, nil
 }
-func (f *recordingSupervisor) Answer(context.Context, string, bool, string) (s sessions.Session, err error) {
+func (f *recordingSupervisor) Forget(context.Context, string, storage.TimelineChoice) (s sessions.Session, err error) {
+	return s, nil
+}
+func (f *recordingSupervisor) Answer(context.Context, string, string, bool, string) (s sessions.Session, err error) {
 	return s, nil
 }
 
@@ -62,6 +66,7 @@ func FuzzRequestBodies(f *testing.F) {
 		{"POST", "/v1/sessions"},
 		{"POST", "/v1/sessions/s1/prompt"},
 		{"POST", "/v1/sessions/s1/permission"},
+		{"POST", "/v1/sessions/s1/forget"},
 		{"PUT", "/v1/settings/notify.waiting_on_user"},
 		{"PATCH", "/v1/settings"},
 	}

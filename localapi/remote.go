@@ -11,6 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // MsgLink is a local message from a Remote: the state of its link to the
@@ -237,7 +238,12 @@ func (r *Remote) apply(m Message) {
 			r.settings = m.Settings
 		}
 	case MsgSession, MsgEscalation:
-		if m.Session != nil {
+		switch {
+		case m.Session == nil:
+		case !m.Session.ArchivedAt.IsZero():
+			// Archived: it leaves the mirrored list, as it leaves the app's.
+			delete(r.sessions, m.Session.ID)
+		default:
 			r.sessions[m.Session.ID] = *m.Session
 		}
 	case MsgSettings:
@@ -349,8 +355,12 @@ func (r *Remote) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	return r.c.Ack(ctx, id)
 }
 
-func (r *Remote) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
-	return r.c.Answer(ctx, id, allow, message)
+func (r *Remote) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
+	return r.c.Answer(ctx, id, requestID, allow, message)
+}
+
+func (r *Remote) Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error) {
+	return r.c.Forget(ctx, id, timeline)
 }
 
 func (r *Remote) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {

@@ -235,3 +235,16 @@ func TestRemoteFollowsHealthWhileConnected(t *testing.T) {
 		<-done
 	})
 }
+
+// TestRemoteDropsArchived: an archived session leaves the mirror, as it
+// leaves the app's list (issue 20, item 11).
+func TestRemoteDropsArchived(t *testing.T) {
+	r := newRemote(nil, &fakeSource{}, nil)
+	r.apply(snapshotMsg("g", 1, sess("abc1", sessions.Idle), sess("abc2", sessions.Idle)))
+	archived := sess("abc2", sessions.Idle)
+	archived.ArchivedAt = time.Now()
+	r.apply(Message{Type: MsgSession, Session: &archived})
+	if got := r.Sessions(); len(got) != 1 || got[0].ID != "abc1" {
+		t.Fatalf("mirror after archiving abc2: %+v", got)
+	}
+}

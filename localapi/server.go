@@ -46,7 +46,9 @@ const subscriberBuffer = 256
 // (*supervisor.Runtime implements it). Its errors carry the request kinds
 // (ErrInvalid, ErrNotFound, ...), which pick the answer's status.
 type Supervisor interface {
+	// Sessions leaves the archived sessions out; AllSessions has them.
 	Sessions() []sessions.Session
+	AllSessions() []sessions.Session
 	Session(id string) (sessions.Session, error)
 	Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error)
 	Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error)
@@ -56,7 +58,12 @@ type Supervisor interface {
 	// Resume answers the new managed session, not the resumed one.
 	Resume(ctx context.Context, id string) (sessions.Session, error)
 	Ack(ctx context.Context, id string) (sessions.Session, error)
-	Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error)
+	// Forget removes an ended session, its timeline kept or dropped, and
+	// answers it as it was.
+	Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error)
+	// Answer answers the open permission request requestID; "" names the
+	// only one open and is refused while several are.
+	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
 	// LoopHealth must answer without waiting on I/O: health is read
 	// precisely when something is stuck.
 	LoopHealth(now time.Time) LoopHealth
@@ -162,7 +169,13 @@ func (a *API) Close() error {
 func (a *API) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", a.healthz)
-	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.rt.Sessions()) })
+	mux.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
+		if all, _ := strconv.ParseBool(r.URL.Query().Get("all")); all {
+			writeJSON(w, http.StatusOK, a.rt.AllSessions())
+			return
+		}
+		writeJSON(w, http.StatusOK, a.rt.Sessions())
+	})
 	mux.HandleFunc("POST /v1/sessions", a.launch)
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.rt.Session(r.PathValue("id"))
@@ -196,15 +209,30 @@ func (a *API) routes() http.Handler {
 		s, err := a.rt.Ack(r.Context(), r.PathValue("id"))
 		respond(w, s, err)
 	})
-	mux.HandleFunc("POST /v1/sessions/{id}/permission", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /v1/sessions/{id}/forget", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Allow   bool   `json:"allow"`
-			Message string `json:"message"`
+			DeleteTimeline bool `json:"delete_timeline"`
 		}
 		if !readJSON(w, r, &body) {
 			return
 		}
-		s, err := a.rt.Answer(r.Context(), r.PathValue("id"), body.Allow, body.Message)
+		timeline := storage.KeepTimeline
+		if body.DeleteTimeline {
+			timeline = storage.DropTimeline
+		}
+		s, err := a.rt.Forget(r.Context(), r.PathValue("id"), timeline)
+		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/permission", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			RequestID string `json:"request_id"`
+			Allow     bool   `json:"allow"`
+			Message   string `json:"message"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		s, err := a.rt.Answer(r.Context(), r.PathValue("id"), body.RequestID, body.Allow, body.Message)
 		respond(w, s, err)
 	})
 	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, r *http.Request) {
@@ -395,7 +423,7 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case "not_found":
 		return http.StatusNotFound
-	case "conflict":
+	case "conflict", "request_closed":
 		return http.StatusConflict
 	case "unavailable":
 		return http.StatusServiceUnavailable

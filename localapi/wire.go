@@ -55,6 +55,16 @@ type Message struct {
 // TimelineRow is a timeline row as published on the bus and the API.
 type TimelineRow = storage.TimelineEvent
 
+// TimelineChoice is what forget does with a session's timeline, re-exported
+// so the views need not import storage.
+type TimelineChoice = storage.TimelineChoice
+
+// The choices.
+const (
+	KeepTimeline = storage.KeepTimeline
+	DropTimeline = storage.DropTimeline
+)
+
 // LaunchRequest asks for a new managed session.
 type LaunchRequest struct {
 	Agent          string `json:"agent"`

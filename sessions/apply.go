@@ -13,6 +13,9 @@ import (
 func Apply(s Session, e Event, now time.Time) Session {
 	n := s.Clone()
 	n.UpdatedAt = now
+	// Whatever happens to an archived session (the user's prompt, its
+	// process found again) brings it back to the lists.
+	n.ArchivedAt = time.Time{}
 	if len(n.Permissions) == 0 && n.Permission != nil {
 		// Stored by a build that kept a single request: it is the list.
 		n.Permissions = []Permission{*n.Permission}
@@ -89,6 +92,11 @@ func Apply(s Session, e Event, now time.Time) Session {
 		resumeWorking(&n, fmt.Sprintf("background task %s finished", orDefault(name, e.CallID)), now)
 
 	case EvTurnStarted:
+		if e.By == ByUser {
+			// A turn the user starts is a fresh start, not the incident
+			// the nudges were spent on: the budget is refilled.
+			n.Nudge = NudgeBudget{}
+		}
 		startTurn(&n, now)
 		setState(&n, Working, fmt.Sprintf("turn %d started by the %s", n.TurnGeneration, e.By), now)
 
@@ -253,6 +261,18 @@ func Apply(s Session, e Event, now time.Time) Session {
 			gen := n.TurnGeneration
 			endTurn(&n)
 			setState(&n, Idle, fmt.Sprintf("acknowledged (Suspect); stalled turn %d given up", gen), now)
+			break
+		}
+		if !n.InTurn && n.State == Recovering {
+			// The supervisor holds the session for a recovery (a rate
+			// limit's reset, an auth retry): the user's acknowledgement
+			// takes it over, so the recovery stops, and the evidence says
+			// so. Supervision is Reconcile's: at Idle with no failure it
+			// ends the incident at its next look, before any recovery.
+			what := orDefault(n.Supervision.Recovery, "pending")
+			n.Failure = Failure{}
+			n.Nudge = NudgeBudget{}
+			setState(&n, Idle, fmt.Sprintf("acknowledged (Recovering); the %s recovery stopped", what), now)
 			break
 		}
 		if !n.InTurn && (n.State == WaitingOnUser && n.WaitReason == WaitReview || n.State == Errored || n.State == Interrupted) {
@@ -643,4 +663,45 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 	if o.State == WaitingOnUser {
 		n.WaitReason = o.Wait
 	}
+}
+
+// InterruptCause is why a session became Interrupted, for the
+// marked_interrupted row every such change leaves.
+type InterruptCause string
+
+// The causes.
+const (
+	NoInterruptCause InterruptCause = ""
+	// CauseExitEvent: the agent's process exited mid-turn (its exit event).
+	CauseExitEvent InterruptCause = "exit_event"
+	// CauseAbort: the turn was aborted (the agent's abort, the stall
+	// interrupt taking).
+	CauseAbort InterruptCause = "abort"
+	// CauseObservedDeath: a terminal session's source saw its process gone.
+	CauseObservedDeath InterruptCause = "observed_death"
+	// CauseProbe: the tick's liveness probe found the process gone.
+	CauseProbe InterruptCause = "probe"
+	// CauseBoot: the turn was in flight when the app stopped.
+	CauseBoot InterruptCause = "boot"
+	// CauseEvent: any other stream evidence.
+	CauseEvent InterruptCause = "event"
+)
+
+func (c InterruptCause) String() string { return string(c) }
+
+// InterruptCauseOf is the cause of the change from prev to next that event e
+// made, when it is a change into Interrupted; NoInterruptCause otherwise.
+func InterruptCauseOf(prev, next Session, e Event) InterruptCause {
+	if prev.State == Interrupted || next.State != Interrupted {
+		return NoInterruptCause
+	}
+	switch e.Kind {
+	case EvProcessExited, EvSessionEnded:
+		return CauseExitEvent
+	case EvTurnAborted:
+		return CauseAbort
+	case EvObserved:
+		return CauseObservedDeath
+	}
+	return CauseEvent
 }

@@ -285,7 +285,7 @@ var matrix = []matrixRow{
 	// BUG(TestApplyStaleTurnAbortedKeepsHeldState): no turn was in flight to abort.
 	{"recovering_hold", EvTurnAborted, Recovering, NoWait, false, RateLimit, "holding"},
 	{"recovering_hold", EvIdle, Recovering, NoWait, false, RateLimit, "holding"},
-	{"recovering_hold", EvAcknowledged, Recovering, NoWait, false, RateLimit, "holding"},
+	{"recovering_hold", EvAcknowledged, Idle, NoWait, false, NoFailure, "recovery stopped"},
 	{"recovering_hold", EvProcessExited, Recovering, NoWait, false, RateLimit, "holding until 13:00:00; process exited with code 1"},
 	{"recovering_hold", EvSessionEnded, Recovering, NoWait, false, RateLimit, "holding until 13:00:00; session ended"},
 	{"recovering_hold", EvPromptAdded, Recovering, NoWait, false, RateLimit, "holding"},
@@ -547,6 +547,10 @@ func TestApplyNudgeBudget(t *testing.T) {
 		{"suspect", Event{Kind: EvTurnCompleted}, NudgeBudget{}},
 		{"working", Event{Kind: EvTurnStarted, By: BySupervisor}, spent},
 		{"interrupted", Event{Kind: EvTurnStarted, By: BySupervisor}, spent},
+		// A turn the user starts is a new start: the budget is refilled
+		// (issue 20, item 12).
+		{"idle", Event{Kind: EvTurnStarted, By: ByUser}, NudgeBudget{}},
+		{"interrupted", Event{Kind: EvTurnStarted, By: ByUser}, NudgeBudget{}},
 		{"working", Event{Kind: EvActivity}, spent},
 		{"working", Event{Kind: EvTurnFailed, Failure: Failure{Kind: OtherFailure}}, spent},
 		{"working", Event{Kind: EvTurnAborted}, spent},
@@ -970,7 +974,7 @@ func TestApplyAcknowledged(t *testing.T) {
 		{"interrupted", "interrupted", Idle, "acknowledged (Interrupted)"},
 		{"a question is not a review", "waiting_permission", WaitingOnUser, "permission"},
 		{"a turn in flight", "working", Working, "running Bash"},
-		{"a supervisor hold", "recovering_hold", Recovering, "holding"},
+		{"a supervisor hold stops", "recovering_hold", Idle, "recovery stopped"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1524,5 +1528,69 @@ func TestApplyEscalatedSuspectHasAWayOut(t *testing.T) {
 	// Not escalated: ack does not give a live turn up.
 	if got := Apply(baseSession("suspect"), Event{Kind: EvAcknowledged}, t0); got.State != Suspect || !got.InTurn {
 		t.Errorf("ack of a plain Suspect -> %v", got.State)
+	}
+}
+
+// TestApplyBringsBackAnArchivedSession: whatever happens to an archived
+// session (the user's prompt, its process found running again) brings it
+// back to the lists (issue 20, item 11).
+func TestApplyBringsBackAnArchivedSession(t *testing.T) {
+	for _, e := range []Event{{Kind: EvTurnStarted}, {Kind: EvProcessStarted, PID: 42}, {Kind: EvAcknowledged}} {
+		s := Session{ID: "s", State: Idle, Evidence: "idle", ArchivedAt: t0}
+		if n := Apply(s, e, t0.Add(time.Hour)); !n.ArchivedAt.IsZero() {
+			t.Errorf("%v left the session archived", e.Kind)
+		}
+		if s.ArchivedAt.IsZero() {
+			t.Fatal("Apply changed its input")
+		}
+	}
+}
+
+// TestApplyAckStopsAPendingRecovery: acknowledging a session the supervisor
+// holds for a recovery (a rate limit's reset, an auth retry) stops that
+// recovery and says so; the agent's own retry inside a turn is the agent's
+// and goes on (issue 20, item 12).
+func TestApplyAckStopsAPendingRecovery(t *testing.T) {
+	s := baseSession("recovering_hold")
+	s.NeedsAttention = true
+	s.Supervision = Supervision{Recovery: "rate_limit", RecoveryAttempts: 2, NextAttemptAt: t0.Add(time.Hour), IncidentAttempts: 2, EscalatedGeneration: 3}
+	n := Apply(s, Event{Kind: EvAcknowledged}, t0)
+	if n.State != Idle || n.NeedsAttention || n.Failure.Kind != NoFailure {
+		t.Fatalf("after ack: %v attention=%t failure=%v", n.State, n.NeedsAttention, n.Failure)
+	}
+	// Supervision is Reconcile's (TestApplyNeverTouchesSupervision); it
+	// ends the incident at a clean rest (core's TestAckStopsTheRecovery).
+	if !strings.Contains(n.Evidence, "acknowledged") || !strings.Contains(n.Evidence, "rate_limit recovery stopped") {
+		t.Errorf("evidence %q does not say the recovery was stopped", n.Evidence)
+	}
+
+	agent := baseSession("recovering_retry")
+	if n := Apply(agent, Event{Kind: EvAcknowledged}, t0); n.State != Recovering || !n.InTurn {
+		t.Errorf("the agent's own retry was stopped by an ack: %v in turn %t", n.State, n.InTurn)
+	}
+}
+
+// TestInterruptCause: every change into Interrupted has a cause for its
+// marked_interrupted row; any other change has none (issue 20, item 12).
+func TestInterruptCause(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		e    Event
+		want InterruptCause
+	}{
+		{"working", Event{Kind: EvProcessExited, ExitCode: 1}, CauseExitEvent},
+		{"working", Event{Kind: EvTurnAborted}, CauseAbort},
+		{"working", Event{Kind: EvObserved, Observed: &ObservedState{State: Interrupted, Evidence: "the process is gone"}}, CauseObservedDeath},
+		{"working", Event{Kind: EvActivity}, NoInterruptCause},
+		{"interrupted", Event{Kind: EvProcessExited}, NoInterruptCause},
+	} {
+		prev := baseSession(tc.base)
+		next := Apply(prev, tc.e, t0)
+		if got := InterruptCauseOf(prev, next, tc.e); got != tc.want {
+			t.Errorf("%s + %s -> %s: cause %q, want %q", tc.base, tc.e.Kind, next.State, got, tc.want)
+		}
+	}
+	if CauseBoot.String() != "boot" || CauseProbe.String() != "probe" || CauseExitEvent.String() != "exit_event" || CauseObservedDeath.String() != "observed_death" {
+		t.Errorf("cause names: %s %s %s %s", CauseBoot, CauseProbe, CauseExitEvent, CauseObservedDeath)
 	}
 }

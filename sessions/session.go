@@ -174,6 +174,11 @@ type Session struct {
 	StateChangedAt time.Time         `json:"state_changed_at,omitzero"`
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
+	// ArchivedAt is when the session was archived (ended, acknowledged and
+	// quiet for sessions.archive_after_days): it leaves the tray and the
+	// default list and stays readable (ls --all, timeline). Zero when not
+	// archived; anything that happens to it again brings it back.
+	ArchivedAt time.Time `json:"archived_at,omitzero"`
 }
 
 // Clone returns a deep copy, so a reducer never mutates its input.

@@ -21,6 +21,9 @@ type TimelineDetail struct {
 	By string `json:"by,omitempty"`
 	// Bytes is the size of a write the agent did not read.
 	Bytes int `json:"bytes,omitempty"`
+	// Cause is why a session became Interrupted (marked_interrupted):
+	// "exit_event", "abort", "observed_death", "probe", "boot".
+	Cause string `json:"cause,omitempty"`
 	// Failure is the failure kind a state change came with.
 	Failure string `json:"failure,omitempty"`
 	// From and To are a state change's states.

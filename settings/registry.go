@@ -139,8 +139,12 @@ type Settings struct {
 	SnapshotInterval time.Duration
 	// CompactTimeout bounds a compaction; the stuck-compaction and
 	// stale-overflow checks both use it so they cannot disagree.
-	CompactTimeout      time.Duration
-	RetentionDays       int
+	CompactTimeout time.Duration
+	RetentionDays  int
+	// ArchiveAfterDays is sessions.archive_after_days: an ended session
+	// (process gone, nothing pending, acknowledged) this many days quiet is
+	// archived; 0 never archives.
+	ArchiveAfterDays    int
 	NotifyWaitingOnUser bool
 	// AgentCommands maps an agent's name to its agents.NAME.command, for
 	// every agent the registry was built with. Read it through
@@ -256,6 +260,12 @@ var coreSettings = []setting{
 	{Def{Key: "timeline.retention_days", Kind: KindInt, Unit: "days", Default: "30", Min: 30, Max: 3650,
 		Description: "Days of supervisor timeline to keep (at least 30); older events are pruned."},
 		func(s *Settings, v parsed) { s.RetentionDays = int(v.i) }},
+	// A week: long enough that a session finished on Friday is still in the
+	// tray on Monday, short enough that terminal sessions found over months
+	// do not pile up in it.
+	{Def{Key: "sessions.archive_after_days", Kind: KindInt, Unit: "days", Default: "7", Min: 0, Max: 3650,
+		Description: "Archive a session that ended (process gone, nothing pending, acknowledged) after this many quiet days: it leaves the tray and the default list and stays readable with ls --all and timeline. 0 never archives."},
+		func(s *Settings, v parsed) { s.ArchiveAfterDays = int(v.i) }},
 	{Def{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
 		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
 		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }},

@@ -36,6 +36,8 @@ func TestEveryNumericKeyClampsNeverRefuses(t *testing.T) {
 		{"supervisor.snapshot_interval_seconds", "4", "5", "3601", "3600", "5", true, "-1", "5"},
 		{"context_overflow.compact_timeout_seconds", "59", "60", "7201", "7200", "60", true, "-1", "60"},
 		{"timeline.retention_days", "29", "30", "3651", "3650", "30", true, "-1", "30"},
+		// 0 is legitimate: never archive.
+		{"sessions.archive_after_days", "-1", "0", "3651", "3650", "0", false, "-3", "0"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -218,27 +218,63 @@ func quarantineReason(err error) QuarantineReason {
 	return QuarantineNewer
 }
 
-// DeleteSession removes the session and its timeline in one transaction: a
-// timeline whose session is gone can no longer be shown anywhere. The error
-// wraps ErrNotFound if there was no such session.
-func (s *Store) DeleteSession(ctx context.Context, id string) error {
+// TimelineChoice is what becomes of a forgotten session's timeline.
+type TimelineChoice int
+
+const (
+	// KeepTimeline leaves the rows in the audit log (pruned by age like
+	// every other), readable by the session's full id.
+	KeepTimeline TimelineChoice = iota
+	// DropTimeline deletes them with the session.
+	DropTimeline
+)
+
+func (c TimelineChoice) String() string {
+	switch c {
+	case KeepTimeline:
+		return "keep timeline"
+	case DropTimeline:
+		return "drop timeline"
+	}
+	return fmt.Sprintf("TimelineChoice(%d)", int(c))
+}
+
+// Forget deletes a session in its place in a batch (BatchItem.Forget).
+type Forget struct {
+	ID       string
+	Timeline TimelineChoice
+}
+
+// DeleteSession removes the session, and its timeline too unless the
+// choice keeps it, in one transaction. The error wraps ErrNotFound if there
+// was no such session.
+func (s *Store) DeleteSession(ctx context.Context, id string, timeline TimelineChoice) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("delete session %s: %w", id, err)
+		n, err := deleteSession(ctx, tx, id, timeline)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("delete session %q: %w", id, ErrNotFound)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("delete session %s: %w", id, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("delete session %q: %w", id, ErrNotFound)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM supervisor_events WHERE session_id = ?`, id); err != nil {
-			return fmt.Errorf("delete timeline of session %s: %w", id, err)
-		}
-		return nil
+		return err
 	})
+}
+
+// deleteSession deletes the session's row (and its timeline unless kept)
+// and reports how many session rows went.
+func deleteSession(ctx context.Context, db execer, id string, timeline TimelineChoice) (int64, error) {
+	res, err := db.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+	if err != nil {
+		return 0, fmt.Errorf("delete session %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if timeline == DropTimeline {
+		if _, err := db.ExecContext(ctx, `DELETE FROM supervisor_events WHERE session_id = ?`, id); err != nil {
+			return n, fmt.Errorf("delete timeline of session %s: %w", id, err)
+		}
+	}
+	return n, nil
 }
 
 // ErrUnreadable: a stored session this build cannot decode (see

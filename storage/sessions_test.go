@@ -177,27 +177,57 @@ func TestFindSession(t *testing.T) {
 	}
 }
 
+// TestDeleteSession: the session goes, and its timeline goes with it or
+// stays as the user chose (forget, issue 20 item 11), directly or in its
+// place in a batch.
 func TestDeleteSession(t *testing.T) {
-	s, _ := openTemp(t)
-	ctx := context.Background()
-	for _, id := range []string{"gone", "kept"} {
-		if err := s.SaveSessionWithEvents(ctx, fullSession(id, base), []TimelineEvent{{Time: base, Kind: "k"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.DeleteSession(ctx, "gone"); err != nil {
-		t.Fatalf("DeleteSession: %v", err)
-	}
-	if _, err := s.GetSession(ctx, "gone"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("deleted session still readable: %v", err)
-	}
-	if tl, _ := s.Timeline(ctx, "gone", 0); len(tl) != 0 {
-		t.Errorf("deleted session's timeline kept %d events", len(tl))
-	}
-	if tl, _ := s.Timeline(ctx, "kept", 0); len(tl) != 1 {
-		t.Errorf("other session's timeline has %d events, want 1", len(tl))
-	}
-	if err := s.DeleteSession(ctx, "gone"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("second DeleteSession = %v, want ErrNotFound", err)
+	for _, tc := range []struct {
+		name     string
+		choice   TimelineChoice
+		batch    bool
+		wantRows int
+	}{
+		{"drop", DropTimeline, false, 0},
+		{"keep", KeepTimeline, false, 1},
+		{"drop in a batch", DropTimeline, true, 0},
+		{"keep in a batch", KeepTimeline, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openTemp(t)
+			ctx := context.Background()
+			for _, id := range []string{"gone", "kept"} {
+				if err := s.SaveSessionWithEvents(ctx, fullSession(id, base), []TimelineEvent{{Time: base, Kind: "k"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.batch {
+				// A save decided before the forget is written before it;
+				// the forget's own row stays when the timeline does.
+				gone := fullSession("gone", base)
+				if _, err := s.SaveBatch(ctx, []BatchItem{{Session: &gone},
+					{Events: []TimelineEvent{{SessionID: "gone", Time: base, Kind: "forgotten"}}, Forget: &Forget{ID: "gone", Timeline: tc.choice}}}); err != nil {
+					t.Fatalf("SaveBatch: %v", err)
+				}
+			} else if err := s.DeleteSession(ctx, "gone", tc.choice); err != nil {
+				t.Fatalf("DeleteSession: %v", err)
+			}
+			if _, err := s.GetSession(ctx, "gone"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("deleted session still readable: %v", err)
+			}
+			if tl, _ := s.Timeline(ctx, "gone", 0); len(tl) != tc.wantRows {
+				t.Errorf("deleted session's timeline has %d events, want %d (%s)", len(tl), tc.wantRows, tc.choice)
+			}
+			if tl, _ := s.Timeline(ctx, "kept", 0); len(tl) != 1 {
+				t.Errorf("other session's timeline has %d events, want 1", len(tl))
+			}
+			if err := s.DeleteSession(ctx, "gone", tc.choice); !errors.Is(err, ErrNotFound) {
+				t.Errorf("second DeleteSession = %v, want ErrNotFound", err)
+			}
+			// A batch forgetting what is gone already is not an error: a
+			// retried batch must not wedge every later write.
+			if _, err := s.SaveBatch(ctx, []BatchItem{{Forget: &Forget{ID: "gone", Timeline: tc.choice}}}); err != nil {
+				t.Errorf("forgetting a session already gone in a batch: %v", err)
+			}
+		})
 	}
 }

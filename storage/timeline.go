@@ -230,6 +230,10 @@ type BatchItem struct {
 	// OutcomeID, when non-zero, is an intent row whose outcome is set to Outcome.
 	OutcomeID int64
 	Outcome   string
+	// Forget, when set, deletes that session after this item's rows are
+	// written (a session already gone is no error: a retried batch must
+	// not fail for good).
+	Forget *Forget
 }
 
 // SaveBatch writes many callers' changes in one transaction, in order, and
@@ -284,6 +288,11 @@ func (s *Store) SaveBatch(ctx context.Context, items []BatchItem) ([][]int64, er
 					`UPDATE supervisor_events SET detail = json_set(detail, '$.outcome', ?) WHERE id = ?`,
 					it.Outcome, it.OutcomeID); err != nil {
 					return fmt.Errorf("record outcome of event %d: %w", it.OutcomeID, err)
+				}
+			}
+			if f := it.Forget; f != nil {
+				if _, err := deleteSession(ctx, tx, f.ID, f.Timeline); err != nil {
+					return err
 				}
 			}
 		}

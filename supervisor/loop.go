@@ -104,6 +104,7 @@ func PolicyFromSettings(set settings.Settings) core.Policy {
 	p.AutoRecover = set.AutoRecover
 	p.NudgeEnabled = set.NudgeEnabled
 	p.ResumeTerminal = set.ResumeTerminal
+	p.ArchiveAfter = time.Duration(set.ArchiveAfterDays) * 24 * time.Hour
 	p.StallSuspect = set.StallSuspect
 	p.StallToolSuspect = set.StallToolSuspect
 	p.StallHard = set.StallHard
@@ -199,6 +200,9 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 		e.proc = nil
 	}
 	next, obs, acts, changed := core.Reconcile(e.s, now, policy, probe)
+	if archived, aobs, ok := core.Archive(next, now, policy.ArchiveAfter, probe); ok && len(acts) == 0 {
+		next, obs, changed = archived, append(obs, aobs...), true
+	}
 	rows := observationRows(next, now, obs)
 	if len(rows) > 0 || changed {
 		r.commitRowsLocked(e, next, rows, false, false)
@@ -212,7 +216,7 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 func observationRows(s sessions.Session, now time.Time, obs []core.Observation) []storage.TimelineEvent {
 	rows := make([]storage.TimelineEvent, 0, len(obs))
 	for _, o := range obs {
-		detail := sessions.TimelineDetail{Message: o.Detail}
+		detail := sessions.TimelineDetail{Message: o.Detail, Cause: o.Cause.String()}
 		if o.From != o.To {
 			// The same keys as the state changes Apply causes.
 			detail.From, detail.To = o.From.String(), o.To.String()

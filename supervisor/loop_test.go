@@ -768,14 +768,15 @@ func TestLoopStallSuspectHealInterruptNudge(t *testing.T) {
 		}
 
 		h.wantKinds(id, afterLaunch(
-			core.TimelineMarkedSuspect,  // 10:00
-			core.TimelineStateChanged,   // 14:07 Suspect → Working (a genuine event)
-			core.TimelineMarkedSuspect,  // 24:15
-			core.TimelineStallInterrupt, // 164:15
-			core.TimelineStateChanged,   // 164:20 → Interrupted (the abort)
-			core.TimelineNudgeSent,      // 164:30
-			core.TimelineStateChanged,   // → Working, turn 2
-			core.TimelineStateChanged,   // → Waiting on user (review)
+			core.TimelineMarkedSuspect,     // 10:00
+			core.TimelineStateChanged,      // 14:07 Suspect → Working (a genuine event)
+			core.TimelineMarkedSuspect,     // 24:15
+			core.TimelineStallInterrupt,    // 164:15
+			core.TimelineMarkedInterrupted, // 164:20 the abort (cause "abort")
+			core.TimelineStateChanged,      // 164:20 → Interrupted
+			core.TimelineNudgeSent,         // 164:30
+			core.TimelineStateChanged,      // → Working, turn 2
+			core.TimelineStateChanged,      // → Waiting on user (review)
 		)...)
 		h.wantOutcomes(id)
 		// Rows carry the turn they were decided for.
@@ -877,10 +878,11 @@ func TestLoopInterruptIgnoredEscalatesToSignals(t *testing.T) {
 		}
 		h.wantKinds(id, afterLaunch(
 			core.TimelineMarkedSuspect,
-			core.TimelineStallInterrupt, // interrupt
-			core.TimelineStallInterrupt, // SIGTERM
-			core.TimelineStallInterrupt, // SIGKILL
-			core.TimelineStateChanged,   // the exit: → Interrupted
+			core.TimelineStallInterrupt,    // interrupt
+			core.TimelineStallInterrupt,    // SIGTERM
+			core.TimelineStallInterrupt,    // SIGKILL
+			core.TimelineMarkedInterrupted, // the exit (cause "exit_event")
+			core.TimelineStateChanged,      // → Interrupted
 			core.TimelineNudgeSent,
 			"process_started", // the resume
 			core.TimelineStateChanged,
@@ -950,9 +952,9 @@ func TestLoopNudgeCapEscalatesAndAckClears(t *testing.T) {
 			t.Fatal("nudges spent, but needs-attention is not raised")
 		}
 		h.wantKinds(id, afterLaunch(
-			core.TimelineStateChanged, // exit → Interrupted
-			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineStateChanged,
-			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineStateChanged,
+			core.TimelineMarkedInterrupted, core.TimelineStateChanged, // exit → Interrupted
+			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineMarkedInterrupted, core.TimelineStateChanged,
+			core.TimelineNudgeSent, "process_started", core.TimelineStateChanged, core.TimelineMarkedInterrupted, core.TimelineStateChanged,
 			core.TimelineEscalated,
 		)...)
 		// The escalation waits for the last nudge's cooldown.
@@ -1209,7 +1211,7 @@ func TestLoopBootReconcilesAndResumes(t *testing.T) {
 			}
 			got = append(got, k)
 		}
-		want := []string{core.TimelineNudgeSent, "boot_reconciled", "uncertain_action", core.TimelineNudgeSent, "process_started", core.TimelineStateChanged}
+		want := []string{core.TimelineNudgeSent, "boot_reconciled", core.TimelineMarkedInterrupted, "uncertain_action", core.TimelineNudgeSent, "process_started", core.TimelineStateChanged}
 		if !slices.Equal(got, want) {
 			t.Fatalf("timeline %q, want %q", h.store.kinds(persisted.ID), want)
 		}
@@ -1311,9 +1313,9 @@ func TestLoopSwitches(t *testing.T) {
 	}{
 		{"supervisor disabled", func(s *settings.Settings) { short(s); s.Enabled = false }, nil, ""},
 		{"auto recover off", func(s *settings.Settings) { short(s); s.AutoRecover = false },
-			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
+			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineMarkedInterrupted, core.TimelineStateChanged, core.TimelineEscalated}, "automatic recovery is off"},
 		{"nudge off", func(s *settings.Settings) { short(s); s.NudgeEnabled = false },
-			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
+			[]string{core.TimelineMarkedSuspect, core.TimelineStallInterrupt, core.TimelineMarkedInterrupted, core.TimelineStateChanged, core.TimelineEscalated}, "the continuation nudge is off"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1711,7 +1713,9 @@ func TestLoopOwnMidTurnPromptKeepsTheStallClock(t *testing.T) {
 
 // TestLoopSeveralPermissionRequests: two requests are open at once and other
 // work of the turn goes on. The session keeps waiting while either is open,
-// and each approve answers one (issue 10, item 7).
+// and each answer names the request it answers (issue 20, item 10): one
+// that is no longer open is refused with ErrRequestClosed, and an answer
+// naming none is refused while several are open.
 func TestLoopSeveralPermissionRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newLoopHarness(t, nil)
@@ -1726,20 +1730,36 @@ func TestLoopSeveralPermissionRequests(t *testing.T) {
 			sessions.Event{Kind: sessions.EvActivity, Detail: "subagent writing a reply"})
 		h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
 
-		if _, err := h.rt.Answer(context.Background(), id, true, ""); err != nil {
-			t.Fatalf("first approve: %v", err)
+		ctx := context.Background()
+		_, err := h.rt.Answer(ctx, id, "", true, "")
+		if !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), "req_a (Bash)") || !strings.Contains(err.Error(), "req_b (Write)") {
+			t.Fatalf("approve naming no request with two open: %v, want a conflict listing both", err)
+		}
+		// The newer request first: the user answers the one they saw.
+		if _, err := h.rt.Answer(ctx, id, "req_b", true, ""); err != nil {
+			t.Fatalf("approve req_b: %v", err)
 		}
 		h.emit(p, sessions.Event{Kind: sessions.EvActivity})
 		w := h.wantState(id, sessions.WaitingOnUser, sessions.WaitPermission)
-		if w.Permission == nil || w.Permission.RequestID != "req_b" {
-			t.Fatalf("still open: %+v", w.Permission)
+		if w.Permission == nil || w.Permission.RequestID != "req_a" || len(w.Permissions) != 1 {
+			t.Fatalf("still open: %+v", w.Permissions)
 		}
-		if _, err := h.rt.Answer(context.Background(), id, false, "no"); err != nil {
+		// A double click: the second answer's request is gone.
+		_, err = h.rt.Answer(ctx, id, "req_b", true, "")
+		if !errors.Is(err, localapi.ErrRequestClosed) || localapi.ErrorKind(err) != "request_closed" || !strings.Contains(err.Error(), "req_b") {
+			t.Fatalf("answering req_b again: %v, want ErrRequestClosed naming it", err)
+		}
+		// One open: an answer naming none answers it.
+		if _, err := h.rt.Answer(ctx, id, "", false, "no"); err != nil {
 			t.Fatalf("second answer: %v", err)
 		}
 		h.wantState(id, sessions.Working, sessions.NoWait)
-		if a := callsOf(p.received(), "answer"); len(a) != 2 || a[0].Text != "Bash allow=true" || a[1].Text != "Write allow=false" {
+		if a := callsOf(p.received(), "answer"); len(a) != 2 || a[0].Text != "Write allow=true" || a[1].Text != "Bash allow=false" {
 			t.Fatalf("answers %+v", a)
+		}
+		_, err = h.rt.Answer(ctx, id, "req_a", true, "")
+		if !errors.Is(err, localapi.ErrRequestClosed) {
+			t.Fatalf("answering req_a with nothing open: %v, want ErrRequestClosed", err)
 		}
 		// Waiting on the user is never a stall, however long it lasts.
 		h.until(2 * time.Minute)

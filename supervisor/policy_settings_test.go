@@ -18,6 +18,7 @@ func TestPolicyFromSettings(t *testing.T) {
 	set.CompactTimeout, set.AuthRetry = 90*time.Second, 6*time.Second
 	set.TransientWindow = 12 * time.Second
 	set.ResumeTerminal = true
+	set.ArchiveAfterDays = 3
 	p := PolicyFromSettings(set)
 	want := DefaultPolicy()
 	want.Enabled, want.AutoRecover, want.NudgeEnabled = false, false, false
@@ -26,6 +27,7 @@ func TestPolicyFromSettings(t *testing.T) {
 	want.CompactTimeout, want.AuthRetryInterval = 90*time.Second, 6*time.Second
 	want.TransientWindow = 12 * time.Second
 	want.ResumeTerminal = true
+	want.ArchiveAfter = 3 * 24 * time.Hour
 	if p != want {
 		t.Fatalf("PolicyFromSettings =\n%+v\nwant\n%+v", p, want)
 	}
@@ -47,7 +49,7 @@ func TestDefaultPolicyDerivesFromSettingDefaults(t *testing.T) {
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
 		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
 		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
-		TransientWindow: 90 * time.Minute,
+		TransientWindow: 90 * time.Minute, ArchiveAfter: 7 * 24 * time.Hour,
 	}
 	if got := DefaultPolicy(); got != want {
 		t.Fatalf("DefaultPolicy =\n%+v\nwant\n%+v", got, want)

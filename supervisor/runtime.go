@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -96,6 +97,10 @@ type entry struct {
 	ext *extHandle
 	// locatedAt is when its terminal was last located (refreshTerminals).
 	locatedAt time.Time
+	// forgotten: the user forgot the session; it left the map, and
+	// nothing that still holds the entry (a queued action, a late event)
+	// may write it back.
+	forgotten bool
 }
 
 // Options configures a Runtime.
@@ -199,8 +204,14 @@ func (r *Runtime) Boot(ctx context.Context) error {
 			// Not nil even without an observation: the session is saved.
 			rows = observationRows(next, now, obs)
 		}
-		if orphan != "" && len(rows) > 0 {
+		switch {
+		case orphan != "" && len(rows) > 0:
 			rows[0].Detail = editDetail(rows[0].Detail, func(d *sessions.TimelineDetail) { d.Orphan = orphan })
+		case orphan != "":
+			// Nothing else changed (no turn was in flight): the orphan
+			// still leaves its own row.
+			rows = append(rows, newRow(next, now, core.TimelineOrphanReaped,
+				sessions.TimelineDetail{Message: orphan, Orphan: orphan, PID: s.PID}))
 		}
 		todo = append(todo, booted{r.newEntry(s), next, rows})
 	}
@@ -218,17 +229,27 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	return nil
 }
 
-// Sessions returns every session, needing attention first, then newest.
+// Sessions returns every session but the archived ones, needing attention
+// first, then newest: what the tray, the window and `ls` show.
 func (r *Runtime) Sessions() []sessions.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.sessionsLocked()
+	return r.sessionsLocked(false)
 }
 
-func (r *Runtime) sessionsLocked() []sessions.Session {
+// AllSessions is Sessions with the archived ones (`ls --all`).
+func (r *Runtime) AllSessions() []sessions.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessionsLocked(true)
+}
+
+func (r *Runtime) sessionsLocked(archived bool) []sessions.Session {
 	out := make([]sessions.Session, 0, len(r.sess))
 	for _, e := range r.sess {
-		out = append(out, e.s.Clone())
+		if archived || e.s.ArchivedAt.IsZero() {
+			out = append(out, e.s.Clone())
+		}
 	}
 	localapi.SortSessions(out)
 	return out
@@ -297,7 +318,9 @@ func (r *Runtime) Launch(ctx context.Context, req localapi.LaunchRequest) (sessi
 	}
 	now := time.Now()
 	e := r.newEntry(sessions.Session{
-		ID: newID(), Name: req.Name, Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
+		// Without a name, the prompt names it as a terminal session's
+		// does: an id prefix in the tray and a notification says nothing.
+		ID: newID(), Name: cmp.Or(req.Name, sessions.PromptTitle(req.Prompt)), Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
 		PermissionMode: req.PermissionMode, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		Evidence: "launching",
 	})
@@ -682,20 +705,22 @@ func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) 
 	})
 }
 
-// Answer approves or denies the pending permission request.
-func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message string) (sessions.Session, error) {
+// Answer approves or denies the open permission request requestID, the one
+// the user saw: with parallel tool calls or a double click, the oldest when
+// the call runs may be another. "" names the only open request.
+func (r *Runtime) Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error) {
 	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
 		r.mu.Lock()
-		p, proc, name := e.s.Permission, e.proc, e.s.DisplayName()
-		if p == nil || e.s.State != sessions.WaitingOnUser {
+		proc, name := e.proc, e.s.DisplayName()
+		perm, err := openRequest(e.s, requestID)
+		if err != nil {
 			r.mu.Unlock()
-			return nil, conflictf("session %s has no pending permission request", name)
+			return nil, err
 		}
 		if proc == nil {
 			r.mu.Unlock()
 			return nil, conflictf("session %s has no running process to answer", name)
 		}
-		perm := *p
 		verdict := "denied"
 		if allow {
 			verdict = "approved"
@@ -714,11 +739,84 @@ func (r *Runtime) Answer(ctx context.Context, id string, allow bool, message str
 	})
 }
 
+// Forget removes an ended session from the app: from memory, the lists and
+// the database, its timeline kept (with a last row saying so) or deleted as
+// the user chose. A session whose process still runs, or whose turn is in
+// flight, is refused: forgetting it would leave an agent unsupervised.
+// The answer is the session as it was.
+func (r *Runtime) Forget(ctx context.Context, id string, timeline storage.TimelineChoice) (sessions.Session, error) {
+	return r.jobFor(ctx, id, func(e *entry) (<-chan writeResult, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		s := e.s
+		if e.forgotten {
+			return nil, fmt.Errorf("%w %q", localapi.ErrNotFound, id)
+		}
+		if e.proc != nil || s.ProcessAlive || s.InTurn || (e.ext != nil && e.ext.live) {
+			return nil, conflictf("session %s still runs (process %d): stop it first; only an ended session can be forgotten", s.DisplayName(), s.PID)
+		}
+		var rows []storage.TimelineEvent
+		if timeline == storage.KeepTimeline {
+			rows = append(rows, newRow(s, time.Now(), "forgotten", sessions.TimelineDetail{
+				Message: "forgotten by the user; its timeline is kept"}))
+		}
+		done := r.w.submit(storage.BatchItem{Events: rows, Forget: &storage.Forget{ID: s.ID, Timeline: timeline}}, true)
+		e.forgotten = true
+		e.changed = s.Clone()
+		delete(r.sess, s.ID)
+		// The views drop what a snapshot lacks.
+		r.bus.Publish(r.snapshotLocked())
+		return done, nil
+	})
+}
+
+// openRequest picks the open permission request an answer is for: the one
+// named, or the only one open when none is named. A named request no
+// longer open is ErrRequestClosed; naming none while several are open is
+// refused with the list, so the user picks.
+func openRequest(s sessions.Session, requestID string) (sessions.Permission, error) {
+	name := s.DisplayName()
+	open := s.Permissions
+	if len(open) == 0 && s.Permission != nil {
+		// Stored by a build that kept a single request (as Apply reads it).
+		open = []sessions.Permission{*s.Permission}
+	}
+	if s.State != sessions.WaitingOnUser {
+		open = nil
+	}
+	if requestID != "" {
+		for _, p := range open {
+			if p.RequestID == requestID {
+				return p, nil
+			}
+		}
+		return sessions.Permission{}, localapi.Errorf(localapi.ErrRequestClosed,
+			"permission request %s of session %s is no longer open (already answered, or withdrawn by the agent)", requestID, name)
+	}
+	switch len(open) {
+	case 0:
+		return sessions.Permission{}, conflictf("session %s has no pending permission request", name)
+	case 1:
+		return open[0], nil
+	}
+	list := make([]string, len(open))
+	for i, p := range open {
+		list[i] = fmt.Sprintf("%s (%s)", p.RequestID, cmp.Or(p.Tool, "a tool"))
+	}
+	return sessions.Permission{}, conflictf("session %s has %d permission requests open: %s; name the one to answer (--request)",
+		name, len(open), strings.Join(list, ", "))
+}
+
 // applyLocked runs sessions.Apply for ev, then commits the result with the
 // given rows plus a state_changed row when the state changed.
 func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.TimelineEvent) <-chan writeResult {
 	now := time.Now()
 	next := sessions.Apply(e.s, ev, now)
+	if cause := sessions.InterruptCauseOf(e.s, next, ev); cause != sessions.NoInterruptCause {
+		// Every change into Interrupted is marked, with its cause.
+		rows = append(rows, newRow(next, now, core.TimelineMarkedInterrupted,
+			sessions.TimelineDetail{Message: next.Evidence, Cause: cause.String()}))
+	}
 	if e.proc != nil {
 		next.SkippedLines = e.proc.SkippedLines()
 	}
@@ -736,6 +834,9 @@ func (r *Runtime) applyLocked(e *entry, ev sessions.Event, rows ...storage.Timel
 // here), then the publication. wait asks for a channel that reports when
 // the write is done.
 func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []storage.TimelineEvent, stateRow, wait bool) <-chan writeResult {
+	if e.forgotten {
+		return nil
+	}
 	prev := e.s
 	if stateRow && (prev.State != next.State || prev.WaitReason != next.WaitReason) {
 		detail := sessions.TimelineDetail{Message: next.Evidence, From: prev.State.String(), To: next.State.String()}
@@ -788,7 +889,7 @@ func (r *Runtime) Subscribe(buf int, resync bool) *localapi.Subscription {
 // snapshotLocked is the full state as one message: every session, and the
 // settings in force when a settings source is set.
 func (r *Runtime) snapshotLocked() localapi.Message {
-	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked()}
+	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked(false)}
 	if r.values != nil {
 		m.Settings = r.values()
 	}

@@ -136,7 +136,7 @@ func TestRuntimePermission(t *testing.T) {
 				t.Errorf("evidence = %q, want %q", w.Evidence, want)
 			}
 
-			a, err := g.rt.Answer(ctx, s.ID[:8], tc.allow, "not now")
+			a, err := g.rt.Answer(ctx, s.ID[:8], w.Permission.RequestID, tc.allow, "not now")
 			if err != nil {
 				t.Fatalf("Answer: %v", err)
 			}
@@ -165,7 +165,7 @@ func TestRuntimePermission(t *testing.T) {
 				t.Errorf("state changes = %v, want %v", got, wantMoves)
 			}
 
-			if _, err := g.rt.Answer(ctx, s.ID, true, ""); err == nil || !strings.Contains(err.Error(), "no pending permission request") {
+			if _, err := g.rt.Answer(ctx, s.ID, "", true, ""); err == nil || !strings.Contains(err.Error(), "no pending permission request") {
 				t.Errorf("answering again: %v, want 'no pending permission request'", err)
 			}
 		})
@@ -336,8 +336,8 @@ func TestRuntimeBootReconciles(t *testing.T) {
 		wantState sessions.State
 		wantRows  []string
 	}{
-		{"working with a tool open", withTool, sessions.Interrupted, []string{"boot_reconciled"}},
-		{"waiting on a permission mid-turn", permission, sessions.Interrupted, []string{"boot_reconciled"}},
+		{"working with a tool open", withTool, sessions.Interrupted, []string{"boot_reconciled", "marked_interrupted"}},
+		{"waiting on a permission mid-turn", permission, sessions.Interrupted, []string{"boot_reconciled", "marked_interrupted"}},
 		{"idle with a live process", base("00000000-0000-4000-8000-000000000003", sessions.Idle, false, true), sessions.Idle, nil},
 		{"review between turns", review, sessions.WaitingOnUser, nil},
 	}

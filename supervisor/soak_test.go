@@ -879,9 +879,11 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 			k.violate(soakCheckUserStopNudged, s, "turn %d, stopped by the user, was nudged", r.TurnGeneration)
 		}
 	case core.TimelineStateChanged:
-		// The incident ends (the budget refills) at a completed turn and at
-		// an acknowledgement that takes.
-		if strings.Contains(msg, "completed; waiting for review") || field("to") == "idle" && strings.HasPrefix(msg, "acknowledged (") {
+		// The incident ends (the budget refills) at a completed turn, at
+		// an acknowledgement that takes, and at a turn the user starts
+		// (issue 20, item 12).
+		if strings.Contains(msg, "completed; waiting for review") || field("to") == "idle" && strings.HasPrefix(msg, "acknowledged (") ||
+			field("to") == "working" && strings.HasSuffix(msg, "started by the user") {
 			s.nudges = 0
 		}
 	case "acknowledged":

@@ -182,9 +182,12 @@ const (
 	// GoToTerminal brings the terminal a session runs in to the front
 	// ("Go to terminal").
 	GoToTerminal
+	// Forget removes an ended session from the app (its timeline kept or
+	// deleted).
+	Forget
 )
 
-var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume", "go_to_terminal"}
+var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume", "go_to_terminal", "forget"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -197,8 +200,9 @@ func (a Action) String() string {
 // supervisor applies, so a view never offers a command that can only fail
 // or do nothing:
 //   - Acknowledge changes something: it always clears needs-attention, and
-//     with no turn in flight it settles a reviewed turn, an error or an
-//     interruption to Idle (sessions.Apply, EvAcknowledged).
+//     with no turn in flight it settles a reviewed turn, an error, an
+//     interruption or a recovery the supervisor holds (which it stops) to
+//     Idle (sessions.Apply, EvAcknowledged).
 //   - Interrupt needs a turn in flight; a nudge needs none.
 //   - Approve and Deny answer a pending permission request.
 //   - Resume needs a session the app did not launch, whose process is gone
@@ -207,6 +211,8 @@ func (a Action) String() string {
 //   - GoToTerminal needs a session the app did not launch whose process
 //     runs: a managed one has no terminal, a gone one's terminal is gone
 //     (Resume is offered beside it).
+//   - Forget needs a session that ended: no process, no turn in flight
+//     (the runtime's Forget refuses the others).
 func Allows(s sessions.Session, a Action) bool {
 	switch a {
 	case Acknowledge:
@@ -221,6 +227,8 @@ func Allows(s sessions.Session, a Action) bool {
 		return sessions.WhyNotResumable(s) == ""
 	case GoToTerminal:
 		return s.Source != sessions.Managed && s.PID > 0 && s.ProcessAlive
+	case Forget:
+		return !s.ProcessAlive && !s.InTurn
 	}
 	return false
 }
@@ -230,6 +238,9 @@ func Allows(s sessions.Session, a Action) bool {
 func settlesOnAck(s sessions.Session) bool {
 	switch s.State {
 	case sessions.Errored, sessions.Interrupted:
+		return true
+	case sessions.Recovering:
+		// A recovery the supervisor holds: acknowledging stops it.
 		return true
 	case sessions.WaitingOnUser:
 		return s.WaitReason == sessions.WaitReview

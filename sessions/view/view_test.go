@@ -200,26 +200,28 @@ func TestAllows(t *testing.T) {
 		want map[Action]bool
 	}{
 		{"working", mk("a", sessions.Working, nil), map[Action]bool{Interrupt: true}},
-		{"idle", mk("a", sessions.Idle, nil), map[Action]bool{Nudge: true}},
-		{"errored", mk("a", sessions.Errored, nil), map[Action]bool{Nudge: true, Acknowledge: true}},
-		{"review", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitReview }), map[Action]bool{Nudge: true, Acknowledge: true}},
+		{"idle", mk("a", sessions.Idle, nil), map[Action]bool{Nudge: true, Forget: true}},
+		{"errored", mk("a", sessions.Errored, nil), map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
+		{"review", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitReview }), map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
 		{"permission", mk("a", sessions.WaitingOnUser, perm), map[Action]bool{Interrupt: true, Approve: true, Deny: true}},
-		{"question out of turn", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitQuestion }), map[Action]bool{Nudge: true}},
+		{"question out of turn", mk("a", sessions.WaitingOnUser, func(s *sessions.Session) { s.WaitReason = sessions.WaitQuestion }), map[Action]bool{Nudge: true, Forget: true}},
+		{"recovery held by the supervisor", mk("a", sessions.Recovering, nil), map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
+		{"the agent's own retry in turn", mk("a", sessions.Recovering, func(s *sessions.Session) { s.InTurn = true }), map[Action]bool{Interrupt: true}},
 		{"escalated in turn", mk("a", sessions.Suspect, escalated), map[Action]bool{Interrupt: true, Acknowledge: true}},
-		{"terminal, process gone mid-turn", mk("a", sessions.Interrupted, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true}},
-		{"terminal, process gone after a failure", mk("a", sessions.Errored, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true}},
+		{"terminal, process gone mid-turn", mk("a", sessions.Interrupted, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true, Forget: true}},
+		{"terminal, process gone after a failure", mk("a", sessions.Errored, deadTerminal), map[Action]bool{Nudge: true, Acknowledge: true, Resume: true, Forget: true}},
 		{"terminal, alive", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.ProcessAlive, s.PID = true, 4242 }),
 			map[Action]bool{Nudge: true, Acknowledge: true, GoToTerminal: true}},
 		{"terminal, no agent session id", mk("a", sessions.Interrupted, func(s *sessions.Session) { deadTerminal(s); s.AgentSessionID = "" }),
-			map[Action]bool{Nudge: true, Acknowledge: true}},
-		{"terminal, resumed (idle)", mk("a", sessions.Idle, deadTerminal), map[Action]bool{Nudge: true}},
+			map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
+		{"terminal, resumed (idle)", mk("a", sessions.Idle, deadTerminal), map[Action]bool{Nudge: true, Forget: true}},
 		{"managed, running", mk("a", sessions.Idle, func(s *sessions.Session) { s.ProcessAlive, s.PID = true, 4242 }), map[Action]bool{Nudge: true}},
 		{"managed, interrupted", mk("a", sessions.Interrupted, func(s *sessions.Session) { s.AgentSessionID = "sid" }),
-			map[Action]bool{Nudge: true, Acknowledge: true}},
+			map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume, GoToTerminal} {
+			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume, GoToTerminal, Forget} {
 				if got := Allows(tc.s, a); got != tc.want[a] {
 					t.Errorf("Allows(%s) = %t, want %t", a, got, tc.want[a])
 				}

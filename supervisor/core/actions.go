@@ -151,6 +151,9 @@ type Observation struct {
 	// From and To are the states around a state change the observation
 	// records; equal when it records none.
 	From, To sessions.State
+	// Cause is why a marked_interrupted observation's session became
+	// Interrupted (the probe, the boot).
+	Cause sessions.InterruptCause
 }
 
 // Stale is the generation guard: it reports whether a must be dropped rather

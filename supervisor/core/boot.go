@@ -10,6 +10,10 @@ import (
 // TimelineBootReconciled records what the boot rule changed.
 const TimelineBootReconciled = "boot_reconciled"
 
+// TimelineOrphanReaped records an agent process an earlier run left
+// running that the boot stopped, when the boot changed nothing else.
+const TimelineOrphanReaped = "orphan_reaped"
+
 // BootReconcile is the pure boot rule: a turn that was in flight when the app
 // stopped is Interrupted (a review when the user had asked to stop it), a
 // terminal session's turn is left to its terminal, and no process is
@@ -41,5 +45,11 @@ func BootReconcile(s sessions.Session, now time.Time) (next sessions.Session, ob
 		n.Evidence = fmt.Sprintf("turn %d stopped at your request (the app stopped before the agent confirmed); waiting for review", s.TurnGeneration)
 	}
 	n.StateChangedAt = now
-	return n, []Observation{{Kind: TimelineBootReconciled, Detail: n.Evidence, From: s.State, To: n.State}}, true
+	obs = []Observation{{Kind: TimelineBootReconciled, Detail: n.Evidence, From: s.State, To: n.State}}
+	if n.State == sessions.Interrupted && s.State != sessions.Interrupted {
+		// Every change into Interrupted is marked with its cause.
+		// The state change itself is the boot_reconciled row's.
+		obs = append(obs, Observation{Kind: TimelineMarkedInterrupted, Detail: n.Evidence, From: n.State, To: n.State, Cause: sessions.CauseBoot})
+	}
+	return n, obs, true
 }

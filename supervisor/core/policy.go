@@ -20,6 +20,10 @@ type Policy struct {
 	AutoRecover bool
 	// NudgeEnabled allows the continuation nudge (supervisor.nudge_enabled).
 	NudgeEnabled bool
+	// ArchiveAfter is how long an ended session stays quiet before Archive
+	// archives it (sessions.archive_after_days); 0 never archives. Not
+	// gated by Enabled: housekeeping is not supervision.
+	ArchiveAfter time.Duration
 	// ResumeTerminal lets recovery resume a session the app did not launch
 	// whose process is gone mid-turn as a managed session, with the nudge
 	// (supervisor.resume_terminal_sessions). Off: such a session is

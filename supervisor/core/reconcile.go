@@ -134,6 +134,7 @@ func (r *reconciler) probeLiveness() {
 		return
 	}
 	r.mark(sessions.Interrupted, fmt.Sprintf("%s is gone; turn %d was in flight", proc, gen), TimelineMarkedInterrupted)
+	r.obs[len(r.obs)-1].Cause = sessions.CauseProbe
 }
 
 // forgetStaleBookkeeping drops Supervision entries that describe a past the

@@ -304,6 +304,10 @@ func TestReconcileLiveness(t *testing.T) {
 		if want := "agent process 4242 is gone; turn 3 was in flight"; evidenceBase(out.Evidence) != want || obs[0].Detail != want {
 			t.Errorf("evidence %q / detail %q, want %q", out.Evidence, obs[0].Detail, want)
 		}
+		// The row says why (issue 20, item 12).
+		if obs[0].Kind == TimelineMarkedInterrupted && obs[0].Cause != sessions.CauseProbe {
+			t.Errorf("marked_interrupted cause %q, want probe", obs[0].Cause)
+		}
 	}
 	agentRetry := working()
 	agentRetry.State = sessions.Recovering
@@ -1708,5 +1712,23 @@ func TestReconcileEscalatedSuspectRecovers(t *testing.T) {
 	out, _, acts := reconcile(t, acked, at(160*time.Minute+time.Second), p, alive)
 	if out.State != sessions.Idle || out.InTurn || out.NeedsAttention || len(acts) != 0 || out.Supervision.Recovery != "" {
 		t.Errorf("after ack: %v in turn %v needs attention %v %v %+v", out.State, out.InTurn, out.NeedsAttention, actKinds(acts), out.Supervision)
+	}
+}
+
+// TestAckStopsTheRecovery: once the user acknowledged a session held for a
+// recovery (Apply: Idle, no failure), Reconcile ends the incident before it
+// could act: no continue is sent, and the hold is gone (issue 20, item 12).
+func TestAckStopsTheRecovery(t *testing.T) {
+	s := working()
+	s.InTurn, s.State, s.Evidence = false, sessions.Recovering, "rate limited; holding"
+	s.Failure = sessions.Failure{Kind: sessions.RateLimit, RetryAt: at(time.Minute)}
+	s.Supervision = sessions.Supervision{Recovery: RecoveryRateLimit, RecoveryAttempts: 1, NextAttemptAt: at(time.Minute), IncidentAttempts: 1}
+	acked := sessions.Apply(s, sessions.Event{Kind: sessions.EvAcknowledged}, at(30*time.Second))
+	out, _, acts, _ := Reconcile(acked, at(2*time.Minute), specPolicy(), Probe{Known: true, Alive: true})
+	if len(acts) != 0 {
+		t.Errorf("acknowledged, yet the recovery acted: %+v", acts)
+	}
+	if out.State != sessions.Idle || out.Supervision.Recovery != "" || !out.Supervision.NextAttemptAt.IsZero() || out.Supervision.IncidentAttempts != 0 {
+		t.Errorf("after ack and a tick: %s %+v", out.State, out.Supervision)
 	}
 }

@@ -146,8 +146,7 @@ func (m *Model) Apply(msg localapi.Message) {
 		if msg.Session == nil {
 			return
 		}
-		m.byID[msg.Session.ID] = msg.Session.Clone()
-		m.list = nil
+		m.putLocked(*msg.Session)
 	case localapi.MsgTimeline:
 		if msg.Event == nil || msg.Event.SessionID != m.follow || m.follow == "" {
 			return
@@ -319,9 +318,19 @@ func (m *Model) Put(s sessions.Session) {
 	if old, ok := m.byID[s.ID]; ok && old.UpdatedAt.After(s.UpdatedAt) {
 		return
 	}
-	m.byID[s.ID] = s.Clone()
-	m.list = nil
+	m.putLocked(s)
 	m.changedLocked()
+}
+
+// putLocked keeps s, or drops it when it was archived: an archived session
+// leaves the tray and the window's list (`ls --all` still shows it).
+func (m *Model) putLocked(s sessions.Session) {
+	if s.ArchivedAt.IsZero() {
+		m.byID[s.ID] = s.Clone()
+	} else {
+		delete(m.byID, s.ID)
+	}
+	m.list = nil
 }
 
 // Run applies every message from in until ctx is done or in is closed.

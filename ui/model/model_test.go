@@ -77,6 +77,11 @@ func TestSessionsFollowTheMessages(t *testing.T) {
 			s.NeedsAttention = true
 			return &s
 		}()}}, "a=interrupted"},
+		{"an archived session leaves the views (issue 20, item 11)", []localapi.Message{snapshot(1, sess("a", sessions.Idle, 0), sess("b", sessions.Idle, 0)), sessionMsg(2, func() sessions.Session {
+			s := sess("b", sessions.Idle, 0)
+			s.ArchivedAt = t0
+			return s
+		}())}, "a=idle"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,11 +15,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
-// Sentinel is in the command of every hook entry of ours (the hook
-// program's name): it is how install finds an older entry to upgrade and
-// uninstall finds exactly ours, without a marker field of our own.
+// Sentinel is the hook program's name. An entry is ours when its command is
+// exactly one Command writes, this program and its socket (isOurCommand):
+// that is how install finds an older entry to upgrade and uninstall finds
+// exactly ours, without a marker field of our own, and never a command of
+// the user's that merely mentions the program.
 const Sentinel = "session-supervisor-hook"
 
 // Events are the observational events we register. None can decide
@@ -105,12 +108,51 @@ func ours(hooks *node, event string) (gi, hi int, ok bool) {
 }
 
 func isOurs(h *node) bool {
-	for _, k := range []string{"command", "url"} {
-		if _, v := h.get(k); v != nil && v.kind == kString && strings.Contains(v.str, Sentinel) {
-			return true
-		}
+	_, v := h.get("command")
+	return v != nil && v.kind == kString && isOurCommand(v.str)
+}
+
+// isOurCommand reports whether c is exactly what Command writes for some
+// hook program named Sentinel and some socket: nothing before, between or
+// after, each path quoted as shellQuote quotes it.
+func isOurCommand(c string) bool {
+	bin, rest, ok := cutQuoted(c)
+	if !ok {
+		return false
 	}
-	return false
+	rest, ok = strings.CutPrefix(rest, " --socket ")
+	if !ok {
+		return false
+	}
+	socket, rest, ok := cutQuoted(rest)
+	if !ok || rest != "" || socket == "" {
+		return false
+	}
+	base := bin[strings.LastIndexAny(bin, `/\`)+1:]
+	return (base == Sentinel || base == Sentinel+".exe") && Command(bin, socket) == c
+}
+
+// cutQuoted reads one word as shellQuote writes it ('…', with '\” for a
+// quote) from the start of s and returns it unquoted, with what follows.
+func cutQuoted(s string) (word, rest string, ok bool) {
+	var b strings.Builder
+	for {
+		if !strings.HasPrefix(s, "'") {
+			return "", "", false
+		}
+		end := strings.IndexByte(s[1:], '\'')
+		if end < 0 {
+			return "", "", false
+		}
+		b.WriteString(s[1 : 1+end])
+		s = s[2+end:]
+		next, isQuote := strings.CutPrefix(s, `\''`)
+		if !isQuote {
+			return b.String(), s, true
+		}
+		b.WriteByte('\'')
+		s = "'" + next
+	}
 }
 
 // doc is a parsed settings file.
@@ -339,8 +381,14 @@ func Inspect(src []byte, command string) (Installed, error) {
 }
 
 // newFile is what Install writes when there is no settings file yet; a
-// file that comes back to its empty form on uninstall is removed.
+// file install created that comes back to this empty form on uninstall is
+// removed. Whether install created it is what the marker beside it says
+// (createdSuffix): a user's own file of exactly this text stays.
 const newFile = "{\n}\n"
+
+// createdSuffix names the marker install leaves beside a settings file it
+// created.
+const createdSuffix = ".session-supervisor-created"
 
 // Change is the outcome of InstallFile or UninstallFile.
 type Change struct {
@@ -397,25 +445,92 @@ func editFile(path string, edit func([]byte) ([]byte, error)) (Change, error) {
 	if string(out) == string(src) {
 		return ch, nil
 	}
-	if existed && string(out) == newFile {
+	marker := path + createdSuffix
+	if _, err := os.Stat(marker); existed && string(out) == newFile && err == nil {
 		// Only the empty object install created is left.
 		if err := os.Remove(path); err != nil {
 			return ch, fmt.Errorf("removing %s: %w", path, err)
 		}
+		_ = os.Remove(marker)
 		ch.Changed = true
 		return ch, nil
 	}
 	if existed {
-		ch.Backup = path + ".session-supervisor.bak"
-		if err := writeAtomic(ch.Backup, src); err != nil {
-			return ch, fmt.Errorf("backing up %s: %w", path, err)
+		if ch.Backup, err = backup(path, src, time.Now()); err != nil {
+			return ch, err
 		}
 	}
 	if err := writeAtomic(path, out); err != nil {
 		return ch, err
 	}
+	if !existed {
+		if err := os.WriteFile(marker, nil, 0o600); err != nil {
+			return ch, fmt.Errorf("marking %s as created by install: %w", path, err)
+		}
+	}
 	ch.Changed = true
 	return ch, nil
+}
+
+// keepBackups is how many backups of the settings file are kept: enough to
+// go back a few edits, few enough not to litter the user's directory.
+const keepBackups = 5
+
+// backup writes src, the file about to be replaced, beside it as
+// PATH.session-supervisor-TIME.bak (owner-only: settings may hold
+// secrets), never over an earlier backup, then removes all but the newest
+// keepBackups. The names sort by time.
+func backup(path string, src []byte, now time.Time) (string, error) {
+	stamp := path + ".session-supervisor-" + now.UTC().Format("20060102T150405.000000000Z")
+	for i := 0; ; i++ {
+		name := stamp + ".bak"
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d.bak", stamp, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("backing up %s: %w", path, err)
+		}
+		_, err = f.Write(src)
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("backing up %s: %w", path, err)
+		}
+		pruneBackups(path)
+		return name, nil
+	}
+}
+
+// pruneBackups removes all but the newest keepBackups backups of path. A
+// failure leaves one more file behind, which is no reason to fail the edit.
+func pruneBackups(path string) {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return
+	}
+	var old []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, base+".session-supervisor-") && strings.HasSuffix(n, ".bak") && !e.IsDir() {
+			old = append(old, n)
+		}
+	}
+	if len(old) <= keepBackups {
+		return
+	}
+	slices.Sort(old)
+	for _, name := range old[:len(old)-keepBackups] {
+		_ = os.Remove(filepath.Join(dir, name))
+	}
 }
 
 // writeAtomic writes b to path through a temporary file in the same

@@ -3,8 +3,10 @@ package hooks
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,6 +41,14 @@ var roundTrip = []struct {
 	{"empty hooks and event arrays", `{"hooks":{"Stop":[],"SessionEnd":[{"hooks":[]}]}}`},
 	{"empty hooks object", `{"hooks": {}}`},
 	{"empty hooks array in a group", `{"hooks":{"Stop":[{"hooks":[]}]}}`},
+	// Commands of the user's that merely mention the hook program are
+	// theirs (issue 20, item 15): only an entry install wrote is ours.
+	{"user commands naming the hook program", `{"hooks": {"Stop": [{"hooks": [
+    {"type": "command", "command": "echo session-supervisor-hook fired >> ~/hooks.log"},
+    {"type": "command", "command": "/usr/local/bin/session-supervisor-hook --socket /tmp/mine.sock"},
+    {"type": "command", "command": "'/opt/session-supervisor-hook' --socket '/s' && notify-send x"},
+    {"type": "http", "url": "http://127.0.0.1:9/session-supervisor-hook"}
+  ]}]}}`},
 	{"unicode and escapes", "{\"statusLine\": {\"command\": \"echo \\u00e9\\/\"}, \"hooks\": {\"UserPromptSubmit\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"log \\\"$1\\\"\"}]}]}}"},
 }
 
@@ -96,6 +106,44 @@ func checkInstalled(t *testing.T, src []byte) {
 	}
 }
 
+// TestOursIsOnlyWhatInstallWrites: a command is ours only when it is
+// exactly what Command writes (the hook program, quoted, and its socket);
+// one that merely contains the program's name is the user's.
+func TestOursIsOnlyWhatInstallWrites(t *testing.T) {
+	for _, tc := range []struct {
+		command string
+		ours    bool
+	}{
+		{cmd, true},
+		{Command("/home/a b/it's/session-supervisor-hook", "/run/x y.sock"), true},
+		{Command(`C:\Program Files\ss\session-supervisor-hook.exe`, `C:\data\claude-hooks.sock`), true},
+		{"echo session-supervisor-hook", false},
+		{"/usr/local/bin/session-supervisor-hook --socket /tmp/s", false},
+		{cmd + " && rm -rf ~", false},
+		{cmd + "; true", false},
+		{"'/opt/not-session-supervisor-hook' --socket '/s'", false},
+		{"'/opt/session-supervisor-hook' --socket '/s' --verbose", false},
+		{"'/opt/session-supervisor-hook' --socket '/s'\n", false},
+	} {
+		if got := isOurCommand(tc.command); got != tc.ours {
+			t.Errorf("isOurCommand(%q) = %t, want %t", tc.command, got, tc.ours)
+		}
+	}
+	src := []byte(roundTrip[len(roundTrip)-2].src)
+	in, err := Install(src, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []string{"echo session-supervisor-hook fired", "/usr/local/bin/session-supervisor-hook --socket /tmp/mine.sock", "&& notify-send x", "http://127.0.0.1:9/session-supervisor-hook"} {
+		if !strings.Contains(string(in), keep) {
+			t.Errorf("install took the user's %q for an entry of ours:\n%s", keep, in)
+		}
+	}
+	if got, _ := Inspect(src, ""); len(got.Events) != 0 {
+		t.Errorf("the user's commands inspected as ours: %+v", got)
+	}
+}
+
 func TestInstallKeepsTheUsersHooks(t *testing.T) {
 	src := roundTrip[3].src
 	in, err := Install([]byte(src), cmd)
@@ -131,9 +179,9 @@ func TestOlderEntryIsUpgradedInPlace(t *testing.T) {
 	old := `{
   "hooks": {
     "Stop": [
-      {"hooks": [{"type": "command", "command": "mine"}, {"type": "command", "command": "/old/session-supervisor-hook --socket /x", "timeout": 30}]}
+      {"hooks": [{"type": "command", "command": "mine"}, {"type": "command", "command": "'/old/session-supervisor-hook' --socket '/x'", "timeout": 30}]}
     ],
-    "PostToolUse": [{"hooks": [{"type": "command", "command": "/old/session-supervisor-hook"}]}]
+    "PostToolUse": [{"hooks": [{"type": "command", "command": "'/old/session-supervisor-hook' --socket '/x'"}]}]
   }
 }`
 	in, err := Install([]byte(old), cmd)
@@ -161,12 +209,72 @@ func TestOlderEntryIsUpgradedInPlace(t *testing.T) {
 }
 
 func TestDuplicatesOfOursAreMerged(t *testing.T) {
-	dup := `{"hooks": {"Stop": [{"hooks": [` + entry(cmd) + `]}, {"hooks": [` + entry("/b/session-supervisor-hook") + `]}]}}`
+	dup := `{"hooks": {"Stop": [{"hooks": [` + entry(cmd) + `]}, {"hooks": [` + entry(Command("/b/session-supervisor-hook", "/s")) + `]}]}}`
 	in, err := Install([]byte(dup), cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkInstalled(t, in)
+}
+
+// TestInstallThenUninstallFilesAreByteIdentical: through the files, for
+// every shape of file users have, install then uninstall leaves the file
+// byte for byte as it was, mode included (issue 20, item 15).
+func TestInstallThenUninstallFilesAreByteIdentical(t *testing.T) {
+	for _, tc := range roundTrip {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "settings.json")
+			if err := os.WriteFile(path, []byte(tc.src), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := InstallFile(path, cmd); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := UninstallFile(path); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil || string(b) != tc.src {
+				t.Fatalf("after install and uninstall (%v):\n%q\nwant\n%q", err, b, tc.src)
+			}
+			if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+				t.Errorf("mode %v, want 0640", st.Mode().Perm())
+			}
+		})
+	}
+}
+
+// TestBackupsKeepTheLastFew: every edit leaves a timestamped backup of the
+// file it replaced; only the newest few are kept.
+func TestBackupsKeepTheLastFew(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	var previous []string
+	for i := range keepBackups + 3 {
+		src := fmt.Sprintf("{\"n\": %d}\n", i)
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := InstallFile(path, cmd)
+		if err != nil || ch.Backup == "" {
+			t.Fatalf("edit %d: %+v %v", i, ch, err)
+		}
+		previous = append(previous, src)
+	}
+	backups, err := filepath.Glob(filepath.Join(dir, "settings.json.session-supervisor-*.bak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(backups) != keepBackups {
+		t.Fatalf("%d backups, want %d: %v", len(backups), keepBackups, backups)
+	}
+	slices.Sort(backups)
+	for i, b := range backups {
+		got, _ := os.ReadFile(b)
+		if want := previous[len(previous)-keepBackups+i]; string(got) != want {
+			t.Errorf("backup %d (%s) = %q, want %q", i, filepath.Base(b), got, want)
+		}
+	}
 }
 
 func TestFiles(t *testing.T) {
@@ -207,11 +315,25 @@ func TestFiles(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
 		t.Fatalf("mode changed to %v", st.Mode())
 	}
-	if _, err := UninstallFile(path); err != nil {
+	installed, _ := os.ReadFile(path)
+	first := ch.Backup
+	ch, err = UninstallFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != orig {
 		t.Fatalf("after uninstall:\n%s", b)
+	}
+	// Each edit keeps its own backup: the uninstall's does not overwrite
+	// the install's (issue 20, item 15).
+	if ch.Backup == "" || ch.Backup == first {
+		t.Fatalf("uninstall backup %q (install's %q)", ch.Backup, first)
+	}
+	if b, _ := os.ReadFile(first); string(b) != orig {
+		t.Fatalf("the install's backup was overwritten: %q", b)
+	}
+	if b, _ := os.ReadFile(ch.Backup); string(b) != string(installed) {
+		t.Fatalf("the uninstall's backup is not the installed file: %q", b)
 	}
 
 	// A symlinked file is edited where it points; the link stays.

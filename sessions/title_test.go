@@ -1,11 +1,11 @@
-package observe
+package sessions
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestTitle(t *testing.T) {
+func TestPromptTitle(t *testing.T) {
 	cases := []struct{ prompt, want string }{
 		{"Shared preamble for every agent.\nYou are the posting rule auditor.\nRead ledger/posting.ts", "the posting rule auditor"},
 		{"Shared preamble.\nLane 2 — period boundary regression sweep\nrun the tests", "Lane 2 — period boundary regression sweep"},
@@ -15,8 +15,8 @@ func TestTitle(t *testing.T) {
 		{strings.Repeat("a", 100), strings.Repeat("a", 59) + "…"},
 	}
 	for _, tc := range cases {
-		if got := Title(tc.prompt); got != tc.want {
-			t.Errorf("Title(%q) = %q, want %q", tc.prompt, got, tc.want)
+		if got := PromptTitle(tc.prompt); got != tc.want {
+			t.Errorf("PromptTitle(%q) = %q, want %q", tc.prompt, got, tc.want)
 		}
 	}
 }
