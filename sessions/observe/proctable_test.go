@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 )
 
 // fakeAgent stands in for a managed agent's identity.
@@ -289,9 +291,33 @@ func TestListProcs(t *testing.T) {
 	}
 }
 
+// memTable is a process table in memory holding pids, each a process
+// named "fake".
+func memTable(pids ...int) *procwatch.Table {
+	return procwatch.New(procwatch.Reader{
+		List: func() ([]procscan.Listed, error) {
+			var out []procscan.Listed
+			for _, p := range pids {
+				out = append(out, procscan.Listed{PID: p, Ino: uint64(p)})
+			}
+			return out, nil
+		},
+		Stat: func(pid int) (procscan.Proc, procscan.State) {
+			return procscan.Proc{PID: pid, Comm: "fake", Stamp: "1"}, procscan.Running
+		},
+		Cmdline: func(int) ([]string, bool) { return []string{"fake"}, true },
+	})
+}
+
+// fakeFilter takes the processes named "fake" (and not pid 4), as their
+// pids.
+var fakeFilter = ProcFilter[int]{
+	Match:    func(p procscan.Proc) bool { return p.Comm == "fake" },
+	Describe: func(p procscan.Proc) (int, bool) { return p.PID, p.PID != 4 },
+}
+
 func TestProcSource(t *testing.T) {
 	boom := errors.New("boom")
-	table := func() ([]int, error) { return []int{1, 2, 3}, nil }
 	odd := func(procs []int) ([]int, map[int]string) {
 		pairs := map[int]string{}
 		var kept []int
@@ -315,8 +341,8 @@ func TestProcSource(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &ProcSource[int, string]{Procs: tc.procs}
-			procs, pairs, err := s.Scan(time.Hour, table, "fake processes", odd)
+			s := &ProcSource[int, string]{Procs: tc.procs, Table: memTable(1, 2, 3, 4)}
+			procs, pairs, err := s.Scan(time.Hour, fakeFilter, "fake processes", odd)
 			if len(procs) != tc.want || len(pairs) != tc.want || len(s.Paired()) != tc.want {
 				t.Errorf("%d procs, %d pairs, %d paired; want %d", len(procs), len(pairs), len(s.Paired()), tc.want)
 			}
@@ -325,16 +351,16 @@ func TestProcSource(t *testing.T) {
 			}
 		})
 	}
-	s := &ProcSource[int, string]{}
 	n := 0
 	count := func() ([]int, error) { n++; return []int{1}, nil }
-	s.Scan(time.Hour, count, "fake", odd)
-	s.Scan(time.Hour, count, "fake", odd)
+	s := &ProcSource[int, string]{Procs: count}
+	s.Scan(time.Hour, fakeFilter, "fake", odd)
+	s.Scan(time.Hour, fakeFilter, "fake", odd)
 	if n != 1 {
 		t.Errorf("scanned %d times within maxAge, want 1", n)
 	}
 	s.Rescan()
-	s.Scan(time.Hour, count, "fake", odd)
+	s.Scan(time.Hour, fakeFilter, "fake", odd)
 	if n != 2 {
 		t.Errorf("scanned %d times after Rescan, want 2", n)
 	}
