@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -506,4 +507,64 @@ func TestOwnHomeAndOldest(t *testing.T) {
 	if got := Oldest([]agentProc{{Proc: Proc{PID: 4}}}, now); !got.Equal(now) {
 		t.Errorf("oldest of no known start %v", got)
 	}
+}
+
+// A Watch's wake-up over a shared table: nothing while the agent has no
+// process (no poll), a wake when the table's loop sees one appear, the
+// poll while it lives, and a wake when it goes, then quiet again.
+func TestWatchWakeSharedTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var live []int
+		tab := procwatch.New(procwatch.Reader{
+			List: func() ([]procscan.Listed, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				var out []procscan.Listed
+				for _, p := range live {
+					out = append(out, procscan.Listed{PID: p, Ino: uint64(p)})
+				}
+				return out, nil
+			},
+			Stat: func(pid int) (procscan.Proc, procscan.State) {
+				return procscan.Proc{PID: pid, Comm: "fake", Stamp: "1"}, procscan.Running
+			},
+			Cmdline: func(int) ([]string, bool) { return []string{"fake"}, true },
+		})
+		set := func(pids ...int) { mu.Lock(); live = pids; mu.Unlock() }
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go tab.Run(ctx, 2*time.Second)
+		s := &ProcSource[int, string]{Table: tab, Poll: 5 * time.Second}
+		wake := s.WatchWake(ctx, fakeFilter, func() []string { return nil })
+		quiet := func(d time.Duration, what string) {
+			t.Helper()
+			time.Sleep(d)
+			synctest.Wait()
+			select {
+			case <-wake:
+				t.Fatalf("woken %s", what)
+			default:
+			}
+		}
+		quiet(time.Minute, "with no process of the agent's")
+		set(7)
+		start := time.Now()
+		<-wake
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("a new process woke the source after %v", d)
+		}
+		start = time.Now()
+		<-wake
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("the poll while a process lives came after %v", d)
+		}
+		set()
+		start = time.Now()
+		<-wake
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("the process gone woke the source after %v (the poll's 5 s?)", d)
+		}
+		quiet(time.Minute, "after the process went")
+	})
 }
