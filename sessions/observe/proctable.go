@@ -269,11 +269,19 @@ type ProcFilter[P any] struct {
 	Describe func(procscan.Proc) (P, bool)
 }
 
-// describe lists what Describe keeps of procs.
-func (f ProcFilter[P]) describe(procs []procscan.Proc) []P {
+// describe lists what Describe keeps of procs, each read again first and
+// kept only if it is still the same process and still matches: the table
+// may be a scan old, and a process caught between a fork and its exec
+// shows its parent's name and command line (a TUI's tool, for a moment,
+// looks like the TUI).
+func (f ProcFilter[P]) describe(t *procwatch.Table, procs []procscan.Proc) []P {
 	var out []P
 	for _, p := range procs {
-		if d, ok := f.Describe(p); ok {
+		now, ok := t.Current(p)
+		if !ok || !f.Match(now) {
+			continue
+		}
+		if d, ok := f.Describe(now); ok {
 			out = append(out, d)
 		}
 	}
@@ -289,7 +297,7 @@ func ScanOnce[P any](f ProcFilter[P]) ([]P, error) {
 	if err := t.Scan(); err != nil && !errors.Is(err, procscan.ErrNotProbed) {
 		return nil, err
 	}
-	return f.describe(sub.Procs()), nil
+	return f.describe(t, sub.Procs()), nil
 }
 
 // freshAge is how recent the shared table's last scan must be when a
@@ -371,7 +379,7 @@ func (l *ProcLister[P]) List(shared *procwatch.Table, f ProcFilter[P]) ([]P, err
 		}
 		return nil, err
 	}
-	return f.describe(sub.Procs()), nil
+	return f.describe(t, sub.Procs()), nil
 }
 
 // Subscribe is a subscription to the table's changes of the agent's

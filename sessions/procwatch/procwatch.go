@@ -249,6 +249,20 @@ func (t *Table) isYoung(p Proc, now time.Time) bool {
 	return !p.Started.IsZero() && now.Sub(p.Started) < t.young()
 }
 
+// Current reads p again (its stat and command line): the process as it is
+// now, false when it is gone or its pid is another process's. A source
+// confirms what it lists with it: a process caught between its fork and
+// its exec shows its parent's name and command line.
+func (t *Table) Current(p Proc) (Proc, bool) {
+	now, st := t.r.Stat(p.PID)
+	if st != procscan.Running || now.Stamp != p.Stamp {
+		return Proc{}, false
+	}
+	now.PID = p.PID
+	now.Argv, _ = t.r.Cmdline(p.PID)
+	return now, true
+}
+
 // Subscribe hands the processes match accepts to a new subscriber: those
 // the table holds now at once, then every change (Sub). match sees a
 // process's pid, parent, kernel name, command line and start; it runs

@@ -307,3 +307,28 @@ func TestRunDelivers(t *testing.T) {
 		<-done
 	})
 }
+
+// Current reads a process again: its exec is seen at once (the table's
+// view may be a scan old), and a gone or reused pid is not it.
+func TestCurrent(t *testing.T) {
+	f := newFake()
+	old := time.Now().Add(-time.Hour)
+	f.start(1, "node", old, "node", "gemini.js")
+	f.start(2, "codex", old, "codex")
+	tab := New(f.reader())
+	sub := tab.Subscribe(func(p Proc) bool { return p.Comm != "" })
+	tab.Scan()
+	procs := sub.Procs()
+	f.exec(1, "bash", "bash", "-c", "sleep 60")
+	if p, ok := tab.Current(procs[0]); !ok || p.Comm != "bash" || !slices.Equal(p.Argv, []string{"bash", "-c", "sleep 60"}) {
+		t.Fatalf("after an exec: %+v %v", p, ok)
+	}
+	f.exit(2)
+	if _, ok := tab.Current(procs[1]); ok {
+		t.Fatal("a gone process is current")
+	}
+	f.start(2, "codex", time.Now(), "codex")
+	if _, ok := tab.Current(procs[1]); ok {
+		t.Fatal("a reused pid is the process that had it")
+	}
+}
