@@ -294,11 +294,14 @@ func TestListProcs(t *testing.T) {
 
 // memTable is a process table in memory holding pids, each a process
 // named "fake".
-func memTable(pids ...int) *procwatch.Table {
+func memTable(pids ...int) *procwatch.Table { return liveTable(func() []int { return pids }) }
+
+// liveTable is a process table in memory holding what live answers.
+func liveTable(live func() []int) *procwatch.Table {
 	return procwatch.New(procwatch.Reader{
 		List: func() ([]procscan.Listed, error) {
 			var out []procscan.Listed
-			for _, p := range pids {
+			for _, p := range live() {
 				out = append(out, procscan.Listed{PID: p, Ino: uint64(p)})
 			}
 			return out, nil
@@ -516,21 +519,7 @@ func TestWatchWakeSharedTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var live []int
-		tab := procwatch.New(procwatch.Reader{
-			List: func() ([]procscan.Listed, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				var out []procscan.Listed
-				for _, p := range live {
-					out = append(out, procscan.Listed{PID: p, Ino: uint64(p)})
-				}
-				return out, nil
-			},
-			Stat: func(pid int) (procscan.Proc, procscan.State) {
-				return procscan.Proc{PID: pid, Comm: "fake", Stamp: "1"}, procscan.Running
-			},
-			Cmdline: func(int) ([]string, bool) { return []string{"fake"}, true },
-		})
+		tab := liveTable(func() []int { mu.Lock(); defer mu.Unlock(); return live })
 		set := func(pids ...int) { mu.Lock(); live = pids; mu.Unlock() }
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
