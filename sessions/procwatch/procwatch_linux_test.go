@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
 // sleepers starts n real `sleep` processes with arg as their last
@@ -127,7 +129,8 @@ func TestRealPidReuse(t *testing.T) {
 // BenchmarkScan is one scan of the real /proc with extra idle `sleep`
 // processes: cold (a new table: every process read) and incremental (the
 // table kept: only the listing). The ratio is what the shared table saves
-// per scan.
+// per scan. named is what each terminal source did before the shared
+// table, every 2 or 5 s (procscan.Named: every process's name read).
 func BenchmarkScan(b *testing.B) {
 	for _, extra := range []int{0, 400} {
 		sleepers(b, extra, "0")
@@ -135,6 +138,12 @@ func BenchmarkScan(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				New(System()).Scan()
+			}
+		})
+		b.Run(fmt.Sprintf("extra=%d/named", extra), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				procscan.Named("codex")
 			}
 		})
 		b.Run(fmt.Sprintf("extra=%d/incremental", extra), func(b *testing.B) {
