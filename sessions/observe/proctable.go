@@ -265,6 +265,10 @@ func Listed(pid int, started time.Time, cwd, agentSessionID string) sessions.Ext
 // Describe reads what else the source needs of a chosen one (its cwd, its
 // home, the files it holds open), false leaving it out.
 type ProcFilter[P any] struct {
+	// Comms are the kernel names the agent's processes may have (nil:
+	// any); the table reads the command line of those only, and Match
+	// sees no other.
+	Comms    []string
 	Match    func(procscan.Proc) bool
 	Describe func(procscan.Proc) (P, bool)
 }
@@ -278,7 +282,7 @@ func (f ProcFilter[P]) describe(t *procwatch.Table, procs []procscan.Proc) []P {
 	var out []P
 	for _, p := range procs {
 		now, ok := t.Current(p)
-		if !ok || !f.Match(now) {
+		if !ok || f.Comms != nil && !slices.Contains(f.Comms, now.Comm) || !f.Match(now) {
 			continue
 		}
 		if d, ok := f.Describe(now); ok {
@@ -292,7 +296,7 @@ func (f ProcFilter[P]) describe(t *procwatch.Table, procs []procscan.Proc) []P {
 // processes f keeps (what a test or a benchmark of an agent's scan asks).
 func ScanOnce[P any](f ProcFilter[P]) ([]P, error) {
 	t := procwatch.New(procwatch.System())
-	sub := t.Subscribe(f.Match)
+	sub := t.Subscribe(f.Comms, f.Match)
 	defer sub.Close()
 	if err := t.Scan(); err != nil && !errors.Is(err, procscan.ErrNotProbed) {
 		return nil, err
@@ -365,7 +369,7 @@ func (l *ProcLister[P]) List(shared *procwatch.Table, f ProcFilter[P]) ([]P, err
 	t := l.Table(shared)
 	l.mu.Lock()
 	if l.lister == nil {
-		l.lister = t.Subscribe(f.Match)
+		l.lister = t.Subscribe(f.Comms, f.Match)
 	}
 	sub := l.lister
 	l.mu.Unlock()
@@ -385,7 +389,7 @@ func (l *ProcLister[P]) List(shared *procwatch.Table, f ProcFilter[P]) ([]P, err
 // Subscribe is a subscription to the table's changes of the agent's
 // processes (f.Match) for as long as ctx lasts.
 func (l *ProcLister[P]) Subscribe(ctx context.Context, shared *procwatch.Table, f ProcFilter[P]) *procwatch.Sub {
-	sub := l.Table(shared).Subscribe(f.Match)
+	sub := l.Table(shared).Subscribe(f.Comms, f.Match)
 	context.AfterFunc(ctx, sub.Close)
 	return sub
 }

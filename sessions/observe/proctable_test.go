@@ -316,6 +316,7 @@ func liveTable(live func() []int) *procwatch.Table {
 // fakeFilter takes the processes named "fake" (and not pid 4), as their
 // pids.
 var fakeFilter = ProcFilter[int]{
+	Comms:    []string{"fake"},
 	Match:    func(p procscan.Proc) bool { return p.Comm == "fake" },
 	Describe: func(p procscan.Proc) (int, bool) { return p.PID, p.PID != 4 },
 }

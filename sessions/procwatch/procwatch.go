@@ -4,13 +4,14 @@
 //
 // A scan lists the table (procscan.List: the pids and their /proc inode
 // numbers, a few system calls for the whole table) and reads a process's
-// stat and command line only when its pid is new, or its inode changed (a
-// reused pid, or the kernel dropped its cache): a pid and its start stamp
-// are the key, so a later process under the same pid is another one. What
-// it read is kept. A process that exec'd another program keeps its pid,
-// start and inode, so a young process is read again at every scan (a fork
-// then exec, a CLI setting its title) and an older one every Recheck (a
-// wrapper's late `exec claude`).
+// stat only when its pid is new, or its inode changed (a reused pid, or
+// the kernel dropped its cache): a pid and its start stamp are the key, so
+// a later process under the same pid is another one. Its command line is
+// read when a subscriber may want a process of its kernel name. What it
+// read is kept. A process that exec'd another program keeps its pid, start
+// and inode but changes its name, so a young process's stat is read again
+// at every scan (a fork then exec, a CLI setting its title) and an older
+// one's every Recheck (a wrapper's late `exec claude`).
 //
 // One loop (Run) scans every interval for the whole app; a source that was
 // woken by its files asks for a fresher look (Fresh), which costs one more
@@ -69,6 +70,11 @@ type Table struct {
 	err   error
 	subs  map[*Sub]struct{}
 	stats Stats
+	// named counts the subscribers per kernel name they asked for; any
+	// counts those that asked for every name. A process's command line is
+	// read only when a subscriber may want it.
+	named map[string]int
+	any   int
 }
 
 // entry is what the table keeps of one pid.
@@ -88,7 +94,7 @@ type Stats struct {
 
 // New is an empty table over r.
 func New(r Reader) *Table {
-	return &Table{r: r, procs: map[int]*entry{}, subs: map[*Sub]struct{}{}}
+	return &Table{r: r, procs: map[int]*entry{}, subs: map[*Sub]struct{}{}, named: map[string]int{}}
 }
 
 // Stats is what the table has read so far.
@@ -215,13 +221,16 @@ func (t *Table) look(l procscan.Listed, old *entry, now time.Time) []*entry {
 		e.p = Proc{PID: l.PID}
 	}
 	same := old != nil && old.live && e.live && old.p.Stamp == p.Stamp
-	if same && old.p.Comm == p.Comm && !t.isYoung(p, now) {
-		// The same process, its name unchanged: its command line is too.
+	if same && old.p.Comm == p.Comm && !t.wanted(p.Comm) {
+		// The same process, its name unchanged and of no subscriber's
+		// interest: its command line is not read (an exec, or a Node CLI
+		// setting its title, renames it). One a subscriber may want is
+		// read again (a node that exec'd another node script).
 		e.p.Argv = old.p.Argv
 		t.procs[l.PID] = e
 		return nil
 	}
-	if e.live {
+	if e.live && t.wanted(e.p.Comm) {
 		e.p.Argv, _ = t.r.Cmdline(l.PID)
 		t.stats.Cmdlines++
 	}
@@ -242,9 +251,12 @@ func (t *Table) look(l procscan.Listed, old *entry, now time.Time) []*entry {
 	return out
 }
 
-// isYoung tells whether p is read again at every scan, its command line
-// too (a fork not yet exec'd, a title set after the start: that changes
-// the command line, and not always the kernel's name).
+// wanted tells whether a subscriber may want a process of this kernel
+// name (its command line is read then); t.mu is held.
+func (t *Table) wanted(comm string) bool { return t.any > 0 || t.named[comm] > 0 }
+
+// isYoung tells whether p's stat is read again at every scan (a fork not
+// yet exec'd, a CLI that sets its title after its start: both rename it).
 func (t *Table) isYoung(p Proc, now time.Time) bool {
 	return !p.Started.IsZero() && now.Sub(p.Started) < t.young()
 }
@@ -263,20 +275,36 @@ func (t *Table) Current(p Proc) (Proc, bool) {
 	return now, true
 }
 
-// Subscribe hands the processes match accepts to a new subscriber: those
-// the table holds now at once, then every change (Sub). match sees a
-// process's pid, parent, kernel name, command line and start; it runs
-// under the table's lock and must not call the table.
-func (t *Table) Subscribe(match func(Proc) bool) *Sub {
-	s := &Sub{t: t, match: match, c: make(chan struct{}, 1), set: map[int]Proc{}}
+// Subscribe hands the processes of comms that match accepts to a new
+// subscriber: those
+// the table holds now at once, then every change (Sub). comms are the
+// kernel names its processes may have (nil: any): the table reads a
+// process's command line only when some subscriber may want it, so most
+// processes cost one read of their stat. match sees a process's pid,
+// parent, kernel name, command line and start; it runs under the table's
+// lock and must not call the table.
+func (t *Table) Subscribe(comms []string, match func(Proc) bool) *Sub {
+	s := &Sub{t: t, comms: comms, match: match, c: make(chan struct{}, 1), set: map[int]Proc{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.subs[s] = struct{}{}
+	if comms == nil {
+		t.any++
+	}
+	for _, c := range comms {
+		t.named[c]++
+	}
 	var now []*entry
 	for _, e := range t.procs {
-		if e.live {
-			now = append(now, e)
+		if !e.live {
+			continue
 		}
+		if e.p.Argv == nil && t.wanted(e.p.Comm) {
+			// Not wanted until now: read it for this subscriber.
+			e.p.Argv, _ = t.r.Cmdline(e.p.PID)
+			t.stats.Cmdlines++
+		}
+		now = append(now, e)
 	}
 	s.deliver(now)
 	return s
@@ -286,6 +314,7 @@ func (t *Table) Subscribe(match func(Proc) bool) *Sub {
 // accepts.
 type Sub struct {
 	t     *Table
+	comms []string
 	match func(Proc) bool
 	c     chan struct{}
 
@@ -310,7 +339,7 @@ func (s *Sub) deliver(changed []*entry) {
 	for _, e := range changed {
 		old, had := s.set[e.p.PID]
 		switch {
-		case e.live && s.match(e.p):
+		case e.live && s.wants(e.p.Comm) && s.match(e.p):
 			if had && old.Stamp == e.p.Stamp && old.Comm == e.p.Comm && slices.Equal(old.Argv, e.p.Argv) {
 				continue
 			}
@@ -330,6 +359,10 @@ func (s *Sub) deliver(changed []*entry) {
 		}
 	}
 }
+
+// wants tells whether a process of this kernel name may be the
+// subscriber's.
+func (s *Sub) wants(comm string) bool { return s.comms == nil || slices.Contains(s.comms, comm) }
 
 // C has a value whenever the subscriber's set changed since it was last
 // received (bursts coalesce).
@@ -375,7 +408,19 @@ func (s *Sub) Changes() Changes {
 
 // Close ends the subscription: the table no longer delivers to it.
 func (s *Sub) Close() {
-	s.t.mu.Lock()
-	defer s.t.mu.Unlock()
-	delete(s.t.subs, s)
+	t := s.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.subs[s]; !ok {
+		return
+	}
+	delete(t.subs, s)
+	if s.comms == nil {
+		t.any--
+	}
+	for _, c := range s.comms {
+		if t.named[c]--; t.named[c] <= 0 {
+			delete(t.named, c)
+		}
+	}
 }

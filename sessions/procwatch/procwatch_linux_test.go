@@ -50,7 +50,7 @@ func ours(arg string) func(Proc) bool {
 func TestRealProcesses(t *testing.T) {
 	tab := New(System())
 	arg := nonce()
-	sub := tab.Subscribe(ours(arg))
+	sub := tab.Subscribe([]string{"sleep"}, ours(arg))
 	if err := tab.Scan(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRealPidReuse(t *testing.T) {
 	}
 	arg := nonce()
 	tab := New(System())
-	sub := tab.Subscribe(ours(arg))
+	sub := tab.Subscribe([]string{"sleep"}, ours(arg))
 	for attempt := 0; attempt < 20; attempt++ {
 		first := sleepers(t, 1, arg)[0]
 		pid := first.Process.Pid

@@ -120,7 +120,7 @@ func TestIncrementalScan(t *testing.T) {
 		if got := f.statReads(); got != 51 {
 			t.Fatalf("a cold scan read %d stats, want 51", got)
 		}
-		sub := tab.Subscribe(named("codex"))
+		sub := tab.Subscribe([]string{"codex"}, named("codex"))
 		if c := sub.Changes(); !slices.Equal(pids(c.New), []int{7}) || len(c.Gone) != 0 {
 			t.Fatalf("first changes %+v", c)
 		}
@@ -205,8 +205,8 @@ func TestSubscribersFilter(t *testing.T) {
 	f.start(3, "node", now, "node", "server.js")
 	tab := New(f.reader())
 	tab.Scan()
-	codex := tab.Subscribe(named("codex"))
-	gemini := tab.Subscribe(func(p Proc) bool { return p.Comm == "node" && slices.Contains(p.Argv, "gemini.js") })
+	codex := tab.Subscribe([]string{"codex"}, named("codex"))
+	gemini := tab.Subscribe([]string{"node"}, func(p Proc) bool { return slices.Contains(p.Argv, "gemini.js") })
 	if a, b := pids(codex.Procs()), pids(gemini.Procs()); !slices.Equal(a, []int{1}) || !slices.Equal(b, []int{2}) {
 		t.Fatalf("codex %v gemini %v", a, b)
 	}
@@ -243,7 +243,7 @@ func TestFailedListKeepsTable(t *testing.T) {
 		return list()
 	}
 	tab := New(r)
-	sub := tab.Subscribe(named("codex"))
+	sub := tab.Subscribe([]string{"codex"}, named("codex"))
 	tab.Scan()
 	fail = true
 	if err := tab.Scan(); err == nil {
@@ -261,7 +261,7 @@ func TestRunDelivers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		tab := New(f.reader())
-		sub := tab.Subscribe(named("codex"))
+		sub := tab.Subscribe([]string{"codex"}, named("codex"))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { tab.Run(ctx, 2*time.Second); close(done) }()
@@ -316,7 +316,7 @@ func TestCurrent(t *testing.T) {
 	f.start(1, "node", old, "node", "gemini.js")
 	f.start(2, "codex", old, "codex")
 	tab := New(f.reader())
-	sub := tab.Subscribe(func(p Proc) bool { return p.Comm != "" })
+	sub := tab.Subscribe(nil, func(p Proc) bool { return p.Comm != "" })
 	tab.Scan()
 	procs := sub.Procs()
 	f.exec(1, "bash", "bash", "-c", "sleep 60")
@@ -330,5 +330,36 @@ func TestCurrent(t *testing.T) {
 	f.start(2, "codex", time.Now(), "codex")
 	if _, ok := tab.Current(procs[1]); ok {
 		t.Fatal("a reused pid is the process that had it")
+	}
+}
+
+// A process of a kernel name no subscriber asked for costs one read of its
+// stat: its command line is read once a subscriber asks for its name, and
+// when it is renamed into one asked for (an exec).
+func TestCommandLineOnlyWhenWanted(t *testing.T) {
+	f := newFake()
+	old := time.Now().Add(-time.Hour)
+	f.start(1, "cc1", old, "cc1", "x.c")
+	f.start(2, "codex", old, "codex")
+	tab := New(f.reader())
+	codex := tab.Subscribe([]string{"codex"}, func(Proc) bool { return true })
+	tab.Scan()
+	if got := tab.Stats().Cmdlines; got != 1 {
+		t.Fatalf("%d command lines read, want the codex's alone", got)
+	}
+	if got := pids(codex.Procs()); !slices.Equal(got, []int{2}) {
+		t.Fatalf("codex: %v", got)
+	}
+	cc := tab.Subscribe([]string{"cc1"}, func(p Proc) bool { return slices.Contains(p.Argv, "x.c") })
+	if got := pids(cc.Procs()); !slices.Equal(got, []int{1}) || tab.Stats().Cmdlines != 2 {
+		t.Fatalf("a later subscriber for cc1: %v, %d command lines", got, tab.Stats().Cmdlines)
+	}
+	cc.Close()
+	f.start(3, "sh", time.Now(), "sh")
+	tab.Scan()
+	f.exec(3, "codex", "codex")
+	tab.Scan()
+	if got := pids(codex.Procs()); !slices.Equal(got, []int{2, 3}) || tab.Stats().Cmdlines != 3 {
+		t.Fatalf("after sh exec'd codex: %v, %d command lines", got, tab.Stats().Cmdlines)
 	}
 }

@@ -120,12 +120,9 @@ func interactiveClaude(comm string, argv []string) bool {
 // for each one listed; another user's processes are skipped (their cwd
 // cannot be read).
 var claudeFilter = observe.ProcFilter[ClaudeProc]{
+	Comms: []string{"claude", "claude.exe", "node", "bun"},
 	Match: func(p procscan.Proc) bool {
-		switch p.Comm {
-		case "claude", "claude.exe", "node", "bun":
-			return p.PID != os.Getpid() && interactiveClaude(p.Comm, p.Argv)
-		}
-		return false
+		return p.PID != os.Getpid() && interactiveClaude(p.Comm, p.Argv)
 	},
 	Describe: func(p procscan.Proc) (ClaudeProc, bool) {
 		cwd, err := procscan.Cwd(p.PID)

@@ -56,9 +56,10 @@ func (s *Source) SessionsDir() string { return filepath.Join(s.Home(), "sessions
 // TUI's, with a cwd to read; its home and the rollouts it holds open are
 // read for each one listed.
 var tuiFilter = observe.ProcFilter[Proc]{
+	Comms: []string{"codex"},
 	Match: func(p procscan.Proc) bool {
 		ok, _, _ := interactive(p.Argv)
-		return p.Comm == "codex" && ok
+		return ok
 	},
 	Describe: func(p procscan.Proc) (Proc, bool) {
 		cwd, _ := procscan.Cwd(p.PID)

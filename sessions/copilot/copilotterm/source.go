@@ -78,9 +78,10 @@ var kernelNames = []string{"MainThread", "copilot"}
 // anyone's, reads a pipe or a file), with a cwd to read; its home and the
 // session locks it holds are read for each one listed.
 var tuiFilter = observe.ProcFilter[Proc]{
+	Comms: kernelNames,
 	Match: func(p procscan.Proc) bool {
 		ok, _ := Interactive(p.Argv)
-		return slices.Contains(kernelNames, p.Comm) && ok
+		return ok
 	},
 	Describe: func(p procscan.Proc) (Proc, bool) {
 		cwd, _ := procscan.Cwd(p.PID)

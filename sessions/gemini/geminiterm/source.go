@@ -75,9 +75,10 @@ func (s *Source) children(pid int) (int, bool) {
 // and whether it will relaunch itself are read from its environment for
 // each one listed.
 var tuiFilter = observe.ProcFilter[Proc]{
+	Comms: []string{"node"},
 	Match: func(p procscan.Proc) bool {
 		ok, _, _ := Interactive(p.Argv)
-		return p.Comm == "node" && ok
+		return ok
 	},
 	Describe: func(p procscan.Proc) (Proc, bool) {
 		cwd, _ := procscan.Cwd(p.PID)
