@@ -38,7 +38,7 @@ DIST := dist
 PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
 WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build hook run test lint unit e2e bench clean package-linux build-windows
+.PHONY: all deps test-deps build hook run test lint unit e2e bench bench-idle clean package-linux build-windows
 
 all: build
 
@@ -144,6 +144,12 @@ build-windows: test-deps
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The app's idle cost: `run --headless` with N idle sessions and M unrelated
+# processes, its CPU and RSS over a window (e2e/idle_bench_test.go; not in
+# make test). BENCH_IDLE_SESSIONS, BENCH_IDLE_PROCS, BENCH_IDLE_SECONDS.
+bench-idle:
+	$(GO) test -tags benchidle -count=1 -v -run '^TestBenchIdle$$' ./e2e/
 
 clean:
 	rm -rf bin .cache $(DIST)

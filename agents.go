@@ -14,6 +14,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/geminiterm"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/opencode"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/watch"
@@ -34,13 +35,14 @@ var agentRegistry = sessions.MustRegistry(append([]sessions.ManagedAgent{
 // externalSources find the sessions the app did not launch (an agent started
 // in a terminal or an IDE) and observe them; the runtime supervises them
 // beside the managed ones. Adding one is its source and one line here.
-// dataDir holds the socket Claude's hooks forward to (`hooks install`).
-func externalSources(dataDir string) []supervisor.ExternalSource {
+// dataDir holds the socket Claude's hooks forward to (`hooks install`);
+// procs is the process table they all read, scanned by one loop.
+func externalSources(dataDir string, procs *procwatch.Table) []supervisor.ExternalSource {
 	return []supervisor.ExternalSource{
-		&claudeterm.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, claudeterm.HookSocketName)},
-		&codexterm.Source{ProcSource: observe.ProcSource[codexterm.Proc, codexterm.Rollout]{Notify: watch.Dirs}},
-		&copilotterm.Source{ProcSource: observe.ProcSource[copilotterm.Proc, copilotterm.Workspace]{Notify: watch.Dirs}},
-		&geminiterm.Source{ProcSource: observe.ProcSource[geminiterm.Proc, geminiterm.Chat]{Notify: watch.Dirs}},
+		&claudeterm.Source{Notify: watch.Dirs, HookSocket: filepath.Join(dataDir, claudeterm.HookSocketName), Table: procs},
+		&codexterm.Source{ProcSource: observe.ProcSource[codexterm.Proc, codexterm.Rollout]{Notify: watch.Dirs, Table: procs}},
+		&copilotterm.Source{ProcSource: observe.ProcSource[copilotterm.Proc, copilotterm.Workspace]{Notify: watch.Dirs, Table: procs}},
+		&geminiterm.Source{ProcSource: observe.ProcSource[geminiterm.Proc, geminiterm.Chat]{Notify: watch.Dirs, Table: procs}},
 	}
 }
 

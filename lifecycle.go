@@ -13,6 +13,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/services"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 	"github.com/session-supervisor/session-supervisor/sessions/termloc/termsys"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -54,7 +55,10 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir), Logger: log,
+	// One process table for every terminal source, one loop scanning it
+	// (a service below): the sources are woken by its changes.
+	procs := procwatch.New(procwatch.System())
+	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir, procs), Logger: log,
 		Settings: svc.Get, SettingValues: svc.List, LocateTerminal: termsys.Locate})
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err
@@ -68,6 +72,7 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 		services.Service{Name: "the supervisor loop", Run: func(ctx context.Context) error { rt.Run(ctx); return nil }},
 		services.Service{Name: "the local API", Run: d.serveAPI},
 		services.Service{Name: "the settings publisher", Run: d.publishSettings},
+		services.Service{Name: "the process table", Run: func(ctx context.Context) error { procs.Run(ctx, 0); return nil }},
 	)
 	return d, nil
 }

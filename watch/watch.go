@@ -20,7 +20,7 @@ const retryMissing = 2 * time.Second
 // Dirs sends a value after every change in one of dirs. A directory that
 // does not exist yet is watched as soon as it appears (its nearest existing
 // ancestor is watched meanwhile, and it is looked for again every
-// retryMissing). The
+// retryMissing while one is missing). The
 // channel has room for one pending value: notifications coalesce, which is
 // all a rescan needs. It is closed when ctx ends.
 func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
@@ -61,7 +61,10 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 	go func() {
 		defer close(out)
 		defer w.Close()
-		t := time.NewTicker(retryMissing)
+		// The retry is armed only while a directory is missing: a watch
+		// of directories that all exist costs nothing while nothing
+		// changes.
+		t := time.NewTimer(retryMissing)
 		defer t.Stop()
 		notify := func() {
 			select {
@@ -70,6 +73,11 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 			}
 		}
 		for {
+			var retry <-chan time.Time
+			if missing {
+				t.Reset(retryMissing)
+				retry = t.C
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -87,7 +95,7 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 				}
 				// An overflow loses events: tell the reader to rescan.
 				notify()
-			case <-t.C:
+			case <-retry:
 				if missing {
 					if missing = add(); !missing {
 						notify()

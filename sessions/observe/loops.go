@@ -24,6 +24,15 @@ func Wake(ctx context.Context, notify Notify, poll time.Duration, dirs func() []
 // witness of a change than the file system: Claude's hook events; nil:
 // none).
 func WakeAlso(ctx context.Context, notify Notify, poll time.Duration, dirs func() []string, also <-chan struct{}) <-chan struct{} {
+	return WakeWhile(ctx, notify, poll, dirs, also, nil)
+}
+
+// WakeWhile is WakeAlso whose poll runs only while polling answers true
+// (asked after every wake; nil: always): a source whose processes come
+// from the shared process table, which wakes it through also when one
+// appears or goes, has nothing to poll for while it has none. The poll's
+// timer is armed for poll after the last wake, not ticking.
+func WakeWhile(ctx context.Context, notify Notify, poll time.Duration, dirs func() []string, also <-chan struct{}, polling func() bool) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	var notes <-chan struct{}
 	var current []string
@@ -40,10 +49,17 @@ func WakeAlso(ctx context.Context, notify Notify, poll time.Duration, dirs func(
 	follow()
 	go func() {
 		defer func() { stop() }()
-		t := time.NewTicker(poll)
-		defer t.Stop()
+		timer := time.NewTimer(poll)
+		defer timer.Stop()
 		for {
 			follow()
+			var tick <-chan time.Time
+			if polling == nil || polling() {
+				timer.Reset(poll)
+				tick = timer.C
+			} else {
+				timer.Stop()
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -53,7 +69,28 @@ func WakeAlso(ctx context.Context, notify Notify, poll time.Duration, dirs func(
 					continue
 				}
 			case <-also:
-			case <-t.C:
+			case <-tick:
+			}
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out
+}
+
+// Merge is one wake channel for two (nil ones never fire), until ctx
+// ends; bursts coalesce.
+func Merge(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a:
+			case <-b:
 			}
 			select {
 			case out <- struct{}{}:

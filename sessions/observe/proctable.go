@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 )
 
 // The process-table source shape: Codex, Copilot and Gemini register their
@@ -257,26 +259,152 @@ func Listed(pid int, started time.Time, cwd, agentSessionID string) sessions.Ext
 	return sessions.ExternalSession{Key: Key(pid, started), AgentSessionID: agentSessionID, Cwd: cwd, PID: pid, StartedAt: started}
 }
 
+// ProcFilter is an agent's half of reading the process table: Match
+// chooses its TUI's processes by what the shared table keeps of each (the
+// kernel's name, the command line, the parent, the start: procwatch.Proc),
+// Describe reads what else the source needs of a chosen one (its cwd, its
+// home, the files it holds open), false leaving it out.
+type ProcFilter[P any] struct {
+	// Comms are the kernel names the agent's processes may have (nil:
+	// any); the table reads the command line of those only, and Match
+	// sees no other.
+	Comms    []string
+	Match    func(procscan.Proc) bool
+	Describe func(procscan.Proc) (P, bool)
+}
+
+// describe lists what Describe keeps of procs, each read again first and
+// kept only if it is still the same process and still matches: the table
+// may be a scan old, and a process caught between a fork and its exec
+// shows its parent's name and command line (a TUI's tool, for a moment,
+// looks like the TUI).
+func (f ProcFilter[P]) describe(t *procwatch.Table, procs []procscan.Proc) []P {
+	var out []P
+	for _, p := range procs {
+		now, ok := t.Current(p)
+		if !ok || f.Comms != nil && !slices.Contains(f.Comms, now.Comm) || !f.Match(now) {
+			continue
+		}
+		if d, ok := f.Describe(now); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ScanOnce is one read of the process table with a table of its own: the
+// processes f keeps (what a test or a benchmark of an agent's scan asks).
+func ScanOnce[P any](f ProcFilter[P]) ([]P, error) {
+	t := procwatch.New(procwatch.System())
+	sub := t.Subscribe(f.Comms, f.Match)
+	defer sub.Close()
+	if err := t.Scan(); err != nil && !errors.Is(err, procscan.ErrNotProbed) {
+		return nil, err
+	}
+	return f.describe(t, sub.Procs()), nil
+}
+
+// freshAge is how recent the shared table's last scan must be when a
+// source lists its processes: the loop scans every 2 s, and a source woken
+// by its files (a TUI starting writes under its home) looks sooner.
+const freshAge = 500 * time.Millisecond
+
 // ProcSource is the common half of a process-table source: its
 // configuration and what it does with it (the wake-up, the pid probe, the
 // throttled scan). An agent's Source embeds it and adds its own half: the
-// process scan, the pairing with files and the summary of a file.
+// process filter, the pairing with files and the summary of a file.
 type ProcSource[P, F any] struct {
 	// Notify wakes the source at once on a change in the agent's
 	// directories (the fsnotify adapter, package watch); nil leaves it to
 	// Poll.
 	Notify Notify
 	// Poll is the rescan interval: a process can exit without touching a
-	// file (default 5 s with Notify, 2 s without: PollInterval).
+	// file (default 5 s with Notify, 2 s without: PollInterval). With a
+	// shared Table it runs only while the agent has processes: the table
+	// wakes the source when one appears or goes.
 	Poll time.Duration
+	// Table is the process table the source's processes come from, shared
+	// by every terminal source and scanned by one loop
+	// (procwatch.Table.Run); nil: a table of the source's own, scanned
+	// when the source lists (at every wake).
+	Table *procwatch.Table
 	// Procs lists the agent's live interactive processes (default: the
-	// agent's scan of the process table).
+	// agent's filter over the table; a test's fake table).
 	Procs func() ([]P, error)
 	// Probe tells whether the process that started at started still runs
 	// (default procscan.Alive).
 	Probe func(pid int, started time.Time) (alive, known bool)
 
 	table ProcTable[P, F]
+	procs ProcLister[P]
+}
+
+// ProcLister reads an agent's processes from a process table: a shared
+// one when given, else one of its own, made at the first use. The zero
+// value is ready.
+type ProcLister[P any] struct {
+	mu     sync.Mutex
+	own    *procwatch.Table
+	lister *procwatch.Sub
+}
+
+// Table is shared when set, else the lister's own table.
+func (l *ProcLister[P]) Table(shared *procwatch.Table) *procwatch.Table {
+	if shared != nil {
+		return shared
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.own == nil {
+		l.own = procwatch.New(procwatch.System())
+	}
+	return l.own
+}
+
+// List lists the agent's processes (f) from the table, described by f:
+// the shared table is scanned first only when its last scan is older than
+// freshAge (its loop keeps it current), the lister's own at every list. A
+// platform whose table is not read lists none.
+func (l *ProcLister[P]) List(shared *procwatch.Table, f ProcFilter[P]) ([]P, error) {
+	t := l.Table(shared)
+	l.mu.Lock()
+	if l.lister == nil {
+		l.lister = t.Subscribe(f.Comms, f.Match)
+	}
+	sub := l.lister
+	l.mu.Unlock()
+	maxAge := freshAge
+	if shared == nil {
+		maxAge = 0
+	}
+	if err := t.Fresh(maxAge); err != nil {
+		if errors.Is(err, procscan.ErrNotProbed) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return f.describe(t, sub.Procs()), nil
+}
+
+// Subscribe is a subscription to the table's changes of the agent's
+// processes (f.Match) for as long as ctx lasts.
+func (l *ProcLister[P]) Subscribe(ctx context.Context, shared *procwatch.Table, f ProcFilter[P]) *procwatch.Sub {
+	sub := l.Table(shared).Subscribe(f.Comms, f.Match)
+	context.AfterFunc(ctx, sub.Close)
+	return sub
+}
+
+// WatchWake is a Watch loop's wake-up: the notifications for dirs (asked
+// again after every wake), the table's changes of the agent's processes
+// (f.Match) and the rescan interval; with a shared Table the rescan runs
+// only while the agent has processes.
+func (s *ProcSource[P, F]) WatchWake(ctx context.Context, f ProcFilter[P], dirs func() []string) <-chan struct{} {
+	sub := s.procs.Subscribe(ctx, s.Table, f)
+	var polling func() bool
+	if s.Table != nil && s.Procs == nil {
+		polling = func() bool { return len(sub.Procs()) > 0 }
+	}
+	return WakeWhile(ctx, s.Notify, PollInterval(s.Poll, s.Notify != nil), dirs, sub.C(), polling)
 }
 
 // Wake merges the notifications for dirs with the rescan interval; dirs is
@@ -296,16 +424,16 @@ func (s *ProcSource[P, F]) Alive(es sessions.ExternalSession) (alive, known bool
 	return s.ProcessAlive(es.PID, es.StartedAt)
 }
 
-// Scan lists the processes (Procs, else scanTable) and pairs them with
-// pair (which may also drop processes: another home's, one not yet
-// paired), unless the last scan is younger than maxAge. what names the
+// Scan lists the processes (Procs, else the table through f) and pairs
+// them with pair (which may also drop processes: another home's, one not
+// yet paired), unless the last scan is younger than maxAge. what names the
 // processes in the error ("Codex processes"). pair runs under the table's
 // lock: the caches it keeps need no lock of their own.
-func (s *ProcSource[P, F]) Scan(maxAge time.Duration, scanTable func() ([]P, error), what string, pair func([]P) ([]P, map[int]F)) ([]P, map[int]F, error) {
+func (s *ProcSource[P, F]) Scan(maxAge time.Duration, f ProcFilter[P], what string, pair func([]P) ([]P, map[int]F)) ([]P, map[int]F, error) {
 	return s.table.Scan(time.Now(), maxAge, func() ([]P, map[int]F, error) {
 		list := s.Procs
 		if list == nil {
-			list = scanTable
+			list = func() ([]P, error) { return s.procs.List(s.Table, f) }
 		}
 		procs, err := list()
 		if err != nil {

@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 )
 
 // fakeAgent stands in for a managed agent's identity.
@@ -289,9 +292,37 @@ func TestListProcs(t *testing.T) {
 	}
 }
 
+// memTable is a process table in memory holding pids, each a process
+// named "fake".
+func memTable(pids ...int) *procwatch.Table { return liveTable(func() []int { return pids }) }
+
+// liveTable is a process table in memory holding what live answers.
+func liveTable(live func() []int) *procwatch.Table {
+	return procwatch.New(procwatch.Reader{
+		List: func() ([]procscan.Listed, error) {
+			var out []procscan.Listed
+			for _, p := range live() {
+				out = append(out, procscan.Listed{PID: p, Ino: uint64(p)})
+			}
+			return out, nil
+		},
+		Stat: func(pid int) (procscan.Proc, procscan.State) {
+			return procscan.Proc{PID: pid, Comm: "fake", Stamp: "1"}, procscan.Running
+		},
+		Cmdline: func(int) ([]string, bool) { return []string{"fake"}, true },
+	})
+}
+
+// fakeFilter takes the processes named "fake" (and not pid 4), as their
+// pids.
+var fakeFilter = ProcFilter[int]{
+	Comms:    []string{"fake"},
+	Match:    func(p procscan.Proc) bool { return p.Comm == "fake" },
+	Describe: func(p procscan.Proc) (int, bool) { return p.PID, p.PID != 4 },
+}
+
 func TestProcSource(t *testing.T) {
 	boom := errors.New("boom")
-	table := func() ([]int, error) { return []int{1, 2, 3}, nil }
 	odd := func(procs []int) ([]int, map[int]string) {
 		pairs := map[int]string{}
 		var kept []int
@@ -315,8 +346,8 @@ func TestProcSource(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &ProcSource[int, string]{Procs: tc.procs}
-			procs, pairs, err := s.Scan(time.Hour, table, "fake processes", odd)
+			s := &ProcSource[int, string]{Procs: tc.procs, Table: memTable(1, 2, 3, 4)}
+			procs, pairs, err := s.Scan(time.Hour, fakeFilter, "fake processes", odd)
 			if len(procs) != tc.want || len(pairs) != tc.want || len(s.Paired()) != tc.want {
 				t.Errorf("%d procs, %d pairs, %d paired; want %d", len(procs), len(pairs), len(s.Paired()), tc.want)
 			}
@@ -325,16 +356,16 @@ func TestProcSource(t *testing.T) {
 			}
 		})
 	}
-	s := &ProcSource[int, string]{}
 	n := 0
 	count := func() ([]int, error) { n++; return []int{1}, nil }
-	s.Scan(time.Hour, count, "fake", odd)
-	s.Scan(time.Hour, count, "fake", odd)
+	s := &ProcSource[int, string]{Procs: count}
+	s.Scan(time.Hour, fakeFilter, "fake", odd)
+	s.Scan(time.Hour, fakeFilter, "fake", odd)
 	if n != 1 {
 		t.Errorf("scanned %d times within maxAge, want 1", n)
 	}
 	s.Rescan()
-	s.Scan(time.Hour, count, "fake", odd)
+	s.Scan(time.Hour, fakeFilter, "fake", odd)
 	if n != 2 {
 		t.Errorf("scanned %d times after Rescan, want 2", n)
 	}
@@ -480,4 +511,50 @@ func TestOwnHomeAndOldest(t *testing.T) {
 	if got := Oldest([]agentProc{{Proc: Proc{PID: 4}}}, now); !got.Equal(now) {
 		t.Errorf("oldest of no known start %v", got)
 	}
+}
+
+// A Watch's wake-up over a shared table: nothing while the agent has no
+// process (no poll), a wake when the table's loop sees one appear, the
+// poll while it lives, and a wake when it goes, then quiet again.
+func TestWatchWakeSharedTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var live []int
+		tab := liveTable(func() []int { mu.Lock(); defer mu.Unlock(); return live })
+		set := func(pids ...int) { mu.Lock(); live = pids; mu.Unlock() }
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go tab.Run(ctx, 2*time.Second)
+		s := &ProcSource[int, string]{Table: tab, Poll: 5 * time.Second}
+		wake := s.WatchWake(ctx, fakeFilter, func() []string { return nil })
+		quiet := func(d time.Duration, what string) {
+			t.Helper()
+			time.Sleep(d)
+			synctest.Wait()
+			select {
+			case <-wake:
+				t.Fatalf("woken %s", what)
+			default:
+			}
+		}
+		quiet(time.Minute, "with no process of the agent's")
+		set(7)
+		start := time.Now()
+		<-wake
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("a new process woke the source after %v", d)
+		}
+		start = time.Now()
+		<-wake
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("the poll while a process lives came after %v", d)
+		}
+		set()
+		start = time.Now()
+		<-wake
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("the process gone woke the source after %v (the poll's 5 s?)", d)
+		}
+		quiet(time.Minute, "after the process went")
+	})
 }

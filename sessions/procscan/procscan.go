@@ -19,6 +19,11 @@ var ErrNotProbed = errors.New("the process table is not probed on this platform"
 type Proc struct {
 	PID  int
 	PPID int
+	// Comm is the kernel's name of the process (Linux: /proc/PID/stat
+	// field 2: the executable's base name cut to 15 bytes, or the title
+	// the program gave its main thread); "" where the platform does not
+	// say.
+	Comm string
 	// Argv is the command line (empty when it could not be read: a
 	// process of another user, or one that just exited).
 	Argv []string
@@ -33,6 +38,16 @@ type Proc struct {
 	// session file's procStart, and equal across probes of one process
 	// where Started, computed from the boot time, may be rounded.
 	Stamp string
+}
+
+// Listed is one entry of the process table's listing: a pid, and a
+// number that changes when the pid may name another process than before
+// (Linux: the inode number of /proc/PID, which a new process under a
+// reused pid never shares; it may also change for the same process, when
+// the kernel dropped its cache). Zero says nothing.
+type Listed struct {
+	PID int
+	Ino uint64
 }
 
 // State is what a probe of one pid found.

@@ -2,14 +2,76 @@ package procscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
+
+// List reads the process table's listing: every pid with its /proc
+// inode number, from the directory entries alone (no file of a process is
+// opened), so a scan that keeps what it read of each process can tell
+// which pids are new at the cost of a few system calls.
+func List() ([]Listed, error) {
+	fh, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("reading the process table: %w", err)
+	}
+	defer fh.Close()
+	buf := make([]byte, 16<<10)
+	var out []Listed
+	for {
+		n, err := syscall.ReadDirent(int(fh.Fd()), buf)
+		if err != nil {
+			return nil, fmt.Errorf("reading the process table: %w", err)
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		out = appendDirents(out, buf[:n])
+	}
+}
+
+// appendDirents parses linux_dirent64 records (d_ino u64, d_off s64,
+// d_reclen u16, d_type u8, d_name NUL-terminated) and appends the entries
+// whose name is a pid.
+func appendDirents(out []Listed, b []byte) []Listed {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if pid := atoiPID(name); pid > 0 {
+			out = append(out, Listed{PID: pid, Ino: binary.NativeEndian.Uint64(b)})
+		}
+		b = b[reclen:]
+	}
+	return out
+}
+
+// atoiPID is name as a pid, 0 when it is not all digits (self, sys, …).
+func atoiPID(name []byte) int {
+	if len(name) == 0 || len(name) > 9 {
+		return 0
+	}
+	n := 0
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
 
 // PIDs lists the pids of the process table, in /proc's order.
 func PIDs() ([]int, error) {
@@ -160,7 +222,8 @@ func Probe(pid int) (Proc, State) {
 	return p, st
 }
 
-// parseStat reads field 4 (the parent) and field 22 (the start in clock
+// parseStat reads field 2 (the name, between the first '(' and the last
+// ')'), field 4 (the parent) and field 22 (the start in clock
 // ticks since boot, kept as the Stamp; USER_HZ is 100 on every Linux the
 // CLIs run on) after the command name, which may itself hold spaces and
 // parentheses.
@@ -178,10 +241,14 @@ func parseStat(b []byte, boot time.Time) (Proc, State) {
 	if s := f[0][0]; s == 'Z' || s == 'X' {
 		return Proc{}, Gone
 	}
-	if len(f) < 20 {
-		return Proc{}, Running
+	var p Proc
+	if j := bytes.IndexByte(b, '('); j >= 0 && j < i {
+		p.Comm = string(b[j+1 : i])
 	}
-	p := Proc{Stamp: string(f[19])}
+	if len(f) < 20 {
+		return p, Running
+	}
+	p.Stamp = string(f[19])
 	p.PPID, _ = strconv.Atoi(string(f[1]))
 	if ticks, err := strconv.ParseInt(p.Stamp, 10, 64); err == nil && !boot.IsZero() {
 		p.Started = boot.Add(time.Duration(ticks) * (time.Second / 100))

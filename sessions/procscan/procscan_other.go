@@ -11,6 +11,9 @@ import (
 // PIDs cannot read the process table on this platform yet.
 func PIDs() ([]int, error) { return nil, ErrNotProbed }
 
+// List cannot read the process table on this platform yet.
+func List() ([]Listed, error) { return nil, ErrNotProbed }
+
 // Comm cannot tell on this platform.
 func Comm(pid int) (string, bool) { return "", false }
 

@@ -3,6 +3,7 @@
 package procscan
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,21 +98,22 @@ func TestParseStat(t *testing.T) {
 		ppid  int
 		start time.Time
 		stamp string
+		comm  string
 	}{
-		{"12 (co de) (x)) S 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Running, 1, boot.Add(2500 * time.Millisecond), "250"},
-		{"12 (codex) Z 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Gone, 0, time.Time{}, ""},
-		{"garbage", Unknown, 0, time.Time{}, ""},
+		{"12 (co de) (x)) S 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Running, 1, boot.Add(2500 * time.Millisecond), "250", "co de) (x)"},
+		{"12 (codex) Z 1 12 12 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1", Gone, 0, time.Time{}, "", ""},
+		{"garbage", Unknown, 0, time.Time{}, "", ""},
 		// The cases of Claude's own /proc parser, which this one replaced.
-		{"42 (claude) S" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456"},
-		{"42 (node) R" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456"},
-		{"42 (claude) Z" + tail, Gone, 0, time.Time{}, ""},
-		{"42 (claude) X" + tail, Gone, 0, time.Time{}, ""},
-		{"42 (a) Z (b) S" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456"},
-		{"42 (claude) S 1", Running, 0, time.Time{}, ""}, // short line: the state only
-		{"42 (claude)", Unknown, 0, time.Time{}, ""},     // no state
+		{"42 (claude) S" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456", "claude"},
+		{"42 (node) R" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456", "node"},
+		{"42 (claude) Z" + tail, Gone, 0, time.Time{}, "", ""},
+		{"42 (claude) X" + tail, Gone, 0, time.Time{}, "", ""},
+		{"42 (a) Z (b) S" + tail, Running, 1, boot.Add(1234560 * time.Millisecond), "123456", "a) Z (b"},
+		{"42 (claude) S 1", Running, 0, time.Time{}, "", "claude"}, // short line: the state only
+		{"42 (claude)", Unknown, 0, time.Time{}, "", ""},           // no state
 	} {
 		p, st := parseStat([]byte(tc.line), boot)
-		if st != tc.state || p.PPID != tc.ppid || !p.Started.Equal(tc.start) || p.Stamp != tc.stamp {
+		if st != tc.state || p.PPID != tc.ppid || !p.Started.Equal(tc.start) || p.Stamp != tc.stamp || p.Comm != tc.comm {
 			t.Errorf("%q: %+v %v", tc.line, p, st)
 		}
 	}
@@ -257,5 +259,43 @@ func TestChildren(t *testing.T) {
 	}
 	if n, known := Children(-1); n != 0 || known {
 		t.Fatalf("no pid: %d, %v", n, known)
+	}
+}
+
+// List names every pid of the table with its inode number; the parser
+// takes only the names that are pids, and stops at a record cut short.
+func TestList(t *testing.T) {
+	cmd, _ := sleeper(t)
+	got, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(got, func(l Listed) bool { return l.PID == cmd.Process.Pid })
+	if i < 0 || got[i].Ino == 0 {
+		t.Fatalf("pid %d not listed with an inode: %v", cmd.Process.Pid, got)
+	}
+	// The same process keeps its inode from one listing to the next.
+	again, _ := List()
+	j := slices.IndexFunc(again, func(l Listed) bool { return l.PID == cmd.Process.Pid })
+	if j < 0 || again[j].Ino != got[i].Ino {
+		t.Fatalf("inode %d then %v", got[i].Ino, again)
+	}
+
+	rec := func(ino uint64, name string) []byte {
+		n := (19 + len(name) + 1 + 7) &^ 7
+		b := make([]byte, n)
+		binary.NativeEndian.PutUint64(b, ino)
+		binary.NativeEndian.PutUint16(b[16:], uint16(n))
+		copy(b[19:], name)
+		return b
+	}
+	var buf []byte
+	for _, r := range [][]byte{rec(5, "1"), rec(6, "self"), rec(7, "4194303"), rec(8, "12a"), rec(9, "1234567890")} {
+		buf = append(buf, r...)
+	}
+	buf = append(buf, rec(10, "77")[:12]...) // cut short
+	want := []Listed{{1, 5}, {4194303, 7}}
+	if got := appendDirents(nil, buf); !slices.Equal(got, want) {
+		t.Fatalf("parsed %v, want %v", got, want)
 	}
 }

@@ -64,9 +64,9 @@ func benchIdle(b *testing.B, poll time.Duration) {
 	}
 }
 
-// BenchmarkListClaudeProcs is one read of the process table for CLIs older
-// than 2.1.224 (every TablePoll, 2 s by default): a small read of each
-// process's comm, the rest only for claude processes.
+// BenchmarkListClaudeProcs is one cold read of the process table for CLIs
+// older than 2.1.224: every process's stat and command line (a table of
+// its own, read once).
 func BenchmarkListClaudeProcs(b *testing.B) {
 	if _, err := ListClaudeProcs(); err != nil {
 		b.Skip(err)
@@ -80,8 +80,9 @@ func BenchmarkListClaudeProcs(b *testing.B) {
 	}
 }
 
-// BenchmarkSourceTableScan is the scan a Source makes every TablePoll: the
-// processes found not to be a claude are not read again for recheckAfter.
+// BenchmarkSourceTableScan is the scan a Source without a shared table
+// makes every TablePoll: its own table, incremental (a process is read
+// again only while young or at its recheck).
 func BenchmarkSourceTableScan(b *testing.B) {
 	if _, err := ListClaudeProcs(); err != nil {
 		b.Skip(err)

@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
 
@@ -113,62 +113,33 @@ func interactiveClaude(comm string, argv []string) bool {
 	return true
 }
 
-// ListClaudeProcs reads the process table for interactive Claude Code CLIs
-// of this user: every process whose comm says claude (one small read per
-// process; the rest only for those), then its command line, start and cwd.
-// Another user's processes are skipped (their cwd cannot be read).
-func ListClaudeProcs() ([]ClaudeProc, error) { return scanClaudeProcs(nil) }
-
-// scanClaudeProcs is ListClaudeProcs; known, when set, is told every pid
-// seen and whether it was a candidate, and may skip one (its remembered
-// verdict still holds). The reads go cheapest first (comm, then the
-// command line) so a process that is not a claude costs one small read.
-func scanClaudeProcs(known procMemo) ([]ClaudeProc, error) {
-	pids, err := procscan.PIDs()
-	if err != nil {
-		return nil, err
-	}
-	self := os.Getpid()
-	var out []ClaudeProc
-	for _, pid := range pids {
-		if pid == self {
-			continue
-		}
-		if known != nil && known.skip(pid) {
-			continue
-		}
-		c, ok := procscan.Comm(pid)
-		if !ok {
-			continue
-		}
-		// A native CLI is named claude; an npm one runs under node (and
-		// usually retitles itself claude).
-		if c != "claude" && c != "claude.exe" && c != "node" && c != "bun" {
-			if known != nil {
-				known.notClaude(pid)
-			}
-			continue
-		}
-		argv, ok := procscan.Cmdline(pid)
-		if !ok || !interactiveClaude(c, argv) {
-			continue
-		}
-		p, st := procscan.Probe(pid)
-		if st != procscan.Running {
-			continue
-		}
-		cwd, err := procscan.Cwd(pid)
+// claudeFilter finds the interactive Claude Code CLIs in the process
+// table: a native CLI is named claude; an npm one runs under node (and
+// usually retitles itself claude), then its command line says which. Its
+// cwd and environment (the configuration directory it writes to) are read
+// for each one listed; another user's processes are skipped (their cwd
+// cannot be read).
+var claudeFilter = observe.ProcFilter[ClaudeProc]{
+	Comms: []string{"claude", "claude.exe", "node", "bun"},
+	Match: func(p procscan.Proc) bool {
+		return p.PID != os.Getpid() && interactiveClaude(p.Comm, p.Argv)
+	},
+	Describe: func(p procscan.Proc) (ClaudeProc, bool) {
+		cwd, err := procscan.Cwd(p.PID)
 		if err != nil {
-			continue
+			return ClaudeProc{}, false
 		}
-		env, err := procscan.Environ(pid)
+		env, err := procscan.Environ(p.PID)
 		if err != nil {
-			continue
+			return ClaudeProc{}, false
 		}
-		out = append(out, ClaudeProc{PID: pid, Cwd: cwd, Stamp: p.Stamp, Started: p.Started, ConfigDir: configDirOf(env)})
-	}
-	return out, nil
+		return ClaudeProc{PID: p.PID, Cwd: cwd, Stamp: p.Stamp, Started: p.Started, ConfigDir: configDirOf(env)}, true
+	},
 }
+
+// ListClaudeProcs reads the process table for interactive Claude Code CLIs
+// of this user.
+func ListClaudeProcs() ([]ClaudeProc, error) { return observe.ScanOnce(claudeFilter) }
 
 // procSession is the session file the process table stands in for: the
 // process, and the newest transcript of its cwd written since it started
@@ -206,65 +177,6 @@ func newestTranscript(dir string, since time.Time) string {
 	return best
 }
 
-// procMemo lets a scan skip the processes an earlier scan found not to be
-// a claude (by their comm): reading every process's comm is most of a
-// scan's cost (about 30 µs each on a loaded machine).
-type procMemo interface {
-	skip(pid int) bool
-	notClaude(pid int)
-}
-
-// recheckAfter is how long a process found not to be a claude is not read
-// again: a process becomes one only by exec'ing it (a wrapper script's
-// `exec claude`), which this many seconds of delay tolerates.
-const recheckAfter = 30 * time.Second
-
-// procTable is the memory behind a Source's scans (one Watch at a time
-// scans; the lock is for a second one).
-type procTable struct {
-	mu  sync.Mutex
-	not map[int]time.Time
-}
-
-// prune forgets verdicts past their recheck (their process may be gone).
-func (t *procTable) prune(now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for pid, at := range t.not {
-		if now.Sub(at) >= recheckAfter {
-			delete(t.not, pid)
-		}
-	}
-}
-
-// memo is the memory for one scan at now.
-func (t *procTable) memo(now time.Time) procMemo { return tableScan{t, now} }
-
-type tableScan struct {
-	t   *procTable
-	now time.Time
-}
-
-func (m tableScan) skip(pid int) bool {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	at, ok := m.t.not[pid]
-	if ok && m.now.Sub(at) >= recheckAfter {
-		delete(m.t.not, pid) // read it again (and forget pids that are gone)
-		return false
-	}
-	return ok
-}
-
-func (m tableScan) notClaude(pid int) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	if m.t.not == nil {
-		m.t.not = map[int]time.Time{}
-	}
-	m.t.not[pid] = m.now
-}
-
 // registerGrace is how long a new process is given to write its session
 // file before it counts as an older CLI that writes none: a current CLI
 // registers within about a second of its start, and one found in the
@@ -280,25 +192,33 @@ func (s *Source) tableGrace() time.Duration {
 
 // procSessions lists the interactive CLIs of the process table that have no
 // session file (those are listed from their files), as external sessions.
+// It keeps when the youngest one left out passes its grace (graceAt).
 func (s *Source) procSessions(registered map[int]bool) []sessions.ExternalSession {
 	if s.NoProcessTable {
 		return nil
 	}
-	procs, err := scanClaudeProcs(s.table.memo(time.Now()))
-	s.table.prune(time.Now())
+	procs, err := s.procs.List(s.Table, claudeFilter)
 	if err != nil {
 		return nil
 	}
 	var out []sessions.ExternalSession
 	dir := filepath.Clean(s.dir())
 	now := time.Now()
+	var next time.Duration
 	for _, p := range procs {
-		if registered[p.PID] || p.ConfigDir != dir || now.Sub(p.Started) < s.tableGrace() {
+		if registered[p.PID] || p.ConfigDir != dir {
+			continue
+		}
+		if left := s.tableGrace() - now.Sub(p.Started); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
 			continue
 		}
 		f := s.procSession(p)
 		out = append(out, sessions.ExternalSession{Key: p.Key(), AgentSessionID: f.SessionID, Cwd: p.Cwd, PID: p.PID, StartedAt: p.Started})
 	}
+	s.graceLeft.Store(int64(next))
 	return out
 }
 

@@ -1,6 +1,7 @@
 package claudeterm
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 )
 
 func TestInteractiveClaude(t *testing.T) {
@@ -302,31 +304,29 @@ func TestProcessTableWhenRegistryUnreadable(t *testing.T) {
 	}
 }
 
-// A process found not to be a claude is not read again until recheckAfter
-// has passed (a later exec may make it one); prune forgets old verdicts.
-func TestProcTableMemo(t *testing.T) {
-	var tab procTable
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tab.memo(t0).notClaude(42)
-	cases := []struct {
-		at   time.Duration
-		pid  int
-		skip bool
-	}{
-		{0, 42, true},
-		{recheckAfter - time.Second, 42, true},
-		{0, 43, false},
-		{recheckAfter, 42, false}, // read again
-		{recheckAfter, 42, false}, // and not remembered until judged again
-	}
-	for _, tc := range cases {
-		if got := tab.memo(t0.Add(tc.at)).skip(tc.pid); got != tc.skip {
-			t.Errorf("at +%s pid %d: skip %v, want %v", tc.at, tc.pid, got, tc.skip)
+// With the process table shared (its one loop scanning, the source reading
+// none itself), an old CLI is listed once its grace has passed: the table's
+// change wakes the source, and the timer armed for the end of the grace
+// lists it, without a poll.
+func TestProcessTableShared(t *testing.T) {
+	c := startOldCLI(t)
+	tab := procwatch.New(procwatch.System())
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { tab.Run(ctx, 100*time.Millisecond); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	const grace = 700 * time.Millisecond
+	c.src.Table, c.src.TablePoll, c.src.TableGrace = tab, time.Hour, grace
+	lists := observetest.Watch(t, c.src)
+	for {
+		for _, l := range observetest.Recv(t, lists, "a list with the old CLI") {
+			if l.PID != c.cmd.Process.Pid {
+				continue
+			}
+			if age := time.Since(l.StartedAt); age < grace-50*time.Millisecond || age > grace+time.Second {
+				t.Fatalf("listed %v after its start, want after its grace of %v", age, grace)
+			}
+			return
 		}
-	}
-	tab.memo(t0).notClaude(7)
-	tab.prune(t0.Add(recheckAfter))
-	if len(tab.not) != 0 {
-		t.Errorf("after prune: %v", tab.not)
 	}
 }

@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
+	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 )
 
 // Source is the Claude Code terminal source: a sessions.ExternalSource.
@@ -39,14 +41,22 @@ type Source struct {
 	// NoProcessTable turns off the process-table fallback for CLIs older
 	// than 2.1.224 (ptable.go), which is on by default where supported.
 	NoProcessTable bool
-	// TablePoll is how often the process table is read for such CLIs
-	// (default 2 s): they write no file that would announce them.
+	// Table is the process table shared by every terminal source and
+	// scanned by one loop (procwatch.Table.Run): such CLIs write no file
+	// that would announce them, the table's changes do. nil: a table of
+	// the source's own, read every TablePoll.
+	Table *procwatch.Table
+	// TablePoll is how often the source's own process table is read
+	// (default 2 s; unused with a shared Table).
 	TablePoll time.Duration
 	// TableGrace is how old a process must be before the table lists it
 	// (default 5 s): a current CLI writes its session file meanwhile.
 	TableGrace time.Duration
 
-	table procTable
+	procs observe.ProcLister[ClaudeProc]
+	// graceLeft is how long until the youngest CLI left out for its
+	// grace is listed (nanoseconds; 0: none waits), from the last list.
+	graceLeft atomic.Int64
 }
 
 // The agent this source observes: the same CLI the app launches as
@@ -101,17 +111,25 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	// Hook events are optional: without the socket the files still tell.
 	_ = s.listenHooks(ctx)
 	sub := s.hookHub().subscribe("*") // SessionStart: discover at once
-	wake, stop := s.wake(ctx, []string{dir}, sub.C())
+	also := sub.C()
+	// CLIs older than 2.1.224 write no file a notification could report:
+	// the process table's changes wake the source, and a CLI younger than
+	// its grace is looked at again when the grace ends; without a shared
+	// table the source's own is read again every TablePoll.
+	var soon func() time.Duration
+	if !s.NoProcessTable {
+		procs := s.procs.Subscribe(ctx, s.Table, claudeFilter)
+		also = observe.Merge(ctx, also, procs.C())
+		soon = s.tablePoll
+		if s.Table != nil {
+			soon = func() time.Duration { return time.Duration(s.graceLeft.Load()) }
+		}
+	}
+	wake, stop := s.wake(ctx, []string{dir}, also)
 	context.AfterFunc(ctx, func() {
 		stop()
 		sub.close()
 	})
-	// CLIs older than 2.1.224 write no file a notification could report:
-	// the process table is read again every TablePoll.
-	var soon func() time.Duration
-	if !s.NoProcessTable {
-		soon = s.tablePoll
-	}
 	return observe.WatchListSooner(ctx, wake, func() ([]sessions.ExternalSession, error) {
 		// An unreadable registry (not a directory, no permission) has no
 		// files to list, but the process table still has its CLIs; a

@@ -51,22 +51,28 @@ func (s *Source) Home() string {
 // SessionsDir is where Codex writes its rollouts, one directory a day.
 func (s *Source) SessionsDir() string { return filepath.Join(s.Home(), "sessions") }
 
-// ScanProcs lists the interactive Codex processes in the process table.
-func ScanProcs() ([]Proc, error) {
-	all, err := procscan.Named("codex")
-	if err != nil {
-		return nil, err
-	}
-	var out []Proc
-	for _, p := range all {
-		ok, resume, resuming := interactive(p.Argv)
-		if !ok || p.Cwd == "" {
-			continue
+// tuiFilter finds Codex's TUI in the process table: the native `codex` binary
+// (the npm `codex` is a Node wrapper around it), its command line the
+// TUI's, with a cwd to read; its home and the rollouts it holds open are
+// read for each one listed.
+var tuiFilter = observe.ProcFilter[Proc]{
+	Comms: []string{"codex"},
+	Match: func(p procscan.Proc) bool {
+		ok, _, _ := interactive(p.Argv)
+		return ok
+	},
+	Describe: func(p procscan.Proc) (Proc, bool) {
+		cwd, _ := procscan.Cwd(p.PID)
+		if cwd == "" {
+			return Proc{}, false
 		}
-		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "CODEX_HOME", ".codex")}, ResumeID: resume, Resuming: resuming, Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")})
-	}
-	return out, nil
+		_, resume, resuming := interactive(p.Argv)
+		return Proc{Proc: observe.Proc{PID: p.PID, Cwd: cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "CODEX_HOME", ".codex")}, ResumeID: resume, Resuming: resuming, Open: procscan.OpenFiles(p.PID, "rollout-*.jsonl")}, true
+	},
 }
+
+// ScanProcs lists the interactive Codex processes in the process table.
+func ScanProcs() ([]Proc, error) { return observe.ScanOnce(tuiFilter) }
 
 // minScan bounds how often the process table and the rollout directories
 // are read: Codex writes its logs database under CODEX_HOME many times a
@@ -76,7 +82,7 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their rollouts unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Rollout, error) {
-	return s.Scan(minScan, ScanProcs, "Codex processes", func(procs []Proc) ([]Proc, map[int]Rollout) {
+	return s.Scan(minScan, tuiFilter, "Codex processes", func(procs []Proc) ([]Proc, map[int]Rollout) {
 		procs = observe.OwnHome(procs, s.Home())
 		return procs, Pair(procs, s.rollouts(procs))
 	})
@@ -190,7 +196,7 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	}
 	// CODEX_HOME itself changes when a TUI starts (its logs and state
 	// databases); the day directory when a rollout is created.
-	wake := s.Wake(ctx, func() []string { return []string{s.Home(), s.SessionsDir(), s.today()} })
+	wake := s.WatchWake(ctx, tuiFilter, func() []string { return []string{s.Home(), s.SessionsDir(), s.today()} })
 	return observe.WatchList(ctx, wake, observe.ListProcs(s.scan, func(p Proc, pairs map[int]Rollout) sessions.ExternalSession {
 		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.ID)
 	})), nil

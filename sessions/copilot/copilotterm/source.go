@@ -73,31 +73,35 @@ func (s *Source) StateDir() string { return filepath.Join(s.Home(), "session-sta
 // another build keeps its executable's name.
 var kernelNames = []string{"MainThread", "copilot"}
 
-// ScanProcs lists the interactive Copilot processes in the process table:
-// the native binary, reading a terminal (a prompt-mode turn, the app's or
-// anyone's, reads a pipe or a file), not a subcommand.
-func ScanProcs() ([]Proc, error) {
-	all, err := procscan.Named(kernelNames...)
-	if err != nil {
-		return nil, err
-	}
-	var out []Proc
-	for _, p := range all {
-		ok, want := Interactive(p.Argv)
-		if !ok || p.Cwd == "" {
-			continue
+// tuiFilter finds Copilot's TUI in the process table: the native binary, not
+// a subcommand, reading a terminal (a prompt-mode turn, the app's or
+// anyone's, reads a pipe or a file), with a cwd to read; its home and the
+// session locks it holds are read for each one listed.
+var tuiFilter = observe.ProcFilter[Proc]{
+	Comms: kernelNames,
+	Match: func(p procscan.Proc) bool {
+		ok, _ := Interactive(p.Argv)
+		return ok
+	},
+	Describe: func(p procscan.Proc) (Proc, bool) {
+		cwd, _ := procscan.Cwd(p.PID)
+		if cwd == "" {
+			return Proc{}, false
 		}
 		if tty, known := procscan.StdinTerminal(p.PID); known && !tty {
-			continue
+			return Proc{}, false
 		}
+		_, want := Interactive(p.Argv)
 		var held []string
 		for _, f := range procscan.OpenFiles(p.PID, "inuse.*.hold") {
 			held = append(held, filepath.Dir(f))
 		}
-		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "COPILOT_HOME", ".copilot")}, WantID: want, Held: held})
-	}
-	return out, nil
+		return Proc{Proc: observe.Proc{PID: p.PID, Cwd: cwd, Started: p.Started, Home: observe.ProcHome(p.PID, "COPILOT_HOME", ".copilot")}, WantID: want, Held: held}, true
+	},
 }
+
+// ScanProcs lists the interactive Copilot processes in the process table.
+func ScanProcs() ([]Proc, error) { return observe.ScanOnce(tuiFilter) }
 
 // minScan bounds how often the process table and the session directories
 // are read: Copilot rewrites files under its home many times during a turn.
@@ -106,7 +110,7 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their sessions unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Workspace, error) {
-	return s.Scan(minScan, ScanProcs, "Copilot processes", func(procs []Proc) ([]Proc, map[int]Workspace) {
+	return s.Scan(minScan, tuiFilter, "Copilot processes", func(procs []Proc) ([]Proc, map[int]Workspace) {
 		procs = observe.OwnHome(procs, s.Home())
 		pairs := Pair(procs, s.workspaces(procs))
 		// Only a process with its session is listed: the directory exists
@@ -199,7 +203,7 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		return nil, errors.New("no home directory to find Copilot's sessions in")
 	}
 	// A starting TUI creates its session directory under session-state.
-	wake := s.Wake(ctx, func() []string { return []string{s.Home(), s.StateDir()} })
+	wake := s.WatchWake(ctx, tuiFilter, func() []string { return []string{s.Home(), s.StateDir()} })
 	soon := func() time.Duration {
 		if s.starting.Load() {
 			return startupRescan

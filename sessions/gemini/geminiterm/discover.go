@@ -30,6 +30,9 @@ type Proc struct {
 	// Resuming: `--resume latest` or an index: an older session of the
 	// cwd, written to since the process started.
 	Resuming bool
+	// parent is the process's parent: a launcher waiting for its
+	// relaunched child is no session (dropLaunchers).
+	parent int
 }
 
 // notInteractive are the flags and subcommands (0.61.0 `gemini --help`)

@@ -70,22 +70,21 @@ func (s *Source) children(pid int) (int, bool) {
 	return procscan.Children(pid)
 }
 
-// ScanProcs lists the interactive Gemini CLI processes in the process
-// table. Of a relaunching pair (the CLI starts itself again with a larger
-// heap and waits for it) only the child is kept: it is the session.
-func ScanProcs() ([]Proc, error) {
-	all, err := procscan.Named("node")
-	if err != nil {
-		return nil, err
-	}
-	var out []Proc
-	parents := map[int]bool{}
-	for _, p := range all {
-		ok, resume, resuming := Interactive(p.Argv)
-		if !ok || p.Cwd == "" {
-			continue
+// tuiFilter finds the Gemini CLI's TUI in the process table: a Node process
+// running the CLI's script, not --acp or -p, with a cwd to read; its home
+// and whether it will relaunch itself are read from its environment for
+// each one listed.
+var tuiFilter = observe.ProcFilter[Proc]{
+	Comms: []string{"node"},
+	Match: func(p procscan.Proc) bool {
+		ok, _, _ := Interactive(p.Argv)
+		return ok
+	},
+	Describe: func(p procscan.Proc) (Proc, bool) {
+		cwd, _ := procscan.Cwd(p.PID)
+		if cwd == "" {
+			return Proc{}, false
 		}
-		parents[p.PPID] = true
 		// One read of the environment answers both what follows (nil
 		// when it cannot be read: another user's process).
 		env, _ := procscan.Environ(p.PID)
@@ -96,7 +95,7 @@ func ScanProcs() ([]Proc, error) {
 			// after the window never relaunched (an older CLI that
 			// relaunches only for memory, a container sandbox): it is
 			// the session.
-			continue
+			return Proc{}, false
 		}
 		home := ""
 		if h, ok := envValue(env, "GEMINI_CLI_HOME"); ok && h != "" {
@@ -104,9 +103,26 @@ func ScanProcs() ([]Proc, error) {
 		} else if h, ok := envValue(env, "HOME"); ok {
 			home = filepath.Join(h, ".gemini")
 		}
-		out = append(out, Proc{Proc: observe.Proc{PID: p.PID, Cwd: p.Cwd, Started: p.Started, Home: home}, ResumeID: resume, Resuming: resuming})
+		_, resume, resuming := Interactive(p.Argv)
+		return Proc{Proc: observe.Proc{PID: p.PID, Cwd: cwd, Started: p.Started, Home: home}, ResumeID: resume, Resuming: resuming, parent: p.PPID}, true
+	},
+}
+
+// ScanProcs lists the interactive Gemini CLI processes in the process
+// table.
+func ScanProcs() ([]Proc, error) {
+	all, err := observe.ScanOnce(tuiFilter)
+	return dropLaunchers(all), err
+}
+
+// dropLaunchers keeps, of a relaunching pair (the CLI starts itself again
+// with a larger heap and waits for it), only the child: it is the session.
+func dropLaunchers(procs []Proc) []Proc {
+	parents := map[int]bool{}
+	for _, p := range procs {
+		parents[p.parent] = true
 	}
-	return slices.DeleteFunc(out, func(p Proc) bool { return parents[p.PID] }), nil
+	return slices.DeleteFunc(procs, func(p Proc) bool { return parents[p.PID] })
 }
 
 // relaunchWindow is how long a Gemini CLI that will relaunch itself is
@@ -143,8 +159,8 @@ const minScan = 500 * time.Millisecond
 // scan refreshes the processes and their chats unless the last scan is
 // recent, and returns them.
 func (s *Source) scan() ([]Proc, map[int]Chat, error) {
-	return s.Scan(minScan, ScanProcs, "Gemini CLI processes", func(procs []Proc) ([]Proc, map[int]Chat) {
-		procs = observe.OwnHome(procs, s.Home())
+	return s.Scan(minScan, tuiFilter, "Gemini CLI processes", func(list []Proc) ([]Proc, map[int]Chat) {
+		procs := observe.OwnHome(dropLaunchers(list), s.Home())
 		return procs, Pair(procs, s.chats(procs))
 	})
 }
@@ -240,7 +256,7 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 	if s.Home() == "" {
 		return nil, errors.New("no home directory to find the Gemini CLI's sessions in")
 	}
-	return observe.WatchList(ctx, s.Wake(ctx, s.watchDirs), observe.ListProcs(s.scan, func(p Proc, pairs map[int]Chat) sessions.ExternalSession {
+	return observe.WatchList(ctx, s.WatchWake(ctx, tuiFilter, s.watchDirs), observe.ListProcs(s.scan, func(p Proc, pairs map[int]Chat) sessions.ExternalSession {
 		return observe.Listed(p.PID, p.Started, p.Cwd, pairs[p.PID].Meta.SessionID)
 	})), nil
 }

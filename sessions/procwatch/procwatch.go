@@ -1,0 +1,426 @@
+// Package procwatch is the process table every terminal source shares: one
+// scan for all of them, incremental, and each source handed the processes
+// that match its filter as they come and go.
+//
+// A scan lists the table (procscan.List: the pids and their /proc inode
+// numbers, a few system calls for the whole table) and reads a process's
+// stat only when its pid is new, or its inode changed (a reused pid, or
+// the kernel dropped its cache): a pid and its start stamp are the key, so
+// a later process under the same pid is another one. Its command line is
+// read when a subscriber may want a process of its kernel name. What it
+// read is kept. A process that exec'd another program keeps its pid, start
+// and inode but changes its name, so a young process's stat is read again
+// at every scan (a fork then exec, a CLI setting its title) and an older
+// one's every Recheck (a wrapper's late `exec claude`).
+//
+// One loop (Run) scans every interval for the whole app; a source that was
+// woken by its files asks for a fresher look (Fresh), which costs one more
+// incremental scan, so a new terminal session is not found later than it
+// was when each source read the table itself.
+package procwatch
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+)
+
+// Proc is one process as the table keeps it: its pid, parent, kernel name,
+// command line, start and start stamp (its Cwd is never read here: a
+// source reads it for its own processes only).
+type Proc = procscan.Proc
+
+// The defaults: a process is read at every scan while it is younger than
+// DefaultYoung, and every DefaultRecheck after that.
+const (
+	DefaultYoung   = 5 * time.Second
+	DefaultRecheck = 30 * time.Second
+	// DefaultInterval is the loop's scan interval (Run): the longest a new
+	// or gone process goes unseen by a source that nothing else woke.
+	DefaultInterval = 2 * time.Second
+)
+
+// Reader is how a table reads the process table (procscan's functions by
+// default; a test's in memory).
+type Reader struct {
+	List    func() ([]procscan.Listed, error)
+	Stat    func(pid int) (Proc, procscan.State)
+	Cmdline func(pid int) ([]string, bool)
+}
+
+// System reads this machine's process table.
+func System() Reader {
+	return Reader{List: procscan.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline}
+}
+
+// Table is the process table as its last scan saw it. Make it with New.
+type Table struct {
+	// Young and Recheck: see the package comment (defaults DefaultYoung,
+	// DefaultRecheck).
+	Young, Recheck time.Duration
+
+	r Reader
+
+	mu    sync.Mutex // everything below; held for a whole scan
+	procs map[int]*entry
+	last  time.Time
+	err   error
+	subs  map[*Sub]struct{}
+	stats Stats
+	// named counts the subscribers per kernel name they asked for; any
+	// counts those that asked for every name. A process's command line is
+	// read only when a subscriber may want it.
+	named map[string]int
+	any   int
+}
+
+// entry is what the table keeps of one pid.
+type entry struct {
+	ino  uint64
+	p    Proc
+	read time.Time // when its stat was read last
+	// live: running (not a zombie, and its stat was readable); only live
+	// processes are offered to the subscribers.
+	live bool
+}
+
+// Stats counts a table's reads, for the benchmarks and the tests.
+type Stats struct {
+	Scans, Stats, Cmdlines int
+}
+
+// New is an empty table over r.
+func New(r Reader) *Table {
+	return &Table{r: r, procs: map[int]*entry{}, subs: map[*Sub]struct{}{}, named: map[string]int{}}
+}
+
+// Stats is what the table has read so far.
+func (t *Table) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}
+
+func (t *Table) young() time.Duration {
+	if t.Young > 0 {
+		return t.Young
+	}
+	return DefaultYoung
+}
+
+func (t *Table) recheck() time.Duration {
+	if t.Recheck > 0 {
+		return t.Recheck
+	}
+	return DefaultRecheck
+}
+
+// Run scans now and then every interval (DefaultInterval when zero) until
+// ctx ends: the one loop that keeps the table current. A scan asked for in
+// between (Fresh) moves the next one: the timer is armed for interval
+// after the last scan, whoever made it.
+func (t *Table) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		t.Fresh(interval)
+		t.mu.Lock()
+		next := interval - time.Since(t.last)
+		t.mu.Unlock()
+		timer.Reset(max(next, 0))
+	}
+}
+
+// Fresh scans unless the last scan is younger than maxAge, and returns the
+// last scan's error.
+func (t *Table) Fresh(maxAge time.Duration) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.last.IsZero() && time.Since(t.last) < maxAge {
+		return t.err
+	}
+	t.scan(time.Now())
+	return t.err
+}
+
+// Scan scans now.
+func (t *Table) Scan() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.scan(time.Now())
+	return t.err
+}
+
+// scan is one incremental scan at now; t.mu is held. A failed listing
+// keeps the table as it was (no process is taken for gone).
+func (t *Table) scan(now time.Time) {
+	t.last = now
+	t.stats.Scans++
+	listed, err := t.r.List()
+	if t.err = err; err != nil {
+		return
+	}
+	var changed []*entry // new, exec'd or gone (live false)
+	seen := make(map[int]bool, len(listed))
+	for _, l := range listed {
+		seen[l.PID] = true
+		e, ok := t.procs[l.PID]
+		if ok && e.ino == l.Ino && !t.due(e, now) {
+			continue
+		}
+		if c := t.look(l, e, now); c != nil {
+			changed = append(changed, c...)
+		}
+	}
+	for pid, e := range t.procs {
+		if !seen[pid] {
+			delete(t.procs, pid)
+			if e.live {
+				changed = append(changed, &entry{p: e.p})
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	for s := range t.subs {
+		s.deliver(changed)
+	}
+}
+
+// due tells whether a known process is read again: at every scan while it
+// is young, then every Recheck (an exec keeps the pid and the inode).
+func (t *Table) due(e *entry, now time.Time) bool {
+	if !e.live {
+		return false // a zombie stays one; another user's stays unreadable
+	}
+	return t.isYoung(e.p, now) || now.Sub(e.read) >= t.recheck()
+}
+
+// look reads a pid that is new, whose inode changed, or that is due, and
+// returns what changed for the subscribers (nil: nothing).
+func (t *Table) look(l procscan.Listed, old *entry, now time.Time) []*entry {
+	p, st := t.r.Stat(l.PID)
+	t.stats.Stats++
+	p.PID = l.PID
+	e := &entry{ino: l.Ino, p: p, read: now, live: st == procscan.Running}
+	if st == procscan.Gone {
+		// Exited between the listing and the read: gone, or a zombie
+		// until its parent reaps it (kept, so it is not read again).
+		e.p = Proc{PID: l.PID}
+	}
+	same := old != nil && old.live && e.live && old.p.Stamp == p.Stamp
+	if same && old.p.Comm == p.Comm && !t.wanted(p.Comm) {
+		// The same process, its name unchanged and of no subscriber's
+		// interest: its command line is not read (an exec, or a Node CLI
+		// setting its title, renames it). One a subscriber may want is
+		// read again (a node that exec'd another node script).
+		e.p.Argv = old.p.Argv
+		t.procs[l.PID] = e
+		return nil
+	}
+	if e.live && t.wanted(e.p.Comm) {
+		e.p.Argv, _ = t.r.Cmdline(l.PID)
+		t.stats.Cmdlines++
+	}
+	t.procs[l.PID] = e
+	var out []*entry
+	switch {
+	case same:
+		if old.p.Comm == e.p.Comm && slices.Equal(old.p.Argv, e.p.Argv) {
+			return nil
+		}
+		return []*entry{e} // exec'd, or retitled
+	case old != nil && old.live:
+		out = append(out, &entry{p: old.p}) // the pid's earlier process is gone
+	}
+	if e.live {
+		out = append(out, e)
+	}
+	return out
+}
+
+// wanted tells whether a subscriber may want a process of this kernel
+// name (its command line is read then); t.mu is held.
+func (t *Table) wanted(comm string) bool { return t.any > 0 || t.named[comm] > 0 }
+
+// isYoung tells whether p's stat is read again at every scan (a fork not
+// yet exec'd, a CLI that sets its title after its start: both rename it).
+func (t *Table) isYoung(p Proc, now time.Time) bool {
+	return !p.Started.IsZero() && now.Sub(p.Started) < t.young()
+}
+
+// Current reads p again (its stat and command line): the process as it is
+// now, false when it is gone or its pid is another process's. A source
+// confirms what it lists with it: a process caught between its fork and
+// its exec shows its parent's name and command line.
+func (t *Table) Current(p Proc) (Proc, bool) {
+	now, st := t.r.Stat(p.PID)
+	if st != procscan.Running || now.Stamp != p.Stamp {
+		return Proc{}, false
+	}
+	now.PID = p.PID
+	now.Argv, _ = t.r.Cmdline(p.PID)
+	return now, true
+}
+
+// Subscribe hands the processes of comms that match accepts to a new
+// subscriber: those
+// the table holds now at once, then every change (Sub). comms are the
+// kernel names its processes may have (nil: any): the table reads a
+// process's command line only when some subscriber may want it, so most
+// processes cost one read of their stat. match sees a process's pid,
+// parent, kernel name, command line and start; it runs under the table's
+// lock and must not call the table.
+func (t *Table) Subscribe(comms []string, match func(Proc) bool) *Sub {
+	s := &Sub{t: t, comms: comms, match: match, c: make(chan struct{}, 1), set: map[int]Proc{}}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.subs[s] = struct{}{}
+	if comms == nil {
+		t.any++
+	}
+	for _, c := range comms {
+		t.named[c]++
+	}
+	var now []*entry
+	for _, e := range t.procs {
+		if !e.live {
+			continue
+		}
+		if e.p.Argv == nil && t.wanted(e.p.Comm) {
+			// Not wanted until now: read it for this subscriber.
+			e.p.Argv, _ = t.r.Cmdline(e.p.PID)
+			t.stats.Cmdlines++
+		}
+		now = append(now, e)
+	}
+	s.deliver(now)
+	return s
+}
+
+// Sub is one subscriber's view of the table: the live processes its match
+// accepts.
+type Sub struct {
+	t     *Table
+	comms []string
+	match func(Proc) bool
+	c     chan struct{}
+
+	mu   sync.Mutex
+	set  map[int]Proc
+	seen map[int]Proc // the set as Changes last reported it
+}
+
+// Changes is what changed in a subscriber's view: the processes that
+// appeared (or whose command line changed while they still match) and
+// those gone (exited, or no longer matching).
+type Changes struct {
+	New, Gone []Proc
+}
+
+// deliver applies the table's changed entries (live false: gone) to the
+// subscriber's set and wakes it when the set changed.
+func (s *Sub) deliver(changed []*entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	woke := false
+	for _, e := range changed {
+		old, had := s.set[e.p.PID]
+		switch {
+		case e.live && s.wants(e.p.Comm) && s.match(e.p):
+			if had && old.Stamp == e.p.Stamp && old.Comm == e.p.Comm && slices.Equal(old.Argv, e.p.Argv) {
+				continue
+			}
+			s.set[e.p.PID] = e.p
+			woke = true
+		case had:
+			// Gone, or no longer matching (an exec, or a new process
+			// under the pid).
+			delete(s.set, e.p.PID)
+			woke = true
+		}
+	}
+	if woke {
+		select {
+		case s.c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wants tells whether a process of this kernel name may be the
+// subscriber's.
+func (s *Sub) wants(comm string) bool { return s.comms == nil || slices.Contains(s.comms, comm) }
+
+// C has a value whenever the subscriber's set changed since it was last
+// received (bursts coalesce).
+func (s *Sub) C() <-chan struct{} { return s.c }
+
+// Procs is the subscriber's set now, by pid.
+func (s *Sub) Procs() []Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Proc, 0, len(s.set))
+	for _, p := range s.set {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Proc) int { return a.PID - b.PID })
+	return out
+}
+
+// Changes is what changed in the set since the last call (the first call:
+// everything in it).
+func (s *Sub) Changes() Changes {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c Changes
+	for pid, p := range s.set {
+		if o, ok := s.seen[pid]; !ok || o.Stamp != p.Stamp || !slices.Equal(o.Argv, p.Argv) {
+			c.New = append(c.New, p)
+		}
+	}
+	for pid, o := range s.seen {
+		if p, ok := s.set[pid]; !ok || p.Stamp != o.Stamp {
+			c.Gone = append(c.Gone, o)
+		}
+	}
+	s.seen = make(map[int]Proc, len(s.set))
+	for pid, p := range s.set {
+		s.seen[pid] = p
+	}
+	byPID := func(a, b Proc) int { return a.PID - b.PID }
+	slices.SortFunc(c.New, byPID)
+	slices.SortFunc(c.Gone, byPID)
+	return c
+}
+
+// Close ends the subscription: the table no longer delivers to it.
+func (s *Sub) Close() {
+	t := s.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.subs[s]; !ok {
+		return
+	}
+	delete(t.subs, s)
+	if s.comms == nil {
+		t.any--
+	}
+	for _, c := range s.comms {
+		if t.named[c]--; t.named[c] <= 0 {
+			delete(t.named, c)
+		}
+	}
+}
