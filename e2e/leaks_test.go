@@ -75,7 +75,10 @@ func reap(dirs ...string) []string {
 			return found
 		}
 		for _, pid := range pids {
-			if !seen[pid] {
+			// A process whose command line is already empty is one the
+			// kernel is tearing down (its memory is gone, it is not a
+			// zombie yet): killed all the same, not reported as left.
+			if !seen[pid] && !exiting(pid) {
 				seen[pid] = true
 				found = append(found, describeProcess(pid))
 			}
@@ -115,6 +118,13 @@ func zombie(pid int) bool {
 	// The state follows the command name's closing parenthesis.
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// exiting reports a process whose command line reads empty: a user
+// process has one until its memory is released on exit.
+func exiting(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err != nil || len(b) == 0
 }
 
 func namesAny(pid int, dirs []string) bool {
