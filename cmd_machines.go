@@ -352,6 +352,25 @@ type machineSession struct {
 	sessions.Session
 }
 
+// allMachines is what a command over every machine needs: the data
+// directory, the other machines and the ssh command. list is nil when the
+// command is for one machine (--machine) or there are no others.
+func (c *cli) allMachines() (dir string, list []machines.Machine, ssh []string, err error) {
+	if c.machine != "" {
+		return "", nil, nil, nil
+	}
+	if dir, err = c.resolveDataDir(); err != nil {
+		return "", nil, nil, err
+	}
+	if list, err = machines.Load(dir); err != nil || len(list) == 0 {
+		return "", nil, nil, err
+	}
+	if ssh, err = c.sshCommand(); err != nil {
+		return "", nil, nil, err
+	}
+	return dir, list, ssh, nil
+}
+
 // lsMachines is `ls` when other machines are configured and no --machine
 // was given: every machine's sessions, this one's first, each asked at
 // once (a slow machine delays only its own rows, bounded by the request's
@@ -359,20 +378,9 @@ type machineSession struct {
 // rows are missing; the others are listed. handled is false when there are
 // no other machines.
 func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
-	if c.machine != "" {
-		return false, nil
-	}
-	dir, err := c.resolveDataDir()
-	if err != nil {
-		return false, err
-	}
-	list, err := machines.Load(dir)
-	if err != nil || len(list) == 0 {
+	dir, list, ssh, err := c.allMachines()
+	if err != nil || list == nil {
 		return err != nil, err
-	}
-	ssh, err := c.sshCommand()
-	if err != nil {
-		return true, err
 	}
 	type answer struct {
 		list []sessions.Session
@@ -443,20 +451,9 @@ func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
 // carrying its machine. It runs until Ctrl-C. handled is false when there
 // are no other machines.
 func (c *cli) watchMachines(asJSON bool) (handled bool, err error) {
-	if c.machine != "" {
-		return false, nil
-	}
-	dir, err := c.resolveDataDir()
-	if err != nil {
-		return false, err
-	}
-	list, err := machines.Load(dir)
-	if err != nil || len(list) == 0 {
+	dir, list, ssh, err := c.allMachines()
+	if err != nil || list == nil {
 		return err != nil, err
-	}
-	ssh, err := c.sshCommand()
-	if err != nil {
-		return true, err
 	}
 	ctx, stop := c.signalContext()
 	defer stop()
