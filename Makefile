@@ -7,6 +7,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 TOOLS := $(CURDIR)/.cache/bin
+# govulncheck, pinned, reads an offline vulnerability database built from a
+# pinned golang.org/x/vulndb module (its data/osv entries), which the Go
+# module proxy serves: nothing in lint needs vuln.go.dev. Bump VULNDB_VERSION
+# (a pseudo-version of x/vulndb's master) to take newer advisories.
+GOVULNCHECK_VERSION := v1.9.0
+GOVULNCHECK := $(TOOLS)/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+VULNDB := $(CURDIR)/.cache/vulndb/$(VULNDB_VERSION)
 # The real Claude Code CLI for the end-to-end tests, pinned, in a git-ignored cache.
 CLAUDE_VERSION := 2.1.197
 CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
@@ -63,11 +71,24 @@ run: build
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-lint: $(TOOLS)/staticcheck
+$(GOVULNCHECK):
+	GOBIN=$(dir $@) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+# The v1 database layout govulncheck -db file:// reads, from the pinned
+# module's OSV entries (cmd/vulndb-index); built aside and moved into place,
+# so an interrupted build is redone, not used.
+$(VULNDB)/index/modules.json: cmd/vulndb-index/main.go
+	@dir=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  test -d "$$dir/data/osv" || { echo "golang.org/x/vulndb@$(VULNDB_VERSION): no data/osv"; exit 1; }; \
+	  rm -rf $(VULNDB).tmp && $(GO) run ./cmd/vulndb-index -vulns "$$dir/data/osv" -out $(VULNDB).tmp && \
+	  rm -rf $(VULNDB) && mv $(VULNDB).tmp $(VULNDB)
+
+lint: $(TOOLS)/staticcheck $(GOVULNCHECK) $(VULNDB)/index/modules.json
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(TOOLS)/staticcheck ./...
+	$(GOVULNCHECK) -db file://$(VULNDB) ./...
 
 $(CLAUDE_BIN):
 	npm install --prefix $(CURDIR)/.cache/claude --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
