@@ -2,6 +2,12 @@ module github.com/session-supervisor/session-supervisor
 
 go 1.26.0
 
+// The standard library of Go 1.26.8 has ten vulnerabilities our code reaches
+// (net/http, crypto/tls, crypto/x509, mime/multipart; govulncheck in make
+// lint); 1.26.10 fixes them. Where GOTOOLCHAIN allows it (auto, the
+// default), an older local Go fetches this one from the module proxy.
+toolchain go1.26.10
+
 require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/creack/pty v1.1.24
