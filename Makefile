@@ -7,6 +7,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.7.0
 TOOLS := $(CURDIR)/.cache/bin
+# govulncheck, pinned, reads an offline vulnerability database built from a
+# pinned golang.org/x/vulndb module (its data/osv entries), which the Go
+# module proxy serves: nothing in lint needs vuln.go.dev. Bump VULNDB_VERSION
+# (a pseudo-version of x/vulndb's master) to take newer advisories.
+GOVULNCHECK_VERSION := v1.9.0
+GOVULNCHECK := $(TOOLS)/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+VULNDB := $(CURDIR)/.cache/vulndb/$(VULNDB_VERSION)
 # The real Claude Code CLI for the end-to-end tests, pinned, in a git-ignored cache.
 CLAUDE_VERSION := 2.1.197
 CLAUDE_BIN := $(CURDIR)/.cache/claude/node_modules/.bin/claude
@@ -63,40 +71,61 @@ run: build
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-lint: $(TOOLS)/staticcheck
+$(GOVULNCHECK):
+	GOBIN=$(dir $@) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+# The v1 database layout govulncheck -db file:// reads, from the pinned
+# module's OSV entries (cmd/vulndb-index); built aside and moved into place,
+# so an interrupted build is redone, not used.
+$(VULNDB)/index/modules.json: cmd/vulndb-index/main.go
+	@dir=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  test -d "$$dir/data/osv" || { echo "golang.org/x/vulndb@$(VULNDB_VERSION): no data/osv"; exit 1; }; \
+	  rm -rf $(VULNDB).tmp && $(GO) run ./cmd/vulndb-index -vulns "$$dir/data/osv" -out $(VULNDB).tmp && \
+	  rm -rf $(VULNDB) && mv $(VULNDB).tmp $(VULNDB)
+
+lint: $(TOOLS)/staticcheck $(GOVULNCHECK) $(VULNDB)/index/modules.json
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(TOOLS)/staticcheck ./...
+	$(GOVULNCHECK) -db file://$(VULNDB) ./...
 
-$(CLAUDE_BIN):
-	npm install --prefix $(CURDIR)/.cache/claude --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_VERSION)
-	$(CLAUDE_BIN) --version
+# Each CLI installs with `npm ci` from the package.json and package-lock.json
+# committed under packaging/test-clis/NAME (its pin and every dependency's
+# integrity hash), into .cache/NAME, and again whenever either file changes:
+# .installed-lock.json, a copy of the lockfile written last, says which one
+# the install is from (npm's extracted files carry 1985 mtimes, so the binary
+# itself cannot tell make). Regenerate a lockfile after changing a pin with
+# `npm install --package-lock-only --no-audit --no-fund` in its directory.
+TEST_CLIS := claude claude-interactive codex copilot gemini opencode
+# NAME's binary, and its npm package and version as package.json must pin them.
+CLI_BIN_claude := $(CLAUDE_BIN)
+CLI_PIN_claude := "@anthropic-ai/claude-code": "$(CLAUDE_VERSION)"
+CLI_BIN_claude-interactive := $(CLAUDE_INTERACTIVE_BIN)
+CLI_PIN_claude-interactive := "@anthropic-ai/claude-code": "$(CLAUDE_INTERACTIVE_VERSION)"
+CLI_BIN_codex := $(CODEX_BIN)
+CLI_PIN_codex := "@openai/codex": "$(CODEX_VERSION)"
+CLI_BIN_copilot := $(COPILOT_BIN)
+CLI_PIN_copilot := "@github/copilot": "$(COPILOT_VERSION)"
+CLI_BIN_gemini := $(GEMINI_BIN)
+CLI_PIN_gemini := "@google/gemini-cli": "$(GEMINI_VERSION)"
+CLI_BIN_opencode := $(OPENCODE_BIN)
+CLI_PIN_opencode := "opencode-ai": "$(OPENCODE_VERSION)"
 
-$(CODEX_BIN):
-	npm install --prefix $(CURDIR)/.cache/codex --no-audit --no-fund @openai/codex@$(CODEX_VERSION)
-	$(CODEX_BIN) --version
-
-$(COPILOT_BIN):
-	npm install --prefix $(CURDIR)/.cache/copilot --no-audit --no-fund @github/copilot@$(COPILOT_VERSION)
-	$(COPILOT_BIN) --version
-
-$(GEMINI_BIN):
-	npm install --prefix $(CURDIR)/.cache/gemini --no-audit --no-fund @google/gemini-cli@$(GEMINI_VERSION)
-	$(GEMINI_BIN) --version
-
-$(OPENCODE_BIN):
-	npm install --prefix $(CURDIR)/.cache/opencode --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION)
-	$(OPENCODE_BIN) --version
-
-$(CLAUDE_INTERACTIVE_BIN):
-	npm install --prefix $(CURDIR)/.cache/claude-interactive --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_INTERACTIVE_VERSION)
-	$(CLAUDE_INTERACTIVE_BIN) --version
+$(CURDIR)/.cache/%/.installed-lock.json: packaging/test-clis/%/package.json packaging/test-clis/%/package-lock.json
+	@grep -Fq '$(CLI_PIN_$*)' packaging/test-clis/$*/package.json || \
+	  { echo 'packaging/test-clis/$*/package.json does not pin $(CLI_PIN_$*) as the Makefile does: regenerate it and its lockfile'; exit 1; }
+	@mkdir -p $(dir $@)
+	rm -f $@
+	cp packaging/test-clis/$*/package.json packaging/test-clis/$*/package-lock.json $(dir $@)
+	npm ci --prefix $(dir $@) --no-audit --no-fund
+	$(CLI_BIN_$*) --version
+	cp packaging/test-clis/$*/package-lock.json $@
 
 # The real CLIs the tests run, and E2E_REQUIRED, which makes a test that
 # needs one fail, not skip, when it is missing: under `make test` every one
 # is installed first.
-CLIS := $(CLAUDE_BIN) $(CODEX_BIN) $(COPILOT_BIN) $(GEMINI_BIN) $(OPENCODE_BIN) $(CLAUDE_INTERACTIVE_BIN)
+CLIS := $(foreach n,$(TEST_CLIS),$(CURDIR)/.cache/$(n)/.installed-lock.json)
 CLI_ENV := CLAUDE_BIN=$(CLAUDE_BIN) CODEX_BIN=$(CODEX_BIN) COPILOT_BIN=$(COPILOT_BIN) GEMINI_BIN=$(GEMINI_BIN) OPENCODE_BIN=$(OPENCODE_BIN) CLAUDE_INTERACTIVE_BIN=$(CLAUDE_INTERACTIVE_BIN) E2E_REQUIRED=1
 # E2E_PARALLEL is how many end-to-end scenarios run at once: most of their
 # time is spent waiting on the supervisor's clock, not on a core.

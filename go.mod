@@ -2,6 +2,12 @@ module github.com/session-supervisor/session-supervisor
 
 go 1.26.0
 
+// The standard library of Go 1.26.8 has ten vulnerabilities our code reaches
+// (net/http, crypto/tls, crypto/x509, mime/multipart; govulncheck in make
+// lint); 1.26.10 fixes them. Where GOTOOLCHAIN allows it (auto, the
+// default), an older local Go fetches this one from the module proxy.
+toolchain go1.26.10
+
 require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/creack/pty v1.1.24
@@ -51,7 +57,7 @@ require (
 	github.com/stretchr/testify v1.11.1 // indirect
 	github.com/tadvi/systray v0.0.0-20190226123456-11a2b8fa57af // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
-	golang.org/x/image v0.24.0 // indirect
+	golang.org/x/image v0.43.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

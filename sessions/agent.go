@@ -58,9 +58,10 @@ type ManagedAgent interface {
 
 // OrphanReaper is optional for a ManagedAgent: it stops a process an
 // earlier run of the app lost (never an unrelated process that reused the
-// pid).
+// pid): pid and its start stamp as the session recorded them
+// (Session.PIDStart; empty when none was recorded).
 type OrphanReaper interface {
-	ReapOrphan(pid int) (bool, error)
+	ReapOrphan(pid int, stamp string) (bool, error)
 }
 
 // Process is one running agent process the app owns.

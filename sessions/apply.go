@@ -33,6 +33,7 @@ func Apply(s Session, e Event, now time.Time) Session {
 	switch e.Kind {
 	case EvProcessStarted:
 		n.PID = e.PID
+		n.PIDStart = e.PIDStart
 		n.ProcessAlive = true
 		n.LastExitCode = nil
 		n.ProcessSpoke = false

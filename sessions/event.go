@@ -111,6 +111,8 @@ type Event struct {
 	// AgentSessionID, when set, is the agent's own session id.
 	AgentSessionID string `json:"agent_session_id,omitempty"`
 	PID            int    `json:"pid,omitempty"`
+	// PIDStart is the started process's start stamp (EvProcessStarted).
+	PIDStart string `json:"pid_start,omitempty"`
 	// OK is the outcome of a compaction.
 	OK     bool       `json:"ok,omitempty"`
 	Reason WaitReason `json:"reason,omitempty"`

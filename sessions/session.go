@@ -116,6 +116,12 @@ type Session struct {
 	Source         Source `json:"source"`
 	Cwd            string `json:"cwd"`
 	PID            int    `json:"pid"`
+	// PIDStart is the agent process's start stamp (procscan.Proc.Stamp) as
+	// seen when it started: the orphan reaper signals PID only while the
+	// process there still has it, never a later one that reused the pid.
+	// Empty where the platform gives none, and in sessions saved before it
+	// was kept.
+	PIDStart string `json:"pid_start,omitempty"`
 
 	State      State      `json:"state"`
 	Evidence   string     `json:"evidence"`

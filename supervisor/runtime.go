@@ -490,7 +490,7 @@ func (r *Runtime) attachLocked(e *entry, proc Process, resumeID string) <-chan w
 	if resumeID != "" {
 		how = "resumed session " + resumeID
 	}
-	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID()},
+	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: proc.PID(), PIDStart: startStamp(proc.PID())},
 		newRow(e.s, time.Now(), "process_started", sessions.TimelineDetail{
 			Message: processStartedText(e.s.Agent, proc.PID(), how, e.s.Cwd), PID: proc.PID(),
 		}))

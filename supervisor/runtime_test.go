@@ -20,6 +20,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
@@ -35,6 +36,11 @@ func TestRuntimeTurnLifecycle(t *testing.T) {
 	if s.State != sessions.Working || !s.InTurn || s.TurnGeneration != 1 || s.PID <= 0 || !s.ProcessAlive {
 		t.Fatalf("after Launch: %s in_turn=%t gen=%d pid=%d alive=%t; want Working, turn 1 in flight, a live pid",
 			s.State, s.InTurn, s.TurnGeneration, s.PID, s.ProcessAlive)
+	}
+	// The process's start stamp is kept with its pid, for the orphan
+	// reaper after a restart (a pid alone may have been reused by then).
+	if p, _ := procscan.Probe(s.PID); s.PIDStart == "" || s.PIDStart != p.Stamp {
+		t.Errorf("session's pid_start = %q, want the process's start stamp %q", s.PIDStart, p.Stamp)
 	}
 	id := s.ID
 

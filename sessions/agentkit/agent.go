@@ -16,8 +16,9 @@ type Adapter[P sessions.Process] struct {
 	Start func(sessions.StartOptions) (P, error)
 	// ReapOrphan stops pid when it still is one of this agent's processes
 	// that an earlier run of the app lost, never an unrelated process that
-	// reused the pid (sessions.OrphanReaper).
-	ReapOrphan func(pid int) (bool, error)
+	// reused the pid: one whose start stamp is not stamp, when stamp is set
+	// (sessions.OrphanReaper).
+	ReapOrphan func(pid int, stamp string) (bool, error)
 }
 
 // Definer is a zero-size type that gives an agent's Adapter.
@@ -60,4 +61,6 @@ func (a Agent[D, P]) Start(_ context.Context, o sessions.StartOptions) (sessions
 
 // ReapOrphan stops a process of the agent that an earlier run of the app
 // lost.
-func (a Agent[D, P]) ReapOrphan(pid int) (bool, error) { return a.adapter().ReapOrphan(pid) }
+func (a Agent[D, P]) ReapOrphan(pid int, stamp string) (bool, error) {
+	return a.adapter().ReapOrphan(pid, stamp)
+}

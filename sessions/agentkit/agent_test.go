@@ -29,7 +29,7 @@ func (testAdapter) Adapter() Adapter[*testProcess] {
 			}
 			return &testProcess{}, nil
 		},
-		ReapOrphan: func(pid int) (bool, error) { return pid == 7, nil },
+		ReapOrphan: func(pid int, stamp string) (bool, error) { return pid == 7 && stamp == "s", nil },
 	}
 }
 
@@ -52,10 +52,10 @@ func TestAgent(t *testing.T) {
 	if p, err := a.Start(context.Background(), sessions.StartOptions{Cwd: "/"}); err != nil || p == nil {
 		t.Errorf("Start = %v, %v; want the process", p, err)
 	}
-	if ok, err := a.ReapOrphan(7); !ok || err != nil {
+	if ok, err := a.ReapOrphan(7, "s"); !ok || err != nil {
 		t.Errorf("ReapOrphan(7) = %v, %v; want the adapter's answer", ok, err)
 	}
-	if ok, err := a.ReapOrphan(8); ok || err != nil {
+	if ok, err := a.ReapOrphan(8, "s"); ok || err != nil {
 		t.Errorf("ReapOrphan(8) = %v, %v; want the adapter's answer", ok, err)
 	}
 }

@@ -16,7 +16,9 @@ import (
 // to the group, then SIGKILL after a grace; commands Codex runs in
 // pseudo-terminals of their own are found through /proc and stopped with it
 // (proctree.ReapGroup).
-func ReapOrphan(pid int) (bool, error) { return proctree.ReapGroup(pid, "codex", isManagedCodex) }
+func ReapOrphan(pid int, stamp string) (bool, error) {
+	return proctree.ReapGroup(pid, stamp, "codex", isManagedCodex)
+}
 
 // isManagedCodex reports whether a command line is a codex program with the
 // app server's arguments.

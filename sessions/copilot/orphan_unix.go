@@ -16,17 +16,18 @@ import (
 // beside it on the same Copilot session. It stops pid and its tree only if
 // it still is one of the app's turn processes: a process-group leader (the
 // app starts every turn in a group of its own) whose command line is
-// copilot's prompt mode as Args builds it. Anything else, including an
-// unrelated process that reused the pid, is left alone.
-func ReapOrphan(pid int) (bool, error) {
-	if pid <= 0 || !isManagedTurn(pid) {
+// copilot's prompt mode as Args builds it, with the start stamp the
+// session recorded (when it did). Anything else, including an unrelated
+// process that reused the pid, is left alone.
+func ReapOrphan(pid int, stamp string) (bool, error) {
+	if pid <= 0 || !isManagedTurn(pid) || !proctree.StartedAt(pid, stamp) {
 		return false, nil
 	}
 	// Only a known exit counts as gone: where the probe cannot tell, the
 	// grace runs out and SIGKILL follows.
 	return proctree.Reap("copilot", pid, func(pid int) bool {
 		alive, known := processAlive(pid)
-		return alive || !known
+		return (alive || !known) && proctree.StartedAt(pid, stamp)
 	})
 }
 

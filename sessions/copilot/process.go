@@ -272,7 +272,10 @@ func (p *Process) writePrompt(stdin *pipeio.Input, text string) error {
 // pump decodes one turn's stdout into Events, then decides what its exit
 // means for the session.
 func (p *Process) pump(t *turnProc) {
-	p.send(sessions.Event{Kind: sessions.EvProcessStarted, PID: t.cmd.Process.Pid, AgentSessionID: p.sessionID})
+	// The turn's process is not waited for yet, so its pid is still its
+	// own: its stamp is what the orphan reaper will check.
+	stamp, _ := procscan.Probe(t.cmd.Process.Pid)
+	p.send(sessions.Event{Kind: sessions.EvProcessStarted, PID: t.cmd.Process.Pid, PIDStart: stamp.Stamp, AgentSessionID: p.sessionID})
 	if t.queuedTurn {
 		// Prompts sent during the last turn start this one; Apply
 		// supervises it as the turn those prompts started.

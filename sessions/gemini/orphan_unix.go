@@ -15,8 +15,8 @@ import (
 // work next to the session resumed in a new process. It acts only on a
 // process group leader whose command line is a gemini program (the npm
 // bin or bundle/gemini.js) run with --acp, so a reused pid is left alone.
-func ReapOrphan(pid int) (bool, error) {
-	return proctree.ReapGroup(pid, "gemini", isGeminiACP)
+func ReapOrphan(pid int, stamp string) (bool, error) {
+	return proctree.ReapGroup(pid, stamp, "gemini", isGeminiACP)
 }
 
 func isGeminiACP(args []string) bool {

@@ -4,4 +4,4 @@ package gemini
 
 // ReapOrphan cannot identify an orphaned Gemini CLI process safely on
 // Windows (no process groups to check); it leaves it alone.
-func ReapOrphan(pid int) (bool, error) { return false, nil }
+func ReapOrphan(pid int, stamp string) (bool, error) { return false, nil }

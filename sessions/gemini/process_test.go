@@ -298,7 +298,7 @@ func TestReapOrphanReal(t *testing.T) {
 	if err := p.CloseInput(); err != nil {
 		t.Fatal(err)
 	}
-	stopped, err := ReapOrphan(p.PID())
+	stopped, err := ReapOrphan(p.PID(), agenttest.StartStamp(t, p.PID()))
 	if !stopped || err != nil {
 		args, _ := procscan.Cmdline(p.PID())
 		t.Fatalf("ReapOrphan(%q) = %v, %v; want stopped", args, stopped, err)
@@ -327,7 +327,7 @@ func TestIsGeminiACP(t *testing.T) {
 			t.Errorf("isGeminiACP(%q) = %v, want %v", c.args, got, c.want)
 		}
 	}
-	if stopped, err := ReapOrphan(os.Getpid()); stopped || err != nil {
+	if stopped, err := ReapOrphan(os.Getpid(), ""); stopped || err != nil {
 		t.Errorf("ReapOrphan(the test itself) = %v, %v; want left alone", stopped, err)
 	}
 }

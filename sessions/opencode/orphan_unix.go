@@ -14,8 +14,8 @@ import (
 // running an opencode program with exactly this adapter's serve arguments
 // is stopped (so a reused pid, or a server the user started, is left alone),
 // with the commands it runs.
-func ReapOrphan(pid int) (bool, error) {
-	return proctree.ReapGroup(pid, "opencode", isManagedServe)
+func ReapOrphan(pid int, stamp string) (bool, error) {
+	return proctree.ReapGroup(pid, stamp, "opencode", isManagedServe)
 }
 
 // isManagedServe: the command line ends with exactly Args(), after an

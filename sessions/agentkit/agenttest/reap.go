@@ -67,17 +67,29 @@ type ReapCase struct {
 	Reaped bool
 }
 
-// CheckReap runs each case as a subtest: reap answers Reaped without an
-// error, and the process is gone (within settle; 0: at once) when it was
-// reaped and still runs when it was not. A pid that runs nothing (0, and
-// one above every pid in use) is not reaped either.
-func CheckReap(t *testing.T, reap func(pid int) (bool, error), settle time.Duration, cases []ReapCase) {
+// CheckReap runs each case as a subtest: given the process's pid and its
+// start stamp, reap answers Reaped without an error, and the process is gone
+// (within settle; 0: at once) when it was reaped and still runs when it was
+// not. First, the same live process with another start stamp recorded (the
+// pid reused by a later process) must be left alone, and with no stamp
+// recorded (a session saved before stamps were kept) the pid alone decides.
+// A pid that runs nothing (0, and one above every pid in use) is not reaped
+// either.
+func CheckReap(t *testing.T, reap func(pid int, stamp string) (bool, error), settle time.Duration, cases []ReapCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			pid := c.Start(t).Process.Pid
 			args, _ := procscan.Cmdline(pid)
-			got, err := reap(pid)
+			stamp := StartStamp(t, pid)
+			if got, err := reap(pid, stamp+"1"); got || err != nil || !proctree.Alive(pid) {
+				t.Fatalf("ReapOrphan(%q) with another start stamp = %v, %v (alive afterwards: %v); want it left alone",
+					strings.Join(args, " "), got, err, proctree.Alive(pid))
+			}
+			if c.Reaped && c.Name == cases[0].Name {
+				stamp = "" // once per reaper: nothing recorded, the pid decides
+			}
+			got, err := reap(pid, stamp)
 			if err != nil || got != c.Reaped {
 				t.Fatalf("ReapOrphan(%q) = %v, %v; want %v", strings.Join(args, " "), got, err, c.Reaped)
 			}
@@ -90,8 +102,19 @@ func CheckReap(t *testing.T, reap func(pid int) (bool, error), settle time.Durat
 		})
 	}
 	for _, pid := range []int{0, 1 << 22} {
-		if got, err := reap(pid); got || err != nil {
+		if got, err := reap(pid, ""); got || err != nil {
 			t.Errorf("ReapOrphan(%d) = %v, %v; want nothing to reap", pid, got, err)
 		}
 	}
+}
+
+// StartStamp is the live process pid's start stamp (procscan.Proc.Stamp),
+// what the app records with its session for the orphan reaper.
+func StartStamp(t testing.TB, pid int) string {
+	t.Helper()
+	p, st := procscan.Probe(pid)
+	if st != procscan.Running || p.Stamp == "" {
+		t.Fatalf("probe of the live process %d: %v, stamp %q", pid, st, p.Stamp)
+	}
+	return p.Stamp
 }

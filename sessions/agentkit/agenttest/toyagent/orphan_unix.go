@@ -15,7 +15,9 @@ var _ sessions.OrphanReaper = Agent{}
 // the CLI finishes its turn in flight when its input ends, and a stalled
 // turn never does. It acts only on a group leader with the toy's command
 // line, so a reused pid is left alone.
-func ReapOrphan(pid int) (bool, error) { return proctree.ReapGroup(pid, "toy", isToy) }
+func ReapOrphan(pid int, stamp string) (bool, error) {
+	return proctree.ReapGroup(pid, stamp, "toy", isToy)
+}
 
 // isToy reports whether a command line is the toy's (Args after a program
 // named toy).

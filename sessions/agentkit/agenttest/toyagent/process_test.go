@@ -163,14 +163,20 @@ func TestProcessKilledMidToolReadsDead(t *testing.T) {
 }
 
 // An orphan (its input gone, its turn stalled, so it never exits) is
-// reaped; a process that is not the toy is left alone.
+// reaped when its start stamp is the one recorded, and left alone with
+// another (its pid reused by a later process); a process that is not the
+// toy is left alone.
 func TestReapOrphan(t *testing.T) {
 	w, p := startTurn(t, "[[scenario:stall]] go")
 	w.waitRequests(t, "stall", 1)
 	if err := p.CloseInput(); err != nil {
 		t.Fatal(err)
 	}
-	if stopped, err := (Agent{}).ReapOrphan(p.PID()); !stopped || err != nil {
+	stamp := agenttest.StartStamp(t, p.PID())
+	if stopped, err := (Agent{}).ReapOrphan(p.PID(), stamp+"0"); stopped || err != nil || !proctree.Alive(p.PID()) {
+		t.Fatalf("ReapOrphan with another start stamp = %v, %v; want the CLI left running", stopped, err)
+	}
+	if stopped, err := (Agent{}).ReapOrphan(p.PID(), stamp); !stopped || err != nil {
 		t.Fatalf("ReapOrphan = %v, %v; want the stalled CLI stopped", stopped, err)
 	}
 	for range p.Events() {
@@ -178,7 +184,7 @@ func TestReapOrphan(t *testing.T) {
 	if _, sig, _ := p.Wait(); sig == "" {
 		t.Error("the reaped CLI exited by itself; want it signalled")
 	}
-	if stopped, err := (Agent{}).ReapOrphan(os.Getpid()); stopped || err != nil {
+	if stopped, err := (Agent{}).ReapOrphan(os.Getpid(), ""); stopped || err != nil {
 		t.Errorf("ReapOrphan(the test itself) = %v, %v; want left alone", stopped, err)
 	}
 	for _, tc := range []struct {
