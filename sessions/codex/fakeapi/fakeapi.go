@@ -13,6 +13,7 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -24,30 +25,11 @@ import (
 type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
-type Reply struct {
-	// Status, when not 200, is sent with ErrorBody.
-	Status    int
-	ErrorBody string
-	// Header is added to the response (Codex reads its rate-limit
-	// snapshot from x-codex-* headers).
-	Header map[string]string
-	// Text is an assistant message; Command, when set, is an exec_command
-	// function call instead.
-	Text    string
-	Command string
-	// Escalate asks for the command to run outside the sandbox, which
-	// Codex submits to the user for approval under approval_policy
-	// on-request.
-	Escalate bool
-	// Stall holds the stream open after response.created until the server
-	// closes; Cut drops the connection mid-stream.
-	Stall bool
-	Cut   bool
-}
+type Reply = fakeserver.Reply
 
 // ScenarioFunc decides the reply to attempt n (1-based) of a scenario; last
 // is the request's last input item type and toolOutput its output, if any.
-type ScenarioFunc func(n int, toolOutput string) Reply
+type ScenarioFunc = fakeserver.ScenarioFunc
 
 // Server is a running fake.
 type Server struct {
@@ -208,32 +190,11 @@ const UsageLimitResetSeconds = 60
 // Builtin are the scenarios every server knows.
 func Builtin() map[string]ScenarioFunc {
 	text := func(int, string) Reply { return Reply{Text: "Hello from the fake OpenAI model."} }
-	failThen := func(k int, fail Reply) ScenarioFunc {
-		return func(n int, _ string) Reply {
-			if n <= k {
-				return fail
-			}
-			return Reply{Text: "Hello after the failures."}
-		}
-	}
-	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
-	return map[string]ScenarioFunc{
+	failThen := fakeserver.FailThen
+	always := fakeserver.Always
+	scenarios := map[string]ScenarioFunc{
 		"text":        text,
 		TitleScenario: func(int, string) Reply { return Reply{Text: "Run the task"} },
-		"tool": func(_ int, out string) Reply {
-			if out != "" {
-				return Reply{Text: "The command printed hi."}
-			}
-			return Reply{Command: "sleep 1; echo hi"}
-		},
-		// slowtool runs a minute-long command once; any later request
-		// (its output, or a nudge after the agent was killed) is answered.
-		"slowtool": func(n int, _ string) Reply {
-			if n > 1 {
-				return Reply{Text: "The slow command finished."}
-			}
-			return Reply{Command: "sleep 60; echo done"}
-		},
 		"write": func(_ int, out string) Reply {
 			if out != "" {
 				return Reply{Text: "Created build/out.txt."}
@@ -265,4 +226,6 @@ func Builtin() map[string]ScenarioFunc {
 		// times per turn with stream_max_retries 2), then over.
 		"cut3then_ok": failThen(3, Reply{Cut: true}),
 	}
+	maps.Copy(scenarios, fakeserver.ToolScenarios())
+	return scenarios
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -26,24 +27,11 @@ import (
 type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
-type Reply struct {
-	// Status, when not 200, is sent with ErrorBody.
-	Status    int
-	ErrorBody string
-	Header    map[string]string
-	// Text is an assistant message; Command, when set, is a call of
-	// Copilot's bash tool instead.
-	Text    string
-	Command string
-	// Stall holds the stream open after its first chunk until the server
-	// closes; Cut drops the connection mid-stream.
-	Stall bool
-	Cut   bool
-}
+type Reply = fakeserver.Reply
 
 // ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
 // toolOutput is the request's tool result, if its last message is one.
-type ScenarioFunc func(n int, toolOutput string) Reply
+type ScenarioFunc = fakeserver.ScenarioFunc
 
 // Server is a running fake.
 type Server struct {
@@ -191,24 +179,11 @@ const RetryAfter429 = 1
 
 // Builtin are the scenarios every server knows.
 func Builtin() map[string]ScenarioFunc {
-	failThen := func(k int, fail Reply) ScenarioFunc {
-		return func(n int, _ string) Reply {
-			if n <= k {
-				return fail
-			}
-			return Reply{Text: "Hello after the failures."}
-		}
-	}
-	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
+	failThen := fakeserver.FailThen
+	always := fakeserver.Always
 	rate := Reply{Status: 429, ErrorBody: body429, Header: map[string]string{"retry-after": fmt.Sprint(RetryAfter429)}}
-	return map[string]ScenarioFunc{
+	scenarios := map[string]ScenarioFunc{
 		"text": always(Reply{Text: "Hello from the fake OpenAI model."}),
-		"tool": func(_ int, out string) Reply {
-			if out != "" {
-				return Reply{Text: "The command printed hi."}
-			}
-			return Reply{Command: "sleep 1; echo hi"}
-		},
 		// write asks for a command that creates made.txt in the working
 		// directory, then answers.
 		"write": func(_ int, out string) Reply {
@@ -216,14 +191,6 @@ func Builtin() map[string]ScenarioFunc {
 				return Reply{Text: "Done."}
 			}
 			return Reply{Command: "touch made.txt"}
-		},
-		// slowtool runs a minute-long command once; any later request
-		// (its output, or a nudge after the agent was killed) is answered.
-		"slowtool": func(n int, _ string) Reply {
-			if n > 1 {
-				return Reply{Text: "The slow command finished."}
-			}
-			return Reply{Command: "sleep 60; echo done"}
 		},
 		"429": always(rate),
 		// 429 past Copilot's own retries (it tries six times: measured on
@@ -244,4 +211,6 @@ func Builtin() map[string]ScenarioFunc {
 		"stall": failThen(1, Reply{Stall: true}),
 		"cut":   always(Reply{Cut: true}),
 	}
+	maps.Copy(scenarios, fakeserver.ToolScenarios())
+	return scenarios
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -31,24 +32,11 @@ const TitleScenario = "title"
 type Entry = fakeserver.Entry
 
 // Reply is what one request gets.
-type Reply struct {
-	// Status, when not 200, is sent with ErrorBody.
-	Status    int
-	ErrorBody string
-	// Header is added to the response (retry-after on a 429).
-	Header map[string]string
-	// Text is an assistant message; Command, when set, is a call of
-	// OpenCode's bash tool instead.
-	Command string
-	Text    string
-	// Stall holds the stream open after its first chunk until the server
-	// closes or the client goes away.
-	Stall bool
-}
+type Reply = fakeserver.Reply
 
 // ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
 // toolOutput is the tool result the request carries last, if any.
-type ScenarioFunc func(n int, toolOutput string) Reply
+type ScenarioFunc = fakeserver.ScenarioFunc
 
 // Server is a running fake.
 type Server struct {
@@ -208,33 +196,12 @@ const RetryAfterSeconds = 1
 // Builtin are the scenarios every server knows.
 func Builtin() map[string]ScenarioFunc {
 	text := func(int, string) Reply { return Reply{Text: "Hello from the fake model."} }
-	failThen := func(k int, fail Reply) ScenarioFunc {
-		return func(n int, _ string) Reply {
-			if n <= k {
-				return fail
-			}
-			return Reply{Text: "Hello after the failures."}
-		}
-	}
-	always := func(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
+	failThen := fakeserver.FailThen
+	always := fakeserver.Always
 	rate := Reply{Status: 429, ErrorBody: Body429, Header: map[string]string{"retry-after": fmt.Sprint(RetryAfterSeconds)}}
-	return map[string]ScenarioFunc{
+	scenarios := map[string]ScenarioFunc{
 		"text":        text,
 		TitleScenario: func(int, string) Reply { return Reply{Text: "Fake title"} },
-		"tool": func(_ int, out string) Reply {
-			if out != "" {
-				return Reply{Text: "The command printed hi."}
-			}
-			return Reply{Command: "sleep 1; echo hi"}
-		},
-		// slowtool runs a minute-long command once; any later request
-		// (its output, or a nudge after the agent was killed) is answered.
-		"slowtool": func(n int, _ string) Reply {
-			if n > 1 {
-				return Reply{Text: "The slow command finished."}
-			}
-			return Reply{Command: "sleep 60; echo done"}
-		},
 		"write": func(_ int, out string) Reply {
 			if out != "" {
 				return Reply{Text: "Created build/out.txt."}
@@ -254,4 +221,6 @@ func Builtin() map[string]ScenarioFunc {
 		"stall":         failThen(1, Reply{Stall: true}),
 		"hang":          always(Reply{Stall: true}),
 	}
+	maps.Copy(scenarios, fakeserver.ToolScenarios())
+	return scenarios
 }

@@ -1,0 +1,63 @@
+package fakeserver
+
+// Reply is what one request to an OpenAI-style fake gets (Codex's
+// Responses API, Copilot's and OpenCode's chat completions); each fake
+// sends the fields its wire can carry.
+type Reply struct {
+	// Status, when not 200, is sent with ErrorBody.
+	Status    int
+	ErrorBody string
+	// Header is added to the response (retry-after on a 429; Codex reads
+	// its rate-limit snapshot from x-codex-* headers).
+	Header map[string]string
+	// Text is an assistant message; Command, when set, is a call of the
+	// agent's shell tool instead.
+	Text    string
+	Command string
+	// Escalate asks for the command to run outside the sandbox, which
+	// Codex submits to the user for approval under approval_policy
+	// on-request (Codex only).
+	Escalate bool
+	// Stall holds the stream open after its first event until the server
+	// closes or the client goes away; Cut drops the connection mid-stream.
+	Stall bool
+	Cut   bool
+}
+
+// ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
+// toolOutput is the tool result the request carries last, if any.
+type ScenarioFunc func(n int, toolOutput string) Reply
+
+// Always answers every attempt with r.
+func Always(r Reply) ScenarioFunc { return func(int, string) Reply { return r } }
+
+// FailThen answers the first k attempts with fail, then a text.
+func FailThen(k int, fail Reply) ScenarioFunc {
+	return func(n int, _ string) Reply {
+		if n <= k {
+			return fail
+		}
+		return Reply{Text: "Hello after the failures."}
+	}
+}
+
+// ToolScenarios are the command scenarios every tool-running fake serves
+// alike: "tool" runs a short command and reports its output; "slowtool"
+// runs a minute-long command once, and any later request (its output, or
+// a nudge after the agent was killed) is answered.
+func ToolScenarios() map[string]ScenarioFunc {
+	return map[string]ScenarioFunc{
+		"tool": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "The command printed hi."}
+			}
+			return Reply{Command: "sleep 1; echo hi"}
+		},
+		"slowtool": func(n int, _ string) Reply {
+			if n > 1 {
+				return Reply{Text: "The slow command finished."}
+			}
+			return Reply{Command: "sleep 60; echo done"}
+		},
+	}
+}
