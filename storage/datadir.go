@@ -85,8 +85,8 @@ func dataDir(goos string, getenv func(string) string, homeDir func() (string, er
 // EnsureDir creates dir (and any missing parents) with mode 0700 and, on
 // unix, tightens an existing dir to 0700: a directory created earlier by hand
 // or by an older build with a looser umask must not keep exposing the
-// database. Windows has no unix modes; there the per-user profile's ACLs
-// protect %LocalAppData%.
+// database. Windows has no unix modes; there the directory gets an ACL of
+// its own (the user and SYSTEM only, nothing inherited: checkOwner).
 func EnsureDir(dir string) error {
 	if dir == "" {
 		return errors.New("ensure data directory: empty path")
