@@ -256,12 +256,33 @@ func StderrLine(tail string) string {
 	return ""
 }
 
+// secretPattern is one kind of credential and what replaces it.
+type secretPattern struct {
+	re   *regexp.Regexp
+	repl string
+}
+
 // secretPatterns match credentials that must never reach the timeline or a
-// notification: API keys, bearer tokens, key=value secrets.
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`),
-	regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._\-~+/=]{8,}`),
-	regexp.MustCompile(`(?i)((?:api[_-]?key|token|secret|password|authorization|x-api-key)["']?\s*[:=]\s*["']?)[^\s"',}]+`),
+// notification: API keys and tokens by their known shapes, bearer and
+// basic credentials, key=value secrets, a URL's user:password.
+var secretPatterns = []secretPattern{
+	{regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`), "[redacted]"},
+	{regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._\-~+/=]{8,}`), "[redacted]"},
+	// Basic credentials are base64 of user:password.
+	{regexp.MustCompile(`(?i)basic\s+[A-Za-z0-9+/=]{8,}`), "[redacted]"},
+	// A JWT (OAuth access and ID tokens): three base64url parts.
+	{regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*`), "[redacted]"},
+	// GitHub tokens (classic, OAuth, app, refresh; fine-grained).
+	{regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), "[redacted]"},
+	// Google API keys and OAuth access tokens.
+	{regexp.MustCompile(`\b(?:AIza[0-9A-Za-z_\-]{30,}|ya29\.[0-9A-Za-z_\-]{10,})`), "[redacted]"},
+	// AWS access key ids, and the secret key by its usual names.
+	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), "[redacted]"},
+	{regexp.MustCompile(`(?i)((?:aws_secret_access_key|secret_access_key|aws_session_token)["']?\s*[:=]\s*["']?)[^\s"',}]+`), "${1}[redacted]"},
+	{regexp.MustCompile(`(?i)((?:api[_-]?key|token|secret|password|authorization|x-api-key)["']?\s*[:=]\s*["']?)[^\s"',}]+`), "${1}[redacted]"},
+	// Credentials in a URL: scheme://user:password@host keeps the scheme
+	// and the host.
+	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.\-]*://)[^\s/@:]+:[^\s/@]+@`), "${1}[redacted]@"},
 }
 
 // maxMessageLen bounds a failure message: one readable sentence, not a dump.
@@ -272,12 +293,8 @@ const maxMessageLen = 200
 // control characters and runs of whitespace collapse to one space,
 // and the result is cut to one short line.
 func SanitizeMessage(s string) string {
-	for _, re := range secretPatterns {
-		if re.NumSubexp() > 0 {
-			s = re.ReplaceAllString(s, "${1}[redacted]")
-		} else {
-			s = re.ReplaceAllString(s, "[redacted]")
-		}
+	for _, p := range secretPatterns {
+		s = p.re.ReplaceAllString(s, p.repl)
 	}
 	// Control characters part words (a NUL or CR between two words must
 	// not join them), except those that open or close an escape sequence

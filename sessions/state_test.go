@@ -367,6 +367,13 @@ func TestSanitizeMessage(t *testing.T) {
 		{"a key straddling the cut is redacted, not cut", strings.Repeat("x", 195) + " sk-ant-api03-" + strings.Repeat("Z", 40), strings.Repeat("x", 195) + " [re…"},
 		{"a redacted key shortens the message", strings.Repeat("y", 180) + " sk-ant-api03-" + strings.Repeat("Q", 40) + " tail", strings.Repeat("y", 180) + " [redacted] tail"},
 		{"short sk- words are not keys", "task-runner sk-1 ok", "task-runner sk-1 ok"},
+		{"credentials in a URL", "fetch https://bob:hunter2@git.example.com/r.git failed", "fetch https://[redacted]@git.example.com/r.git failed"},
+		{"a URL without credentials is kept", "see https://example.com/a@b and git@github.com:o/r", "see https://example.com/a@b and git@github.com:o/r"},
+		{"basic authorization", "Authorization: Basic dXNlcjpodW50ZXIy denied", "Authorization: [redacted] denied"},
+		{"jwt alone", "id token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl expired", "id token [redacted] expired"},
+		{"github tokens", "ghp_abcdefghijklmnopqrstuvwxyz0123456789 and github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[redacted] and [redacted]"},
+		{"google api key and oauth token", "key AIzaSyA1234567890abcdefghijklmnopqrstuv token ya29.a0AfH6SMBx-abcdefghij", "key [redacted] token [redacted]"},
+		{"aws keys", "AKIAIOSFODNN7EXAMPLE aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "[redacted] aws_secret_access_key=[redacted]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,7 +384,7 @@ func TestSanitizeMessage(t *testing.T) {
 			if n := utf8.RuneCountInString(got); n > 200 {
 				t.Errorf("result has %d runes, want at most 200", n)
 			}
-			for _, leak := range []string{"sk-ant", "sk-proj", "eyJhbG", "abcd1234", "hunter2", "secretvalue", "\n", "\t", "\x00"} {
+			for _, leak := range []string{"sk-ant", "sk-proj", "eyJhbG", "abcd1234", "hunter2", "secretvalue", "dXNlcjpo", "ghp_", "github_pat_", "AIzaSy", "ya29.", "AKIA", "wJalr", "\n", "\t", "\x00"} {
 				if strings.Contains(got, leak) {
 					t.Errorf("result %q still contains %q", got, leak)
 				}
