@@ -268,8 +268,9 @@ type secretPattern struct {
 var secretPatterns = []secretPattern{
 	{regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`), "[redacted]"},
 	{regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._\-~+/=]{8,}`), "[redacted]"},
-	// Basic credentials are base64 of user:password.
-	{regexp.MustCompile(`(?i)basic\s+[A-Za-z0-9+/=]{8,}`), "[redacted]"},
+	// Basic credentials are base64 of user:password: a digit, '+', '/' or
+	// '=' in it tells it from a word ("a basic explanation").
+	{regexp.MustCompile(`\b[Bb]asic\s+[A-Za-z0-9+/]{3,}[0-9+/=][A-Za-z0-9+/=]*`), "[redacted]"},
 	// A JWT (OAuth access and ID tokens): three base64url parts.
 	{regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*`), "[redacted]"},
 	// GitHub tokens (classic, OAuth, app, refresh; fine-grained).

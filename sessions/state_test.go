@@ -370,6 +370,7 @@ func TestSanitizeMessage(t *testing.T) {
 		{"credentials in a URL", "fetch https://bob:hunter2@git.example.com/r.git failed", "fetch https://[redacted]@git.example.com/r.git failed"},
 		{"a URL without credentials is kept", "see https://example.com/a@b and git@github.com:o/r", "see https://example.com/a@b and git@github.com:o/r"},
 		{"basic authorization", "Authorization: Basic dXNlcjpodW50ZXIy denied", "Authorization: [redacted] denied"},
+		{"basic as a word is kept", "a basic explanation of Basic information", "a basic explanation of Basic information"},
 		{"jwt alone", "id token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl expired", "id token [redacted] expired"},
 		{"github tokens", "ghp_abcdefghijklmnopqrstuvwxyz0123456789 and github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[redacted] and [redacted]"},
 		{"google api key and oauth token", "key AIzaSyA1234567890abcdefghijklmnopqrstuv token ya29.a0AfH6SMBx-abcdefghij", "key [redacted] token [redacted]"},
