@@ -151,6 +151,7 @@ func runGUI(d guiDeps) {
 
 	icon, _ := assets.AppIcon(64)
 	notifier := notify.New(notify.Desktop, icon, nil, d.log)
+	notifier.SetStartedAt(processStarted)
 	if notificationServiceReachable() && runtime.GOOS != "darwin" && runtime.GOOS != "windows" {
 		// Where the notification service reports clicks, a click opens
 		// the window on the notification's session.

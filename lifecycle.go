@@ -127,6 +127,7 @@ func (d *daemon) notifyWhileNoDesktop() {
 	}
 	icon, _ := assets.AppIcon(64)
 	n := notify.New(notify.Desktop, icon, nil, d.log)
+	n.SetStartedAt(processStarted)
 	n.SetGate(func() bool { return !d.api.DesktopAttached() })
 	sub := d.rt.Subscribe(notifyBuffer, false)
 	err := d.services.Add(services.Service{Name: "the notifier", Run: func(ctx context.Context) error {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	// First: keeps Fyne's locale lookup quiet under LANG=C.UTF-8 (see
 	// the package's comment for why its init runs before Fyne's).
@@ -96,6 +97,11 @@ func findCommand(name string) (command, bool) {
 	}
 	return command{}, false
 }
+
+// processStarted is when this process started: the notifiers tell what
+// escalated during this run (and must be notified, however late they
+// subscribed) from what was already true before it.
+var processStarted = time.Now()
 
 func main() {
 	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}

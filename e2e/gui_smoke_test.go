@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -53,11 +54,14 @@ func startXvfb(t *testing.T) string {
 	}
 	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
 	cmd.ExtraFiles = []*os.File{w}
+	// A group of its own: Xvfb runs xkbcomp for each client's keymap, and
+	// one caught mid-run must die with it, not outlive the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting Xvfb: %v", err)
 	}
 	w.Close()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 	num, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
 		t.Fatalf("reading Xvfb's display number: %v", err)
@@ -384,7 +388,7 @@ func TestDesktopSmoke(t *testing.T) {
 			t.Logf("notifications: %q\nthe session: %s", notes.list(), show)
 		}
 	})
-	eventually(t, "the escalation notification", 90*time.Second, func() bool {
+	eventually(t, "the escalation notification", 150*time.Second, func() bool {
 		for _, c := range notes.list() {
 			if strings.HasPrefix(c, "smoke needs attention|") {
 				return true

@@ -183,6 +183,9 @@ type Notifier struct {
 	// delivered (one, or coalesced into one) as soon as it allows, unless
 	// their session no longer needs what they say by then.
 	held []Notification
+	// startedAt, when set, is when this process started: the first
+	// snapshot's sessions that changed after it are news, not history.
+	startedAt time.Time
 	// Sent counts delivered notifications (a coalesced one once), Held
 	// the rate-limited ones held back, Deferred those left to an attached
 	// desktop.
@@ -232,6 +235,35 @@ func (n *Notifier) SetRichSender(fn func(Notification, []byte) error) {
 func (n *Notifier) SetGate(gate func() bool) {
 	n.mu.Lock()
 	n.gate = gate
+	n.mu.Unlock()
+}
+
+// primeHistory primes the decider with the first snapshot's sessions that
+// have not changed since this process started, and returns the others:
+// news to observe.
+func (n *Notifier) primeHistory(list []sessions.Session) (news []sessions.Session) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var old []sessions.Session
+	for _, s := range list {
+		if !n.startedAt.IsZero() && s.StateChangedAt.After(n.startedAt) {
+			news = append(news, s)
+		} else {
+			old = append(old, s)
+		}
+	}
+	n.decider.prime(old)
+	return news
+}
+
+// SetStartedAt says when this process started. The first snapshot primes
+// the decider with what was already true (an incident of an earlier run was
+// notified then); a session that changed after t escalated while this
+// notifier was still subscribing (the desktop starts after the supervisor
+// answers) and is notified, never swallowed by the priming.
+func (n *Notifier) SetStartedAt(t time.Time) {
+	n.mu.Lock()
+	n.startedAt = t
 	n.mu.Unlock()
 }
 
@@ -330,23 +362,18 @@ func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingO
 			if !ok {
 				return
 			}
-			if first && m.Type == localapi.MsgSnapshot {
-				first = false
-				n.mu.Lock()
-				n.decider.prime(m.Sessions)
-				n.mu.Unlock()
-				continue
-			}
-			first = false
 			var list []sessions.Session
-			switch m.Type {
-			case localapi.MsgSession, localapi.MsgEscalation:
+			switch {
+			case first && m.Type == localapi.MsgSnapshot:
+				list = n.primeHistory(m.Sessions)
+			case m.Type == localapi.MsgSession || m.Type == localapi.MsgEscalation:
 				if m.Session != nil {
 					list = []sessions.Session{*m.Session}
 				}
-			case localapi.MsgSnapshot:
+			case m.Type == localapi.MsgSnapshot:
 				list = m.Sessions
 			}
+			first = false
 			if len(list) == 0 {
 				continue
 			}

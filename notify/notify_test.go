@@ -350,3 +350,37 @@ func TestNotificationSaysTerminal(t *testing.T) {
 		}
 	}
 }
+
+// An incident that escalated after this process started but before its
+// notifier subscribed (the desktop comes up after the supervisor answers)
+// arrives in the first snapshot: it is notified, not primed away; one from
+// before the start is history and stays quiet.
+func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out []sent
+		n := New(recorder(&out, nil), nil, nil, nil)
+		started := time.Now()
+		n.SetStartedAt(started)
+		in := make(chan localapi.Message, 8)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.Run(ctx, in, func() bool { return false }); close(done) }()
+
+		before := s("a", sessions.Errored, escalated)
+		before.StateChangedAt = started.Add(-time.Minute)
+		after := s("b", sessions.Interrupted, escalated)
+		after.StateChangedAt = started.Add(5 * time.Second)
+		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{before, after}}
+		synctest.Wait()
+		if len(out) != 1 || out[0].title != "name-b needs attention" {
+			t.Fatalf("sent %+v, want only the escalation of this run", out)
+		}
+		in <- localapi.Message{Type: localapi.MsgSession, Session: &after}
+		synctest.Wait()
+		if len(out) != 1 {
+			t.Fatalf("sent %+v: the same incident twice", out)
+		}
+		cancel()
+		<-done
+	})
+}
