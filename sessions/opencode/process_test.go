@@ -206,8 +206,11 @@ func TestProcessRateLimitPastRetries(t *testing.T) {
 	for _, e := range p.got {
 		if e.Kind == sessions.EvRetryScheduled {
 			retries++
-			if e.Failure.Kind != sessions.RateLimit || e.Delay <= 0 || e.Delay > 5*time.Second {
-				t.Errorf("retry %+v, want a rate limit with a delay of about a second", e)
+			// The delay is what is left of the announced second when the
+			// event is decoded: zero on a machine slow enough to read it
+			// late (decode_test checks the arithmetic on a fixed clock).
+			if e.Failure.Kind != sessions.RateLimit || e.Delay < 0 || e.Delay > 5*time.Second {
+				t.Errorf("retry %+v, want a rate limit with a delay of at most about a second", e)
 			}
 		}
 	}
