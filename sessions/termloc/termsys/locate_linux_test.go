@@ -24,7 +24,7 @@ func tmuxServer(t *testing.T) (string, func(args ...string) string) {
 		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
 			t.Fatalf("tmux is needed (packaging/install-deps.sh test): %v", err)
 		}
-		t.Skip("no tmux")
+		t.Skip("tmux is not installed (packaging/install-deps.sh test installs it)")
 	}
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
 	tmux := func(args ...string) string {
