@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
@@ -52,9 +53,13 @@ setInterval(() => {}, 1000);
 	if err := os.WriteFile(script, []byte(js), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Each CLI reads a terminal, as in a terminal window; the same script
+	// fed by /dev/null is never listed (below).
+	term := openPTY(t)
 	start := func(args []string, env ...string) *exec.Cmd {
 		cmd := exec.Command(node, args...)
 		cmd.Dir = work
+		cmd.Stdin = term
 		cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "RELAUNCH_WHEN=" + relaunch}, env...)
 		// A group of its own, so that the relaunched child is stopped too.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -65,6 +70,13 @@ setInterval(() => {}, 1000);
 		return cmd
 	}
 	launcher := start([]string{script})
+	piped := exec.Command(node, script, "piped")
+	piped.Dir = work
+	piped.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GEMINI_CLI_NO_RELAUNCH=true"}
+	if err := piped.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = piped.Process.Kill(); _ = piped.Wait() })
 	start([]string{script, "--acp"})
 	isChild := func(pid int) bool {
 		argv, ok := procscanCmdline(pid)
@@ -98,9 +110,10 @@ setInterval(() => {}, 1000);
 			break
 		}
 	}
-	// The child is listed alone, and stays so: the launcher is its parent.
+	// The child is listed alone, and stays so: the launcher is its parent;
+	// the piped one, running as long, reads no terminal.
 	if len(got) != 1 || !isChild(got[0].PID) || !observe.SameDir(got[0].Cwd, work) || got[0].Started.IsZero() {
-		t.Fatalf("listed %+v, want the relaunched child alone (not the launcher, not --acp)", got)
+		t.Fatalf("listed %+v, want the relaunched child alone (not the launcher, not --acp, not the piped %d)", got, piped.Process.Pid)
 	}
 	// A CLI told not to relaunch (GEMINI_CLI_NO_RELAUNCH, or a sandbox) is
 	// the session itself; and so is one that was to relaunch but is still
@@ -134,4 +147,29 @@ func procscanCmdline(pid int) ([]string, bool) {
 		return nil, false
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), true
+}
+
+// openPTY opens a pseudo-terminal and returns its terminal end (the one a
+// program in a terminal window reads); both ends close with the test.
+func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening a pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		t.Fatalf("unlocking the pseudo-terminal: %v", e)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		t.Fatalf("naming the pseudo-terminal: %v", e)
+	}
+	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening the pseudo-terminal's terminal end: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
 }

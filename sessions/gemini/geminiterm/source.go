@@ -85,6 +85,14 @@ var tuiFilter = observe.ProcFilter[Proc]{
 		if cwd == "" {
 			return Proc{}, false
 		}
+		// The CLI's own rule: it is interactive only when its standard
+		// input is a terminal. A Gemini CLI fed by a pipe or /dev/null (a
+		// helper the CLI or a script spawns: one with no terminal lived 5 s
+		// beside a TUI under test and was listed as a second session) is no
+		// terminal session.
+		if tty, known := procscan.StdinTerminal(p.PID); known && !tty {
+			return Proc{}, false
+		}
 		// One read of the environment answers both what follows (nil
 		// when it cannot be read: another user's process).
 		env, _ := procscan.Environ(p.PID)
