@@ -19,6 +19,14 @@ type Tray struct {
 	icons    map[assets.Icon]fyne.Resource
 	last     Menu
 	shown    bool
+	// menu is the one Fyne menu the tray ever hands the driver; each Show
+	// replaces its items. Fyne keeps the first menu it was given and
+	// draws it again when the system tray reports ready, which under load
+	// came after later menus had been set: a tray built before a
+	// session's escalation went back to that older menu, and the unchanged
+	// model was never sent again. The same menu holds the latest items
+	// whenever it is drawn.
+	menu *fyne.Menu
 }
 
 // New binds a tray to a desktop app. onAction runs on Fyne's goroutine for
@@ -40,7 +48,11 @@ func (t *Tray) Show(m Menu) {
 	}
 	t.last, t.shown = m, true
 	t.app.SetSystemTrayIcon(t.icons[m.Icon])
-	t.app.SetSystemTrayMenu(fyne.NewMenu("Session Supervisor", t.items(m.Items)...))
+	if t.menu == nil {
+		t.menu = fyne.NewMenu("Session Supervisor")
+	}
+	t.menu.Items = t.items(m.Items)
+	t.app.SetSystemTrayMenu(t.menu)
 }
 
 func (t *Tray) items(list []Item) []*fyne.MenuItem {
