@@ -62,13 +62,43 @@ func startCodexTUI(t *testing.T, cfg fakeapi.Config, settings ...string) *codexT
 	return w
 }
 
+// submit types the prompt and Enter as a person does who watches the
+// screen: again while the TUI has not taken it. On a busy machine the
+// 0.171.0 TUI dropped a prompt typed once it said it was ready (a CI run:
+// its banner drawn, the composer empty, no rollout 30 s later). Taken
+// means a rollout exists (the TUI writes one at the first prompt); what
+// the composer may hold is cleared (Ctrl-U) before the next try, so a
+// prompt is never sent twice.
+func (w *codexTUI) submit(prompt string) {
+	w.t.Helper()
+	taken := func() bool {
+		m, _ := filepath.Glob(filepath.Join(w.codexHome, "sessions", "*", "*", "*", "*.jsonl"))
+		return len(m) > 0
+	}
+	for try := 1; ; try++ {
+		w.typeLine(prompt)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if taken() {
+				return
+			}
+		}
+		if try == 3 {
+			w.fail("the TUI took no prompt in %d tries", try)
+		}
+		w.t.Logf("the TUI took no prompt within 10 s (try %d): typing it again", try)
+		if _, err := w.ptmx.Write([]byte{0x15}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
 // The TUI is found in the process table, paired with the rollout it writes
 // at the first prompt, and followed through the turn (working, its
 // command, then waiting on the user for review), as `ls --json` shows.
 func TestTerminalCodexRealTUI(t *testing.T) {
 	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{})
-	w.typeLine("run it [[scenario:tool]]")
+	w.submit("run it [[scenario:tool]]")
 	// The command runs a second (sleep 1; echo hi): seen working on it.
 	s := w.observed(30*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
 	t.Logf("working: %s", s.Evidence)
@@ -93,7 +123,7 @@ func TestTerminalCodexRealTUI(t *testing.T) {
 func TestTerminalCodexRealTUIApproval(t *testing.T) {
 	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{ApprovalPolicy: "on-request"})
-	w.typeLine("make the build dir [[scenario:write]]")
+	w.submit("make the build dir [[scenario:write]]")
 	s := w.observed(30*time.Second, "waiting for permission", func(s sessions.Session) bool {
 		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.InTurn
 	})
@@ -143,7 +173,7 @@ func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
 				settings = []string{"supervisor.resume_terminal_sessions", "true", "supervisor.tick_seconds", "5"}
 			}
 			w := startCodexTUI(t, fakeapi.Config{}, settings...)
-			w.typeLine("run the slow one [[scenario:slowtool]]")
+			w.submit("run the slow one [[scenario:slowtool]]")
 			s := w.observed(30*time.Second, "running the command", func(s sessions.Session) bool {
 				return s.State == sessions.Working && strings.Contains(s.Evidence, "exec_command")
 			})
@@ -218,7 +248,7 @@ func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
 func TestTerminalCodexRealTUIAuthEscalates(t *testing.T) {
 	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{}, "supervisor.auth_retry_minutes", "0.05")
-	w.typeLine("hello [[scenario:401]]")
+	w.submit("hello [[scenario:401]]")
 	s := w.observed(30*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
 		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
 	})
