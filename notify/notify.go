@@ -110,22 +110,11 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 	}
 	if k, ok := waitKey(s); ok && waitingOnUser && !d.sent[k] {
 		d.sent[k] = true
-		return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + waitTitle(s), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID, Terminal: inTerminal(s)}, true
+		return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + s.WaitReason.Asks(), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID, Terminal: inTerminal(s)}, true
 	}
 	return Notification{}, false
 }
 
-func waitTitle(s sessions.Session) string {
-	switch s.WaitReason {
-	case sessions.WaitQuestion:
-		return "has a question for you"
-	case sessions.WaitPlan:
-		return "waits for you to approve a plan"
-	case sessions.WaitPermission:
-		return "asks for permission"
-	}
-	return "waits for you"
-}
 
 func clip(s string) string {
 	if r := []rune(s); len(r) > maxBody {

@@ -160,6 +160,20 @@ func (w WaitReason) String() string                { return enumString(waitNames
 func (w WaitReason) MarshalText() ([]byte, error)  { return []byte(w.String()), nil }
 func (w *WaitReason) UnmarshalText(b []byte) error { return parseInto(w, "wait reason", waitNames, b) }
 
+// Asks is what a session waiting for w does, after its name in a
+// notification: "has a question for you".
+func (w WaitReason) Asks() string {
+	switch w {
+	case WaitQuestion:
+		return "has a question for you"
+	case WaitPlan:
+		return "waits for you to approve a plan"
+	case WaitPermission:
+		return "asks for permission"
+	}
+	return "waits for you"
+}
+
 // FailureKind classifies why a turn failed.
 type FailureKind int
 
