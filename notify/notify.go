@@ -115,7 +115,6 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 	return Notification{}, false
 }
 
-
 func clip(s string) string {
 	if r := []rune(s); len(r) > maxBody {
 		return string(r[:maxBody-1]) + "…"

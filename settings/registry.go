@@ -11,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +119,18 @@ type Def struct {
 	Min     float64 `json:"min"`
 	Max     float64 `json:"max"`
 	Policy  Policy  `json:"policy"`
+	// Optional: a string setting that may be empty, which turns what it
+	// configures off (no ntfy topic: no ntfy).
+	Optional bool `json:"optional,omitempty"`
+	// Secret: a token, a signing secret or a URL that is itself a
+	// credential. Its value is stored like every other (in the data
+	// directory, owner-only) but never shown: lists, reads and results
+	// say only whether it is set (Masked).
+	Secret bool `json:"secret,omitempty"`
 }
+
+// Masked is what a secret setting that is set shows instead of its value.
+const Masked = "•••••• (set)"
 
 // Settings is the typed snapshot of every setting, what the supervisor and
 // the rest of the app read.
@@ -153,6 +167,27 @@ type Settings struct {
 	AgentCommands map[string]string
 	// SSHCommand is machines.ssh_command.
 	SSHCommand string
+	// Push is the notify.* settings of the channels beyond the desktop
+	// and of the escalation's tiers.
+	Push Push
+}
+
+// Push is what the push channels and the escalation's tiers read.
+type Push struct {
+	// After is notify.push_after_minutes: how long an incident stays
+	// unacknowledged before it is pushed while a desktop is there.
+	After time.Duration
+	// WaitingOnUser is notify.push_waiting_on_user.
+	WaitingOnUser bool
+	Quiet         QuietHours
+	// NtfyServer, NtfyTopic and NtfyToken configure ntfy; no topic, no
+	// ntfy.
+	NtfyServer, NtfyTopic, NtfyToken string
+	// WebhookURL, WebhookFormat and WebhookSecret configure the webhook;
+	// no URL, no webhook.
+	WebhookURL, WebhookFormat, WebhookSecret string
+	// ClickURL is what a push opens when tapped ("" for nothing).
+	ClickURL string
 }
 
 // AgentCommand is the command that starts the named agent: the setting
@@ -173,10 +208,24 @@ func (v parsed) seconds() time.Duration { return time.Duration(v.i) * time.Secon
 // exactly 6 s, not 5.999999999 s.
 func (v parsed) minutes() time.Duration { return time.Duration(math.Round(v.f * float64(time.Minute))) }
 
-// setting is a definition plus where its value goes in Settings.
+// setting is a definition plus where its value goes in Settings, and for
+// a string the rule its text must follow (nil: any single line).
 type setting struct {
 	Def
 	apply func(*Settings, parsed)
+	check func(string) error
+}
+
+// parse is Def.parse, then the setting's own rule for a non-empty string.
+func (s setting) parse(raw string) (string, parsed, bool, error) {
+	text, v, clamped, err := s.Def.parse(raw)
+	if err != nil || s.check == nil || text == "" {
+		return text, v, clamped, err
+	}
+	if err := s.check(text); err != nil {
+		return "", parsed{}, false, fmt.Errorf("%w: %s: %w", ErrInvalid, s.Key, err)
+	}
+	return text, v, clamped, nil
 }
 
 // minMinutes is the smallest accepted minutes value (0.6 s): small enough
@@ -189,63 +238,63 @@ const minMinutes = 0.01
 var coreSettings = []setting{
 	{Def{Key: "supervisor.enabled", Kind: KindBool, Default: "true",
 		Description: "Master switch for the supervisor loop."},
-		func(s *Settings, v parsed) { s.Enabled = v.b }},
+		func(s *Settings, v parsed) { s.Enabled = v.b }, nil},
 	{Def{Key: "supervisor.tick_seconds", Kind: KindInt, Unit: "seconds", Default: "15", Min: 5, Max: 60,
 		Description: "Watchdog tick interval (clamped 5–60)."},
-		func(s *Settings, v parsed) { s.Tick = v.seconds() }},
+		func(s *Settings, v parsed) { s.Tick = v.seconds() }, nil},
 	{Def{Key: "supervisor.stall_suspect_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
 		Description: "Working + silent stream for this long → Suspect."},
-		func(s *Settings, v parsed) { s.StallSuspect = v.minutes() }},
+		func(s *Settings, v parsed) { s.StallSuspect = v.minutes() }, nil},
 	{Def{Key: "supervisor.stall_tool_suspect_minutes", Kind: KindMinutes, Default: "30", Min: minMinutes, Max: 24 * 60,
 		Description: "Suspect threshold while a tool call or background task is open."},
-		func(s *Settings, v parsed) { s.StallToolSuspect = v.minutes() }},
+		func(s *Settings, v parsed) { s.StallToolSuspect = v.minutes() }, nil},
 	// Up to a week: turns legitimately run for hours, and the hard stall
 	// interrupts work, so a user must be able to set it very high.
 	{Def{Key: "supervisor.stall_hard_minutes", Kind: KindMinutes, Default: "150", Min: minMinutes, Max: 7 * 24 * 60,
 		Description: "Suspect + still silent this long → interrupt the turn."},
-		func(s *Settings, v parsed) { s.StallHard = v.minutes() }},
+		func(s *Settings, v parsed) { s.StallHard = v.minutes() }, nil},
 	{Def{Key: "supervisor.auto_recover_enabled", Kind: KindBool, Default: "true",
 		Description: "Gates recovery actions and the nudge. Status reconciliation stays on regardless."},
-		func(s *Settings, v parsed) { s.AutoRecover = v.b }},
+		func(s *Settings, v parsed) { s.AutoRecover = v.b }, nil},
 	{Def{Key: "supervisor.nudge_enabled", Kind: KindBool, Default: "true",
 		Description: "Allow the continuation nudge."},
-		func(s *Settings, v parsed) { s.NudgeEnabled = v.b }},
+		func(s *Settings, v parsed) { s.NudgeEnabled = v.b }, nil},
 	// 0 is allowed: escalate at once without nudging. 10 caps how long a
 	// session that dies on every turn can be re-driven unattended.
 	{Def{Key: "supervisor.nudge_max_attempts", Kind: KindInt, Unit: "attempts", Default: "2", Min: 0, Max: 10,
 		Description: "Nudges per incident before escalating."},
-		func(s *Settings, v parsed) { s.NudgeMaxAttempts = int(v.i) }},
+		func(s *Settings, v parsed) { s.NudgeMaxAttempts = int(v.i) }, nil},
 	// 0 is legitimate: "no cooldown" nudges again at the next tick after an
 	// interrupted resume. Nudges stay bounded by nudge_max_attempts and by
 	// the tick, and a nudge puts the session back to Working, so 0 cannot
 	// send two nudges for one interruption.
 	{Def{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: 0, Max: 24 * 60,
 		Description: "Minimum minutes between nudges (0: nudge again at the next tick)."},
-		func(s *Settings, v parsed) { s.NudgeCooldown = v.minutes() }},
+		func(s *Settings, v parsed) { s.NudgeCooldown = v.minutes() }, nil},
 	// Off by default: resuming starts a process (and spends tokens) on the
 	// user's behalf for a session they started themselves; with it off the
 	// session is escalated and "Resume in the background" is offered.
 	{Def{Key: "supervisor.resume_terminal_sessions", Kind: KindBool, Default: "false",
 		Description: "When a session started in a terminal dies mid-turn (its process killed or crashed), resume it in the background as a managed session with the continuation nudge, within the nudge's attempts and cooldown."},
-		func(s *Settings, v parsed) { s.ResumeTerminal = v.b }},
+		func(s *Settings, v parsed) { s.ResumeTerminal = v.b }, nil},
 	// Five minutes leaves time to log in again (the user runs /login or
 	// refreshes a key) without hammering the provider; each attempt resumes
 	// the session, which costs a request.
 	{Def{Key: "supervisor.auth_retry_minutes", Kind: KindMinutes, Default: "5", Min: minMinutes, Max: 24 * 60,
 		Description: "After an authentication failure, minutes between attempts to resume with refreshed credentials."},
-		func(s *Settings, v parsed) { s.AuthRetry = v.minutes() }},
+		func(s *Settings, v parsed) { s.AuthRetry = v.minutes() }, nil},
 	// An outage of a long lunch is survived by default; up to a day for a
 	// machine that is routinely offline for hours. Retries grow from 30 s to
 	// every 15 min (no wait longer than a sixth of the window, so a short
 	// window still gets several tries); time known offline does not count.
 	{Def{Key: "supervisor.transient_window_minutes", Kind: KindMinutes, Default: "90", Min: minMinutes, Max: 24 * 60,
 		Description: "After a network failure, server error or overload that outlasted the agent's own retries, minutes the supervisor keeps retrying before escalating (a success refills it; time offline does not count)."},
-		func(s *Settings, v parsed) { s.TransientWindow = v.minutes() }},
+		func(s *Settings, v parsed) { s.TransientWindow = v.minutes() }, nil},
 	// Not below the fastest tick: a snapshot more often than the watchdog
 	// can change anything is wasted work for every subscriber.
 	{Def{Key: "supervisor.snapshot_interval_seconds", Kind: KindInt, Unit: "seconds", Default: "60", Min: 5, Max: 3600,
 		Description: "Cadence of the authoritative activity snapshot re-emit."},
-		func(s *Settings, v parsed) { s.SnapshotInterval = v.seconds() }},
+		func(s *Settings, v parsed) { s.SnapshotInterval = v.seconds() }, nil},
 	// A compaction of a large context was measured at ~44 s; 600 s gives
 	// more than 10x headroom so a slow provider never has a healthy
 	// compaction failed, while a truly stuck one is failed by the watchdog
@@ -253,27 +302,64 @@ var coreSettings = []setting{
 	// fail real compactions.
 	{Def{Key: "context_overflow.compact_timeout_seconds", Kind: KindInt, Unit: "seconds", Default: "600", Min: 60, Max: 7200,
 		Description: "How long a compaction may run before it is failed; also the stuck-compaction and stale-overflow threshold."},
-		func(s *Settings, v parsed) { s.CompactTimeout = v.seconds() }},
+		func(s *Settings, v parsed) { s.CompactTimeout = v.seconds() }, nil},
 	// At least 30 days: the timeline is the audit of what happened while
 	// nobody watched, and a shorter window could prune an incident before
 	// anyone reads it.
 	{Def{Key: "timeline.retention_days", Kind: KindInt, Unit: "days", Default: "30", Min: 30, Max: 3650,
 		Description: "Days of supervisor timeline to keep (at least 30); older events are pruned."},
-		func(s *Settings, v parsed) { s.RetentionDays = int(v.i) }},
+		func(s *Settings, v parsed) { s.RetentionDays = int(v.i) }, nil},
 	// A week: long enough that a session finished on Friday is still in the
 	// tray on Monday, short enough that terminal sessions found over months
 	// do not pile up in it.
 	{Def{Key: "sessions.archive_after_days", Kind: KindInt, Unit: "days", Default: "7", Min: 0, Max: 3650,
 		Description: "Archive a session that ended (process gone, nothing pending, acknowledged) after this many quiet days: it leaves the tray and the default list and stays readable with ls --all and timeline. 0 never archives."},
-		func(s *Settings, v parsed) { s.ArchiveAfterDays = int(v.i) }},
+		func(s *Settings, v parsed) { s.ArchiveAfterDays = int(v.i) }, nil},
 	{Def{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
 		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
-		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }},
+		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }, nil},
+	// Five minutes: long enough for someone at the desk to see the
+	// desktop notification and act, short enough that an unattended
+	// session does not idle for long. 0 pushes at once.
+	{Def{Key: "notify.push_after_minutes", Kind: KindMinutes, Default: "5", Min: 0, Max: 24 * 60,
+		Description: "Minutes a session needing you stays unacknowledged before the push channels (ntfy, webhook) are told; 0 tells them at once. With no desktop running they are told at once."},
+		func(s *Settings, v parsed) { s.Push.After = v.minutes() }, nil},
+	// Off: a finished turn is routine, and pushing every one is the storm
+	// users complain about; an escalation is always pushed.
+	{Def{Key: "notify.push_waiting_on_user", Kind: KindBool, Default: "false",
+		Description: "Also push sessions waiting on you (a question, a plan, a permission request, a finished turn), not only those that need you because nothing automatic is left."},
+		func(s *Settings, v parsed) { s.Push.WaitingOnUser = v.b }, nil},
+	{Def{Key: "notify.quiet_hours", Kind: KindString, Optional: true, Default: "",
+		Description: "Local time span (HH:MM-HH:MM, such as 22:00-07:00) during which pushes are held; one summary goes out when it ends. The desktop is notified as usual. Empty: no quiet hours."},
+		func(s *Settings, v parsed) { s.Push.Quiet, _ = ParseQuietHours(v.s) }, func(t string) error { _, err := ParseQuietHours(t); return err }},
+	{Def{Key: "notify.ntfy.server", Kind: KindString, Default: "https://ntfy.sh",
+		Description: "The ntfy server pushes go through: the public one or your own."},
+		func(s *Settings, v parsed) { s.Push.NtfyServer = v.s }, checkServerURL},
+	// Secret: on a public server the topic is the password.
+	{Def{Key: "notify.ntfy.topic", Kind: KindString, Optional: true, Secret: true, Default: "",
+		Description: "The ntfy topic to publish to (letters, digits, - and _; on a public server pick one nobody guesses: it is the password). Empty: no ntfy."},
+		func(s *Settings, v parsed) { s.Push.NtfyTopic = v.s }, checkNtfyTopic},
+	{Def{Key: "notify.ntfy.token", Kind: KindString, Optional: true, Secret: true, Default: "",
+		Description: "The ntfy access token, when the server requires one (tk_…)."},
+		func(s *Settings, v parsed) { s.Push.NtfyToken = v.s }, nil},
+	// Secret: a Slack or Discord incoming-webhook URL is a credential.
+	{Def{Key: "notify.webhook.url", Kind: KindString, Optional: true, Secret: true, Default: "",
+		Description: "The URL pushes are POSTed to (https; a Slack or Discord incoming webhook, or your own receiver). Empty: no webhook."},
+		func(s *Settings, v parsed) { s.Push.WebhookURL = v.s }, checkWebhookURL},
+	{Def{Key: "notify.webhook.format", Kind: KindString, Default: "generic",
+		Description: "The webhook's body: generic (the documented JSON), slack or discord."},
+		func(s *Settings, v parsed) { s.Push.WebhookFormat = v.s }, checkWebhookFormat},
+	{Def{Key: "notify.webhook.secret", Kind: KindString, Optional: true, Secret: true, Default: "",
+		Description: "A secret the webhook's body is signed with (HMAC-SHA256 in X-Session-Supervisor-Signature). Empty: unsigned."},
+		func(s *Settings, v parsed) { s.Push.WebhookSecret = v.s }, nil},
+	{Def{Key: "notify.click_url", Kind: KindString, Optional: true, Default: "",
+		Description: "A link a push opens when tapped (http or https), such as your remote desktop's address. Empty: none. Pushes never carry a way to approve anything."},
+		func(s *Settings, v parsed) { s.Push.ClickURL = v.s }, checkServerURL},
 	// The ssh program and its options, not a host list: which machines to
 	// reach is `machines add`, and ssh's own configuration says how.
 	{Def{Key: "machines.ssh_command", Kind: KindString, Default: "ssh",
 		Description: "The ssh program, with any extra options, that reaches other machines' supervisors (`ssh -F ~/.ssh/other_config`, a wrapper)."},
-		func(s *Settings, v parsed) { s.SSHCommand = v.s }},
+		func(s *Settings, v parsed) { s.SSHCommand = v.s }, nil},
 }
 
 // Agent is what the settings registry needs to know about one agent
@@ -311,7 +397,7 @@ func NewRegistry(agents ...Agent) (*Registry, error) {
 		name := a.Name
 		s := setting{Def{Key: AgentCommandKey(name), Kind: KindString, Default: a.DefaultCommand,
 			Description: fmt.Sprintf("Command that starts %s: a name on PATH or an absolute path.", a.DisplayName)},
-			func(s *Settings, v parsed) { s.AgentCommands[name] = v.s }}
+			func(s *Settings, v parsed) { s.AgentCommands[name] = v.s }, nil}
 		if _, _, _, err := s.parse(s.Default); err != nil {
 			return nil, fmt.Errorf("registering agent %s: bad default command: %w", name, err)
 		}
@@ -391,6 +477,9 @@ func (d Def) Allowed() string {
 	case KindMinutes:
 		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)%s", formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
 	case KindString:
+		if d.Optional {
+			return "a single line of text, or nothing (\"\") to turn it off"
+		}
 		return "a non-empty single line of text"
 	}
 	return d.Kind.String()
@@ -468,6 +557,9 @@ func (d Def) parse(raw string) (string, parsed, bool, error) {
 		return formatNumber(f), parsed{f: f}, clamped, nil
 
 	case KindString:
+		if in == "" && d.Optional {
+			return "", parsed{}, false, nil
+		}
 		if in == "" {
 			return invalid("empty")
 		}
@@ -547,8 +639,17 @@ func (r *Registry) resolve(stored map[string]string) resolved {
 	for i, def := range all {
 		def.apply(&out.settings, vals[i])
 		out.values[i].IsDefault = out.values[i].Value == def.Default
+		out.values[i].Value = def.show(out.values[i].Value)
 	}
 	return out
+}
+
+// show is a value as it may be shown: a secret's only as set or not.
+func (d Def) show(text string) string {
+	if d.Secret && text != "" {
+		return Masked
+	}
+	return text
 }
 
 // Defaults is the snapshot of an unconfigured install.
@@ -596,6 +697,15 @@ func (r *Registry) prepareSet(key, raw string) (SetResult, error) {
 	return res, nil
 }
 
+// shown is a result as it may be shown: a secret's values only as set or
+// not. The stored value is the one prepareSet returned, never this.
+func (r *Registry) shown(res SetResult) SetResult {
+	if def, err := r.lookup(res.Key); err == nil && def.Secret {
+		res.Value, res.Requested = def.show(res.Value), def.show(res.Requested)
+	}
+	return res
+}
+
 // clampNote words a clamp for people.
 func clampNote(def Def, requested, stored string) string {
 	return fmt.Sprintf("%s is outside %s–%s, so %s (the nearest allowed value) was saved",
@@ -614,4 +724,127 @@ type Value struct {
 	// Note explains a stored value that was ignored, clamped or raised by
 	// a cross-key rule; empty normally.
 	Note string `json:"note,omitempty"`
+}
+
+// QuietHours is a daily span of local time during which pushes are held.
+// The zero value is none.
+type QuietHours struct {
+	set        bool
+	start, end int // minutes after midnight; end < start spans midnight
+}
+
+// ParseQuietHours reads "HH:MM-HH:MM" (local time; "22:00-07:00" spans
+// midnight); "" is none.
+func ParseQuietHours(s string) (QuietHours, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return QuietHours{}, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return QuietHours{}, fmt.Errorf("quiet hours %q: want HH:MM-HH:MM, such as 22:00-07:00", s)
+	}
+	start, err := clockMinutes(a)
+	if err != nil {
+		return QuietHours{}, fmt.Errorf("quiet hours %q: start: %w", s, err)
+	}
+	end, err := clockMinutes(b)
+	if err != nil {
+		return QuietHours{}, fmt.Errorf("quiet hours %q: end: %w", s, err)
+	}
+	if start == end {
+		return QuietHours{}, fmt.Errorf("quiet hours %q: start and end are the same time", s)
+	}
+	return QuietHours{set: true, start: start, end: end}, nil
+}
+
+func clockMinutes(s string) (int, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a time of day (HH:MM, 24-hour)", strings.TrimSpace(s))
+	}
+	return t.Hour()*60 + t.Minute(), nil
+}
+
+// String is the form ParseQuietHours reads ("" for none).
+func (q QuietHours) String() string {
+	if !q.set {
+		return ""
+	}
+	return fmt.Sprintf("%02d:%02d-%02d:%02d", q.start/60, q.start%60, q.end/60, q.end%60)
+}
+
+// Contains reports whether t (in its own location) is within the hours.
+func (q QuietHours) Contains(t time.Time) bool {
+	if !q.set {
+		return false
+	}
+	m := t.Hour()*60 + t.Minute()
+	if q.start < q.end {
+		return m >= q.start && m < q.end
+	}
+	return m >= q.start || m < q.end
+}
+
+// End is when the quiet hours containing t end (t itself when it is not
+// within them).
+func (q QuietHours) End(t time.Time) time.Time {
+	if !q.Contains(t) {
+		return t
+	}
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, t.Location())
+	end := day.Add(time.Duration(q.end) * time.Minute)
+	if !end.After(t) {
+		end = day.AddDate(0, 0, 1).Add(time.Duration(q.end) * time.Minute)
+	}
+	return end
+}
+
+// checkServerURL accepts an http or https URL with a host.
+func checkServerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL", s)
+	}
+	return nil
+}
+
+// checkWebhookURL accepts https, and plain http only to this machine: a
+// push carries what sessions do, which must not cross a network in clear.
+// The URL may be a credential, so the error does not repeat it.
+func checkWebhookURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return errors.New("not a URL")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if h := u.Hostname(); h == "localhost" || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
+			return nil
+		}
+		return errors.New("plain http is accepted only to this machine (localhost, 127.0.0.1); use https")
+	}
+	return errors.New("not an https URL")
+}
+
+// ntfyTopic is ntfy's rule for a topic name.
+var ntfyTopic = regexp.MustCompile(`^[-_A-Za-z0-9]{1,64}$`)
+
+func checkNtfyTopic(s string) error {
+	if !ntfyTopic.MatchString(s) {
+		return errors.New("a topic is 1 to 64 letters, digits, - and _")
+	}
+	return nil
+}
+
+// WebhookFormats are the bodies a webhook can be sent in.
+var WebhookFormats = []string{"generic", "slack", "discord"}
+
+func checkWebhookFormat(s string) error {
+	if !slices.Contains(WebhookFormats, s) {
+		return fmt.Errorf("%q is not one of %s", s, strings.Join(WebhookFormats, ", "))
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ var specDefaults = Settings{
 	NotifyWaitingOnUser: true,
 	AgentCommands:       map[string]string{"claude": "claude"},
 	SSHCommand:          "ssh",
+	Push:                Push{After: 5 * time.Minute, NtfyServer: "https://ntfy.sh", WebhookFormat: "generic"},
 }
 
 // withSpecDefaults returns specDefaults with edit applied to a copy (the map
@@ -65,6 +66,16 @@ func TestSettingRegistry(t *testing.T) {
 		"timeline.retention_days",
 		"sessions.archive_after_days",
 		"notify.waiting_on_user",
+		"notify.push_after_minutes",
+		"notify.push_waiting_on_user",
+		"notify.quiet_hours",
+		"notify.ntfy.server",
+		"notify.ntfy.topic",
+		"notify.ntfy.token",
+		"notify.webhook.url",
+		"notify.webhook.format",
+		"notify.webhook.secret",
+		"notify.click_url",
 		"machines.ssh_command",
 		"agents.claude.command",
 	}
@@ -173,6 +184,17 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"notify.waiting_on_user", "0", "false", func(s *Settings) { s.NotifyWaitingOnUser = false }},
 		{"machines.ssh_command", " ssh -F /tmp/cfg ", "ssh -F /tmp/cfg", func(s *Settings) { s.SSHCommand = "ssh -F /tmp/cfg" }},
 		{"agents.claude.command", " /opt/claude/bin/claude ", "/opt/claude/bin/claude", func(s *Settings) { s.AgentCommands["claude"] = "/opt/claude/bin/claude" }},
+		{"notify.push_after_minutes", "0", "0", func(s *Settings) { s.Push.After = 0 }},
+		{"notify.push_waiting_on_user", "yes", "true", func(s *Settings) { s.Push.WaitingOnUser = true }},
+		{"notify.quiet_hours", "22:00-07:00", "22:00-07:00", func(s *Settings) { s.Push.Quiet, _ = ParseQuietHours("22:00-07:00") }},
+		{"notify.ntfy.server", "http://127.0.0.1:8080", "http://127.0.0.1:8080", func(s *Settings) { s.Push.NtfyServer = "http://127.0.0.1:8080" }},
+		// A secret is stored as given and shown only as set.
+		{"notify.ntfy.topic", "ann-sessions_42", Masked, func(s *Settings) { s.Push.NtfyTopic = "ann-sessions_42" }},
+		{"notify.ntfy.token", "tk_abc", Masked, func(s *Settings) { s.Push.NtfyToken = "tk_abc" }},
+		{"notify.webhook.url", "https://hooks.slack.com/services/T0/B0/xyz", Masked, func(s *Settings) { s.Push.WebhookURL = "https://hooks.slack.com/services/T0/B0/xyz" }},
+		{"notify.webhook.format", "slack", "slack", func(s *Settings) { s.Push.WebhookFormat = "slack" }},
+		{"notify.webhook.secret", "s3cret", Masked, func(s *Settings) { s.Push.WebhookSecret = "s3cret" }},
+		{"notify.click_url", "https://desk.example/", "https://desk.example/", func(s *Settings) { s.Push.ClickURL = "https://desk.example/" }},
 	}
 	if len(tests) != len(testReg.Defs()) {
 		t.Fatalf("table covers %d keys, registry has %d", len(tests), len(testReg.Defs()))
@@ -185,7 +207,11 @@ func TestSetSettingReachesItsField(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SetSetting: %v", err)
 			}
-			if want := (SetResult{Key: tt.key, Value: tt.stored, Requested: tt.raw}); res != want {
+			requested := tt.raw
+			if tt.stored == Masked {
+				requested = Masked
+			}
+			if want := (SetResult{Key: tt.key, Value: tt.stored, Requested: requested}); res != want {
 				t.Errorf("SetSetting = %+v, want %+v", res, want)
 			}
 			if g, err := s.GetSetting(ctx, tt.key); err != nil || g != tt.stored {
@@ -435,5 +461,102 @@ func TestLoadSettingsSurvivesHandEdits(t *testing.T) {
 	}
 	if g, err := s.GetSetting(ctx, "supervisor.tick_seconds"); err != nil || g != "15" {
 		t.Errorf("GetSetting(tick) = %q, %v; want the default 15", g, err)
+	}
+}
+
+// Each push setting refuses what its channel could not use, with a reason,
+// and a secret's refusal does not repeat the value.
+func TestPushSettingsRefuse(t *testing.T) {
+	st, _ := openTemp(t)
+	svc, err := NewService(context.Background(), testReg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ key, raw, why string }{
+		{"notify.quiet_hours", "22:00", "want HH:MM-HH:MM"},
+		{"notify.quiet_hours", "22:00-24:30", "not a time of day"},
+		{"notify.ntfy.server", "ntfy.sh", "not an http or https URL"},
+		{"notify.ntfy.topic", "my topic!", "letters, digits"},
+		{"notify.webhook.url", "http://hooks.example.com/T0/secretpath", "only to this machine"},
+		{"notify.webhook.url", "ftp://hooks.example.com/secretpath", "not an https URL"},
+		{"notify.webhook.format", "teams", "generic, slack, discord"},
+		{"notify.click_url", "javascript:alert(1)", "not an http or https URL"},
+	} {
+		_, err := svc.Update(context.Background(), tc.key, tc.raw)
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s = %q: err %v, want ErrInvalid saying %q", tc.key, tc.raw, err, tc.why)
+			continue
+		}
+		if def, _ := testReg.Lookup(tc.key); def.Secret && strings.Contains(err.Error(), "secretpath") {
+			t.Errorf("%s: the error repeats the secret: %v", tc.key, err)
+		}
+	}
+	// Empty turns an optional setting off; a required one refuses it.
+	if _, err := svc.Update(context.Background(), "notify.ntfy.topic", ""); err != nil {
+		t.Errorf("clearing the topic: %v", err)
+	}
+	if _, err := svc.Update(context.Background(), "notify.ntfy.server", ""); err == nil {
+		t.Error("an empty ntfy server was accepted")
+	}
+	// Plain http to this machine is a webhook (a local receiver, a test).
+	if _, err := svc.Update(context.Background(), "notify.webhook.url", "http://127.0.0.1:9/hook"); err != nil {
+		t.Errorf("a loopback webhook: %v", err)
+	}
+	for _, v := range svc.List() {
+		if v.Key == "notify.webhook.url" && v.Value != Masked {
+			t.Errorf("List shows the webhook URL: %q", v.Value)
+		}
+	}
+	if got := svc.Get().Push.WebhookURL; got != "http://127.0.0.1:9/hook" {
+		t.Errorf("in force: %q", got)
+	}
+}
+
+func TestQuietHours(t *testing.T) {
+	at := func(h, m int) time.Time { return time.Date(2026, 12, 2, h, m, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		in      string
+		err     string
+		inside  []time.Time
+		outside []time.Time
+	}{
+		{in: ""},
+		{in: "22:00-07:00", inside: []time.Time{at(22, 0), at(23, 59), at(0, 0), at(6, 59)}, outside: []time.Time{at(7, 0), at(12, 0), at(21, 59)}},
+		{in: " 12:30 - 13:00 ", inside: []time.Time{at(12, 30), at(12, 59)}, outside: []time.Time{at(13, 0), at(12, 29)}},
+		{in: "22:00", err: "want HH:MM-HH:MM"},
+		{in: "25:00-07:00", err: "not a time of day"},
+		{in: "07:00-07:00", err: "the same time"},
+	} {
+		q, err := ParseQuietHours(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		for _, tm := range tc.inside {
+			if !q.Contains(tm) {
+				t.Errorf("%q does not contain %s", tc.in, tm.Format("15:04"))
+			}
+		}
+		for _, tm := range tc.outside {
+			if q.Contains(tm) {
+				t.Errorf("%q contains %s", tc.in, tm.Format("15:04"))
+			}
+		}
+	}
+	q, _ := ParseQuietHours("22:00-07:00")
+	if got := q.End(at(23, 0)); !got.Equal(time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)) {
+		t.Errorf("End(23:00) = %v", got)
+	}
+	if got := q.End(at(3, 0)); !got.Equal(at(7, 0)) {
+		t.Errorf("End(03:00) = %v", got)
+	}
+	if q.String() != "22:00-07:00" {
+		t.Errorf("String = %q", q.String())
 	}
 }

@@ -118,6 +118,7 @@ func (s *Service) UpdateMany(ctx context.Context, changes []Change) ([]SetResult
 		return nil, err
 	}
 	for i := range results {
+		results[i] = s.reg.shown(results[i])
 		inForce(&results[i], r)
 	}
 	return results, nil
@@ -254,7 +255,7 @@ func (d DB) SetSetting(ctx context.Context, key, raw string) (SetResult, error) 
 	if err := d.rows.WriteSettings(ctx, map[string]*string{key: &res.Value}); err != nil {
 		return SetResult{}, err
 	}
-	return res, nil
+	return d.reg.shown(res), nil
 }
 
 // GetSetting returns the value in force for key: the stored value, or the

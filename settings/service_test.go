@@ -38,6 +38,8 @@ func TestEveryNumericKeyClampsNeverRefuses(t *testing.T) {
 		{"timeline.retention_days", "29", "30", "3651", "3650", "30", true, "-1", "30"},
 		// 0 is legitimate: never archive.
 		{"sessions.archive_after_days", "-1", "0", "3651", "3650", "0", false, "-3", "0"},
+		// 0 is legitimate: push at once.
+		{"notify.push_after_minutes", "-1", "0", "1441", "1440", "0", false, "-3", "0"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 // Kind is what an incident is about.
@@ -73,7 +73,7 @@ type Policy struct {
 	// PushWaiting pushes sessions waiting on the user too.
 	PushWaiting bool
 	// Quiet holds pushes; one summary goes out when they end.
-	Quiet QuietHours
+	Quiet settings.QuietHours
 	// RetryFor is how long failed deliveries of one push are retried.
 	RetryFor time.Duration
 	// Gather pulls forward an incident due within this long of another, so
@@ -404,80 +404,4 @@ func (p *Planner) Next(now time.Time, desktop bool) time.Time {
 		}
 	}
 	return next
-}
-
-// QuietHours is a daily span of local time during which pushes are held.
-// The zero value is no quiet hours.
-type QuietHours struct {
-	set        bool
-	start, end int // minutes after midnight; end < start spans midnight
-}
-
-// ParseQuietHours reads "HH:MM-HH:MM" (local time; "22:00-07:00" spans
-// midnight); "" is none.
-func ParseQuietHours(s string) (QuietHours, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return QuietHours{}, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return QuietHours{}, fmt.Errorf("quiet hours %q: want HH:MM-HH:MM, such as 22:00-07:00", s)
-	}
-	start, err := clock(a)
-	if err != nil {
-		return QuietHours{}, fmt.Errorf("quiet hours %q: start: %w", s, err)
-	}
-	end, err := clock(b)
-	if err != nil {
-		return QuietHours{}, fmt.Errorf("quiet hours %q: end: %w", s, err)
-	}
-	if start == end {
-		return QuietHours{}, fmt.Errorf("quiet hours %q: start and end are the same time", s)
-	}
-	return QuietHours{set: true, start: start, end: end}, nil
-}
-
-func clock(s string) (int, error) {
-	t, err := time.Parse("15:04", strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a time of day (HH:MM, 24-hour)", strings.TrimSpace(s))
-	}
-	return t.Hour()*60 + t.Minute(), nil
-}
-
-// String is the form ParseQuietHours reads ("" for none).
-func (q QuietHours) String() string {
-	if !q.set {
-		return ""
-	}
-	return fmt.Sprintf("%02d:%02d-%02d:%02d", q.start/60, q.start%60, q.end/60, q.end%60)
-}
-
-func minuteOfDay(t time.Time) int { return t.Hour()*60 + t.Minute() }
-
-// Contains reports whether t (in its own location) is within the hours.
-func (q QuietHours) Contains(t time.Time) bool {
-	if !q.set {
-		return false
-	}
-	m := minuteOfDay(t)
-	if q.start < q.end {
-		return m >= q.start && m < q.end
-	}
-	return m >= q.start || m < q.end
-}
-
-// End is when the quiet hours containing t end (t itself when it is not
-// within them).
-func (q QuietHours) End(t time.Time) time.Time {
-	if !q.Contains(t) {
-		return t
-	}
-	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, t.Location())
-	end := day.Add(time.Duration(q.end) * time.Minute)
-	if !end.After(t) {
-		end = day.AddDate(0, 0, 1).Add(time.Duration(q.end) * time.Minute)
-	}
-	return end
 }

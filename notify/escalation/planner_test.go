@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/settings"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -40,7 +41,7 @@ type step struct {
 
 func TestPlanner(t *testing.T) {
 	minutes := func(n float64) time.Duration { return time.Duration(n * float64(time.Minute)) }
-	quiet, err := ParseQuietHours("22:00-07:00")
+	quiet, err := settings.ParseQuietHours("22:00-07:00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestPlanner(t *testing.T) {
 // Next names the moment Due has something new: the delay's end, a
 // retry's time, the end of quiet hours; zero when nothing is pending.
 func TestPlannerNext(t *testing.T) {
-	quiet, _ := ParseQuietHours("22:00-07:00")
+	quiet, _ := settings.ParseQuietHours("22:00-07:00")
 	p := NewPlanner(Policy{PushAfter: 5 * time.Minute, Quiet: quiet}, "ntfy")
 	if n := p.Next(t0, true); !n.IsZero() {
 		t.Fatalf("nothing open: Next = %v", n)
@@ -178,55 +179,6 @@ func TestSyncClosesAbsentSessions(t *testing.T) {
 	p.Sync([]sessions.Session{escalated("b", 1)}, t0.Add(time.Second))
 	if got := summary(p.Due(t0.Add(time.Minute), true)); !slices.Equal(got, []string{"ntfy:single:escalated/b/1"}) {
 		t.Fatalf("Due = %q, want b alone (a was forgotten)", got)
-	}
-}
-
-func TestQuietHours(t *testing.T) {
-	at := func(h, m int) time.Time { return time.Date(2026, 12, 2, h, m, 0, 0, time.UTC) }
-	for _, tc := range []struct {
-		in      string
-		err     string
-		inside  []time.Time
-		outside []time.Time
-	}{
-		{in: ""},
-		{in: "22:00-07:00", inside: []time.Time{at(22, 0), at(23, 59), at(0, 0), at(6, 59)}, outside: []time.Time{at(7, 0), at(12, 0), at(21, 59)}},
-		{in: " 12:30 - 13:00 ", inside: []time.Time{at(12, 30), at(12, 59)}, outside: []time.Time{at(13, 0), at(12, 29)}},
-		{in: "22:00", err: "want HH:MM-HH:MM"},
-		{in: "25:00-07:00", err: "not a time of day"},
-		{in: "07:00-07:00", err: "the same time"},
-	} {
-		q, err := ParseQuietHours(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		for _, tm := range tc.inside {
-			if !q.Contains(tm) {
-				t.Errorf("%q does not contain %s", tc.in, tm.Format("15:04"))
-			}
-		}
-		for _, tm := range tc.outside {
-			if q.Contains(tm) {
-				t.Errorf("%q contains %s", tc.in, tm.Format("15:04"))
-			}
-		}
-	}
-	q, _ := ParseQuietHours("22:00-07:00")
-	if got := q.End(at(23, 0)); !got.Equal(time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)) {
-		t.Errorf("End(23:00) = %v", got)
-	}
-	if got := q.End(at(3, 0)); !got.Equal(at(7, 0)) {
-		t.Errorf("End(03:00) = %v", got)
-	}
-	if q.String() != "22:00-07:00" {
-		t.Errorf("String = %q", q.String())
 	}
 }
 
