@@ -23,6 +23,18 @@ func TestGoldenSettingsGeneral(t *testing.T) {
 	test.AssertImageMatches(t, "settings_general.png", e.w.win.Canvas().Capture())
 }
 
+// The Notifications tab: a secret set shows as dots, one not set says so.
+func TestGoldenSettingsNotifications(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	if _, err := e.settings.Update(e.ctx, "notify.ntfy.topic", "ann-sessions"); err != nil {
+		t.Fatal(err)
+	}
+	e.w.ShowSettings()
+	e.w.settings.tabs.SelectIndex(int(tabNotifications))
+	e.w.win.Canvas().Unfocus()
+	test.AssertImageMatches(t, "settings_notifications.png", e.w.win.Canvas().Capture())
+}
+
 func TestGoldenDetail(t *testing.T) {
 	e := newEnv(t, seed(), seedTimeline())
 	e.w.ShowSession("a1")

@@ -57,6 +57,16 @@ var settingTitles = map[string]string{
 	"timeline.retention_days":                  "Keep the timeline for",
 	"sessions.archive_after_days":              "Archive ended sessions after",
 	"notify.waiting_on_user":                   "Notify when a session waits on you",
+	"notify.push_after_minutes":                "Push when still unanswered after",
+	"notify.push_waiting_on_user":              "Push sessions waiting on you too",
+	"notify.quiet_hours":                       "Quiet hours",
+	"notify.ntfy.server":                       "ntfy server",
+	"notify.ntfy.topic":                        "ntfy topic",
+	"notify.ntfy.token":                        "ntfy access token",
+	"notify.webhook.url":                       "Webhook URL",
+	"notify.webhook.format":                    "Webhook format",
+	"notify.webhook.secret":                    "Webhook signing secret",
+	"notify.click_url":                         "Link a push opens",
 	// agents.NAME.command: "DISPLAY NAME command", from the registry.
 }
 
@@ -87,12 +97,8 @@ type settingField struct {
 
 func newSettingsView(w *Window) *settingsView {
 	v := &settingsView{w: w, byKey: map[string]*settingField{}}
-	general := map[string]bool{}
-	for _, k := range generalKeys {
-		general[k] = true
-	}
-	var genRows, advRows []fyne.CanvasObject
-	var genFields, advFields []*settingField
+	var genRows, advRows, noteRows []fyne.CanvasObject
+	var genFields, advFields, noteFields []*settingField
 	// General in the spec's order of the knobs; Advanced in the registry's
 	// (the spec's table) order.
 	defs := slices.Clone(w.settingDefs)
@@ -113,10 +119,14 @@ func newSettingsView(w *Window) *settingsView {
 		f := newSettingField(def, titles[def.Key])
 		v.fields = append(v.fields, f)
 		v.byKey[def.Key] = f
-		if general[def.Key] {
+		switch tabOf(def.Key) {
+		case tabGeneral:
 			genRows = append(genRows, f.row, widget.NewSeparator())
 			genFields = append(genFields, f)
-		} else {
+		case tabNotifications:
+			noteRows = append(noteRows, f.row, widget.NewSeparator())
+			noteFields = append(noteFields, f)
+		default:
 			advRows = append(advRows, f.row, widget.NewSeparator())
 			advFields = append(advFields, f)
 		}
@@ -136,6 +146,7 @@ func newSettingsView(w *Window) *settingsView {
 	}
 	v.tabs = container.NewAppTabs(
 		container.NewTabItem("General", page("What the supervisor may do on its own, and when it considers a session stalled.", genRows, genFields)),
+		container.NewTabItem("Notifications", page("The desktop is told at once; ntfy and a webhook reach you away from the desk. Secrets are stored owner-only and never shown.", noteRows, noteFields)),
 		container.NewTabItem("Advanced", page("Cadence, retention and agent settings. The defaults suit multi-hour turns.", advRows, advFields)),
 	)
 	v.status = widget.NewLabel("")
@@ -147,6 +158,27 @@ func newSettingsView(w *Window) *settingsView {
 	v.content = container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), bar), nil, nil, v.tabs)
 	v.load()
 	return v
+}
+
+// settingsTab is a tab of Settings, in display order.
+type settingsTab int
+
+const (
+	tabGeneral settingsTab = iota
+	tabNotifications
+	tabAdvanced
+)
+
+// tabOf is the tab a setting is on: the spec's knobs on General, the
+// notify.* settings on Notifications, the rest on Advanced.
+func tabOf(key string) settingsTab {
+	switch {
+	case slices.Contains(generalKeys, key):
+		return tabGeneral
+	case strings.HasPrefix(key, "notify."):
+		return tabNotifications
+	}
+	return tabAdvanced
 }
 
 // newSettingField builds def's row; title overrides settingTitles (the
@@ -179,6 +211,11 @@ func newSettingField(def localapi.SettingDef, title string) *settingField {
 		input = f.check
 	} else {
 		f.entry = widget.NewEntry()
+		if def.Secret {
+			// Shown only as set (the API masks it); typing replaces it,
+			// emptying it turns what it configures off.
+			f.entry = widget.NewPasswordEntry()
+		}
 		f.entry.OnChanged = func(string) { f.validate() }
 		input = container.NewBorder(nil, nil, nil, fixedWidth(80, fieldName(unitOf(def))), f.entry)
 	}
@@ -208,6 +245,9 @@ func showValue(def localapi.SettingDef, v string) string {
 			return "on"
 		}
 		return "off"
+	}
+	if v == "" {
+		return "none"
 	}
 	return v
 }
@@ -280,11 +320,16 @@ func checkSetting(def localapi.SettingDef, raw string) string {
 			return "Out of range."
 		}
 	case "string":
-		if in == "" {
+		if in == "" && !def.Optional {
 			return "Must not be empty."
 		}
 		if strings.ContainsFunc(in, unicode.IsControl) {
 			return "Must be a single line."
+		}
+		if in != "" {
+			if err := def.CheckFormat(in); err != nil {
+				return upperFirst(err.Error()) + "."
+			}
 		}
 	}
 	return ""
@@ -398,17 +443,9 @@ func (v *settingsView) saveAll() {
 // showTabOf switches to the first tab holding a field that matches, so an
 // error is never hidden on the other tab.
 func (v *settingsView) showTabOf(match func(*settingField) bool) {
-	general := map[string]bool{}
-	for _, k := range generalKeys {
-		general[k] = true
-	}
 	for _, f := range v.fields {
 		if match(f) {
-			if general[f.def.Key] {
-				v.tabs.SelectIndex(0)
-			} else {
-				v.tabs.SelectIndex(1)
-			}
+			v.tabs.SelectIndex(int(tabOf(f.def.Key)))
 			return
 		}
 	}
@@ -417,4 +454,13 @@ func (v *settingsView) showTabOf(match func(*settingField) bool) {
 func (v *settingsView) setStatus(msg string, imp widget.Importance) {
 	v.status.Importance = imp
 	v.status.SetText(msg)
+}
+
+// upperFirst starts a sentence.
+func upperFirst(s string) string {
+	r := []rune(s)
+	if len(r) > 0 {
+		r[0] = unicode.ToUpper(r[0])
+	}
+	return string(r)
 }

@@ -146,7 +146,7 @@ func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
 	v := e.w.settings
-	v.tabs.SelectIndex(1)
+	v.tabs.SelectIndex(int(tabAdvanced))
 	tick := v.byKey["supervisor.tick_seconds"]
 	typeInto(tick, "1")
 	if tick.errMsg.Visible() {

@@ -122,6 +122,11 @@ type Def struct {
 	// Optional: a string setting that may be empty, which turns what it
 	// configures off (no ntfy topic: no ntfy).
 	Optional bool `json:"optional,omitempty"`
+	// Format is the rule a non-empty string follows beyond being one line
+	// (CheckFormat); Choices are FormatChoice's values. Data, not code, so
+	// a client (the window) checks as the store does.
+	Format  Format   `json:"format,omitempty"`
+	Choices []string `json:"choices,omitempty"`
 	// Secret: a token, a signing secret or a URL that is itself a
 	// credential. Its value is stored like every other (in the data
 	// directory, owner-only) but never shown: lists, reads and results
@@ -208,24 +213,10 @@ func (v parsed) seconds() time.Duration { return time.Duration(v.i) * time.Secon
 // exactly 6 s, not 5.999999999 s.
 func (v parsed) minutes() time.Duration { return time.Duration(math.Round(v.f * float64(time.Minute))) }
 
-// setting is a definition plus where its value goes in Settings, and for
-// a string the rule its text must follow (nil: any single line).
+// setting is a definition plus where its value goes in Settings.
 type setting struct {
 	Def
 	apply func(*Settings, parsed)
-	check func(string) error
-}
-
-// parse is Def.parse, then the setting's own rule for a non-empty string.
-func (s setting) parse(raw string) (string, parsed, bool, error) {
-	text, v, clamped, err := s.Def.parse(raw)
-	if err != nil || s.check == nil || text == "" {
-		return text, v, clamped, err
-	}
-	if err := s.check(text); err != nil {
-		return "", parsed{}, false, fmt.Errorf("%w: %s: %w", ErrInvalid, s.Key, err)
-	}
-	return text, v, clamped, nil
 }
 
 // minMinutes is the smallest accepted minutes value (0.6 s): small enough
@@ -238,63 +229,63 @@ const minMinutes = 0.01
 var coreSettings = []setting{
 	{Def{Key: "supervisor.enabled", Kind: KindBool, Default: "true",
 		Description: "Master switch for the supervisor loop."},
-		func(s *Settings, v parsed) { s.Enabled = v.b }, nil},
+		func(s *Settings, v parsed) { s.Enabled = v.b }},
 	{Def{Key: "supervisor.tick_seconds", Kind: KindInt, Unit: "seconds", Default: "15", Min: 5, Max: 60,
 		Description: "Watchdog tick interval (clamped 5–60)."},
-		func(s *Settings, v parsed) { s.Tick = v.seconds() }, nil},
+		func(s *Settings, v parsed) { s.Tick = v.seconds() }},
 	{Def{Key: "supervisor.stall_suspect_minutes", Kind: KindMinutes, Default: "10", Min: minMinutes, Max: 24 * 60,
 		Description: "Working + silent stream for this long → Suspect."},
-		func(s *Settings, v parsed) { s.StallSuspect = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.StallSuspect = v.minutes() }},
 	{Def{Key: "supervisor.stall_tool_suspect_minutes", Kind: KindMinutes, Default: "30", Min: minMinutes, Max: 24 * 60,
 		Description: "Suspect threshold while a tool call or background task is open."},
-		func(s *Settings, v parsed) { s.StallToolSuspect = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.StallToolSuspect = v.minutes() }},
 	// Up to a week: turns legitimately run for hours, and the hard stall
 	// interrupts work, so a user must be able to set it very high.
 	{Def{Key: "supervisor.stall_hard_minutes", Kind: KindMinutes, Default: "150", Min: minMinutes, Max: 7 * 24 * 60,
 		Description: "Suspect + still silent this long → interrupt the turn."},
-		func(s *Settings, v parsed) { s.StallHard = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.StallHard = v.minutes() }},
 	{Def{Key: "supervisor.auto_recover_enabled", Kind: KindBool, Default: "true",
 		Description: "Gates recovery actions and the nudge. Status reconciliation stays on regardless."},
-		func(s *Settings, v parsed) { s.AutoRecover = v.b }, nil},
+		func(s *Settings, v parsed) { s.AutoRecover = v.b }},
 	{Def{Key: "supervisor.nudge_enabled", Kind: KindBool, Default: "true",
 		Description: "Allow the continuation nudge."},
-		func(s *Settings, v parsed) { s.NudgeEnabled = v.b }, nil},
+		func(s *Settings, v parsed) { s.NudgeEnabled = v.b }},
 	// 0 is allowed: escalate at once without nudging. 10 caps how long a
 	// session that dies on every turn can be re-driven unattended.
 	{Def{Key: "supervisor.nudge_max_attempts", Kind: KindInt, Unit: "attempts", Default: "2", Min: 0, Max: 10,
 		Description: "Nudges per incident before escalating."},
-		func(s *Settings, v parsed) { s.NudgeMaxAttempts = int(v.i) }, nil},
+		func(s *Settings, v parsed) { s.NudgeMaxAttempts = int(v.i) }},
 	// 0 is legitimate: "no cooldown" nudges again at the next tick after an
 	// interrupted resume. Nudges stay bounded by nudge_max_attempts and by
 	// the tick, and a nudge puts the session back to Working, so 0 cannot
 	// send two nudges for one interruption.
 	{Def{Key: "supervisor.nudge_cooldown_minutes", Kind: KindMinutes, Default: "10", Min: 0, Max: 24 * 60,
 		Description: "Minimum minutes between nudges (0: nudge again at the next tick)."},
-		func(s *Settings, v parsed) { s.NudgeCooldown = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.NudgeCooldown = v.minutes() }},
 	// Off by default: resuming starts a process (and spends tokens) on the
 	// user's behalf for a session they started themselves; with it off the
 	// session is escalated and "Resume in the background" is offered.
 	{Def{Key: "supervisor.resume_terminal_sessions", Kind: KindBool, Default: "false",
 		Description: "When a session started in a terminal dies mid-turn (its process killed or crashed), resume it in the background as a managed session with the continuation nudge, within the nudge's attempts and cooldown."},
-		func(s *Settings, v parsed) { s.ResumeTerminal = v.b }, nil},
+		func(s *Settings, v parsed) { s.ResumeTerminal = v.b }},
 	// Five minutes leaves time to log in again (the user runs /login or
 	// refreshes a key) without hammering the provider; each attempt resumes
 	// the session, which costs a request.
 	{Def{Key: "supervisor.auth_retry_minutes", Kind: KindMinutes, Default: "5", Min: minMinutes, Max: 24 * 60,
 		Description: "After an authentication failure, minutes between attempts to resume with refreshed credentials."},
-		func(s *Settings, v parsed) { s.AuthRetry = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.AuthRetry = v.minutes() }},
 	// An outage of a long lunch is survived by default; up to a day for a
 	// machine that is routinely offline for hours. Retries grow from 30 s to
 	// every 15 min (no wait longer than a sixth of the window, so a short
 	// window still gets several tries); time known offline does not count.
 	{Def{Key: "supervisor.transient_window_minutes", Kind: KindMinutes, Default: "90", Min: minMinutes, Max: 24 * 60,
 		Description: "After a network failure, server error or overload that outlasted the agent's own retries, minutes the supervisor keeps retrying before escalating (a success refills it; time offline does not count)."},
-		func(s *Settings, v parsed) { s.TransientWindow = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.TransientWindow = v.minutes() }},
 	// Not below the fastest tick: a snapshot more often than the watchdog
 	// can change anything is wasted work for every subscriber.
 	{Def{Key: "supervisor.snapshot_interval_seconds", Kind: KindInt, Unit: "seconds", Default: "60", Min: 5, Max: 3600,
 		Description: "Cadence of the authoritative activity snapshot re-emit."},
-		func(s *Settings, v parsed) { s.SnapshotInterval = v.seconds() }, nil},
+		func(s *Settings, v parsed) { s.SnapshotInterval = v.seconds() }},
 	// A compaction of a large context was measured at ~44 s; 600 s gives
 	// more than 10x headroom so a slow provider never has a healthy
 	// compaction failed, while a truly stuck one is failed by the watchdog
@@ -302,64 +293,64 @@ var coreSettings = []setting{
 	// fail real compactions.
 	{Def{Key: "context_overflow.compact_timeout_seconds", Kind: KindInt, Unit: "seconds", Default: "600", Min: 60, Max: 7200,
 		Description: "How long a compaction may run before it is failed; also the stuck-compaction and stale-overflow threshold."},
-		func(s *Settings, v parsed) { s.CompactTimeout = v.seconds() }, nil},
+		func(s *Settings, v parsed) { s.CompactTimeout = v.seconds() }},
 	// At least 30 days: the timeline is the audit of what happened while
 	// nobody watched, and a shorter window could prune an incident before
 	// anyone reads it.
 	{Def{Key: "timeline.retention_days", Kind: KindInt, Unit: "days", Default: "30", Min: 30, Max: 3650,
 		Description: "Days of supervisor timeline to keep (at least 30); older events are pruned."},
-		func(s *Settings, v parsed) { s.RetentionDays = int(v.i) }, nil},
+		func(s *Settings, v parsed) { s.RetentionDays = int(v.i) }},
 	// A week: long enough that a session finished on Friday is still in the
 	// tray on Monday, short enough that terminal sessions found over months
 	// do not pile up in it.
 	{Def{Key: "sessions.archive_after_days", Kind: KindInt, Unit: "days", Default: "7", Min: 0, Max: 3650,
 		Description: "Archive a session that ended (process gone, nothing pending, acknowledged) after this many quiet days: it leaves the tray and the default list and stays readable with ls --all and timeline. 0 never archives."},
-		func(s *Settings, v parsed) { s.ArchiveAfterDays = int(v.i) }, nil},
+		func(s *Settings, v parsed) { s.ArchiveAfterDays = int(v.i) }},
 	{Def{Key: "notify.waiting_on_user", Kind: KindBool, Default: "true",
 		Description: "Notify when a session starts waiting on you for an answer: a question, a plan to approve, a permission request. A finished turn does not notify."},
-		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }, nil},
+		func(s *Settings, v parsed) { s.NotifyWaitingOnUser = v.b }},
 	// Five minutes: long enough for someone at the desk to see the
 	// desktop notification and act, short enough that an unattended
 	// session does not idle for long. 0 pushes at once.
 	{Def{Key: "notify.push_after_minutes", Kind: KindMinutes, Default: "5", Min: 0, Max: 24 * 60,
 		Description: "Minutes a session needing you stays unacknowledged before the push channels (ntfy, webhook) are told; 0 tells them at once. With no desktop running they are told at once."},
-		func(s *Settings, v parsed) { s.Push.After = v.minutes() }, nil},
+		func(s *Settings, v parsed) { s.Push.After = v.minutes() }},
 	// Off: a finished turn is routine, and pushing every one is the storm
 	// users complain about; an escalation is always pushed.
 	{Def{Key: "notify.push_waiting_on_user", Kind: KindBool, Default: "false",
 		Description: "Also push sessions waiting on you (a question, a plan, a permission request, a finished turn), not only those that need you because nothing automatic is left."},
-		func(s *Settings, v parsed) { s.Push.WaitingOnUser = v.b }, nil},
-	{Def{Key: "notify.quiet_hours", Kind: KindString, Optional: true, Default: "",
+		func(s *Settings, v parsed) { s.Push.WaitingOnUser = v.b }},
+	{Def{Key: "notify.quiet_hours", Kind: KindString, Format: FormatQuietHours, Optional: true, Default: "",
 		Description: "Local time span (HH:MM-HH:MM, such as 22:00-07:00) during which pushes are held; one summary goes out when it ends. The desktop is notified as usual. Empty: no quiet hours."},
-		func(s *Settings, v parsed) { s.Push.Quiet, _ = ParseQuietHours(v.s) }, func(t string) error { _, err := ParseQuietHours(t); return err }},
-	{Def{Key: "notify.ntfy.server", Kind: KindString, Default: "https://ntfy.sh",
+		func(s *Settings, v parsed) { s.Push.Quiet, _ = ParseQuietHours(v.s) }},
+	{Def{Key: "notify.ntfy.server", Kind: KindString, Format: FormatURL, Default: "https://ntfy.sh",
 		Description: "The ntfy server pushes go through: the public one or your own."},
-		func(s *Settings, v parsed) { s.Push.NtfyServer = v.s }, checkServerURL},
+		func(s *Settings, v parsed) { s.Push.NtfyServer = v.s }},
 	// Secret: on a public server the topic is the password.
-	{Def{Key: "notify.ntfy.topic", Kind: KindString, Optional: true, Secret: true, Default: "",
+	{Def{Key: "notify.ntfy.topic", Kind: KindString, Format: FormatNtfyTopic, Optional: true, Secret: true, Default: "",
 		Description: "The ntfy topic to publish to (letters, digits, - and _; on a public server pick one nobody guesses: it is the password). Empty: no ntfy."},
-		func(s *Settings, v parsed) { s.Push.NtfyTopic = v.s }, checkNtfyTopic},
+		func(s *Settings, v parsed) { s.Push.NtfyTopic = v.s }},
 	{Def{Key: "notify.ntfy.token", Kind: KindString, Optional: true, Secret: true, Default: "",
 		Description: "The ntfy access token, when the server requires one (tk_…)."},
-		func(s *Settings, v parsed) { s.Push.NtfyToken = v.s }, nil},
+		func(s *Settings, v parsed) { s.Push.NtfyToken = v.s }},
 	// Secret: a Slack or Discord incoming-webhook URL is a credential.
-	{Def{Key: "notify.webhook.url", Kind: KindString, Optional: true, Secret: true, Default: "",
+	{Def{Key: "notify.webhook.url", Kind: KindString, Format: FormatWebhookURL, Optional: true, Secret: true, Default: "",
 		Description: "The URL pushes are POSTed to (https; a Slack or Discord incoming webhook, or your own receiver). Empty: no webhook."},
-		func(s *Settings, v parsed) { s.Push.WebhookURL = v.s }, checkWebhookURL},
-	{Def{Key: "notify.webhook.format", Kind: KindString, Default: "generic",
+		func(s *Settings, v parsed) { s.Push.WebhookURL = v.s }},
+	{Def{Key: "notify.webhook.format", Kind: KindString, Format: FormatChoice, Choices: WebhookFormats, Default: "generic",
 		Description: "The webhook's body: generic (the documented JSON), slack or discord."},
-		func(s *Settings, v parsed) { s.Push.WebhookFormat = v.s }, checkWebhookFormat},
+		func(s *Settings, v parsed) { s.Push.WebhookFormat = v.s }},
 	{Def{Key: "notify.webhook.secret", Kind: KindString, Optional: true, Secret: true, Default: "",
 		Description: "A secret the webhook's body is signed with (HMAC-SHA256 in X-Session-Supervisor-Signature). Empty: unsigned."},
-		func(s *Settings, v parsed) { s.Push.WebhookSecret = v.s }, nil},
-	{Def{Key: "notify.click_url", Kind: KindString, Optional: true, Default: "",
+		func(s *Settings, v parsed) { s.Push.WebhookSecret = v.s }},
+	{Def{Key: "notify.click_url", Kind: KindString, Format: FormatURL, Optional: true, Default: "",
 		Description: "A link a push opens when tapped (http or https), such as your remote desktop's address. Empty: none. Pushes never carry a way to approve anything."},
-		func(s *Settings, v parsed) { s.Push.ClickURL = v.s }, checkServerURL},
+		func(s *Settings, v parsed) { s.Push.ClickURL = v.s }},
 	// The ssh program and its options, not a host list: which machines to
 	// reach is `machines add`, and ssh's own configuration says how.
 	{Def{Key: "machines.ssh_command", Kind: KindString, Default: "ssh",
 		Description: "The ssh program, with any extra options, that reaches other machines' supervisors (`ssh -F ~/.ssh/other_config`, a wrapper)."},
-		func(s *Settings, v parsed) { s.SSHCommand = v.s }, nil},
+		func(s *Settings, v parsed) { s.SSHCommand = v.s }},
 }
 
 // Agent is what the settings registry needs to know about one agent
@@ -397,7 +388,7 @@ func NewRegistry(agents ...Agent) (*Registry, error) {
 		name := a.Name
 		s := setting{Def{Key: AgentCommandKey(name), Kind: KindString, Default: a.DefaultCommand,
 			Description: fmt.Sprintf("Command that starts %s: a name on PATH or an absolute path.", a.DisplayName)},
-			func(s *Settings, v parsed) { s.AgentCommands[name] = v.s }, nil}
+			func(s *Settings, v parsed) { s.AgentCommands[name] = v.s }}
 		if _, _, _, err := s.parse(s.Default); err != nil {
 			return nil, fmt.Errorf("registering agent %s: bad default command: %w", name, err)
 		}
@@ -477,10 +468,16 @@ func (d Def) Allowed() string {
 	case KindMinutes:
 		return fmt.Sprintf("a number of minutes from %s to %s (fractions allowed: 0.1 = 6 seconds)%s", formatNumber(d.Min), formatNumber(d.Max), d.clampHint())
 	case KindString:
-		if d.Optional {
-			return "a single line of text, or nothing (\"\") to turn it off"
+		what := map[Format]string{FormatURL: "an http or https URL", FormatWebhookURL: "an https URL (plain http only to this machine)",
+			FormatNtfyTopic: "a topic of 1 to 64 letters, digits, - and _", FormatQuietHours: "HH:MM-HH:MM in local time (22:00-07:00)",
+			FormatChoice: "one of " + strings.Join(d.Choices, ", ")}[d.Format]
+		if what == "" {
+			what = "a non-empty single line of text"
 		}
-		return "a non-empty single line of text"
+		if d.Optional {
+			return what + ", or nothing (\"\") to turn it off"
+		}
+		return what
 	}
 	return d.Kind.String()
 }
@@ -565,6 +562,9 @@ func (d Def) parse(raw string) (string, parsed, bool, error) {
 		}
 		if strings.ContainsFunc(in, unicode.IsControl) {
 			return invalid("contains a control character")
+		}
+		if err := d.CheckFormat(in); err != nil {
+			return "", parsed{}, false, fmt.Errorf("%w: %s: %w", ErrInvalid, d.Key, err)
 		}
 		return in, parsed{s: in}, false, nil
 	}
@@ -842,9 +842,63 @@ func checkNtfyTopic(s string) error {
 // WebhookFormats are the bodies a webhook can be sent in.
 var WebhookFormats = []string{"generic", "slack", "discord"}
 
-func checkWebhookFormat(s string) error {
-	if !slices.Contains(WebhookFormats, s) {
-		return fmt.Errorf("%q is not one of %s", s, strings.Join(WebhookFormats, ", "))
+// Format is a rule a string setting's text follows.
+type Format int
+
+// The formats. FormatAny is the zero value: any single line.
+const (
+	FormatAny Format = iota
+	// FormatURL: an http or https URL with a host.
+	FormatURL
+	// FormatWebhookURL: https, or plain http to this machine.
+	FormatWebhookURL
+	// FormatNtfyTopic: ntfy's rule for a topic name.
+	FormatNtfyTopic
+	// FormatQuietHours: HH:MM-HH:MM.
+	FormatQuietHours
+	// FormatChoice: one of Def.Choices.
+	FormatChoice
+)
+
+var formatNames = []string{"", "url", "webhook_url", "ntfy_topic", "quiet_hours", "choice"}
+
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("format(%d)", int(f))
+}
+
+// MarshalText makes a Format readable in the local API's JSON.
+func (f Format) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText is the inverse of MarshalText.
+func (f *Format) UnmarshalText(b []byte) error {
+	if i := slices.Index(formatNames, string(b)); i >= 0 {
+		*f = Format(i)
+		return nil
+	}
+	return fmt.Errorf("unknown setting format %q", b)
+}
+
+// CheckFormat checks a non-empty text against the definition's Format;
+// the store and the window both call it. The error never repeats a
+// secret's text.
+func (d Def) CheckFormat(text string) error {
+	switch d.Format {
+	case FormatURL:
+		return checkServerURL(text)
+	case FormatWebhookURL:
+		return checkWebhookURL(text)
+	case FormatNtfyTopic:
+		return checkNtfyTopic(text)
+	case FormatQuietHours:
+		_, err := ParseQuietHours(text)
+		return err
+	case FormatChoice:
+		if !slices.Contains(d.Choices, text) {
+			return fmt.Errorf("%q is not one of %s", text, strings.Join(d.Choices, ", "))
+		}
 	}
 	return nil
 }
