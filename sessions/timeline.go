@@ -24,6 +24,8 @@ type TimelineDetail struct {
 	// Cause is why a session became Interrupted (marked_interrupted):
 	// "exit_event", "abort", "observed_death", "probe", "boot".
 	Cause string `json:"cause,omitempty"`
+	// Channel is where a notification went ("ntfy", "webhook").
+	Channel string `json:"channel,omitempty"`
 	// Failure is the failure kind a state change came with.
 	Failure string `json:"failure,omitempty"`
 	// From and To are a state change's states.
@@ -44,7 +46,9 @@ type TimelineDetail struct {
 	// resume.
 	ResumedAs   string `json:"resumed_as,omitempty"`
 	ResumedFrom string `json:"resumed_from,omitempty"`
-	To          string `json:"to,omitempty"`
+	// Status is the HTTP status a channel answered a notification with.
+	Status int    `json:"status,omitempty"`
+	To     string `json:"to,omitempty"`
 	// Tool is the tool a permission answer was for.
 	Tool string `json:"tool,omitempty"`
 	// Urgent: the nudge went with the interrupt (priority now).

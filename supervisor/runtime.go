@@ -694,6 +694,34 @@ func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, e
 	})
 }
 
+// Record appends a row to a session's timeline from outside the loop (a
+// notification's receipt), written before it is published. A session
+// forgotten meanwhile records nothing.
+func (r *Runtime) Record(id, kind string, detail sessions.TimelineDetail) error {
+	r.mu.Lock()
+	e, err := r.findLocked(id)
+	if err == nil && e.forgotten {
+		err = fmt.Errorf("session %s was forgotten", id)
+	}
+	if err != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("recording %s: %w", kind, err)
+	}
+	row := newRow(e.s, time.Now(), kind, detail)
+	r.mu.Unlock()
+	res := <-r.w.submit(storage.BatchItem{Events: []storage.TimelineEvent{row}}, true)
+	if res.err != nil {
+		return fmt.Errorf("recording %s for session %s: %w", kind, id, res.err)
+	}
+	if len(res.ids) == 1 {
+		row.ID = res.ids[0]
+	}
+	r.mu.Lock()
+	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &row})
+	r.mu.Unlock()
+	return nil
+}
+
 // Ack acknowledges a session: a reviewed turn becomes Idle and
 // needs-attention is cleared.
 func (r *Runtime) Ack(ctx context.Context, id string) (sessions.Session, error) {
