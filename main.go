@@ -85,6 +85,7 @@ func commands() []command {
 	}
 	cmds = append(cmds, appCommands()...)
 	cmds = append(cmds, machineCommands()...)
+	cmds = append(cmds, notifyCommands()...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds
 }

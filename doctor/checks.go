@@ -152,7 +152,7 @@ func (d *doctor) fileSize(path string) int64 {
 // nothing answers, the instance lock tells "not running" from "running but
 // stuck". An app that answers that its supervision loop stopped ticking is
 // stuck too: it answers, but supervises nothing.
-func (d *doctor) checkApp(ctx context.Context, dirExists bool) Check {
+func (d *doctor) checkApp(ctx context.Context, dirExists bool) (Check, *Health) {
 	ch := Check{Name: "app"}
 	socket := d.o.Socket
 	if dirExists {
@@ -160,18 +160,49 @@ func (d *doctor) checkApp(ctx context.Context, dirExists bool) Check {
 		h, err := d.p.Health(hctx)
 		cancel()
 		if err == nil {
-			return d.appAnswered(h, socket)
+			return d.appAnswered(h, socket), &h
 		}
 		if lock, err := d.p.Lock(); err == nil && lock.Held {
 			ch.Status = Fail
 			ch.Detail = fmt.Sprintf("%s holds the data directory but does not answer on %s (stuck, or still starting)", pidText(lock.PID), socket)
 			ch.Fix = "session-supervisor service restart   (not a service: kill " + pidOrPlaceholder(lock.PID) + ", then session-supervisor run)"
-			return ch
+			return ch, nil
 		}
 	}
 	ch.Status = Warn
 	ch.Detail = "not running (nothing answers on " + socket + "): sessions are not supervised"
 	ch.Fix = "session-supervisor service start   (or: session-supervisor run)"
+	return ch, nil
+}
+
+// CheckPush says whether the push channels reach the user: none
+// configured is fine (the desktop alone); a channel whose settings cannot
+// be used, or whose last delivery failed, warns with what to do.
+func CheckPush(p Push, now time.Time) Check {
+	ch := Check{Name: "push", Status: OK}
+	if len(p.Channels) == 0 && len(p.Problems) == 0 {
+		ch.Detail = "no push channel: only the desktop is told when a session needs you"
+		ch.Fix = "session-supervisor settings set notify.ntfy.topic TOPIC   (or notify.webhook.url URL), then: session-supervisor notify test"
+		return ch
+	}
+	var bad []string
+	for _, pr := range p.Problems {
+		bad = append(bad, fmt.Sprintf("%s is set but unusable: %s", pr.Channel, pr.Error))
+	}
+	for _, f := range p.Failures {
+		how := "retrying"
+		if f.GaveUp {
+			how = "gave up"
+		}
+		bad = append(bad, fmt.Sprintf("%s failed %s ago (%s; %s)", f.Channel, humanSpan(now.Sub(f.At)), f.Error, how))
+	}
+	if len(bad) == 0 {
+		ch.Detail = "pushes go to " + strings.Join(p.Channels, " and ")
+		return ch
+	}
+	ch.Status = Warn
+	ch.Detail = strings.Join(bad, "; ")
+	ch.Fix = "check the notify.* settings (session-supervisor settings list), then: session-supervisor notify test"
 	return ch
 }
 

@@ -140,6 +140,24 @@ type Health struct {
 	TickDuration time.Duration
 	Subscribers  int
 	Dropped      int64
+	// Push is the push channels' state; nil from an app that sends none
+	// (or is older than them).
+	Push *Push
+}
+
+// Push is the push channels' part of the app's health.
+type Push struct {
+	Channels []string    `json:"channels"`
+	Problems []PushIssue `json:"problems"`
+	Failures []PushIssue `json:"failures"`
+}
+
+// PushIssue is one channel's trouble.
+type PushIssue struct {
+	Channel string    `json:"channel"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+	GaveUp  bool      `json:"gave_up"`
 }
 
 // Stalled reports whether the app says its supervision loop is stuck.
@@ -235,7 +253,11 @@ func Run(ctx context.Context, p Probes, o Options) Report {
 	rep.Checks = append(rep.Checks, dirCheck)
 	dbCheck, userSettings := d.checkDatabase(ctx, dirExists)
 	rep.Checks = append(rep.Checks, dbCheck)
-	rep.Checks = append(rep.Checks, d.checkApp(ctx, dirExists))
+	appCheck, health := d.checkApp(ctx, dirExists)
+	rep.Checks = append(rep.Checks, appCheck)
+	if health != nil && health.Push != nil {
+		rep.Checks = append(rep.Checks, CheckPush(*health.Push, d.p.Now()))
+	}
 	rep.Checks = append(rep.Checks, d.checkService(ctx))
 	for _, a := range o.Agents {
 		rep.Checks = append(rep.Checks, d.checkAgent(ctx, a, userSettings))

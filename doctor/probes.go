@@ -90,6 +90,8 @@ type healthJSON struct {
 		Subscribers    *int            `json:"subscribers"`
 		Dropped        *int64          `json:"dropped_messages"`
 	} `json:"loop"`
+	// Push is the push channels' state, from an app that sends pushes.
+	Push *Push `json:"push"`
 }
 
 // SocketHealth asks the app listening on the unix socket for GET
@@ -143,7 +145,7 @@ func ParseHealth(status int, body []byte) (Health, error) {
 		w.Subscribers = cmp.Or(l.Subscribers, w.Subscribers)
 		w.Dropped = cmp.Or(l.Dropped, w.Dropped)
 	}
-	h := Health{PID: w.PID, Version: w.Version, HTTPStatus: status, State: w.Status}
+	h := Health{PID: w.PID, Version: w.Version, HTTPStatus: status, State: w.Status, Push: w.Push}
 	var t time.Time
 	if len(w.LastTick) > 0 && json.Unmarshal(w.LastTick, &t) == nil {
 		h.LastTick = t

@@ -20,6 +20,8 @@ type Health struct {
 	// Status is "ok", or "stalled" when the loop stopped ticking.
 	Status string     `json:"status"`
 	Loop   LoopHealth `json:"loop"`
+	// Push is the push channels' state; absent where no pusher runs.
+	Push *PushStatus `json:"push,omitempty"`
 	// Error says what is wrong when Status is not ok.
 	Error string `json:"error,omitempty"`
 }

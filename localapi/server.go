@@ -89,6 +89,8 @@ type API struct {
 	showWindow atomic.Pointer[func()]
 	// parent walks a peer's ancestry (the process table; tests replace it).
 	parent Parent
+	// pusher is the push channels' runner; nil where none runs.
+	pusher atomic.Pointer[Pusher]
 	// desktops counts the desktops attached over the event stream
 	// (GET /v1/events?client=desktop): while one is, it shows the window
 	// and the notifications, not this process.
@@ -273,6 +275,7 @@ func (a *API) routes() http.Handler {
 		respondSetting(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("POST /v1/notify/test", a.notifyTest)
 	mux.HandleFunc("POST /v1/show", func(w http.ResponseWriter, r *http.Request) {
 		shown := false
 		if fn := a.showWindow.Load(); fn != nil {
@@ -293,6 +296,7 @@ func (a *API) routes() http.Handler {
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	h := a.health
 	h.Loop = a.rt.LoopHealth(time.Now())
+	h.Push = a.pushStatus()
 	h.Status = "ok"
 	status := http.StatusOK
 	if h.Loop.Status == "stalled" {
