@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/color"
 	"os"
@@ -63,6 +64,8 @@ type env struct {
 	now      time.Time
 	// opened records OpenDir calls.
 	opened []string
+	// notifyTest answers Send test (nil: no channel configured).
+	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 }
 
 // seed is the sessions the tests (and the golden) show: one per kind of
@@ -165,6 +168,12 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 		OpenDir: func(p string) error {
 			e.opened = append(e.opened, p)
 			return nil
+		},
+		NotifyTest: func(ctx context.Context) ([]localapi.PushReceipt, error) {
+			if e.notifyTest == nil {
+				return nil, errors.New("no push channel is configured: set notify.ntfy.topic or notify.webhook.url")
+			}
+			return e.notifyTest(ctx)
 		},
 	})
 	// Fyne's goroutine runs after the model has caught up, as it does

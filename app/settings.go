@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"fyne.io/fyne/v2"
@@ -80,6 +81,10 @@ type settingsView struct {
 	save    *widget.Button
 	revert  *widget.Button
 	content *fyne.Container
+	// test sends a sample through the push channels; testResult says how
+	// each went. Nil when the window has no way to ask.
+	test       *widget.Button
+	testResult *widget.Label
 }
 
 // settingField is one setting's row: its input, inline error and note.
@@ -130,6 +135,12 @@ func newSettingsView(w *Window) *settingsView {
 			advRows = append(advRows, f.row, widget.NewSeparator())
 			advFields = append(advFields, f)
 		}
+	}
+	if w.notifyTest != nil {
+		v.test = widget.NewButtonWithIcon("Send test", theme.MailSendIcon(), v.sendTest)
+		v.testResult = widget.NewLabel("Send a sample through every push channel set below (save your changes first).")
+		v.testResult.Wrapping = fyne.TextWrapWord
+		noteRows = append([]fyne.CanvasObject{container.NewBorder(nil, nil, nil, v.test, v.testResult), widget.NewSeparator()}, noteRows...)
 	}
 	page := func(intro string, rows []fyne.CanvasObject, fields []*settingField) fyne.CanvasObject {
 		box := container.NewVBox(append([]fyne.CanvasObject{mutedLine(intro), widget.NewSeparator()}, rows...)...)
@@ -463,4 +474,45 @@ func upperFirst(s string) string {
 		r[0] = unicode.ToUpper(r[0])
 	}
 	return string(r)
+}
+
+// sendTest sends a sample through every configured push channel (saved
+// settings: save first) and shows how each went.
+func (v *settingsView) sendTest() {
+	v.test.Disable()
+	v.testResult.Importance = widget.MediumImportance
+	v.testResult.SetText("Sending…")
+	v.w.async(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		receipts, err := v.w.notifyTest(ctx)
+		v.w.do(func() {
+			v.test.Enable()
+			text, imp := testOutcome(receipts, err)
+			v.testResult.Importance = imp
+			v.testResult.SetText(text)
+		})
+	})
+}
+
+// testOutcome words a test's receipts: one clause per channel.
+func testOutcome(receipts []localapi.PushReceipt, err error) (string, widget.Importance) {
+	if err != nil {
+		return upperFirst(err.Error()) + ".", widget.DangerImportance
+	}
+	var parts []string
+	imp := widget.SuccessImportance
+	for _, r := range receipts {
+		if r.OK {
+			parts = append(parts, r.Channel+": sent")
+			continue
+		}
+		imp = widget.DangerImportance
+		why := r.Error
+		if why == "" {
+			why = fmt.Sprintf("HTTP %d", r.Status)
+		}
+		parts = append(parts, r.Channel+": failed ("+why+")")
+	}
+	return strings.Join(parts, " · "), imp
 }

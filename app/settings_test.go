@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -269,5 +270,23 @@ func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
 	})
 	if !found {
 		t.Error("the field is not titled \"Claude Code command\"")
+	}
+}
+
+// Send test reports each channel's outcome, and why when none is set.
+func TestSettingsSendTest(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	v := e.w.settings
+	test.Tap(v.test)
+	if !strings.Contains(v.testResult.Text, "No push channel is configured") || v.testResult.Importance != widget.DangerImportance {
+		t.Fatalf("with no channel: %q (%v)", v.testResult.Text, v.testResult.Importance)
+	}
+	e.notifyTest = func(context.Context) ([]localapi.PushReceipt, error) {
+		return []localapi.PushReceipt{{Channel: "ntfy", OK: true, Status: 200}, {Channel: "webhook", Status: 401, Error: "HTTP 401: invalid_token"}}, nil
+	}
+	test.Tap(v.test)
+	if v.testResult.Text != "ntfy: sent · webhook: failed (HTTP 401: invalid_token)" || v.testResult.Importance != widget.DangerImportance || v.test.Disabled() {
+		t.Fatalf("after a test: %q (%v), button disabled %v", v.testResult.Text, v.testResult.Importance, v.test.Disabled())
 	}
 }

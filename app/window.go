@@ -38,6 +38,9 @@ type Options struct {
 	// says what it did ("Go to terminal"); it runs where the desktop is.
 	// Nil hides the action.
 	FocusTerminal func(ctx context.Context, s sessions.Session) (string, error)
+	// NotifyTest sends a sample through every configured push channel
+	// (Settings → Notifications → Send test). Nil hides the button.
+	NotifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -59,6 +62,8 @@ type Window struct {
 	settingDefs []localapi.SettingDef
 	// focus is Options.FocusTerminal.
 	focus func(ctx context.Context, s sessions.Session) (string, error)
+	// notifyTest is Options.NotifyTest.
+	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -96,7 +101,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
 		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
-		focus: opts.FocusTerminal,
+		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}
