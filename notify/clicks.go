@@ -30,12 +30,28 @@ type Clickable struct {
 	icon    string
 
 	mu     sync.Mutex
-	ids    map[uint32]string // notification id → session id
+	ids    map[uint32]aboutOf // notification id → what it was about
 	order  []uint32
 	clicks chan string
 	// terminals yields the session of each "Go to terminal" action.
 	terminals chan string
-	done      chan struct{}
+	// answers yields each Allow or Deny chosen on a permission request.
+	answers chan Answer
+	done    chan struct{}
+}
+
+// aboutOf is what a notification was about: its session and, for a
+// permission request, the request it offered Allow and Deny for.
+type aboutOf struct {
+	session, request string
+}
+
+// Answer is Allow or Deny chosen on a permission request's notification,
+// tied to that request: the app answers exactly it, and a request no
+// longer open is not answered (the runtime refuses it).
+type Answer struct {
+	SessionID, RequestID string
+	Allow                bool
 }
 
 // NewClickable connects to the session bus (DBUS_SESSION_BUS_ADDRESS) and
@@ -56,8 +72,8 @@ func newClickable(conn *dbus.Conn, appName, icon string) (*Clickable, error) {
 			return nil, fmt.Errorf("listening for notification %s: %w", member, err)
 		}
 	}
-	c := &Clickable{conn: conn, appName: appName, icon: icon, ids: map[uint32]string{},
-		clicks: make(chan string, 8), terminals: make(chan string, 8), done: make(chan struct{})}
+	c := &Clickable{conn: conn, appName: appName, icon: icon, ids: map[uint32]aboutOf{},
+		clicks: make(chan string, 8), terminals: make(chan string, 8), answers: make(chan Answer, 8), done: make(chan struct{})}
 	signals := make(chan *dbus.Signal, 16)
 	conn.Signal(signals)
 	go c.listen(signals)
@@ -69,6 +85,7 @@ func (c *Clickable) listen(signals <-chan *dbus.Signal) {
 	defer close(c.done)
 	defer close(c.clicks)
 	defer close(c.terminals)
+	defer close(c.answers)
 	for sig := range signals {
 		if len(sig.Body) < 2 {
 			continue
@@ -79,45 +96,73 @@ func (c *Clickable) listen(signals <-chan *dbus.Signal) {
 		}
 		switch sig.Name {
 		case fdoIface + ".ActionInvoked":
-			var to chan string
-			switch action, _ := sig.Body[1].(string); action {
-			case "default":
-				to = c.clicks
-			case terminalAction:
-				to = c.terminals
-			default:
+			action, _ := sig.Body[1].(string)
+			if action != "default" && action != terminalAction && action != allowAction && action != denyAction {
 				continue
 			}
-			if session := c.forget(id); session != "" {
-				select {
-				case to <- session:
-				default: // nobody reads fast enough: a click is not worth blocking for
+			about := c.forget(id, action == allowAction || action == denyAction)
+			if about.session == "" {
+				continue
+			}
+			// Nobody reading fast enough: a click is not worth blocking
+			// the bus for.
+			switch action {
+			case "default":
+				offer(c.clicks, about.session)
+			case terminalAction:
+				offer(c.terminals, about.session)
+			case allowAction, denyAction:
+				if about.request != "" {
+					offer(c.answers, Answer{SessionID: about.session, RequestID: about.request, Allow: action == allowAction})
 				}
 			}
 		case fdoIface + ".NotificationClosed":
-			c.forget(id)
+			c.forget(id, false)
 		}
 	}
 }
 
-func (c *Clickable) forget(id uint32) string {
+// offer hands v to ch unless nobody is ready for it.
+func offer[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+// forget returns what notification id was about and forgets it: an
+// action is taken once. An answer asked of a notification that offered
+// none (no request) leaves it be and returns nothing.
+func (c *Clickable) forget(id uint32, answer bool) aboutOf {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.ids[id]
+	if answer && s.request == "" {
+		return aboutOf{}
+	}
 	delete(c.ids, id)
 	return s
 }
 
-// terminalAction is the action key of "Go to terminal".
-const terminalAction = "terminal"
+// The action keys of "Go to terminal", "Allow" and "Deny".
+const (
+	terminalAction = "terminal"
+	allowAction    = "allow"
+	denyAction     = "deny"
+)
 
-// Send shows n with a default action ("Open") bound to its session, and
-// "Go to terminal" when the session runs in one.
+// Send shows n with a default action ("Open") bound to its session, "Go
+// to terminal" when the session runs in one, and Allow and Deny bound to
+// the request when it asks for a permission the app can answer (a managed
+// session's).
 func (c *Clickable) Send(n Notification, _ []byte) error {
 	var id uint32
 	actions := []string{"default", "Open"}
 	if n.Terminal {
 		actions = append(actions, terminalAction, "Go to terminal")
+	}
+	if n.RequestID != "" {
+		actions = append(actions, allowAction, "Allow", denyAction, "Deny")
 	}
 	call := c.conn.Object(fdoName, fdoPath).Call(fdoIface+".Notify", 0,
 		c.appName, uint32(0), c.icon, n.Title, n.Body, actions, map[string]dbus.Variant{}, int32(-1))
@@ -132,7 +177,7 @@ func (c *Clickable) Send(n Notification, _ []byte) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ids[id] = n.SessionID
+	c.ids[id] = aboutOf{session: n.SessionID, request: n.RequestID}
 	c.order = append(c.order, id)
 	if len(c.order) > maxTracked {
 		delete(c.ids, c.order[0])
@@ -148,6 +193,10 @@ func (c *Clickable) Clicks() <-chan string { return c.clicks }
 // Terminals yields the session of each notification whose "Go to
 // terminal" action was chosen; it is closed when the Clickable is closed.
 func (c *Clickable) Terminals() <-chan string { return c.terminals }
+
+// Answers yields each Allow or Deny chosen on a permission request's
+// notification; it is closed when the Clickable is closed.
+func (c *Clickable) Answers() <-chan Answer { return c.answers }
 
 // Close stops listening.
 func (c *Clickable) Close() error {

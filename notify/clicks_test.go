@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
 // fakeService plays org.freedesktop.Notifications on a private bus.
@@ -58,17 +60,16 @@ func privateBus(t *testing.T) string {
 	return strings.TrimSpace(addr)
 }
 
-// TestClickOpensItsSession: a notification goes out with a default
-// action; the service reporting that action for its id yields the session
-// the notification was about; a closed one, or another action, yields
-// nothing.
-func TestClickOpensItsSession(t *testing.T) {
+// startService plays the notification service on a private bus and
+// connects a Clickable to it.
+func startService(t *testing.T) (*dbus.Conn, *fakeService, *Clickable) {
+	t.Helper()
 	addr := privateBus(t)
 	server, err := dbus.Connect(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer server.Close()
+	t.Cleanup(func() { server.Close() })
 	svc := &fakeService{}
 	if err := server.Export(svc, fdoPath, fdoIface); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,16 @@ func TestClickOpensItsSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return server, svc, c
+}
+
+// TestClickOpensItsSession: a notification goes out with a default
+// action; the service reporting that action for its id yields the session
+// the notification was about; a closed one, or another action, yields
+// nothing.
+func TestClickOpensItsSession(t *testing.T) {
+	server, svc, c := startService(t)
 
 	for _, n := range []Notification{
 		{Title: "alpha needs attention", SessionID: "sess-a"},
@@ -148,5 +158,64 @@ func TestClickOpensItsSession(t *testing.T) {
 	case got := <-c.Clicks():
 		t.Fatalf("Go to terminal also opened %q", got)
 	default:
+	}
+}
+
+// A managed session's permission request offers Allow and Deny for that
+// request; choosing one yields the answer tied to it, once; a notification
+// without a request offers neither.
+func TestPermissionActions(t *testing.T) {
+	server, svc, c := startService(t)
+	// What the decider makes of a managed session asking for Bash.
+	d := NewDecider(nil)
+	note, ok := d.Observe(sessions.Session{ID: "sess-p", Name: "deploy", Source: sessions.Managed, State: sessions.WaitingOnUser,
+		WaitReason: sessions.WaitPermission, TurnGeneration: 1, Permission: &sessions.Permission{RequestID: "req-7", Tool: "Bash"}}, true)
+	if !ok || note.RequestID != "req-7" || !strings.HasPrefix(note.Body, "Bash — allow?") {
+		t.Fatalf("the permission note: %+v", note)
+	}
+	for _, n := range []Notification{note, {Title: "beta needs attention", SessionID: "sess-b"}} {
+		if err := c.Send(n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc.mu.Lock()
+	got := []string{strings.Join(svc.actions[0], ","), strings.Join(svc.actions[1], ",")}
+	svc.mu.Unlock()
+	if got[0] != "default,Open,allow,Allow,deny,Deny" || got[1] != "default,Open" {
+		t.Fatalf("actions: %q", got)
+	}
+	emit := func(member string, args ...any) {
+		if err := server.Emit(fdoPath, fdoIface+"."+member, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit("ActionInvoked", uint32(102), "allow") // no request on beta's
+	emit("ActionInvoked", uint32(101), "deny")
+	emit("ActionInvoked", uint32(101), "allow") // the same notification again: forgotten
+	select {
+	case a := <-c.Answers():
+		if a != (Answer{SessionID: "sess-p", RequestID: "req-7", Allow: false}) {
+			t.Fatalf("answer %+v, want a denial of req-7", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer reported")
+	}
+	// Signals are handled in order: once beta's click arrives, the repeat
+	// before it was handled, and answered nothing.
+	emit("ActionInvoked", uint32(102), "default")
+	select {
+	case <-c.Clicks():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no click reported")
+	}
+	select {
+	case a := <-c.Answers():
+		t.Fatalf("a second answer %+v", a)
+	default:
+	}
+	// A terminal session's request is answered where it runs.
+	if n, _ := NewDecider(nil).Observe(sessions.Session{ID: "t", Source: sessions.Observed, State: sessions.WaitingOnUser,
+		WaitReason: sessions.WaitPermission, TurnGeneration: 1, Permission: &sessions.Permission{RequestID: "r", Tool: "Bash"}}, true); n.RequestID != "" {
+		t.Fatalf("a terminal session's note offers answers: %+v", n)
 	}
 }

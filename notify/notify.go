@@ -32,6 +32,9 @@ type Notification struct {
 	// not launch it and its process runs): a sender that supports actions
 	// offers "Go to terminal".
 	Terminal bool
+	// RequestID is the permission request a managed session waits on: a
+	// sender that supports actions offers Allow and Deny for exactly it.
+	RequestID string
 }
 
 // inTerminal is whether s runs in a terminal one can go to: the same rule
@@ -110,7 +113,16 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 	}
 	if k, ok := waitKey(s); ok && waitingOnUser && !d.sent[k] {
 		d.sent[k] = true
-		return Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + s.WaitReason.Asks(), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID, Terminal: inTerminal(s)}, true
+		n := Notification{Key: k, Title: textsafe.Clean(s.DisplayName()) + " " + s.WaitReason.Asks(), Body: clip(sessions.SanitizeMessage(s.Evidence)), SessionID: s.ID, Terminal: inTerminal(s)}
+		if p := s.Permission; p != nil && s.WaitReason == sessions.WaitPermission && s.Source == sessions.Managed && p.RequestID != "" {
+			// Only a managed session's request can be answered by the app;
+			// a terminal session's is answered where it runs.
+			n.RequestID = p.RequestID
+			if p.Tool != "" {
+				n.Body = clip(textsafe.Clean(p.Tool) + " — allow? " + n.Body)
+			}
+		}
+		return n, true
 	}
 	return Notification{}, false
 }

@@ -23,6 +23,8 @@ type Note struct {
 	Session sessions.Session
 	// Incident is the single push's incident key.
 	Incident string
+	// Machine names the machine the sessions run on.
+	Machine string
 }
 
 // Body is the lines joined.
@@ -41,7 +43,7 @@ func Compose(p Push, machine, home string, now time.Time) Note {
 	if p.Shape == Single && len(p.Incidents) == 1 {
 		in := p.Incidents[0]
 		s := in.Session
-		n := Note{Title: clean(s.DisplayName()) + " " + headline(in), Urgent: urgent, Session: s, Incident: in.Key}
+		n := Note{Title: clean(s.DisplayName()) + " " + headline(in), Urgent: urgent, Session: s, Incident: in.Key, Machine: machine}
 		n.Lines = append(n.Lines, clean(strings.Join(nonEmpty(agentName(s), folder(s.Cwd, home), on(machine)), " · ")))
 		n.Lines = append(n.Lines, stateLine(s))
 		if p := permissionLine(s); p != "" {
@@ -63,7 +65,7 @@ func Compose(p Push, machine, home string, now time.Time) Note {
 			title = clean(p.Incidents[0].Session.DisplayName()) + " " + headline(p.Incidents[0]) + " (held during quiet hours)"
 		}
 	}
-	n := Note{Title: title, Urgent: urgent}
+	n := Note{Title: title, Urgent: urgent, Machine: machine}
 	for i, in := range p.Incidents {
 		if i == maxListed {
 			n.Lines = append(n.Lines, fmt.Sprintf("…and %d more", len(p.Incidents)-maxListed))
