@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,6 +230,60 @@ func TestReconcileUnreachableEscalates(t *testing.T) {
 			}
 			if tc.escalate && !strings.Contains(n.Evidence, "offers no way in") {
 				t.Errorf("evidence %q does not say why", n.Evidence)
+			}
+		})
+	}
+}
+
+// A terminal session's hard-stall interrupt is the continuation nudge
+// typed into the user's session: it obeys auto_recover_enabled and
+// nudge_enabled, spends the nudge budget and waits out its cooldown; when
+// it may not be sent the session is escalated, never typed into.
+func TestReconcileTerminalStallInterruptIsANudge(t *testing.T) {
+	now, base := terminalNow, terminalPolicy()
+	stalled := func(attempts int, last time.Duration) sessions.Session {
+		s := sessions.Session{ID: "s", Source: sessions.Observed, State: sessions.Suspect, InTurn: true, TurnGeneration: 3, PID: 7,
+			ProcessAlive: true, Evidence: "silent", LastEventAt: now.Add(-base.StallHard - time.Minute), StateChangedAt: now.Add(-time.Hour)}
+		s.Nudge.Attempts = attempts
+		if last > 0 {
+			s.Nudge.LastNudge = now.Add(-last)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		s        sessions.Session
+		policy   func(*Policy)
+		want     []ActionKind
+		attempts int
+		says     string
+	}{
+		{"allowed: the interrupt spends a nudge", stalled(0, 0), nil, []ActionKind{ActInterrupt}, 1, "interrupting it"},
+		{"the nudge switched off: escalated", stalled(0, 0), func(p *Policy) { p.NudgeEnabled = false }, []ActionKind{ActEscalate}, 0, "the continuation nudge is off"},
+		{"automatic recovery off: escalated", stalled(0, 0), func(p *Policy) { p.AutoRecover = false }, []ActionKind{ActEscalate}, 0, "automatic recovery is off"},
+		{"the budget spent: escalated", stalled(2, time.Hour), nil, []ActionKind{ActEscalate}, 2, "2 of 2 continuation nudges spent"},
+		{"the cooldown runs: it waits", stalled(1, time.Minute), nil, nil, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := base
+			p.NudgeMaxAttempts = 2
+			p.NudgeCooldown = 10 * time.Minute
+			if tc.policy != nil {
+				tc.policy(&p)
+			}
+			n, _, acts, changed := Reconcile(tc.s, now, p, Probe{Known: true, Alive: true})
+			if msg := changeMisreported(tc.s, n, changed); msg != "" {
+				t.Fatal(msg)
+			}
+			var got []ActionKind
+			for _, a := range acts {
+				got = append(got, a.Kind)
+			}
+			if !slices.Equal(got, tc.want) || n.Nudge.Attempts != tc.attempts {
+				t.Fatalf("actions %v, nudges %d (%s); want %v, %d", got, n.Nudge.Attempts, n.Evidence, tc.want, tc.attempts)
+			}
+			if tc.says != "" && !strings.Contains(n.Evidence+acts[0].Detail, tc.says) {
+				t.Errorf("evidence %q / %q does not say %q", n.Evidence, acts[0].Detail, tc.says)
 			}
 		})
 	}

@@ -270,6 +270,23 @@ func (r *reconciler) stallChain() {
 				n.TurnGeneration, humanSpan(silent), humanSpan(r.p.StallHard)))
 			return
 		}
+		if n.Source != sessions.Managed {
+			// A terminal session's interrupt is the continuation nudge sent
+			// with priority "now": typed into the user's session, so it
+			// obeys both switches and spends the nudge budget like every
+			// other nudge; refused, the session is escalated instead.
+			why, wait := r.nudgeRefused()
+			if wait {
+				return
+			}
+			if why != "" {
+				r.escalate(fmt.Sprintf("turn %d silent for %s, past the %s hard-stall limit; its interrupt is the continuation nudge, and %s",
+					n.TurnGeneration, humanSpan(silent), humanSpan(r.p.StallHard), why))
+				return
+			}
+			n.Nudge.Attempts++
+			n.Nudge.LastNudge = r.now
+		}
 		*sv = sessions.Supervision{
 			Recovery:            RecoveryStall,
 			RecoveryAttempts:    stallInterrupted,
@@ -396,12 +413,22 @@ func (r *reconciler) recoverErrored() {
 			return
 		}
 		r.redriveOverflow()
-	case sessions.RateLimit:
-		r.scheduleDrain()
-	case sessions.Network, sessions.Overloaded:
-		r.recoverTransient()
-	case sessions.Auth:
-		r.scheduleAuth()
+	case sessions.RateLimit, sessions.Network, sessions.Overloaded, sessions.Auth:
+		// These continue the session with the continuation text: nudges,
+		// under both switches (the one rule, for managed and terminal
+		// sessions alike).
+		if !r.p.NudgeEnabled {
+			r.escalate("the continuation nudge is off, and continuing after " + r.n.Failure.Kind.Label() + " sends it")
+			return
+		}
+		switch r.n.Failure.Kind {
+		case sessions.RateLimit:
+			r.scheduleDrain()
+		case sessions.Auth:
+			r.scheduleAuth()
+		default:
+			r.recoverTransient()
+		}
 	case sessions.Billing:
 		r.escalate("a billing error cannot be fixed automatically")
 	case sessions.Launch:
@@ -548,7 +575,7 @@ func (r *reconciler) holdRecovering() {
 		r.redriveOverflow()
 
 	case RecoveryRateLimit, RecoveryAuth:
-		if !r.p.AutoRecover {
+		if !r.p.AutoRecover || !r.p.NudgeEnabled {
 			r.abandonHold()
 			return
 		}
@@ -597,9 +624,17 @@ func (r *reconciler) holdRecovering() {
 
 // abandonHold ends a hold when AutoRecover was switched off mid-way: the
 // session goes back to an honest Errored and escalates.
+//
+// A hold ends in a continue, which is a nudge: either switch turned off
+// while it counts down abandons it.
 func (r *reconciler) abandonHold() {
-	r.restoreErrored("automatic recovery was switched off")
-	r.escalate("automatic recovery is off")
+	if !r.p.AutoRecover {
+		r.restoreErrored("automatic recovery was switched off")
+		r.escalate("automatic recovery is off")
+		return
+	}
+	r.restoreErrored("the continuation nudge was switched off")
+	r.escalate("the continuation nudge is off")
 }
 
 // restoreErrored moves a hold back to Errored with the failure it was holding for.
@@ -615,6 +650,33 @@ func (r *reconciler) restoreErrored(why string) {
 	r.mark(sessions.Errored, fmt.Sprintf("turn %d failed (%s); %s", n.TurnGeneration, ev, why), TimelineStateChanged)
 }
 
+// nudgeRefused says whether a continuation nudge may be sent now: why
+// not (the session is then escalated), or wait (the cooldown runs; the
+// last nudge gets its cooldown to take before escalating, so a resume
+// that is merely slow is not reported as a failure). One rule for every
+// nudge: after an interruption, and a terminal session's stall interrupt.
+func (r *reconciler) nudgeRefused() (why string, wait bool) {
+	if !r.p.AutoRecover {
+		return "automatic recovery is off", false
+	}
+	if !r.p.NudgeEnabled {
+		return "the continuation nudge is off", false
+	}
+	b, limit := &r.n.Nudge, r.p.NudgeMaxAttempts
+	cooled := b.LastNudge.IsZero() || !r.now.Before(b.LastNudge.Add(r.p.NudgeCooldown))
+	switch {
+	case b.Attempts >= limit && b.Attempts > 0 && !cooled:
+		return "", true
+	case b.Attempts >= limit && limit <= 0:
+		return "the nudge budget is zero", false
+	case b.Attempts >= limit:
+		return fmt.Sprintf("%d of %d continuation nudges spent", b.Attempts, limit), false
+	case !cooled:
+		return "", true
+	}
+	return "", false
+}
+
 // recoverInterrupted sends the continuation nudge for a turn that died
 // mid-work: at most NudgeMaxAttempts per incident (Apply refills the budget
 // when a turn completes), at least NudgeCooldown apart.
@@ -623,32 +685,13 @@ func (r *reconciler) recoverInterrupted() {
 	// Whatever recovery drove the turn that died (a retry, a continue, the
 	// stall chain) is over; the nudge takes it from here.
 	r.clearRecovery()
-	if !r.p.AutoRecover {
-		r.escalate("automatic recovery is off")
+	if why, wait := r.nudgeRefused(); wait {
 		return
-	}
-	if !r.p.NudgeEnabled {
-		r.escalate("the continuation nudge is off")
+	} else if why != "" {
+		r.escalate(why)
 		return
 	}
 	b, limit := &n.Nudge, r.p.NudgeMaxAttempts
-	cooled := b.LastNudge.IsZero() || !r.now.Before(b.LastNudge.Add(r.p.NudgeCooldown))
-	if b.Attempts >= limit {
-		// The last nudge gets its cooldown to take before escalating, so a
-		// resume that is merely slow is not reported as a failure.
-		if b.Attempts > 0 && !cooled {
-			return
-		}
-		if limit <= 0 {
-			r.escalate("the nudge budget is zero")
-		} else {
-			r.escalate(fmt.Sprintf("%d of %d continuation nudges spent", b.Attempts, limit))
-		}
-		return
-	}
-	if !cooled {
-		return
-	}
 	if at := n.Failure.RetryAt; at.After(r.now) {
 		// A provider reset is still pending (the agent was rate limited when
 		// the turn died): a nudge before it would only fail again.

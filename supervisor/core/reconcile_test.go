@@ -1172,10 +1172,13 @@ func TestReconcileSwitches(t *testing.T) {
 			{sessions.Suspect, nil}, {sessions.Suspect, []ActionKind{ActInterrupt}}, {sessions.Interrupted, []ActionKind{ActEscalate}},
 			{sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Interrupted, []ActionKind{ActEscalate}},
 		}},
-		// Only the nudge is off: the other recoveries still run.
+		// Only the nudge is off: the recoveries that send no continuation
+		// text still run (a managed stall's interrupt).
+		// CHANGED(issue 20 item 2): a rate-limit continue sends the
+		// continuation text, so it is a nudge and escalates with it off.
 		{"nudge off", func(p *Policy) { p.NudgeEnabled = false }, []want{
 			{sessions.Suspect, nil}, {sessions.Suspect, []ActionKind{ActInterrupt}}, {sessions.Interrupted, []ActionKind{ActEscalate}},
-			{sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Recovering, nil}, {sessions.Interrupted, []ActionKind{ActEscalate}},
+			{sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Errored, []ActionKind{ActEscalate}}, {sessions.Interrupted, []ActionKind{ActEscalate}},
 		}},
 	}
 	for _, pol := range policies {
@@ -1730,5 +1733,39 @@ func TestAckStopsTheRecovery(t *testing.T) {
 	}
 	if out.State != sessions.Idle || out.Supervision.Recovery != "" || !out.Supervision.NextAttemptAt.IsZero() || out.Supervision.IncidentAttempts != 0 {
 		t.Errorf("after ack and a tick: %s %+v", out.State, out.Supervision)
+	}
+}
+
+// The one rule for the continues (rate limit, auth, network, overload):
+// they send the continuation text, so they need the nudge switch as well
+// as automatic recovery, for managed and terminal sessions alike; one
+// switched off during a hold's countdown abandons it.
+func TestReconcileContinuesAreNudges(t *testing.T) {
+	p := specPolicy()
+	p.NudgeEnabled = false
+	hold := errored(sessions.RateLimit)
+	hold.State = sessions.Recovering
+	hold.Supervision = sessions.Supervision{Recovery: RecoveryRateLimit, NextAttemptAt: t0.Add(time.Hour), IncidentStarted: t0}
+	for _, tc := range []struct {
+		name string
+		s    sessions.Session
+		says string
+	}{
+		{"rate limit", errored(sessions.RateLimit), "continuing after"},
+		{"network", errored(sessions.Network), "continuing after"},
+		{"overloaded", errored(sessions.Overloaded), "continuing after"},
+		{"auth", errored(sessions.Auth), "continuing after"},
+		{"a hold counting down", hold, "the continuation nudge was switched off"},
+	} {
+		for _, src := range []sessions.Source{sessions.Managed, sessions.Observed} {
+			t.Run(tc.name+"/"+src.String(), func(t *testing.T) {
+				s := tc.s
+				s.Source = src
+				out, _, acts := reconcile(t, s, t0, p, alive)
+				if out.State != sessions.Errored || !slices.Equal(actKinds(acts), []ActionKind{ActEscalate}) || !strings.Contains(out.Evidence, tc.says) {
+					t.Errorf("got %v %v (%s), want an escalated Errored saying %q", out.State, actKinds(acts), out.Evidence, tc.says)
+				}
+			})
+		}
 	}
 }

@@ -114,7 +114,7 @@ func (r *reconciler) recoverTransient() {
 // escalates a retry that did not take when the window is spent.
 func (r *reconciler) holdTransient() {
 	sv := &r.n.Supervision
-	if !r.p.AutoRecover {
+	if !r.p.AutoRecover || !r.p.NudgeEnabled {
 		r.abandonHold()
 		return
 	}
