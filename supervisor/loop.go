@@ -256,7 +256,7 @@ func probeProcess(src sessions.Source, proc Process) core.Probe {
 	case !alive:
 		return core.Probe{Known: true}
 	}
-	return core.Probe{Known: true, Alive: true}
+	return core.Probe{Known: true, Alive: true, Stderr: sessions.StderrLine(proc.StderrTail())}
 }
 
 // execute carries out one action on its session's queue, outside the lock.

@@ -143,6 +143,9 @@ type Probe struct {
 	// (ProbeConnectivity said ConnOffline): a transient incident is then
 	// held without spending retries or its window. Unknown counts as online.
 	Offline bool
+	// Stderr is the live agent process's last stderr line, sanitized
+	// (sessions.StderrLine): why a launch that prints nothing hangs.
+	Stderr string
 }
 
 // The values of sessions.Supervision.Recovery: what the supervisor is doing

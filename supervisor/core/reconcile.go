@@ -212,6 +212,9 @@ func (r *reconciler) watchStall() {
 			return // nothing to measure from; the liveness probe still guards it
 		}
 		silent := r.now.Sub(since)
+		if r.launchHung(silent) {
+			return
+		}
 		if silent < r.p.suspectAfter(n) {
 			return
 		}
@@ -244,6 +247,29 @@ func (r *reconciler) watchStall() {
 		}
 		r.mark(sessions.Suspect, r.suspectEvidence(silent, clause), TimelineMarkedSuspect)
 	}
+}
+
+// launchHung fails a managed turn whose agent process has printed nothing
+// by the suspect threshold: a trust dialog, a stuck MCP server or a login
+// prompt holds it before its first event, and waiting on to the hard limit
+// and nudging would only repeat it. The turn is Errored (launch) and
+// escalated with the agent's last stderr line; a launch failure is never
+// nudged (see recover).
+func (r *reconciler) launchHung(silent time.Duration) bool {
+	n := &r.n
+	if n.Source != sessions.Managed || !n.InTurn || n.ProcessSpoke || silent < r.p.StallSuspect {
+		return false
+	}
+	gen := n.TurnGeneration
+	endTurn(n)
+	msg := "the agent printed nothing in " + humanSpan(silent)
+	if r.probe.Stderr != "" {
+		msg += "; its last error output: " + r.probe.Stderr
+	}
+	n.Failure = sessions.Failure{Kind: sessions.Launch, Message: sessions.SanitizeMessage(msg)}
+	r.mark(sessions.Errored, fmt.Sprintf("the agent failed to start turn %d: %s", gen, n.Failure.Message), TimelineStateChanged)
+	r.escalate("a launch that hangs before its first output is neither retried nor nudged")
+	return true
 }
 
 // stallChain is the bounded escalation of a hard stall, one step per call

@@ -30,7 +30,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // genuine event was at t0.
 func working() sessions.Session {
 	return sessions.Session{
-		ID: "s1", Agent: "claude", PID: 4242, ProcessAlive: true,
+		ID: "s1", Agent: "claude", PID: 4242, ProcessAlive: true, ProcessSpoke: true,
 		State: sessions.Working, Evidence: "stream active",
 		TurnGeneration: 3, InTurn: true, TurnStarted: t0, LastEventAt: t0,
 		StateChangedAt: t0, CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0,
@@ -1767,5 +1767,59 @@ func TestReconcileContinuesAreNudges(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A managed turn whose process printed nothing by stall_suspect_minutes
+// (a trust dialog, a stuck MCP server) is a launch failure: Errored and
+// escalated at once with the agent's last stderr line, never nudged, and
+// never left to the hard limit. A process that spoke, a terminal session,
+// or a silence under the threshold keeps the ordinary rules.
+func TestReconcileLaunchThatHangsSilently(t *testing.T) {
+	p := specPolicy()
+	silentLaunch := func(edit func(*sessions.Session)) sessions.Session {
+		s := working()
+		s.ProcessSpoke = false
+		if edit != nil {
+			edit(&s)
+		}
+		return s
+	}
+	alive := Probe{Known: true, Alive: true, Stderr: "MCP server \"db\" is still starting (token=abc123)"}
+	tests := []struct {
+		name    string
+		s       sessions.Session
+		after   time.Duration
+		state   sessions.State
+		actions []ActionKind
+	}{
+		{"silent launch at the suspect threshold", silentLaunch(nil), p.StallSuspect, sessions.Errored, []ActionKind{ActEscalate}},
+		{"silent launch long past the hard limit", silentLaunch(nil), 3 * p.StallHard, sessions.Errored, []ActionKind{ActEscalate}},
+		{"under the threshold", silentLaunch(nil), p.StallSuspect - time.Second, sessions.Working, nil},
+		{"a process that spoke is only suspect", working(), p.StallSuspect, sessions.Suspect, nil},
+		{"a terminal session keeps the terminal rules", silentLaunch(func(s *sessions.Session) { s.Source = sessions.Observed }), p.StallSuspect, sessions.Suspect, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, _, acts := reconcile(t, tt.s, at(tt.after), p, alive)
+			if n.State != tt.state || !slices.Equal(actKinds(acts), tt.actions) {
+				t.Fatalf("got %v %v, want %v %v (evidence %q)", n.State, actKinds(acts), tt.state, tt.actions, n.Evidence)
+			}
+			if tt.state != sessions.Errored {
+				return
+			}
+			if n.InTurn || n.Failure.Kind != sessions.Launch || !n.NeedsAttention ||
+				!strings.Contains(n.Failure.Message, "MCP server") || strings.Contains(n.Failure.Message, "abc123") {
+				t.Errorf("after a silent launch: in turn %v, failure %+v, needs attention %v", n.InTurn, n.Failure, n.NeedsAttention)
+			}
+			// The next ticks leave it for the user: no nudge, no retry.
+			for i := 1; i <= 3; i++ {
+				var acts []Action
+				n, _, acts = reconcile(t, n, at(tt.after+time.Duration(i)*p.NudgeCooldown), p, Probe{Known: true, Alive: true})
+				if len(acts) != 0 {
+					t.Fatalf("tick %d after the escalation: actions %v", i, actKinds(acts))
+				}
+			}
+		})
 	}
 }
