@@ -110,14 +110,22 @@ func cmdRun(c *cli, args []string) error {
 	}()
 
 	if !*headless && haveDisplay() {
+		// The desktop shows what needs the user first; pushes follow
+		// after notify.push_after_minutes.
+		pushes := d.pushWhileAway(func() bool { return true })
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
 		runGUI(guiDeps{src: d.rt, settings: d.settings, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request,
-			showAtStart: showWindowAtStart(launch, *trayOnly)})
+			showAtStart: showWindowAtStart(launch, *trayOnly),
+			notifyTest:  func(ctx context.Context) ([]localapi.PushReceipt, error) { return pushes.Test(ctx, nil) }})
 	} else {
 		if !*headless {
 			fmt.Fprintln(c.stderr, "No display found; running headless (the CLI and the local API work as usual).")
 		}
-		d.notifyWhileNoDesktop()
+		// Headless: a desktop is there when this process can notify the
+		// machine's notification service or a desktop is attached;
+		// otherwise (a server) pushes go out at once.
+		notifying := d.notifyWhileNoDesktop()
+		d.pushWhileAway(func() bool { return notifying || d.api.DesktopAttached() })
 		<-q.quit
 	}
 
@@ -198,7 +206,7 @@ func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) er
 	if launch.Interactive() {
 		fmt.Fprintf(c.stderr, "Session Supervisor is running without a window (data directory %s); this desktop attaches to it. Quitting the desktop leaves it running.\n", dir)
 	}
-	runGUI(guiDeps{src: remote, settings: remote, log: log, quit: q.quit, requestQuit: q.request,
+	runGUI(guiDeps{src: remote, settings: remote, log: log, quit: q.quit, requestQuit: q.request, notifyTest: remote.NotifyTest,
 		showAtStart: showWindowAtStart(launch, trayOnly)})
 	return nil
 }

@@ -66,6 +66,9 @@ type guiDeps struct {
 	// showAtStart shows the window once the app started; otherwise only
 	// the tray shows until the user opens the window.
 	showAtStart bool
+	// notifyTest sends a sample through the push channels (Settings →
+	// Notifications → Send test), wherever the supervisor runs.
+	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 }
 
 // haveDisplay reports whether a GUI can open here.
@@ -113,7 +116,7 @@ func runGUI(d guiDeps) {
 	})
 
 	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusTerminal})
+		FocusTerminal: focusTerminal, NotifyTest: d.notifyTest})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
@@ -161,6 +164,19 @@ func runGUI(d guiDeps) {
 			loops.Go(func() {
 				for id := range c.Clicks() {
 					fyne.Do(func() { win.ShowSession(id) })
+				}
+			})
+			loops.Go(func() {
+				// Allow or Deny on a permission request's notification
+				// answers exactly that request; one answered meanwhile
+				// (in the window, the terminal) is refused and says so.
+				for a := range c.Answers() {
+					actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					_, err := d.src.Answer(actx, a.SessionID, a.RequestID, a.Allow, "")
+					cancel()
+					if err != nil {
+						win.ShowError(fmt.Errorf("answering from the notification: %w", err))
+					}
 				}
 			})
 			loops.Go(func() {

@@ -121,9 +121,12 @@ func (d *daemon) failed() <-chan error { return d.services.Failed() }
 // notification service, except while a desktop is attached over the API,
 // which then notifies instead. Never twice for one incident: what the
 // desktop was there for counts as done.
-func (d *daemon) notifyWhileNoDesktop() {
+//
+// It reports whether it notifies: false when no notification service is
+// reachable (a server), so the push channels do not wait for a desktop.
+func (d *daemon) notifyWhileNoDesktop() bool {
 	if !notificationServiceReachable() {
-		return
+		return false
 	}
 	icon, _ := assets.AppIcon(64)
 	n := notify.New(notify.Desktop, icon, nil, d.log)
@@ -138,7 +141,9 @@ func (d *daemon) notifyWhileNoDesktop() {
 	if err != nil {
 		d.rt.Bus().Unsubscribe(sub)
 		d.log.Warn("the notifier did not start", "err", err)
+		return false
 	}
+	return true
 }
 
 // stop is the graceful quit: stop deciding, stop serving, then let every

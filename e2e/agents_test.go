@@ -42,6 +42,9 @@ type e2eOpts struct {
 	// config, when set, is the agent's own fake API configuration (its
 	// fakeapi.Config) to start from.
 	config any
+	// bus, when set, is the session bus the app notifies on (a private
+	// one with the test's notification service); none otherwise.
+	bus string
 }
 
 // e2eAgent describes one managed agent for the shared scenarios.
@@ -160,7 +163,11 @@ func startAgentE2E(t *testing.T, a *e2eAgent, o e2eOpts, settings ...string) *ag
 	api, reqs := a.setup(h, o)
 	// No session bus: the notifier must not autolaunch a dbus-daemon
 	// under this HOME (it would outlive the app).
-	h.env = append(h.env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(h.home, "no-bus"))
+	bus := "unix:path=" + filepath.Join(h.home, "no-bus")
+	if o.bus != "" {
+		bus = o.bus
+	}
+	h.env = append(h.env, "DBUS_SESSION_BUS_ADDRESS="+bus)
 	t.Cleanup(h.cleanup)
 	h.mustCLI("settings", "set", "agents."+a.name+".command", bin)
 	if len(settings)%2 != 0 {

@@ -99,3 +99,9 @@ func (c *Client) NotifyTest(ctx context.Context, channels ...string) ([]PushRece
 	var out []PushReceipt
 	return out, c.do(ctx, http.MethodPost, "/v1/notify/test", NotifyTestRequest{Channels: channels}, &out)
 }
+
+// NotifyTest asks the supervisor this desktop is attached to for a test
+// of every configured push channel.
+func (r *Remote) NotifyTest(ctx context.Context) ([]PushReceipt, error) {
+	return r.c.NotifyTest(ctx)
+}
