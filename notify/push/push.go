@@ -125,7 +125,9 @@ type Receipt struct {
 	Retry bool
 }
 
-// Channel sends one message through one push service.
+// Channel sends one message through one push service. A channel holds no
+// state between sends, so Send may be called from several goroutines (one
+// per incident's retry, say).
 type Channel interface {
 	// Name is the receipt's channel ("ntfy", "webhook").
 	Name() string

@@ -46,7 +46,9 @@ type Request struct {
 	Discord *push.DiscordBody
 }
 
-// Receiver is a running receiver; URL is the webhook URL to configure.
+// Receiver is a running receiver; URL is the webhook URL to configure. Its
+// path looks like a Slack webhook's secret part, so a test can check that
+// no receipt or error ever shows it.
 type Receiver struct {
 	URL string
 
