@@ -42,6 +42,7 @@ func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
 		{"context_overflow.compact_timeout_seconds", "0", "60", true},
 		{"timeline.retention_days", "0", "30", true},
 		{"sessions.archive_after_days", "-5", "0", true}, // 0: never archive
+		{"notify.push_after_minutes", "-1", "0", true},   // 0: push at once
 	}
 	numeric := 0
 	for _, d := range settingsRegistry.Defs() {
@@ -68,6 +69,33 @@ func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
 				t.Errorf("reset: %d %q", code, out)
 			}
 		})
+	}
+}
+
+// A secret is stored and used, but `settings set`, `get` and `list` (text
+// and JSON) never print it.
+func TestSettingsNeverPrintASecret(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "tk_0123456789abcdefghijklmnopqr"
+	for _, args := range [][]string{
+		{"settings", "set", "notify.ntfy.token", secret},
+		{"settings", "get", "notify.ntfy.token"},
+		{"settings", "list"},
+		{"settings", "list", "--json"},
+	} {
+		code, out, errOut := runCLI(t, append([]string{"--data-dir", dir}, args...)...)
+		if code != 0 || strings.Contains(out+errOut, secret) || !strings.Contains(out, settings.Masked) {
+			t.Errorf("%q: exit %d, output %q %q; want it masked", args, code, out, errOut)
+		}
+	}
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got, err := settingsRegistry.On(st).LoadSettings(context.Background())
+	if err != nil || got.Push.NtfyToken != secret {
+		t.Errorf("in force: %q, %v; want the token as given", got.Push.NtfyToken, err)
 	}
 }
 
