@@ -69,6 +69,9 @@ type guiDeps struct {
 	// notifyTest sends a sample through the push channels (Settings →
 	// Notifications → Send test), wherever the supervisor runs.
 	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
+	// pushStatus is the push channels' state for the window's banner;
+	// nil attached (the supervisor's process reports it in its health).
+	pushStatus func() *localapi.PushStatus
 }
 
 // haveDisplay reports whether a GUI can open here.
@@ -116,7 +119,7 @@ func runGUI(d guiDeps) {
 	})
 
 	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusTerminal, NotifyTest: d.notifyTest})
+		FocusTerminal: focusTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {

@@ -64,6 +64,8 @@ type env struct {
 	now      time.Time
 	// opened records OpenDir calls.
 	opened []string
+	// push is what the push channels report (nil: none run).
+	push *localapi.PushStatus
 	// notifyTest answers Send test (nil: no channel configured).
 	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 }
@@ -169,6 +171,7 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 			e.opened = append(e.opened, p)
 			return nil
 		},
+		PushStatus: func() *localapi.PushStatus { return e.push },
 		NotifyTest: func(ctx context.Context) ([]localapi.PushReceipt, error) {
 			if e.notifyTest == nil {
 				return nil, errors.New("no push channel is configured: set notify.ntfy.topic or notify.webhook.url")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -288,5 +289,21 @@ func TestSettingsSendTest(t *testing.T) {
 	test.Tap(v.test)
 	if v.testResult.Text != "ntfy: sent · webhook: failed (HTTP 401: invalid_token)" || v.testResult.Importance != widget.DangerImportance || v.test.Disabled() {
 		t.Fatalf("after a test: %q (%v), button disabled %v", v.testResult.Text, v.testResult.Importance, v.test.Disabled())
+	}
+}
+
+// A push channel that failed shows in the banner with what to do; one
+// that works again takes it away. The supervisor's link state comes first.
+func TestBannerSaysAPushFailed(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	e.push = &localapi.PushStatus{Channels: []string{"ntfy"}, Failures: []localapi.PushFailure{{Channel: "ntfy", At: e.now.Add(-3 * time.Minute), Error: "HTTP 401: unauthorized", GaveUp: true}}}
+	e.w.Refresh()
+	if !e.w.banner.Visible() || e.w.banner.Text != "Notifications: a push through ntfy failed 3m ago (HTTP 401: unauthorized; gave up). Check Settings → Notifications, then Send test." {
+		t.Fatalf("banner %v %q", e.w.banner.Visible(), e.w.banner.Text)
+	}
+	e.push = &localapi.PushStatus{Channels: []string{"ntfy"}}
+	e.w.Refresh()
+	if e.w.banner.Visible() {
+		t.Fatalf("banner still shows %q", e.w.banner.Text)
 	}
 }

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -41,6 +43,10 @@ type Options struct {
 	// NotifyTest sends a sample through every configured push channel
 	// (Settings → Notifications → Send test). Nil hides the button.
 	NotifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
+	// PushStatus is the push channels' state, read at each redraw (cheap:
+	// memory in process); the banner says when a channel failed. Nil
+	// shows none.
+	PushStatus func() *localapi.PushStatus
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -64,6 +70,8 @@ type Window struct {
 	focus func(ctx context.Context, s sessions.Session) (string, error)
 	// notifyTest is Options.NotifyTest.
 	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
+	// pushStatus is Options.PushStatus.
+	pushStatus func() *localapi.PushStatus
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -101,7 +109,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
 		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
-		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest,
+		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}
@@ -152,10 +160,14 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 	return w
 }
 
-// showLink shows or hides the banner from the model's link state. The
-// window keeps its place (tab, open session) while the supervisor is away.
+// showLink shows or hides the banner: the model's link state (the window
+// keeps its place, tab and open session, while the supervisor is away),
+// else a push channel that failed.
 func (w *Window) showLink() {
 	text := w.m.LinkSentence(w.now())
+	if text == "" && w.pushStatus != nil {
+		text = pushSentence(w.pushStatus(), w.now())
+	}
 	if text == w.banner.Text && w.banner.Visible() == (text != "") {
 		return
 	}
@@ -297,4 +309,27 @@ func (w *Window) act(call func(ctx context.Context) error, after func(err error)
 		err := call(context.Background())
 		w.do(func() { after(err) })
 	})
+}
+
+// pushSentence is the banner's sentence for push channels that fail: what
+// failed, when, and where to look; "" when every channel works.
+func pushSentence(st *localapi.PushStatus, now time.Time) string {
+	if st == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range st.Problems {
+		parts = append(parts, fmt.Sprintf("%s is set but unusable (%s)", p.Channel, p.Error))
+	}
+	for _, f := range st.Failures {
+		how := "retrying"
+		if f.GaveUp {
+			how = "gave up"
+		}
+		parts = append(parts, fmt.Sprintf("a push through %s failed %s ago (%s; %s)", f.Channel, sessions.Age(now, f.At), f.Error, how))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Notifications: " + strings.Join(parts, "; ") + ". Check Settings → Notifications, then Send test."
 }
