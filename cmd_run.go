@@ -116,7 +116,8 @@ func cmdRun(c *cli, args []string) error {
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
 		runGUI(guiDeps{src: d.rt, settings: d.settings, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request,
 			showAtStart: showWindowAtStart(launch, *trayOnly),
-			notifyTest:  func(ctx context.Context) ([]localapi.PushReceipt, error) { return pushes.Test(ctx, nil) }})
+			notifyTest:  func(ctx context.Context) ([]localapi.PushReceipt, error) { return pushes.Test(ctx, nil) },
+			pushStatus:  func() *localapi.PushStatus { st := pushes.Status(); return &st }})
 	} else {
 		if !*headless {
 			fmt.Fprintln(c.stderr, "No display found; running headless (the CLI and the local API work as usual).")
