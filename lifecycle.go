@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/localapi"
@@ -132,18 +133,54 @@ func (d *daemon) notifyWhileNoDesktop() bool {
 	n := notify.New(notify.Desktop, icon, nil, d.log)
 	n.SetStartedAt(processStarted)
 	n.SetGate(func() bool { return !d.api.DesktopAttached() })
+	// Where the service reports actions, a managed session's permission
+	// request offers Allow and Deny, answered here; there is no window to
+	// open, so no Open.
+	var actions *notify.Clickable
+	if runtime.GOOS != "darwin" && runtime.GOOS != "windows" {
+		if c, err := notify.NewClickable("Session Supervisor", "session-supervisor"); err == nil {
+			c.WithoutOpen()
+			n.SetRichSender(c.Send)
+			actions = c
+		}
+	}
 	sub := d.rt.Subscribe(notifyBuffer, false)
 	err := d.services.Add(services.Service{Name: "the notifier", Run: func(ctx context.Context) error {
 		defer d.rt.Bus().Unsubscribe(sub)
+		if actions != nil {
+			var answering sync.WaitGroup
+			defer answering.Wait()
+			defer actions.Close()
+			answering.Go(func() { d.answerFromNotifications(ctx, actions) })
+			answering.Go(func() { d.focusFromNotifications(ctx, actions) })
+		}
 		n.Run(ctx, sub.C, func() bool { return d.settings.Get().NotifyWaitingOnUser })
 		return nil
 	}})
 	if err != nil {
 		d.rt.Bus().Unsubscribe(sub)
+		if actions != nil {
+			actions.Close()
+		}
 		d.log.Warn("the notifier did not start", "err", err)
 		return false
 	}
 	return true
+}
+
+// answerFromNotifications answers each Allow or Deny chosen on a
+// notification: exactly the request it was for; one answered meanwhile
+// (in the terminal, the CLI) is refused by the runtime and only logged.
+// It returns when the Clickable is closed.
+func (d *daemon) answerFromNotifications(ctx context.Context, c *notify.Clickable) {
+	for a := range c.Answers() {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := d.rt.Answer(actx, a.SessionID, a.RequestID, a.Allow, "")
+		cancel()
+		if err != nil {
+			d.log.Info("a permission answer from a notification was not sent", "session", a.SessionID, "request", a.RequestID, "err", err)
+		}
+	}
 }
 
 // stop is the graceful quit: stop deciding, stop serving, then let every
@@ -216,4 +253,19 @@ func notificationServiceReachable() bool {
 		return os.Getenv("DBUS_SESSION_BUS_ADDRESS") != ""
 	}
 	return true
+}
+
+// focusFromNotifications brings a terminal session's terminal forward for
+// each "Go to terminal" chosen on a notification; what it could not do is
+// logged (there is no window to say it in).
+func (d *daemon) focusFromNotifications(ctx context.Context, c *notify.Clickable) {
+	for id := range c.Terminals() {
+		s, err := d.rt.Session(id)
+		if err == nil {
+			_, err = focusTerminal(ctx, s)
+		}
+		if err != nil {
+			d.log.Info("go to terminal from a notification", "session", id, "err", err)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,15 +85,30 @@ func shortTempDir(t *testing.T) string {
 
 // notifications records org.freedesktop.Notifications.Notify calls.
 type notifications struct {
-	mu    sync.Mutex
-	calls []string // "title|body"
+	mu      sync.Mutex
+	calls   []string   // "title|body"
+	actions [][]string // each notification's actions, as sent
 }
 
 func (n *notifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls = append(n.calls, summary+"|"+body)
+	n.actions = append(n.actions, actions)
 	return uint32(len(n.calls)), nil
+}
+
+// offering returns the id of the latest notification whose title starts
+// with title and that offers action, or 0.
+func (n *notifications) offering(title, action string) uint32 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := len(n.calls) - 1; i >= 0; i-- {
+		if strings.HasPrefix(n.calls[i], title) && slices.Contains(n.actions[i], action) {
+			return uint32(i + 1)
+		}
+	}
+	return 0
 }
 
 func (n *notifications) GetCapabilities() ([]string, *dbus.Error) { return []string{"body"}, nil }

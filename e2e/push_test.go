@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +113,92 @@ func contextFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// A managed Claude Code session asking to run a command: the desktop
+// notification (the headless supervisor's, on a private bus) offers Allow
+// and Deny bound to that request; Allow lets the command run. Allow on a
+// request already answered elsewhere (the CLI) answers nothing.
+func TestAllowFromTheNotification(t *testing.T) {
+	t.Parallel()
+	requireTools(t, "dbus-daemon")
+	busAddr := startBus(t)
+	conn, err := dbus.Connect(busAddr)
+	if err != nil {
+		t.Fatalf("connecting to the test bus: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	notes := &notifications{}
+	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.freedesktop.Notifications")
+	invoke := func(id uint32, action string) {
+		t.Helper()
+		if err := conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", id, action); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h := startAgentE2E(t, claudeE2EAgent, e2eOpts{bus: busAddr}, ce2eFast...)
+	out := filepath.Join(h.work, "build", "out.txt")
+	id := h.launch("[[scenario:write]] make it", "--permission-mode", "default", "--name", "build")
+	pending := h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
+	var note uint32
+	eventually(t, "a notification offering Allow", 30*time.Second, func() bool { note = notes.offering("build asks for permission", "allow"); return note != 0 })
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("build/out.txt exists before the command was allowed")
+	}
+	invoke(note, "allow")
+	s := h.waitFor(id, "the allowed turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	if _, err := os.Stat(out); err != nil || s.Permission != nil {
+		t.Fatalf("after Allow: the command ran: %v; pending %+v", err, s.Permission)
+	}
+	answered := 0
+	for _, r := range h.timeline(id) {
+		if r.Kind == "permission_answered" {
+			answered++
+			if d := r.detail(); d["allow"] != true {
+				t.Errorf("answered %v", d)
+			}
+		}
+	}
+	if answered != 1 {
+		t.Fatalf("%d permission answers on the timeline after Allow on %s, want 1", answered, pending.Permission.RequestID)
+	}
+
+	// A second request, answered from the CLI first: Allow on its
+	// notification afterwards answers nothing (the request is gone).
+	if err := os.RemoveAll(filepath.Join(h.work, "build")); err != nil {
+		t.Fatal(err)
+	}
+	h.mustCLI("send", id, "[[scenario:write]] again")
+	h.waitFor(id, "the second approval request", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.TurnGeneration == 2
+	})
+	var second uint32
+	eventually(t, "the second notification offering Allow", 30*time.Second, func() bool {
+		second = notes.offering("build asks for permission", "allow")
+		return second != 0 && second != note
+	})
+	h.mustCLI("deny", id, "--message", "not now")
+	h.waitFor(id, "the denied turn to end", func(s sessions.Session) bool { return s.TurnGeneration == 2 && !s.InTurn && s.Permission == nil })
+	invoke(second, "allow")
+	// The app says it did not answer: the request is no longer open.
+	eventually(t, "the refused answer in the app's log", 30*time.Second, func() bool {
+		return strings.Contains(h.run.stderr.String(), "a permission answer from a notification was not sent")
+	})
+	if _, err := os.Stat(out); err == nil {
+		t.Error("Allow after the request was denied ran the command")
+	}
+	answers := 0
+	for _, r := range h.timeline(id) {
+		if r.Kind == "permission_answered" {
+			answers++
+		}
+	}
+	if answers != 2 {
+		t.Errorf("%d permission answers on the timeline, want 2 (the Allow, the CLI's deny)", answers)
+	}
+	h.stopApp()
 }

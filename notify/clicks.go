@@ -38,7 +38,14 @@ type Clickable struct {
 	// answers yields each Allow or Deny chosen on a permission request.
 	answers chan Answer
 	done    chan struct{}
+	// noOpen: there is no window to open (headless), so no Open action.
+	noOpen bool
 }
+
+// WithoutOpen stops offering Open (the default action): a headless
+// supervisor has no window to open, and an action must never silently do
+// nothing. Call it before the first Send.
+func (c *Clickable) WithoutOpen() { c.noOpen = true }
 
 // aboutOf is what a notification was about: its session and, for a
 // permission request, the request it offered Allow and Deny for.
@@ -157,7 +164,10 @@ const (
 // session's).
 func (c *Clickable) Send(n Notification, _ []byte) error {
 	var id uint32
-	actions := []string{"default", "Open"}
+	actions := []string{}
+	if !c.noOpen {
+		actions = append(actions, "default", "Open")
+	}
 	if n.Terminal {
 		actions = append(actions, terminalAction, "Go to terminal")
 	}

@@ -219,3 +219,23 @@ func TestPermissionActions(t *testing.T) {
 		t.Fatalf("a terminal session's note offers answers: %+v", n)
 	}
 }
+
+// Headless there is no window: no Open is offered, Allow and Deny still
+// are.
+func TestWithoutOpen(t *testing.T) {
+	_, svc, c := startService(t)
+	c.WithoutOpen()
+	for _, n := range []Notification{{Title: "a", SessionID: "s1", RequestID: "r1"}, {Title: "b", SessionID: "s2"}} {
+		if err := c.Send(n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if got := strings.Join(svc.actions[0], ","); got != "allow,Allow,deny,Deny" {
+		t.Errorf("a permission request's actions: %q", got)
+	}
+	if len(svc.actions[1]) != 0 {
+		t.Errorf("an escalation's actions: %q, want none", svc.actions[1])
+	}
+}
