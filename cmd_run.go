@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
@@ -112,7 +113,9 @@ func cmdRun(c *cli, args []string) error {
 	if !*headless && haveDisplay() {
 		// The desktop shows what needs the user first; pushes follow
 		// after notify.push_after_minutes.
-		pushes := d.pushWhileAway(func() bool { return true })
+		// A locked screen is a desktop nobody sees.
+		lock := screenLockWatch()
+		pushes := d.pushWhileAway(func() bool { return !lock.Locked(time.Now()) })
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
 		runGUI(guiDeps{src: d.rt, settings: d.settings, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request,
 			showAtStart: showWindowAtStart(launch, *trayOnly),
@@ -126,7 +129,8 @@ func cmdRun(c *cli, args []string) error {
 		// machine's notification service or a desktop is attached;
 		// otherwise (a server) pushes go out at once.
 		notifying := d.notifyWhileNoDesktop()
-		d.pushWhileAway(func() bool { return notifying || d.api.DesktopAttached() })
+		lock := screenLockWatch()
+		d.pushWhileAway(func() bool { return (notifying || d.api.DesktopAttached()) && !lock.Locked(time.Now()) })
 		<-q.quit
 	}
 

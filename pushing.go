@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/godbus/dbus/v5"
+
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/notify/escalation"
 	"github.com/session-supervisor/session-supervisor/notify/push"
 	"github.com/session-supervisor/session-supervisor/services"
@@ -220,3 +224,21 @@ func (d *daemon) pushWhileAway(desktop func() bool) localapi.Pusher {
 	}
 	return p
 }
+
+// screenLockWatch watches the session's screen saver where the platform
+// tells (freedesktop and GNOME over the session bus); elsewhere, or with
+// no session bus, the screen never counts as locked.
+func screenLockWatch() *notify.LockWatch {
+	if !notificationServiceReachable() || runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		return nil
+	}
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		return nil
+	}
+	return notify.NewLockWatch(conn, lockCheckEvery)
+}
+
+// lockCheckEvery bounds how stale the lock state may be: a push waits at
+// most this long past the moment the screen locked.
+const lockCheckEvery = 30 * time.Second
