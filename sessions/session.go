@@ -177,6 +177,10 @@ type Session struct {
 	// place, so a Clone may share it.
 	Terminal       *termloc.Location `json:"terminal,omitempty"`
 	SkippedLines   int               `json:"skipped_lines"`
+	// Usage is the tokens the agent reported, per model, over the session
+	// and in its current turn (see SessionUsage); pricing turns them into
+	// the equivalent API cost.
+	Usage          SessionUsage      `json:"usage,omitzero"`
 	StateChangedAt time.Time         `json:"state_changed_at,omitzero"`
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
@@ -193,6 +197,7 @@ func (s Session) Clone() Session {
 	c.OpenTools = maps.Clone(s.OpenTools)
 	c.OpenTasks = maps.Clone(s.OpenTasks)
 	c.Permissions = slices.Clone(s.Permissions)
+	c.Usage = s.Usage.clone()
 	if s.Permission != nil {
 		p := *s.Permission
 		c.Permission = &p
