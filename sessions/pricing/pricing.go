@@ -13,13 +13,17 @@
 // What each agent reports (measured from the real CLIs against their fake
 // APIs; the decoders turn it into sessions.UsageReport):
 //
-//   - Claude Code (stream-json): every assistant message carries the API's
-//     usage (input_tokens, output_tokens, cache_creation_input_tokens,
-//     cache_read_input_tokens) and its model id, dated
-//     (claude-sonnet-4-5-20250929); the message is printed once per content
-//     block with the same id and usage, so it is read once per message id
-//     (sessions.UsageMessage). The result line's usage and modelUsage
-//     summarise the same calls and are not counted again.
+//   - Claude Code 2.1.197 (stream-json): every assistant line carries its
+//     API call's usage (input_tokens, output_tokens,
+//     cache_creation_input_tokens, cache_read_input_tokens) and the model id
+//     the API answered with, dated (claude-sonnet-4-5-20250929); but it is
+//     the usage of the call's message_start, so output_tokens is 1 whatever
+//     the model wrote, and a message of several blocks repeats it. The
+//     decoder counts each message id once and, at the turn's result line,
+//     adds what the result's usage (the turn's calls summed, final output
+//     included) has beyond that. The result's modelUsage and total_cost_usd
+//     are the process's running totals, keyed by the model the CLI asked for
+//     ("claude-opus-4-8[1m]"), not the one that answered: not read.
 //   - Codex (app-server): thread/tokenUsage/updated carries the thread's
 //     running total (total) and the last call's (last); the total is read
 //     (sessions.UsageCumulative), so a missed notification loses nothing.
