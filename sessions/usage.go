@@ -96,10 +96,13 @@ const (
 	// with every content block, its output count growing). The last report
 	// for a message id replaces the earlier ones of that id.
 	UsageMessage
-	// UsageCumulative: the report is the running total of the agent's
-	// thread (Codex's total_token_usage). What it added since the previous
-	// total is counted, against the model named with it; a total lower than
-	// the previous one (a new thread) starts over.
+	// UsageCumulative: the report is the running total of one of the
+	// agent's counters (Codex's thread token usage; Counter names the
+	// thread). What it added since that counter's previous total is
+	// counted, against the model named with it; a total lower than the
+	// previous one (a counter that started over) counts whole. The session
+	// keeps each counter's last total, so a new process that reports a
+	// resumed thread's total again does not count its past twice.
 	UsageCumulative
 )
 
@@ -119,6 +122,8 @@ type UsageReport struct {
 	Mode   UsageMode `json:"mode"`
 	// MessageID identifies the message a UsageMessage report is for.
 	MessageID string `json:"message_id,omitempty"`
+	// Counter names the running total a UsageCumulative report is of.
+	Counter string `json:"counter,omitempty"`
 }
 
 // SessionUsage is what a session used: per model over its whole life, and
@@ -133,13 +138,14 @@ type SessionUsage struct {
 	LastMessage       string `json:"last_message,omitempty"`
 	LastMessageModel  string `json:"last_message_model,omitempty"`
 	LastMessageTokens Tokens `json:"last_message_tokens,omitzero"`
-	// Cumulative is the last running total a UsageCumulative report gave.
-	Cumulative Tokens `json:"cumulative,omitzero"`
+	// Cumulative is the last running total each counter's UsageCumulative
+	// report gave, by counter.
+	Cumulative map[string]Tokens `json:"cumulative,omitempty"`
 }
 
 // IsZero reports whether nothing was used.
 func (u SessionUsage) IsZero() bool {
-	return len(u.Total) == 0 && len(u.Turn) == 0 && u.LastMessage == "" && u.Cumulative.IsZero()
+	return len(u.Total) == 0 && len(u.Turn) == 0 && u.LastMessage == "" && len(u.Cumulative) == 0
 }
 
 // clone is a deep copy (the maps), so Apply never shares a map with its input.
@@ -147,6 +153,7 @@ func (u SessionUsage) clone() SessionUsage {
 	c := u
 	c.Total = maps.Clone(u.Total)
 	c.Turn = maps.Clone(u.Turn)
+	c.Cumulative = maps.Clone(u.Cumulative)
 	return c
 }
 
@@ -166,12 +173,16 @@ func applyUsage(u SessionUsage, r UsageReport) SessionUsage {
 			u.LastMessage, u.LastMessageModel, u.LastMessageTokens = r.MessageID, r.Model, r.Tokens
 		}
 	case UsageCumulative:
-		if lower(r.Tokens, u.Cumulative) {
-			add = r.Tokens // a new thread's counter: it starts over
+		prev := u.Cumulative[r.Counter]
+		if lower(r.Tokens, prev) {
+			add = r.Tokens // a counter that started over
 		} else {
-			add = r.Tokens.Sub(u.Cumulative)
+			add = r.Tokens.Sub(prev)
 		}
-		u.Cumulative = r.Tokens
+		if u.Cumulative == nil {
+			u.Cumulative = map[string]Tokens{}
+		}
+		u.Cumulative[r.Counter] = r.Tokens
 	default:
 		add = r.Tokens
 	}

@@ -80,6 +80,16 @@ func TestApplyUsage(t *testing.T) {
 			total: Usage{"gpt-5.1-codex": tok(120, 13, 0, 0)},
 		},
 		{
+			name: "two threads' running totals interleave, each its own counter",
+			events: []Event{
+				usageEv(EvMetrics, UsageReport{Model: "gpt-5.1-codex", Tokens: tok(100, 10, 0, 0), Mode: UsageCumulative, Counter: "main"}),
+				usageEv(EvMetrics, UsageReport{Model: "gpt-5.1-codex-mini", Tokens: tok(7, 1, 0, 0), Mode: UsageCumulative, Counter: "sub"}),
+				usageEv(EvMetrics, UsageReport{Model: "gpt-5.1-codex", Tokens: tok(130, 12, 0, 0), Mode: UsageCumulative, Counter: "main"}),
+				usageEv(EvMetrics, UsageReport{Model: "gpt-5.1-codex-mini", Tokens: tok(9, 2, 0, 0), Mode: UsageCumulative, Counter: "sub"}),
+			},
+			total: Usage{"gpt-5.1-codex": tok(130, 12, 0, 0), "gpt-5.1-codex-mini": tok(9, 2, 0, 0)},
+		},
+		{
 			name: "a new turn resets the turn's usage, not the total",
 			events: []Event{
 				msg("m1", sonnet, tok(3, 4, 0, 0)),
@@ -166,6 +176,14 @@ func TestSessionUsageJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Session
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	s = Apply(s, usageEv(EvMetrics, UsageReport{Model: "gpt-5.1-codex", Tokens: tok(1, 1, 0, 0), Mode: UsageCumulative, Counter: "thread-1"}), time.Unix(6, 0))
+	b, err = json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,16 @@
 //     included) has beyond that. The result's modelUsage and total_cost_usd
 //     are the process's running totals, keyed by the model the CLI asked for
 //     ("claude-opus-4-8[1m]"), not the one that answered: not read.
-//   - Codex (app-server): thread/tokenUsage/updated carries the thread's
-//     running total (total) and the last call's (last); the total is read
-//     (sessions.UsageCumulative), so a missed notification loses nothing.
-//     Its input_tokens include the cached ones (cached_input_tokens), which
-//     the decoder moves to the cache-read class. Codex reports no cache write.
+//   - Codex 0.171.0 (app-server): thread/tokenUsage/updated carries the
+//     thread's running total (total) and its last call's (last), with no
+//     model: the model is the thread's, from thread/start, thread/resume or
+//     thread/started (the configured one, not what the API answered). The
+//     decoder reports the total (sessions.UsageCumulative, one counter per
+//     thread, a subagent's included), so a missed notification loses
+//     nothing; a thread resumed in a new process reports a total that
+//     includes its past, which the session's kept total absorbs. Its
+//     inputTokens include the cached ones (cachedInputTokens, moved to
+//     cache read); cacheWriteInputTokens is 0 on the OpenAI API.
 package pricing
 
 import (
