@@ -34,6 +34,14 @@
 //     includes its past, which the session's kept total absorbs. Its
 //     inputTokens include the cached ones (cachedInputTokens, moved to
 //     cache read); cacheWriteInputTokens is 0 on the OpenAI API.
+//   - Gemini CLI 0.61.0 (ACP): the session/prompt answer's
+//     _meta.quota carries the turn's token_count (input_tokens,
+//     output_tokens) and model_usage (the same by model, the model the
+//     settings name); each prompt reports its own calls (a delta). No cache
+//     split: input_tokens include the cached tokens (the API's
+//     cachedContentTokenCount), so they are priced at the input rate, an
+//     overestimate where the cache was hit; no cache write. No usage_update
+//     arrives.
 package pricing
 
 import (
