@@ -180,7 +180,7 @@ type state struct {
 	// usage is what each recent message id's usage counted so far: the
 	// CLI repeats a message's usage with each of its content blocks, and
 	// a subagent's messages interleave with the main one's.
-	usage map[string]sessions.Tokens
+	usage agentkit.UsageOnce
 	turn  turnState
 }
 
@@ -440,7 +440,7 @@ func (s *state) assistant(w *wire) []sessions.Event {
 	}
 	// The usage rides on the line's first event: one report per line, and
 	// a subagent's calls are counted too (they are spent all the same).
-	r := s.countOnce(usageReport(&w.Message))
+	r := s.usage.Delta(usageReport(&w.Message))
 	if r != nil {
 		s.turn.counted = s.turn.counted.Add(r.Tokens)
 		if !sub || s.turn.model == "" {
@@ -474,23 +474,6 @@ func (s *state) resultUsage(w *wire) *sessions.UsageReport {
 		return nil
 	}
 	return &sessions.UsageReport{Model: s.turn.model, Tokens: more, Mode: sessions.UsageDelta}
-}
-
-// countOnce turns a message's usage report into what it adds to the
-// message's earlier reports (a delta), nil when it adds nothing, so each
-// message counts once whichever lines of other messages come between.
-func (s *state) countOnce(r *sessions.UsageReport) *sessions.UsageReport {
-	if r == nil || r.MessageID == "" {
-		return r
-	}
-	prev := s.usage[r.MessageID]
-	grown := r.Tokens.Sub(prev)
-	if grown.IsZero() {
-		return nil
-	}
-	s.usage = agentkit.Remember(s.usage, r.MessageID, prev.Add(grown))
-	r.Tokens, r.Mode = grown, sessions.UsageDelta
-	return r
 }
 
 func (s *state) user(w *wire, line []byte) []sessions.Event {

@@ -34,6 +34,22 @@ type Usage struct {
 	Input, Output, CacheWrite, CacheRead int
 }
 
+// ChatUsage is the usage object of an OpenAI chat completion for r: the
+// reply's Usage, else 100 prompt and 20 completion tokens. prompt_tokens
+// include the cached ones, as the API counts them.
+func ChatUsage(r Reply) map[string]any {
+	u := Usage{Input: 100, Output: 20}
+	if r.Usage != nil {
+		u = *r.Usage
+	}
+	in := u.Input + u.CacheRead
+	m := map[string]any{"prompt_tokens": in, "completion_tokens": u.Output, "total_tokens": in + u.Output}
+	if u.CacheRead > 0 {
+		m["prompt_tokens_details"] = map[string]any{"cached_tokens": u.CacheRead}
+	}
+	return m
+}
+
 // UsageCall and UsageAnswer are the usage scenario's replies' counts: the
 // tool call, then the answer after its output.
 var (

@@ -42,6 +42,14 @@
 //     cachedContentTokenCount), so they are priced at the input rate, an
 //     overestimate where the cache was hit; no cache write. No usage_update
 //     arrives.
+//   - OpenCode 1.18.33 (serve, SSE): message.updated for an assistant
+//     message carries its tokens so far (input without the cache, output,
+//     reasoning, cache read and write), its cost in dollars by OpenCode's
+//     own model table (0 for a model it has no price for), providerID and
+//     modelID; it is sent again at each step of the message, so it is
+//     counted once per message id. Reasoning is added to output (billed
+//     as output). OpenCode's own cost is not read: the table here prices
+//     every agent alike. session.updated's running totals are not read.
 package pricing
 
 import (
