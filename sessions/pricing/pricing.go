@@ -50,6 +50,15 @@
 //     counted once per message id. Reasoning is added to output (billed
 //     as output). OpenCode's own cost is not read: the table here prices
 //     every agent alike. session.updated's running totals are not read.
+//   - Copilot CLI 1.0.102 (prompt mode, BYOK): stdout carries no token
+//     counts (its result line has premium requests and durations only). The
+//     session file, session-state/<id>/events.jsonl, has one
+//     session.usage_record per model call (model, inputTokens with the
+//     cache included, outputTokens, cacheReadTokens, cacheWriteTokens, its
+//     own cost, apiCallId), which the decoder reads; the managed adapter
+//     does not tail that file yet, so a managed Copilot session shows no
+//     usage, and the terminal source (which reads events.jsonl through the
+//     same decoder) reports only an inferred state for now.
 package pricing
 
 import (
