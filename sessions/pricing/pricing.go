@@ -404,6 +404,16 @@ type Breakdown struct {
 	Unknown bool `json:"unknown,omitempty"`
 }
 
+// String is the figure as every view shows it, labelled: "$1.23 equivalent
+// API cost", with a note when a model was priced on the fallback row.
+func (b Breakdown) String() string {
+	s := b.Total.String() + " " + Label
+	if b.Unknown {
+		s += " (some models unknown, priced at the fallback rate)"
+	}
+	return s
+}
+
 // Cost prices u per model and rate class with t, and sums.
 func (t *Table) Cost(u sessions.Usage) Breakdown {
 	b := Breakdown{Label: Label, Models: make([]ModelCost, 0, len(u))}

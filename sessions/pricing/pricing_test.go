@@ -112,6 +112,13 @@ func TestCost(t *testing.T) {
 	if got := b.Total.String(); got != "$25.50" {
 		t.Errorf("formatted %q", got)
 	}
+	if got := b.String(); got != "$25.50 equivalent API cost (some models unknown, priced at the fallback rate)" {
+		t.Errorf("labelled %q", got)
+	}
+	delete(u, "mystery-model")
+	if got := Cost(u).String(); got != "$10.50 equivalent API cost" {
+		t.Errorf("labelled, all known: %q", got)
+	}
 }
 
 func TestPrice(t *testing.T) {
