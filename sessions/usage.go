@@ -136,7 +136,6 @@ type SessionUsage struct {
 	// report last counted and what it counted for it, replaced when the
 	// same message reports again.
 	LastMessage       string `json:"last_message,omitempty"`
-	LastMessageModel  string `json:"last_message_model,omitempty"`
 	LastMessageTokens Tokens `json:"last_message_tokens,omitzero"`
 	// Cumulative is the last running total each counter's UsageCumulative
 	// report gave, by counter.
@@ -170,7 +169,7 @@ func applyUsage(u SessionUsage, r UsageReport) SessionUsage {
 			u.LastMessageTokens = u.LastMessageTokens.Add(add)
 		} else {
 			add = r.Tokens
-			u.LastMessage, u.LastMessageModel, u.LastMessageTokens = r.MessageID, r.Model, r.Tokens
+			u.LastMessage, u.LastMessageTokens = r.MessageID, r.Tokens
 		}
 	case UsageCumulative:
 		prev := u.Cumulative[r.Counter]
