@@ -325,6 +325,11 @@ func Apply(s Session, e Event, now time.Time) Session {
 		}
 	}
 	syncPermission(&n)
+	// After the switch: a turn that starts with this event has its turn
+	// usage reset first, then this report counts into it.
+	if e.Usage != nil {
+		n.Usage = applyUsage(n.Usage, *e.Usage)
+	}
 	return n
 }
 
@@ -371,6 +376,7 @@ func startTurn(n *Session, now time.Time) {
 	n.OpenTools, n.OpenTasks = nil, nil
 	n.CompactionStarted = time.Time{}
 	n.NeedsAttention = false
+	n.Usage.Turn = nil
 }
 
 func endTurn(n *Session) {

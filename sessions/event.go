@@ -134,6 +134,10 @@ type Event struct {
 	Detail string `json:"detail,omitempty"`
 	// Observed is the inferred state an EvObserved carries.
 	Observed *ObservedState `json:"observed,omitempty"`
+	// Usage is a usage report the agent printed with this event (any kind:
+	// Claude's carries it on an assistant message, Codex's on a metrics
+	// notification). Apply counts it into Session.Usage.
+	Usage *UsageReport `json:"usage,omitempty"`
 }
 
 // ObservedState is what an external source inferred about a session it

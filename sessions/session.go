@@ -175,11 +175,15 @@ type Session struct {
 	// pane, emulator), refreshed by the tick; nil for a managed session or
 	// before the first look. A new value replaces it whole, never edited in
 	// place, so a Clone may share it.
-	Terminal       *termloc.Location `json:"terminal,omitempty"`
-	SkippedLines   int               `json:"skipped_lines"`
-	StateChangedAt time.Time         `json:"state_changed_at,omitzero"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	Terminal     *termloc.Location `json:"terminal,omitempty"`
+	SkippedLines int               `json:"skipped_lines"`
+	// Usage is the tokens the agent reported, per model, over the session
+	// and in its current turn (see SessionUsage); pricing turns them into
+	// the equivalent API cost.
+	Usage          SessionUsage `json:"usage,omitzero"`
+	StateChangedAt time.Time    `json:"state_changed_at,omitzero"`
+	CreatedAt      time.Time    `json:"created_at"`
+	UpdatedAt      time.Time    `json:"updated_at"`
 	// ArchivedAt is when the session was archived (ended, acknowledged and
 	// quiet for sessions.archive_after_days): it leaves the tray and the
 	// default list and stays readable (ls --all, timeline). Zero when not
@@ -193,6 +197,7 @@ func (s Session) Clone() Session {
 	c.OpenTools = maps.Clone(s.OpenTools)
 	c.OpenTasks = maps.Clone(s.OpenTasks)
 	c.Permissions = slices.Clone(s.Permissions)
+	c.Usage = s.Usage.clone()
 	if s.Permission != nil {
 		p := *s.Permission
 		c.Permission = &p

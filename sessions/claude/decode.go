@@ -106,6 +106,8 @@ type wire struct {
 	TerminalReason string   `json:"terminal_reason"`
 	Result         string   `json:"result"`
 	Errors         []string `json:"errors"`
+	// Usage is the turn's usage, summed over its API calls.
+	Usage *wireUsage `json:"usage"`
 
 	// control_request, control_cancel_request.
 	RequestID string `json:"request_id"`
@@ -117,11 +119,44 @@ type wire struct {
 }
 
 type message struct {
-	Model string `json:"model"`
+	// ID, Model and Usage are an assistant message's: the API call it
+	// came from, its model id (dated: claude-sonnet-4-5-20250929) and what
+	// the call used.
+	ID    string     `json:"id"`
+	Model string     `json:"model"`
+	Usage *wireUsage `json:"usage"`
 	// Content is an array of blocks on stdout. The transcript (and the SDK's
 	// own prompts) sometimes use a bare string; that form fails to decode
 	// here and is picked up by userText.
 	Content []block `json:"content"`
+}
+
+// wireUsage is the API's usage object as the CLI prints it on an assistant
+// message.
+type wireUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+// usageReport is an assistant message's usage as a report counted once per
+// message id: the CLI prints a message once per content block, each time
+// with the same id and the usage known so far.
+func usageReport(m *message) *sessions.UsageReport {
+	u := m.Usage
+	if u == nil || m.Model == "" || m.Model == syntheticModel {
+		return nil
+	}
+	return &sessions.UsageReport{
+		Model: m.Model,
+		Tokens: sessions.Tokens{
+			Input: u.InputTokens, Output: u.OutputTokens,
+			CacheWrite: u.CacheCreationInputTokens, CacheRead: u.CacheReadInputTokens,
+		},
+		Mode:      sessions.UsageMessage,
+		MessageID: m.ID,
+	}
 }
 
 type block struct {
@@ -142,7 +177,11 @@ type state struct {
 	// pending holds each unanswered can_use_tool request's input by request
 	// id: allowing a tool means echoing its input back as updatedInput.
 	pending map[string]json.RawMessage
-	turn    turnState
+	// usage is what each recent message id's usage counted so far: the
+	// CLI repeats a message's usage with each of its content blocks, and
+	// a subagent's messages interleave with the main one's.
+	usage agentkit.UsageOnce
+	turn  turnState
 }
 
 // turnState is evidence gathered during one turn and consumed by its result
@@ -160,6 +199,11 @@ type turnState struct {
 	// "rejected": the plan limit is hit and lifts at resetsAt.
 	rejected bool
 	resetsAt time.Time
+	// counted is the usage the turn's assistant messages reported
+	// (subagents' too), and model the last model the main thread named:
+	// the result's usage corrects what they could not know (resultUsage).
+	counted sessions.Tokens
+	model   string
 	// compactResultSeen avoids a second "compaction finished" for the
 	// compact_boundary line that follows a status line with compact_result.
 	compactResultSeen bool
@@ -394,7 +438,42 @@ func (s *state) assistant(w *wire) []sessions.Event {
 	if len(events) == 0 {
 		events = agentkit.One(sessions.EvActivity, prefix(sub, "assistant message"))
 	}
+	// The usage rides on the line's first event: one report per line, and
+	// a subagent's calls are counted too (they are spent all the same).
+	r := s.usage.Delta(usageReport(&w.Message))
+	if r != nil {
+		s.turn.counted = s.turn.counted.Add(r.Tokens)
+		if !sub || s.turn.model == "" {
+			s.turn.model = r.Model
+		}
+	}
+	events[0].Usage = r
 	return events
+}
+
+// resultUsage is what the result line's usage adds to the turn's assistant
+// messages. Measured with CLI 2.1.197: an assistant line carries the usage
+// of its call's message_start, so its output count is 1 whatever the model
+// wrote; the result's usage is the turn's calls summed with their final
+// output. The difference, per class and never negative, is counted against
+// the turn's model. Subagents' messages are in what was counted, so a result
+// that sums them too counts them once, and one that does not loses only
+// their output beyond the first token, never counts anything twice. (The result's modelUsage and total_cost_usd are the
+// process's running totals, keyed by the model the CLI asked for
+// ("claude-opus-4-8[1m]") rather than the one that answered: not read.)
+func (s *state) resultUsage(w *wire) *sessions.UsageReport {
+	if w.Usage == nil || s.turn.model == "" {
+		return nil
+	}
+	u := w.Usage
+	more := sessions.Tokens{
+		Input: u.InputTokens, Output: u.OutputTokens,
+		CacheWrite: u.CacheCreationInputTokens, CacheRead: u.CacheReadInputTokens,
+	}.Sub(s.turn.counted)
+	if more.IsZero() {
+		return nil
+	}
+	return &sessions.UsageReport{Model: s.turn.model, Tokens: more, Mode: sessions.UsageDelta}
 }
 
 func (s *state) user(w *wire, line []byte) []sessions.Event {
@@ -505,7 +584,13 @@ func (s *state) controlCancel(w *wire) []sessions.Event {
 }
 
 func (s *state) result(w *wire) sessions.Event {
-	defer s.endTurn()
+	e := s.resultEvent(w)
+	e.Usage = s.resultUsage(w)
+	s.endTurn()
+	return e
+}
+
+func (s *state) resultEvent(w *wire) sessions.Event {
 	if !w.IsError {
 		return sessions.Event{Kind: sessions.EvTurnCompleted, Detail: "turn completed"}
 	}

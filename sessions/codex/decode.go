@@ -43,10 +43,8 @@ type wire struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Result *struct {
-		Thread struct {
-			ID string `json:"id"`
-		} `json:"thread"`
-		Turn struct {
+		Thread wireThread `json:"thread"`
+		Turn   struct {
 			ID string `json:"id"`
 		} `json:"turn"`
 	} `json:"result"`
@@ -91,6 +89,41 @@ type params struct {
 	RequestID json.RawMessage `json:"requestId"`
 	// warning, hook/*.
 	Message string `json:"message"`
+	// thread/started.
+	Thread wireThread `json:"thread"`
+	// thread/tokenUsage/updated: the thread's running total (total) and
+	// its last call's (last); the total is read.
+	TokenUsage *struct {
+		Total wireTokens `json:"total"`
+	} `json:"tokenUsage"`
+}
+
+// wireThread is a thread as thread/start, thread/resume and thread/started
+// give it: its id and the model it runs.
+type wireThread struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
+}
+
+// wireTokens is Codex's TokenUsageBreakdown. Its inputTokens include the
+// cached ones, as the OpenAI API counts them.
+type wireTokens struct {
+	InputTokens           int64 `json:"inputTokens"`
+	CachedInputTokens     int64 `json:"cachedInputTokens"`
+	CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
+	OutputTokens          int64 `json:"outputTokens"`
+}
+
+// tokens splits the breakdown into the four rate classes: input is what
+// was neither read from nor written to the cache; reasoning is part of
+// output, as it is billed.
+func (t wireTokens) tokens() sessions.Tokens {
+	return sessions.Tokens{
+		Input:      max(t.InputTokens-t.CachedInputTokens-t.CacheWriteInputTokens, 0),
+		Output:     t.OutputTokens,
+		CacheWrite: t.CacheWriteInputTokens,
+		CacheRead:  t.CachedInputTokens,
+	}
 }
 
 type rateWindow struct {
@@ -134,6 +167,32 @@ type state struct {
 	// which the process then sends as a new turn.
 	steers  map[string]string
 	refused []string
+	// models maps a thread id to its model, for its usage reports.
+	models map[string]string
+}
+
+// rememberThread records a thread's model for its usage reports.
+func (s *state) rememberThread(t wireThread) {
+	if t.ID != "" && t.Model != "" {
+		s.models = agentkit.Remember(s.models, t.ID, t.Model)
+	}
+}
+
+// tokenUsage is a thread's running total as a cumulative report counted by
+// thread (sessions.UsageCumulative, Counter the thread id), against the
+// thread's model: a missed notification loses nothing, a repeated one adds
+// nothing, and the session keeps each thread's last total, so a resumed
+// thread whose total includes its past does not count that past again.
+func (s *state) tokenUsage(p *params) *sessions.UsageReport {
+	if p.TokenUsage == nil {
+		return nil
+	}
+	thread := agentkit.OrDefault(p.ThreadID, s.thread)
+	model := s.models[thread]
+	if model == "" {
+		model = agentkit.OrDefault(s.models[s.thread], "unknown")
+	}
+	return &sessions.UsageReport{Model: model, Tokens: p.TokenUsage.Total.tokens(), Mode: sessions.UsageCumulative, Counter: thread}
 }
 
 // started ends the wait for a turn/start's answer.
@@ -227,6 +286,7 @@ func (s *state) response(w *wire) ([]sessions.Event, bool) {
 	case methodThreadStart, methodThreadResume:
 		if w.Result != nil && w.Result.Thread.ID != "" {
 			s.thread = w.Result.Thread.ID
+			s.rememberThread(w.Result.Thread)
 			return []sessions.Event{{Kind: sessions.EvSessionInit, AgentSessionID: s.thread, Detail: "thread " + verb(method)}}, true
 		}
 	case methodTurnStart:
@@ -328,7 +388,10 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 	case "error":
 		return s.errorNote(p, sub), true
 	case "thread/tokenUsage/updated":
-		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "token usage"}}, true
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "token usage", Usage: s.tokenUsage(p)}}, true
+	case "thread/started":
+		s.rememberThread(p.Thread)
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: w.Method}}, true
 	case "account/rateLimits/updated":
 		s.rateLimits(p)
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "rate limits"}}, true
@@ -345,7 +408,7 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 		delete(s.pending, id)
 		return []sessions.Event{{Kind: sessions.EvUserAnswered, Detail: "request withdrawn by the agent",
 			Permission: &sessions.Permission{RequestID: id}}}, true
-	case "thread/started", "thread/status/changed", "thread/settings/updated", "thread/name/updated",
+	case "thread/status/changed", "thread/settings/updated", "thread/name/updated",
 		"warning", "configWarning", "deprecationNotice", "guardianWarning", "model/rerouted", "model/verification",
 		"mcpServer/startupStatus/updated", "remoteControl/status/changed", "skills/changed", "account/updated",
 		"app/list/updated", "thread/goal/updated", "thread/queue/changed", "thread/readState/changed",

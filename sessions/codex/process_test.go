@@ -31,12 +31,18 @@ type realWorld struct {
 
 func newRealWorld(t *testing.T, approvalPolicy string) *realWorld {
 	t.Helper()
+	return newRealWorldWith(t, fakeapi.Config{ApprovalPolicy: approvalPolicy})
+}
+
+// newRealWorldWith is newRealWorld with Codex's configuration spelled out.
+func newRealWorldWith(t *testing.T, c fakeapi.Config) *realWorld {
+	t.Helper()
 	bin := fakeapi.CodexBinary(t)
 	api := agenttest.FakeAPI(t, fakeapi.Start)
 	proxy := agenttest.Serve(t, fakeapi.StartRefusingProxy)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, "codex")
-	if err := fakeapi.WriteConfig(codexHome, api.URL(), fakeapi.Config{ApprovalPolicy: approvalPolicy}); err != nil {
+	if err := fakeapi.WriteConfig(codexHome, api.URL(), c); err != nil {
 		t.Fatal(err)
 	}
 	return &realWorld{bin: bin, api: api, env: fakeapi.HermeticEnv(home, codexHome, proxy), cwd: t.TempDir()}

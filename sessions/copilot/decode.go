@@ -65,7 +65,39 @@ type wire struct {
 		AgentName string `json:"agentName"`
 		// session.compaction_complete
 		Error json.RawMessage `json:"error"`
+		// session.usage_record (read only there: other events' usage has
+		// other shapes).
+		Usage json.RawMessage `json:"usage"`
 	} `json:"data"`
+}
+
+// usageRecord is a session.usage_record's usage: one model call's tokens.
+// Copilot counts the cache inside inputTokens, as the OpenAI API does.
+type usageRecord struct {
+	Model            string `json:"model"`
+	InputTokens      int64  `json:"inputTokens"`
+	OutputTokens     int64  `json:"outputTokens"`
+	CacheReadTokens  int64  `json:"cacheReadTokens"`
+	CacheWriteTokens int64  `json:"cacheWriteTokens"`
+	APICallID        string `json:"apiCallId"`
+}
+
+// usageEvent is a session.usage_record as a usage report: one per model
+// call, so each adds as it is (a record read twice, by its call id, once).
+func usageEvent(raw json.RawMessage) []sessions.Event {
+	var u usageRecord
+	if json.Unmarshal(raw, &u) != nil || u.Model == "" {
+		return agentkit.One(sessions.EvMetrics, "session.usage_record")
+	}
+	r := &sessions.UsageReport{Model: u.Model, Mode: sessions.UsageMessage, MessageID: u.APICallID,
+		Tokens: sessions.Tokens{
+			Input:  max(u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, 0),
+			Output: u.OutputTokens, CacheWrite: u.CacheWriteTokens, CacheRead: u.CacheReadTokens,
+		}}
+	if r.MessageID == "" {
+		r.Mode = sessions.UsageDelta
+	}
+	return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "session.usage_record", Usage: r}}
 }
 
 // kind is what an event type means, independent of its payload.
@@ -219,6 +251,9 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 		}
 		return agentkit.One(sessions.EvActivity, activityPhrase(w.Type)), info, nil
 	case kMetrics:
+		if w.Type == "session.usage_record" {
+			return usageEvent(d.Usage), info, nil
+		}
 		return agentkit.One(sessions.EvMetrics, w.Type), info, nil
 	case kToolStart:
 		return []sessions.Event{{Kind: sessions.EvToolStarted, CallID: d.ToolCallID, Name: toolName(d.ToolName)}}, info, nil

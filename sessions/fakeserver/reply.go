@@ -22,7 +22,40 @@ type Reply struct {
 	// closes or the client goes away; Cut drops the connection mid-stream.
 	Stall bool
 	Cut   bool
+	// Usage, when set, is the token usage the reply reports instead of the
+	// fake's default, so a test can check the counts the CLI passes on.
+	Usage *Usage
 }
+
+// Usage is a reply's token counts by rate class. Input is the part neither
+// read from nor written to the cache; each fake writes them in its API's
+// shape (OpenAI's input_tokens include the cached ones).
+type Usage struct {
+	Input, Output, CacheWrite, CacheRead int
+}
+
+// ChatUsage is the usage object of an OpenAI chat completion for r: the
+// reply's Usage, else 100 prompt and 20 completion tokens. prompt_tokens
+// include the cached ones, as the API counts them.
+func ChatUsage(r Reply) map[string]any {
+	u := Usage{Input: 100, Output: 20}
+	if r.Usage != nil {
+		u = *r.Usage
+	}
+	in := u.Input + u.CacheRead
+	m := map[string]any{"prompt_tokens": in, "completion_tokens": u.Output, "total_tokens": in + u.Output}
+	if u.CacheRead > 0 {
+		m["prompt_tokens_details"] = map[string]any{"cached_tokens": u.CacheRead}
+	}
+	return m
+}
+
+// UsageCall and UsageAnswer are the usage scenario's replies' counts: the
+// tool call, then the answer after its output.
+var (
+	UsageCall   = Usage{Input: 1500, Output: 40, CacheRead: 2048}
+	UsageAnswer = Usage{Input: 300, Output: 25, CacheRead: 3584}
+)
 
 // ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
 // toolOutput is the tool result the request carries last, if any.
@@ -52,6 +85,15 @@ func ToolScenarios() map[string]ScenarioFunc {
 				return Reply{Text: "The command printed hi."}
 			}
 			return Reply{Command: "sleep 1; echo hi"}
+		},
+		// usage: the tool scenario with known counts on both replies.
+		"usage": func(_ int, out string) Reply {
+			if out != "" {
+				u := UsageAnswer
+				return Reply{Text: "The command printed hi.", Usage: &u}
+			}
+			u := UsageCall
+			return Reply{Command: "sleep 1; echo hi", Usage: &u}
 		},
 		"slowtool": func(n int, _ string) Reply {
 			if n > 1 {

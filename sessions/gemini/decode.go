@@ -40,12 +40,7 @@ type wire struct {
 		SessionID  string `json:"sessionId"`
 		StopReason string `json:"stopReason"`
 		Meta       struct {
-			Quota struct {
-				TokenCount struct {
-					Input  int64 `json:"input_tokens"`
-					Output int64 `json:"output_tokens"`
-				} `json:"token_count"`
-			} `json:"quota"`
+			Quota quota `json:"quota"`
 		} `json:"_meta"`
 	} `json:"result"`
 	Error *struct {
@@ -67,6 +62,45 @@ type wire struct {
 			Kind     string `json:"kind"`
 		} `json:"options"`
 	} `json:"params"`
+}
+
+// quota is a prompt answer's _meta.quota: the turn's tokens, in all and by
+// model.
+type quota struct {
+	TokenCount tokenCount `json:"token_count"`
+	ModelUsage []struct {
+		Model      string     `json:"model"`
+		TokenCount tokenCount `json:"token_count"`
+	} `json:"model_usage"`
+}
+
+// tokenCount is a prompt answer's usage: input (cached included: the CLI
+// does not tell them apart) and output tokens.
+type tokenCount struct {
+	Input  int64 `json:"input_tokens"`
+	Output int64 `json:"output_tokens"`
+}
+
+// usageEvents are the prompt answer's usage as reports, one per model: the
+// turn's own usage (measured on Gemini CLI 0.61.0: the second prompt of a
+// session reports its calls only), so each adds as it is.
+func usageEvents(q *quota) []sessions.Event {
+	var out []sessions.Event
+	add := func(model string, tc tokenCount) {
+		if tc.Input > 0 || tc.Output > 0 {
+			out = append(out, sessions.Event{Kind: sessions.EvMetrics,
+				Detail: fmt.Sprintf("tokens: %d in, %d out", tc.Input, tc.Output),
+				Usage: &sessions.UsageReport{Model: model, Mode: sessions.UsageDelta,
+					Tokens: sessions.Tokens{Input: tc.Input, Output: tc.Output}}})
+		}
+	}
+	for _, m := range q.ModelUsage {
+		add(agentkit.OrDefault(m.Model, "unknown"), m.TokenCount)
+	}
+	if len(q.ModelUsage) == 0 {
+		add("unknown", q.TokenCount)
+	}
+	return out
 }
 
 type toolCall struct {
@@ -223,10 +257,7 @@ func (s *state) promptAnswered(id string, w *wire) []sessions.Event {
 	reason := ""
 	if w.Result != nil {
 		reason = w.Result.StopReason
-		tc := w.Result.Meta.Quota.TokenCount
-		if tc.Input > 0 || tc.Output > 0 {
-			out = append(out, sessions.Event{Kind: sessions.EvMetrics, Detail: fmt.Sprintf("tokens: %d in, %d out", tc.Input, tc.Output)})
-		}
+		out = append(out, usageEvents(&w.Result.Meta.Quota)...)
 	}
 	switch reason {
 	case "end_turn":

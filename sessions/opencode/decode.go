@@ -63,7 +63,17 @@ type props struct {
 		Summary    json.RawMessage `json:"summary"`
 		Finish     string          `json:"finish"`
 		Error      *apiError       `json:"error"`
-		Time       struct {
+		// Tokens is an assistant message's usage so far.
+		Tokens struct {
+			Input     int64 `json:"input"`
+			Output    int64 `json:"output"`
+			Reasoning int64 `json:"reasoning"`
+			Cache     struct {
+				Read  int64 `json:"read"`
+				Write int64 `json:"write"`
+			} `json:"cache"`
+		} `json:"tokens"`
+		Time struct {
 			Completed float64 `json:"completed"`
 		} `json:"time"`
 	} `json:"info"`
@@ -129,6 +139,9 @@ type state struct {
 	pending map[string]bool
 	// model is the last model an assistant message used.
 	model Model
+	// usage counts each assistant message's tokens once: OpenCode sends
+	// message.updated again at each step of the message.
+	usage agentkit.UsageOnce
 	// now is the clock a retry's delay and a retry-after are read against.
 	now func() time.Time
 }
@@ -339,10 +352,30 @@ func (s *state) message(p *props) []sessions.Event {
 		}
 		return []sessions.Event{{Kind: sessions.EvCompactionFinished, OK: true, Detail: "compaction finished"}}
 	}
+	if r := s.usage.Delta(messageUsage(p)); r != nil {
+		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "token usage", Usage: r}}
+	}
 	if in.Finish != "" {
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "token usage"}}
 	}
 	return nil
+}
+
+// messageUsage is an assistant message's tokens as OpenCode counts them
+// (input without the cache, reasoning apart from output, which the API
+// bills as output), under "provider/model" (pricing drops the provider).
+func messageUsage(p *props) *sessions.UsageReport {
+	in := &p.Info
+	t := &in.Tokens
+	if in.ModelID == "" {
+		return nil
+	}
+	model := in.ModelID
+	if in.ProviderID != "" {
+		model = in.ProviderID + "/" + model
+	}
+	return &sessions.UsageReport{Model: model, Mode: sessions.UsageMessage, MessageID: in.ID,
+		Tokens: sessions.Tokens{Input: t.Input, Output: t.Output + t.Reasoning, CacheWrite: t.Cache.Write, CacheRead: t.Cache.Read}}
 }
 
 func (s *state) part(p *props) []sessions.Event {

@@ -255,6 +255,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model := req.Model
+	if reply.Model != "" {
+		model = reply.Model
+	}
 	if model == "" {
 		model = "claude-fake"
 	}
@@ -325,6 +328,11 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, reply Reply,
 		ID: "msg_fake_" + randomID(), Type: "message", Role: "assistant", Model: model,
 		Content: []wireBlock{},
 		Usage:   usage{InputTokens: inTokens, OutputTokens: 1},
+	}
+	if u := reply.Usage; u != nil {
+		// As the API does: the input and cache counts at the start, the
+		// output count in message_delta.
+		start.Usage = usage{InputTokens: u.Input, OutputTokens: 1, CacheCreationInputTokens: u.CacheWrite, CacheReadInputTokens: u.CacheRead}
 	}
 	if !send("message_start", map[string]any{"type": "message_start", "message": start}) {
 		return
@@ -402,7 +410,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, reply Reply,
 	if !send("message_delta", map[string]any{
 		"type":  "message_delta",
 		"delta": map[string]any{"stop_reason": stopReason(reply), "stop_sequence": nil},
-		"usage": map[string]int{"output_tokens": max(out, 1)},
+		"usage": map[string]int{"output_tokens": outputTokens(reply, max(out, 1))},
 	}) {
 		return
 	}
@@ -438,8 +446,25 @@ func finalMessage(reply Reply, model string, inTokens int) wireMessage {
 	return wireMessage{
 		ID: "msg_fake_" + randomID(), Type: "message", Role: "assistant", Model: model,
 		Content: blocks, StopReason: &sr,
-		Usage: usage{InputTokens: inTokens, OutputTokens: max(out, 1)},
+		Usage: replyUsage(reply, inTokens, max(out, 1)),
 	}
+}
+
+// replyUsage is the reply's usage: the scenario's when it set one, else the
+// estimate.
+func replyUsage(reply Reply, in, out int) usage {
+	if u := reply.Usage; u != nil {
+		return usage{InputTokens: u.Input, OutputTokens: u.Output, CacheCreationInputTokens: u.CacheWrite, CacheReadInputTokens: u.CacheRead}
+	}
+	return usage{InputTokens: in, OutputTokens: out}
+}
+
+// outputTokens is the reply's output count: the scenario's, else estimated.
+func outputTokens(reply Reply, estimate int) int {
+	if reply.Usage != nil {
+		return reply.Usage.Output
+	}
+	return estimate
 }
 
 func wireBlocks(bs []Block) []wireBlock {

@@ -56,6 +56,46 @@ type Reply struct {
 	// the first words of a text block, a non-streaming request before any
 	// response. The CLI reports it as ECONNRESET.
 	Cut bool
+	// Model, when set, is the model id the reply names instead of the
+	// request's (the API answers with a dated id: claude-sonnet-4-5-20250929).
+	Model string
+	// Usage, when set, is the usage the reply reports instead of the
+	// estimate: known token counts a test can check the CLI passes on.
+	Usage *Usage
+}
+
+// Usage is a reply's token counts as the API reports them: input (the part
+// neither written to nor read from the cache), output, cache write, cache
+// read.
+type Usage struct {
+	Input, Output, CacheWrite, CacheRead int
+}
+
+// The usage scenario's replies: a tool call, then the answer, each with
+// known counts and a dated model id; UsageUnknownModel is the model of the
+// usage_unknown scenario, which no pricing table knows.
+var (
+	UsageToolCall     = Usage{Input: 1200, Output: 45, CacheWrite: 3000, CacheRead: 9000}
+	UsageAnswer       = Usage{Input: 80, Output: 12, CacheWrite: 0, CacheRead: 12200}
+	UsageModel        = "claude-sonnet-4-5-20250929"
+	UsageUnknownModel = "claude-fake-model-20260101"
+)
+
+// usageScenario is the tool scenario with known usage and model id.
+func usageScenario(model string) ScenarioFunc {
+	tool := bashScenario(ToolCommand, ToolDoneText)
+	return func(c *Call) Reply {
+		r := tool(c)
+		r.Model = model
+		if len(r.Content) > 0 && r.Content[0].Type == "tool_use" {
+			u := UsageToolCall
+			r.Usage = &u
+		} else {
+			u := UsageAnswer
+			r.Usage = &u
+		}
+		return r
+	}
 }
 
 // ErrorReply is an Anthropic-style error response.
@@ -124,12 +164,14 @@ const continuedPrefix = "This session is being continued from a previous convers
 // overrides it per server.
 func builtinScenarios() map[string]ScenarioFunc {
 	return map[string]ScenarioFunc{
-		"text":       func(*Call) Reply { return TextReply(DoneText) },
-		"tool":       bashScenario(ToolCommand, ToolDoneText),
-		"write":      bashScenario(WriteCommand, WriteDoneText),
-		"429then_ok": failFirst(2, rateLimited),
-		"429":        func(*Call) Reply { return rateLimited() },
-		"too_long":   func(*Call) Reply { return promptTooLong() },
+		"text":          func(*Call) Reply { return TextReply(DoneText) },
+		"tool":          bashScenario(ToolCommand, ToolDoneText),
+		"write":         bashScenario(WriteCommand, WriteDoneText),
+		"usage":         usageScenario(UsageModel),
+		"usage_unknown": usageScenario(UsageUnknownModel),
+		"429then_ok":    failFirst(2, rateLimited),
+		"429":           func(*Call) Reply { return rateLimited() },
+		"too_long":      func(*Call) Reply { return promptTooLong() },
 		"401": func(*Call) Reply {
 			return ErrorReply(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 		},

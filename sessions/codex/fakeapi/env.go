@@ -25,6 +25,9 @@ type Config struct {
 	// it retries (0: 8 s, so a failing scenario gives up in seconds; a
 	// stall test sets minutes, so the supervisor sees the silence).
 	StreamIdleTimeout time.Duration
+	// Model is the model Codex runs ("" is gpt-fake): a test of usage
+	// names one a pricing table knows, dated, or one it does not.
+	Model string
 }
 
 // WriteConfig writes $codexHome/config.toml pointing Codex at the fake at
@@ -48,7 +51,11 @@ func WriteConfig(codexHome, baseURL string, c Config) error {
 		// asks about.
 		sandbox = "read-only"
 	}
-	cfg := fmt.Sprintf(`model = "gpt-fake"
+	model := c.Model
+	if model == "" {
+		model = "gpt-fake"
+	}
+	cfg := fmt.Sprintf(`model = %q
 model_provider = "fake"
 approval_policy = %q
 sandbox_mode = %q
@@ -65,7 +72,7 @@ wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 2
 stream_idle_timeout_ms = %d
-`, approvalPolicy, sandbox, baseURL, APIKeyEnv, idle.Milliseconds())
+`, model, approvalPolicy, sandbox, baseURL, APIKeyEnv, idle.Milliseconds())
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		return fmt.Errorf("codex fakeapi: %w", err)
 	}

@@ -168,10 +168,16 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}}
 	}
 	send(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	u := fakeserver.Usage{Input: 100, Output: 20}
+	if rep.Usage != nil {
+		u = *rep.Usage
+	}
+	// The Responses API counts the cached tokens inside input_tokens.
+	in := u.Input + u.CacheRead
 	send(map[string]any{"type": "response.completed", "response": map[string]any{
 		"id": respID,
-		"usage": map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 120},
+		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": u.CacheRead},
+			"output_tokens": u.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + u.Output},
 	}})
 }
 

@@ -155,7 +155,7 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 	} else {
 		send(map[string]any{"content": rep.Text}, nil, nil)
 	}
-	send(map[string]any{}, finish, map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
+	send(map[string]any{}, finish, fakeserver.ChatUsage(rep))
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	if fl != nil {
 		fl.Flush()

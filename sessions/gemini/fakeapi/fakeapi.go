@@ -46,6 +46,8 @@ type Reply struct {
 	Cut   bool
 	// PromptTokens is the usage the reply reports (0: 10).
 	PromptTokens int
+	// Usage, when set, is the usage the reply reports instead, in full.
+	Usage *fakeserver.Usage
 }
 
 // ScenarioFunc decides the reply to attempt n (1-based) of a scenario;
@@ -146,12 +148,18 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 }
 
 // chunk is one GenerateContentResponse of the stream.
-func chunk(parts []map[string]any, finish string, promptTokens int) map[string]any {
+func chunk(parts []map[string]any, finish string, u fakeserver.Usage) map[string]any {
 	cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
 	c := map[string]any{"candidates": []any{cand}, "modelVersion": Model}
 	if finish != "" {
 		cand["finishReason"] = finish
-		c["usageMetadata"] = map[string]any{"promptTokenCount": promptTokens, "candidatesTokenCount": 5, "totalTokenCount": promptTokens + 5}
+		// The API counts the cached tokens inside promptTokenCount.
+		prompt := u.Input + u.CacheRead
+		m := map[string]any{"promptTokenCount": prompt, "candidatesTokenCount": u.Output, "totalTokenCount": prompt + u.Output}
+		if u.CacheRead > 0 {
+			m["cachedContentTokenCount"] = u.CacheRead
+		}
+		c["usageMetadata"] = m
 	}
 	return c
 }
@@ -171,16 +179,21 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply) {
 	if prompt <= 0 {
 		prompt = 10
 	}
+	u := fakeserver.Usage{Input: prompt, Output: 5}
+	if rep.Usage != nil {
+		u = *rep.Usage
+	}
+	none := fakeserver.Usage{}
 	switch {
 	case rep.Stall:
-		send(chunk([]map[string]any{{"text": "Looking"}}, "", 0))
+		send(chunk([]map[string]any{{"text": "Looking"}}, "", none))
 		s.Stall(nil)
 	case rep.Cut:
-		send(chunk([]map[string]any{{"text": "Looking"}}, "", 0))
+		send(chunk([]map[string]any{{"text": "Looking"}}, "", none))
 		fakeserver.Cut(w)
 	case rep.Command != "":
 		send(chunk([]map[string]any{{"functionCall": map[string]any{
-			"name": "run_shell_command", "args": map[string]any{"command": rep.Command, "description": "run the command"}}}}, "STOP", prompt))
+			"name": "run_shell_command", "args": map[string]any{"command": rep.Command, "description": "run the command"}}}}, "STOP", u))
 	default:
 		text := rep.Text
 		if text == "" {
@@ -188,8 +201,8 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply) {
 		}
 		// Two chunks, as the API streams: a delta, then the end with usage.
 		half := len(text) / 2
-		send(chunk([]map[string]any{{"text": text[:half]}}, "", 0))
-		send(chunk([]map[string]any{{"text": text[half:]}}, "STOP", prompt))
+		send(chunk([]map[string]any{{"text": text[:half]}}, "", none))
+		send(chunk([]map[string]any{{"text": text[half:]}}, "STOP", u))
 	}
 }
 
@@ -252,8 +265,18 @@ func Builtin() map[string]ScenarioFunc {
 		}
 	}
 	return map[string]ScenarioFunc{
-		"text":  text,
-		"tool":  tool("echo hi"),
+		"text": text,
+		"tool": tool("echo hi"),
+		// usage: the tool scenario with known counts on both replies.
+		"usage": func(n int, out string) Reply {
+			r := tool("echo hi")(n, out)
+			u := fakeserver.UsageCall
+			if r.Command == "" {
+				u = fakeserver.UsageAnswer
+			}
+			r.Usage = &u
+			return r
+		},
 		"write": tool("mkdir -p build && echo done > build/out.txt"),
 		// slowtool's command outlives a test's patience; a later attempt
 		// (the nudge after the CLI was killed) answers.

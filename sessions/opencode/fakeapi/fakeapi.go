@@ -167,7 +167,7 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int
 		}
 		send(choice(map[string]any{}, "stop"), nil)
 	}
-	send([]any{}, map[string]any{"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+	send([]any{}, map[string]any{"usage": fakeserver.ChatUsage(rep)})
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	if fl != nil {
 		fl.Flush()
