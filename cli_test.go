@@ -15,6 +15,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -442,5 +443,37 @@ func TestShowListsOpenRequestsAndAnswersNameOne(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "not running") {
 			t.Errorf("%v: exit %d, %q; want the app's absence, not a usage error", args, code, errOut)
 		}
+	}
+}
+
+// show prices a session's tokens with the data directory's prices: the
+// built-in table, or pricing.csv over it; labelled as the equivalent API
+// cost, never a charge. A bad override is said and the built-in used.
+func TestShowPricesTheTokens(t *testing.T) {
+	s := sessions.Session{ID: "77777777-a", Name: "priced", Agent: "claude", State: sessions.Idle,
+		Usage: sessions.SessionUsage{Total: sessions.Usage{"claude-sonnet-4-5-20250929": {Input: 1_000_000, Output: 100_000}}}}
+	show := func(dir string) (string, string) {
+		var out, errOut bytes.Buffer
+		printSession(&cli{stdout: &out, stderr: &errOut, dataDir: dir}, s)
+		return out.String(), errOut.String()
+	}
+	dir := t.TempDir()
+	out, _ := show(dir)
+	if !strings.Contains(out, "1000000 in · 100000 out · 0 cache write · 0 cache read") || !strings.Contains(out, "equivalent API cost") {
+		t.Fatalf("show:\n%s", out)
+	}
+	// An override pricing that model at $1 in and $10 out per million.
+	override := "# key,input,output,cache_write,cache_read,source,date\nclaude-sonnet-4-5,1,10,1.25,0.1,https://example.com/prices,2026-12-01\n"
+	if err := os.WriteFile(filepath.Join(dir, pricing.OverrideFile), []byte(override), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut := show(dir); !strings.Contains(out, "$2.00 equivalent API cost") || errOut != "" {
+		t.Fatalf("with the override:\n%s\n%s", out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pricing.OverrideFile), []byte("claude-sonnet-4-5,not-a-price\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut := show(dir); !strings.Contains(out, "equivalent API cost") || !strings.Contains(errOut, "pricing override") {
+		t.Fatalf("with a bad override:\n%s\n%s", out, errOut)
 	}
 }

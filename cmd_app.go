@@ -18,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -237,9 +238,29 @@ func printSession(c *cli, s sessions.Session) {
 	if len(s.OpenTools) > 0 || len(s.OpenTasks) > 0 {
 		row("open", fmt.Sprintf("%d tool call(s), %d background task(s)", len(s.OpenTools), len(s.OpenTasks)))
 	}
+	if len(s.Usage.Total) > 0 {
+		t := s.Usage.Total.Total()
+		row("tokens", fmt.Sprintf("%d in · %d out · %d cache write · %d cache read", t.Input, t.Output, t.CacheWrite, t.CacheRead))
+		row("cost", c.priceTable().Cost(s.Usage.Total).String())
+	}
 	row("skipped lines", fmt.Sprintf("%d", s.SkippedLines))
 	row("updated", s.UpdatedAt.Local().Format(time.DateTime))
 	tw.Flush()
+}
+
+// priceTable is what the CLI prices tokens with: the built-in list prices
+// with the data directory's pricing.csv over them. A bad override is said
+// on stderr and the built-in prices are used.
+func (c *cli) priceTable() *pricing.Table {
+	dir, err := c.resolveDataDir()
+	if err != nil {
+		return pricing.Builtin()
+	}
+	t, err := pricing.Load(dir)
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+	}
+	return t
 }
 
 func cmdSend(c *cli, args []string) error {
