@@ -4,10 +4,14 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify/escalation"
 	"github.com/session-supervisor/session-supervisor/notify/push"
+	"github.com/session-supervisor/session-supervisor/notify/push/ntfytest"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 )
@@ -70,5 +74,86 @@ func TestPusherTestRefuses(t *testing.T) {
 	}
 	if _, err := p.Test(context.Background(), []string{"pushover"}); err == nil || !strings.Contains(err.Error(), `"pushover" is not a configured push channel`) {
 		t.Errorf("an unknown channel: %v", err)
+	}
+}
+
+// The push path end to end but for the clock: the settings' ntfy channel
+// (token required) publishing to a loopback ntfy server, read as a phone
+// reads its topic. Incidents in quiet hours are held; when they end, one
+// summary; a later incident is one message of its own, once.
+func TestQuietHoursThroughNtfy(t *testing.T) {
+	const token, topic = "tk_quiethours00000000000000000", "quiet-test"
+	srv := ntfytest.Start(t, ntfytest.Options{Token: token})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	phone, err := ntfytest.Subscribe(ctx, srv.URL, topic, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer phone.Close()
+
+	quiet, _ := settings.ParseQuietHours("22:00-07:00")
+	var mu sync.Mutex
+	clock := time.Date(2026, 12, 2, 23, 0, 0, 0, time.Local)
+	setClock := func(t time.Time) { mu.Lock(); clock = t; mu.Unlock() }
+	pc := &pushChannels{}
+	cfg := pc.configure(settings.Settings{Push: settings.Push{NtfyServer: srv.URL, NtfyTopic: topic, NtfyToken: token, Quiet: quiet, WebhookFormat: "generic"}})
+	var rows []sessions.TimelineDetail
+	runner := escalation.NewRunner(escalation.Deps{Send: pc.send, Desktop: func() bool { return false }, Machine: "devbox",
+		Record: func(id string, d sessions.TimelineDetail) error {
+			mu.Lock()
+			rows = append(rows, d)
+			mu.Unlock()
+			return nil
+		},
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }})
+	in := make(chan localapi.Message)
+	configs := make(chan escalation.Config, 1)
+	configs <- cfg
+	done := make(chan struct{})
+	go func() { runner.Run(ctx, in, configs); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	escalated := func(id string) localapi.Message {
+		return localapi.Message{Type: localapi.MsgEscalation, Session: &sessions.Session{ID: id, Name: id, Agent: "claude", State: sessions.Interrupted, NeedsAttention: true, TurnGeneration: 1}}
+	}
+	in <- localapi.Message{Type: localapi.MsgSnapshot}
+	in <- escalated("api")
+	setClock(time.Date(2026, 12, 3, 2, 0, 0, 0, time.Local))
+	in <- escalated("web")
+	nothing, stop := context.WithTimeout(ctx, 2*time.Second)
+	if e, err := phone.Next(nothing); err == nil {
+		t.Fatalf("pushed during quiet hours: %+v", e)
+	}
+	stop()
+	setClock(time.Date(2026, 12, 3, 7, 0, 0, 0, time.Local))
+	in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{*escalated("api").Session, *escalated("web").Session}}
+	wait, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	summary, err := phone.Next(wait)
+	if err != nil || summary.Title != "2 sessions need you (held during quiet hours)" || !strings.Contains(summary.Message, "api:") || !strings.Contains(summary.Message, "web:") {
+		t.Fatalf("after the quiet hours: %+v, %v", summary, err)
+	}
+	// A new incident later is its own message; nothing came between.
+	setClock(time.Date(2026, 12, 3, 7, 5, 0, 0, time.Local))
+	in <- escalated("docs")
+	next, err := phone.Next(wait)
+	if err != nil || next.Title != "docs needs you" || next.Priority != 4 {
+		t.Fatalf("the next push: %+v, %v (want docs alone: the summary once)", next, err)
+	}
+	// The receipt is written once the server answered, which may be just
+	// after the phone saw the message.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(rows)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(rows) != 3 || rows[2].Channel != "ntfy" || rows[2].Outcome != "ok" || rows[2].Status != 200 || !strings.Contains(rows[2].Message, "docs needs you") {
+		t.Errorf("receipts %+v, want one ok ntfy row per session pushed (api, web, docs)", rows)
 	}
 }

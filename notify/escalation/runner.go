@@ -54,6 +54,9 @@ type Deps struct {
 	// Machine and Home name this machine and shorten folders in notes.
 	Machine, Home string
 	Log           *slog.Logger
+	// Now is the clock the planner reads (time.Now when nil): a test of
+	// quiet hours moves it instead of waiting for the night.
+	Now func() time.Time
 }
 
 // Failure is a channel's last delivery that did not go through.
@@ -81,6 +84,9 @@ type Runner struct {
 func NewRunner(d Deps) *Runner {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
 	}
 	return &Runner{deps: d, planner: NewPlanner(Policy{}), failures: map[string]Failure{}}
 }
@@ -132,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, in <-chan localapi.Message, configs <-
 			if !ok {
 				return
 			}
-			now := time.Now()
+			now := r.deps.Now()
 			switch m.Type {
 			case localapi.MsgSnapshot:
 				r.planner.Sync(m.Sessions, now)
@@ -145,7 +151,7 @@ func (r *Runner) Run(ctx context.Context, in <-chan localapi.Message, configs <-
 		case res := <-results:
 			r.finish(res)
 		}
-		now := time.Now()
+		now := r.deps.Now()
 		desktop := r.deps.Desktop()
 		for _, p := range r.planner.Due(now, desktop) {
 			note := Compose(p, r.deps.Machine, r.deps.Home, now)
@@ -158,8 +164,8 @@ func (r *Runner) Run(ctx context.Context, in <-chan localapi.Message, configs <-
 			})
 		}
 		timer.Stop()
-		if next := r.planner.Next(time.Now(), desktop); !next.IsZero() {
-			timer.Reset(max(time.Until(next), 0))
+		if next := r.planner.Next(now, desktop); !next.IsZero() {
+			timer.Reset(max(next.Sub(r.deps.Now()), 0))
 		}
 	}
 }
@@ -167,7 +173,7 @@ func (r *Runner) Run(ctx context.Context, in <-chan localapi.Message, configs <-
 // finish records a delivery: the planner's bookkeeping, a row on every
 // session it was about, and the channel's failure state.
 func (r *Runner) finish(res result) {
-	now := time.Now()
+	now := r.deps.Now()
 	gaveUp := r.planner.Done(res.push, res.receipt.outcome(), now)
 	detail := sessions.TimelineDetail{Channel: res.push.Channel, Status: res.receipt.Status}
 	switch {
