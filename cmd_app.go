@@ -225,7 +225,11 @@ func printSession(c *cli, s sessions.Session) {
 		row("waiting for", s.WaitReason.String())
 	}
 	for _, p := range s.Permissions {
-		row("permission", fmt.Sprintf("%s (approve or deny) request %s", p.Tool, p.RequestID))
+		what := p.Tool
+		if p.Input != "" {
+			what += ": " + p.Input
+		}
+		row("permission", fmt.Sprintf("%s (approve or deny) request %s", what, p.RequestID))
 	}
 	if f := view.FailureText(s.Failure); f != "" {
 		if retry := view.RetryText(s.Failure, time.Local); retry != "" {

@@ -146,6 +146,10 @@ func TestAllowFromTheNotification(t *testing.T) {
 	pending := h.waitFor(id, "the approval request", ce2eIn(sessions.WaitingOnUser, sessions.WaitPermission))
 	var note uint32
 	eventually(t, "a notification offering Allow", 30*time.Second, func() bool { note = notes.offering("build asks for permission", "allow"); return note != 0 })
+	// It says what the command is.
+	if c := notes.list()[note-1]; !strings.Contains(c, "|Bash: mkdir -p build") || !strings.Contains(c, "— allow?") {
+		t.Errorf("the permission notification says %q", c)
+	}
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("build/out.txt exists before the command was allowed")
 	}

@@ -169,8 +169,8 @@ func TestPermissionActions(t *testing.T) {
 	// What the decider makes of a managed session asking for Bash.
 	d := NewDecider(nil)
 	note, ok := d.Observe(sessions.Session{ID: "sess-p", Name: "deploy", Source: sessions.Managed, State: sessions.WaitingOnUser,
-		WaitReason: sessions.WaitPermission, TurnGeneration: 1, Permission: &sessions.Permission{RequestID: "req-7", Tool: "Bash"}}, true)
-	if !ok || note.RequestID != "req-7" || !strings.HasPrefix(note.Body, "Bash — allow?") {
+		WaitReason: sessions.WaitPermission, TurnGeneration: 1, Permission: &sessions.Permission{RequestID: "req-7", Tool: "Bash", Input: "make build"}}, true)
+	if !ok || note.RequestID != "req-7" || !strings.HasPrefix(note.Body, "Bash: make build — allow?") {
 		t.Fatalf("the permission note: %+v", note)
 	}
 	for _, n := range []Notification{note, {Title: "beta needs attention", SessionID: "sess-b"}} {

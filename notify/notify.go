@@ -119,7 +119,7 @@ func (d *Decider) Observe(s sessions.Session, waitingOnUser bool) (Notification,
 			// a terminal session's is answered where it runs.
 			n.RequestID = p.RequestID
 			if p.Tool != "" {
-				n.Body = clip(textsafe.Clean(p.Tool) + " — allow? " + n.Body)
+				n.Body = clip(sessions.PermissionQuestion(*p) + " " + n.Body)
 			}
 		}
 		return n, true

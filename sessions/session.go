@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"regexp"
@@ -103,6 +104,56 @@ type Supervision struct {
 type Permission struct {
 	RequestID string `json:"request_id"`
 	Tool      string `json:"tool"`
+	// Input is what the tool would do, in one short sanitized line (the
+	// command, the file), so a notification can ask "Bash: make build —
+	// allow?"; empty when the agent does not say.
+	Input string `json:"input,omitempty"`
+}
+
+// PermissionQuestion is the request as a notification asks it: "Bash:
+// make build — allow?", or "Bash — allow?" when the input is unknown.
+func PermissionQuestion(p Permission) string {
+	q := textsafe.Clean(SanitizeMessage(p.Tool))
+	if p.Input != "" {
+		q += ": " + p.Input
+	}
+	return q + " — allow?"
+}
+
+// maxToolInput bounds Permission.Input: a glance, not the whole call.
+const maxToolInput = 120
+
+// ToolInputSummary is a tool call's input in one short sanitized line: the
+// field that says what it does (a command, a file, a URL, a pattern),
+// else the input itself as compact JSON; secrets redacted, control
+// characters dropped, clipped.
+func ToolInputSummary(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	text := ""
+	if json.Unmarshal(raw, &fields) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "filePath", "path", "url", "pattern", "query"} {
+			var v string
+			if json.Unmarshal(fields[k], &v) == nil && strings.TrimSpace(v) != "" {
+				text = v
+				break
+			}
+		}
+	}
+	if text == "" {
+		var compact bytes.Buffer
+		if json.Compact(&compact, raw) != nil {
+			return ""
+		}
+		text = compact.String()
+	}
+	text = strings.Join(strings.Fields(textsafe.Clean(SanitizeMessage(text))), " ")
+	if r := []rune(text); len(r) > maxToolInput {
+		text = string(r[:maxToolInput-1]) + "…"
+	}
+	return text
 }
 
 // Session is one supervised agent session: its identity and its activity

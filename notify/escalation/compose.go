@@ -99,7 +99,7 @@ func permissionLine(s sessions.Session) string {
 	if s.State != sessions.WaitingOnUser || s.WaitReason != sessions.WaitPermission || s.Permission == nil || s.Permission.Tool == "" {
 		return ""
 	}
-	return clean(s.Permission.Tool) + " — allow? (answer on the desktop or in the terminal)"
+	return sessions.PermissionQuestion(*s.Permission) + " (answer on the desktop or in the terminal)"
 }
 
 // tried says what the supervisor already did this incident: "nudged

@@ -16,7 +16,7 @@ func TestCompose(t *testing.T) {
 	s.Supervision.InterruptSentAt = t0
 	s.Evidence = "no output for 150 min; interrupted; ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789 rejected"
 	perm := waiting("deploy", sessions.WaitPermission)
-	perm.Permission = &sessions.Permission{RequestID: "r1", Tool: "Bash"}
+	perm.Permission = &sessions.Permission{RequestID: "r1", Tool: "Bash", Input: "rm -rf build/"}
 	perm.Evidence = "waiting for permission to run Bash"
 	for _, tc := range []struct {
 		name      string
@@ -34,7 +34,7 @@ func TestCompose(t *testing.T) {
 		{"a permission request names the tool",
 			Push{Shape: Single, Incidents: []Incident{{Key: "k", Kind: Waiting, Session: perm, Since: t0}}},
 			"deploy asks for permission",
-			[]string{"Bash — allow? (answer on the desktop or in the terminal)"},
+			[]string{"Bash: rm -rf build/ — allow? (answer on the desktop or in the terminal)"},
 			false, nil},
 		{"a burst counts and lists",
 			Push{Shape: Burst, Incidents: []Incident{{Kind: NeedsYou, Session: escalated("a", 1), Since: t0}, {Kind: Waiting, Session: perm, Since: t0}}},

@@ -565,7 +565,7 @@ func (s *state) controlRequest(w *wire) ([]sessions.Event, bool) {
 		Kind:       sessions.EvWaitingOnUser,
 		Reason:     reason,
 		Name:       w.Request.ToolName,
-		Permission: &sessions.Permission{RequestID: w.RequestID, Tool: w.Request.ToolName},
+		Permission: &sessions.Permission{RequestID: w.RequestID, Tool: w.Request.ToolName, Input: sessions.ToolInputSummary(w.Request.Input)},
 	}}, true
 }
 

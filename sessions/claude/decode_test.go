@@ -119,8 +119,8 @@ func TestDecodeMapping(t *testing.T) {
 				`{"type":"control_response","response":{"subtype":"success","request_id":"req_1"}}`,
 			},
 			want: []string{
-				"waiting_on_user permission req=req_a tool=Bash",
-				"waiting_on_user question req=req_q tool=AskUserQuestion",
+				"waiting_on_user permission req=req_a tool=Bash input=mkdir -p build",
+				"waiting_on_user question req=req_q tool=AskUserQuestion input={\"questions\":[]}",
 				"user_answered: permission request withdrawn by the agent",
 				"activity: control request cancelled",
 				"skip:unknown",

@@ -80,6 +80,9 @@ func summary(e sessions.Event) string {
 		s += " " + e.Reason.String()
 		if e.Permission != nil {
 			s += fmt.Sprintf(" req=%s tool=%s", e.Permission.RequestID, e.Permission.Tool)
+			if e.Permission.Input != "" {
+				s += " input=" + e.Permission.Input
+			}
 		}
 	case sessions.EvRetryScheduled:
 		s += fmt.Sprintf(" %d/%d %s status=%d %s", e.Attempt, e.MaxAttempts, e.Delay, e.Status, e.Failure.Kind)
