@@ -328,7 +328,7 @@ func TestE2EAppCommands(t *testing.T) {
 			t.Errorf("failure.retry_at %v is not RFC 3339", v)
 		}
 	}
-	if show := h.mustCLI("show", id[:8]); !strings.Contains(show, "Bash (approve or deny)") || !strings.Contains(show, "Waiting on user") {
+	if show := h.mustCLI("show", id[:8]); !strings.Contains(show, "Bash: ls (approve or deny)") || !strings.Contains(show, "Waiting on user") {
 		t.Errorf("show does not offer the permission:\n%s", show)
 	}
 

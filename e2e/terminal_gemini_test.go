@@ -84,7 +84,9 @@ func TestTerminalGeminiRealTUI(t *testing.T) {
 		if out != "" {
 			return fakeapi.Reply{Text: "The command printed: " + strings.TrimSpace(out)}
 		}
-		return fakeapi.Reply{Command: "sleep 4 && echo hi"}
+		// Long enough to be seen working by a loaded machine's poll: 4 s
+		// was missed once (the turn first seen already complete).
+		return fakeapi.Reply{Command: "sleep 10 && echo hi"}
 	})
 	w.send("run it [[scenario:slowecho]]", "slowecho")
 	s := w.observed(60*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
