@@ -24,18 +24,7 @@ import (
 // the session's timeline. Nothing more arrives afterwards.
 func TestPushAfterTheDesktop(t *testing.T) {
 	t.Parallel()
-	requireTools(t, "dbus-daemon")
-	busAddr := startBus(t)
-	conn, err := dbus.Connect(busAddr)
-	if err != nil {
-		t.Fatalf("connecting to the test bus: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	notes := &notifications{}
-	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	ownName(t, conn, "org.freedesktop.Notifications")
+	busAddr, _, notes := startNotifications(t)
 
 	const token, topic = "tk_e2etoken0000000000000000000", "supervisor-e2e"
 	srv := ntfytest.Start(t, ntfytest.Options{Token: token})
@@ -121,18 +110,7 @@ func contextFor(t *testing.T, d time.Duration) context.Context {
 // request already answered elsewhere (the CLI) answers nothing.
 func TestAllowFromTheNotification(t *testing.T) {
 	t.Parallel()
-	requireTools(t, "dbus-daemon")
-	busAddr := startBus(t)
-	conn, err := dbus.Connect(busAddr)
-	if err != nil {
-		t.Fatalf("connecting to the test bus: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	notes := &notifications{}
-	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	ownName(t, conn, "org.freedesktop.Notifications")
+	busAddr, conn, notes := startNotifications(t)
 	invoke := func(id uint32, action string) {
 		t.Helper()
 		if err := conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", id, action); err != nil {
@@ -205,4 +183,24 @@ func TestAllowFromTheNotification(t *testing.T) {
 		t.Errorf("%d permission answers on the timeline, want 2 (the Allow, the CLI's deny)", answers)
 	}
 	h.stopApp()
+}
+
+// startNotifications starts a private session bus whose notification
+// service is the test's, and returns its address, the test's connection
+// and what the service received.
+func startNotifications(t *testing.T) (string, *dbus.Conn, *notifications) {
+	t.Helper()
+	requireTools(t, "dbus-daemon")
+	busAddr := startBus(t)
+	conn, err := dbus.Connect(busAddr)
+	if err != nil {
+		t.Fatalf("connecting to the test bus: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	notes := &notifications{}
+	if err := conn.Export(notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.freedesktop.Notifications")
+	return busAddr, conn, notes
 }
