@@ -38,7 +38,7 @@ func TestTerminalRealCLIHooked(t *testing.T) {
 		}
 	}})
 	// SessionStart arrives at start.
-	w.observed(5*time.Second, "hooked", func(s sessions.Session) bool { return s.Source == sessions.Hooked })
+	w.observed(10*time.Second, "hooked", func(s sessions.Session) bool { return s.Source == sessions.Hooked })
 	t.Logf("hooked %s after the session file appeared", time.Since(w.fileAt).Round(time.Millisecond))
 	time.Sleep(time.Second) // the prompt box is drawn
 	w.typeLine("say hello")

@@ -300,7 +300,7 @@ func (s *Source) listenHooks(ctx context.Context) error {
 		<-ctx.Done()
 		l.Close()
 	}()
-	go serveHooks(l, hub, hookSender{sessionsDir: s.SessionsDir(), parent: parentPID})
+	go serveHooks(l, hub, hookSender{sessionsDir: s.SessionsDir(), parent: parentPID, settle: hookSettle})
 	return nil
 }
 
@@ -341,21 +341,23 @@ func serveHooks(l net.Listener, hub *hookHub, sender hookSender) {
 // readHookEvent reads one event: the hook writes the CLI's JSON and
 // closes. Anything else (an empty probe from `hooks status`, garbage) is
 // dropped.
-// The sender is checked before the connection closes (its credentials go
-// with it): refused says an event was read but its sender does not run
+// The sender's ancestry is read before the connection closes (its
+// credentials go with it): refused says an event was read but its sender does not run
 // under the session it names.
 func readHookEvent(c net.Conn, sender hookSender) (ev HookEvent, ok, refused bool) {
-	defer c.Close()
 	chain, known := sender.ancestry(c)
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	b, err := io.ReadAll(io.LimitReader(c, maxHookEvent))
+	// Closed before the session file is waited for: the hook (and the CLI
+	// that runs it) is released at once.
+	c.Close()
 	if err != nil || len(b) == 0 {
 		return HookEvent{}, false, false
 	}
 	if json.Unmarshal(b, &ev) != nil || ev.SessionID == "" || ev.Name == "" {
 		return HookEvent{}, false, false
 	}
-	if known && !sender.runsUnder(chain, ev.SessionID) {
+	if known && !sender.confirms(chain, ev.SessionID) {
 		return HookEvent{}, false, true
 	}
 	ev.At = time.Now()

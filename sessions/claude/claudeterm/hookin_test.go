@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -77,14 +78,20 @@ func TestHookEventWakesObserverAndMarksHooked(t *testing.T) {
 		t.Fatalf("after the permission notification: %+v", ev.Observed)
 	}
 
-	g.src.hookHub().flush()
-	st, err := ReadHookState(g.src.ConfigDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The event naming another session came from a process that does not
 	// run under it (this test runs under sid-h's registered pid): refused
-	// and counted, never evidence.
+	// and counted once its settle passed, never evidence.
+	var st HookState
+	for deadline := time.Now().Add(5 * hookSettle); ; time.Sleep(20 * time.Millisecond) {
+		g.src.hookHub().flush()
+		var err error
+		if st, err = ReadHookState(g.src.ConfigDir); err != nil {
+			t.Fatal(err)
+		}
+		if st.Refused > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if st.PID != os.Getpid() || st.Events != 2 || st.Refused != 1 || len(st.Sessions) != 1 || st.Sessions[0].SessionID != "sid-h" ||
 		st.Sessions[0].Count != 2 || st.Sessions[0].Event != "Notification" {
 		t.Fatalf("state %+v", st)
@@ -162,6 +169,49 @@ func TestHookSenderRunsUnder(t *testing.T) {
 		if got := h.runsUnder(h.ancestryOf(tt.pid), tt.sid); got != tt.want {
 			t.Errorf("runsUnder(%d, %s) = %v, want %v", tt.pid, tt.sid, got, tt.want)
 		}
+	}
+}
+
+// The CLI can run its SessionStart hook before it writes its session file:
+// an event from a sender whose session file appears within the settle is
+// taken; one whose file never names the session is refused after it.
+func TestHookEventWaitsForTheSessionFile(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		fileAfter time.Duration // 0: never
+		sid       string
+		ok        bool
+	}{
+		{"file written after the hook", 600 * time.Millisecond, "sid-late", true},
+		{"file written at the settle's end", hookSettle - settlePoll, "sid-late", true},
+		{"file never written", 0, "sid-late", false},
+		{"file names another session", 100 * time.Millisecond, "sid-other", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				// 20 is the CLI, 30 its hook.
+				h := hookSender{sessionsDir: dir, parent: func(pid int) int { return map[int]int{30: 20, 20: 1}[pid] }, settle: hookSettle}
+				if tt.fileAfter > 0 {
+					go func() {
+						time.Sleep(tt.fileAfter)
+						b, _ := json.Marshal(SessionFile{PID: 20, SessionID: "sid-late", Cwd: "/w", StartedAt: 1, Kind: "interactive"})
+						if err := os.WriteFile(filepath.Join(dir, "20.json"), b, 0o600); err != nil {
+							t.Error(err)
+						}
+					}()
+				}
+				start := time.Now()
+				got := h.confirms(h.ancestryOf(30), tt.sid)
+				if got != tt.ok {
+					t.Fatalf("confirms = %v, want %v", got, tt.ok)
+				}
+				if waited := time.Since(start); !tt.ok && waited < hookSettle {
+					t.Fatalf("refused after %v, before the settle (%v) passed", waited, hookSettle)
+				}
+				synctest.Wait()
+			})
+		})
 	}
 }
 

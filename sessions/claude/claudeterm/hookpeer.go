@@ -4,6 +4,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
@@ -25,7 +26,18 @@ const maxHookAncestry = 16
 type hookSender struct {
 	sessionsDir string
 	parent      func(pid int) int
+	// settle is how long an event whose session no session file of the
+	// chain names yet waits for one: the CLI runs its SessionStart hook
+	// about when it writes its session file, and the hook can be first.
+	settle time.Duration
 }
+
+// hookSettle is the listener's settle: long enough for a loaded machine to
+// write the session file, short beside the hook's own deadline.
+const hookSettle = 1500 * time.Millisecond
+
+// settlePoll is how often the session files are read again meanwhile.
+const settlePoll = 50 * time.Millisecond
 
 // ancestry is the sender's pid and its parents, read as soon as the
 // connection is accepted, while the sender surely lives (it waits for the
@@ -60,6 +72,19 @@ func (h hookSender) runsUnder(chain []int, sid string) bool {
 		}
 	}
 	return false
+}
+
+// confirms is runsUnder, asked again until settle has passed: the sender's
+// chain was read when it connected, only the session file may be late.
+func (h hookSender) confirms(chain []int, sid string) bool {
+	for end := time.Now().Add(h.settle); ; time.Sleep(settlePoll) {
+		if h.runsUnder(chain, sid) {
+			return true
+		}
+		if len(chain) == 0 || !time.Now().Before(end) {
+			return false
+		}
+	}
 }
 
 // parentPID reads a process's parent from the process table (0 when gone).
