@@ -477,3 +477,19 @@ func TestShowPricesTheTokens(t *testing.T) {
 		t.Fatalf("with a bad override:\n%s\n%s", out, errOut)
 	}
 }
+
+// show names the other session whose process runs the same conversation.
+func TestShowNamesTheOtherProcessOfItsConversation(t *testing.T) {
+	s := sessions.Session{ID: "77777777-b", Agent: "claude", State: sessions.Idle, SharedWith: "88888888-0000-4000-8000-000000000001"}
+	var out bytes.Buffer
+	printSession(&cli{stdout: &out}, s)
+	if !strings.Contains(out.String(), "also run by session 88888888: not resumed or nudged while both run") {
+		t.Fatalf("show:\n%s", out.String())
+	}
+	out.Reset()
+	s.SharedWith = ""
+	printSession(&cli{stdout: &out}, s)
+	if strings.Contains(out.String(), "also run by") {
+		t.Fatalf("show names a share there is not:\n%s", out.String())
+	}
+}

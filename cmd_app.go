@@ -161,7 +161,7 @@ func printSessions(c *cli, list []sessions.Session, now time.Time) {
 		if !s.ArchivedAt.IsZero() {
 			state += " (archived)"
 		}
-		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(s.ID), view.Title(s), s.Agent, state, sessions.Age(now, s.StateChangedAt), s.Evidence)
+		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\n", sessions.ShortID(s.ID), view.Title(s), s.Agent, state, sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	tw.Flush()
 }
@@ -218,6 +218,9 @@ func printSession(c *cli, s sessions.Session) {
 	row("pid", pid)
 	if s.Terminal != nil {
 		row("terminal", s.Terminal.String())
+	}
+	if s.SharedWith != "" {
+		row("conversation", fmt.Sprintf("also run by session %s: not resumed or nudged while both run", sessions.ShortID(s.SharedWith)))
 	}
 	row("state", s.State.Label())
 	row("evidence", s.Evidence)
@@ -531,7 +534,7 @@ func printMessage(c *cli, m localapi.Message, names map[string]string) {
 		e := m.Event
 		name := names[e.SessionID]
 		if name == "" {
-			name = shortID(e.SessionID)
+			name = sessions.ShortID(e.SessionID)
 		}
 		fmt.Fprintf(c.human(), "%s  %s  [%s] %s\n", now, name, e.Kind, view.TimelineDetail(e.Detail))
 	case localapi.MsgEscalation:
@@ -552,13 +555,6 @@ func (c *cli) signalContext() (context.Context, context.CancelFunc) {
 		}()
 	}
 	return ctx, stop
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 func orDash(s string) string {

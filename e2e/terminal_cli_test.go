@@ -94,6 +94,10 @@ type ptyWorld struct {
 	scr      *screen
 	sessFile string
 	fileAt   time.Time
+	// What startCLI runs: the binary, in work, with cliEnv.
+	bin, work     string
+	cliEnv        []string
+	noSessionFile bool
 }
 
 func startPTYWorld(t *testing.T, args ...string) *ptyWorld {
@@ -157,30 +161,44 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 		o.before(w)
 	}
 
-	w.cmd = exec.Command(bin, args...)
-	w.cmd.Dir = work
-	w.cmd.Env = append(fakeapi.HermeticEnv(home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run)
+	w.cliEnv = append(fakeapi.HermeticEnv(home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run)
 	for _, kv := range o.cliEnv {
 		if k, _, set := strings.Cut(kv, "="); !set {
-			w.cmd.Env = slices.DeleteFunc(w.cmd.Env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+			w.cliEnv = slices.DeleteFunc(w.cliEnv, func(e string) bool { return strings.HasPrefix(e, k+"=") })
 			continue
 		}
-		w.cmd.Env = append(w.cmd.Env, kv)
+		w.cliEnv = append(w.cliEnv, kv)
 	}
-	w.ptmx, err = pty.StartWithSize(w.cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	w.bin, w.work, w.noSessionFile = bin, work, o.noSessionFile
+	w.startCLI(args...)
+	return w
+}
+
+// startCLI starts the world's CLI with args in a terminal of its own (a
+// pty) in the world's folder, and waits for its session file. The world
+// follows it from then on (observed, typeLine): a second call is a second
+// terminal, the first one's process left as it is.
+func (w *ptyWorld) startCLI(args ...string) {
+	t := w.t
+	t.Helper()
+	cmd := exec.Command(w.bin, args...)
+	cmd.Dir = w.work
+	cmd.Env = w.cliEnv
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go io.Copy(w.scr, w.ptmx)
+	w.cmd, w.ptmx, w.scr = cmd, ptmx, &screen{}
+	go io.Copy(w.scr, ptmx)
 	t.Cleanup(func() {
-		w.cmd.Process.Kill()
-		w.cmd.Wait()
-		w.ptmx.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		ptmx.Close()
 	})
-	w.sessFile = filepath.Join(home, ".claude", "sessions", fmt.Sprintf("%d.json", w.cmd.Process.Pid))
+	w.sessFile = filepath.Join(w.home, ".claude", "sessions", fmt.Sprintf("%d.json", cmd.Process.Pid))
 	w.fileAt = time.Now()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if o.noSessionFile {
+		if w.noSessionFile {
 			break
 		}
 		if _, err := os.Stat(w.sessFile); err == nil {
@@ -191,7 +209,6 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 			w.fail("the CLI wrote no session file in 60 s")
 		}
 	}
-	return w
 }
 
 // claudeTerminalFakes starts the fake API and its refusing proxy for the

@@ -26,9 +26,9 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 	t.Parallel()
 	for _, auto := range []bool{false, true} {
 		t.Run(map[bool]string{false: "by the user", true: "by the setting"}[auto], func(t *testing.T) {
-			o := ptyOptions{managedClaude: fakeapi.ClaudeBinary(t)}
+			o := ptyOptions{managedClaude: fakeapi.ClaudeBinary(t), settings: []string{"supervisor.tick_seconds", "5"}}
 			if auto {
-				o.settings = []string{"supervisor.resume_terminal_sessions", "true", "supervisor.tick_seconds", "5"}
+				o.settings = append(o.settings, "supervisor.resume_terminal_sessions", "true")
 			}
 			// Auto mode (2.1.328's default) asks the model to judge each
 			// command, which the fake API does not answer as a verdict: the
@@ -110,7 +110,52 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 					t.Errorf("%s's timeline has no %s:\n%s", id, kind, tl)
 				}
 			}
+			if !auto {
+				twoProcessesOnOneConversation(t, w, managed.ID, sid)
+			}
 		})
+	}
+}
+
+// The user types `claude --resume ID` in a second terminal on the
+// conversation the app's managed session now runs: the new terminal
+// session and the managed one each name the other, both timelines say so,
+// the managed session is escalated; when the terminal process ends, the
+// managed session lets go of it.
+func twoProcessesOnOneConversation(t *testing.T, w *ptyWorld, managedID, sid string) {
+	t.Helper()
+	w.startCLI("--resume", sid, "--permission-mode", "default")
+	term := w.observed(60*time.Second, "sharing the managed session's conversation", func(s sessions.Session) bool {
+		return s.AgentSessionID == sid && s.SharedWith == managedID
+	})
+	var m sessions.Session
+	if err := json.Unmarshal([]byte(w.h.mustCLI("show", managedID, "--json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.SharedWith != term.ID || !m.NeedsAttention {
+		w.fail("the managed session names %q (attention %v), want %s", m.SharedWith, m.NeedsAttention, term.ID)
+	}
+	if out := w.h.mustCLI("show", managedID); !strings.Contains(out, "also run by session "+term.ID[:8]) {
+		t.Errorf("show:\n%s", out)
+	}
+	for _, id := range []string{managedID, term.ID} {
+		if tl := w.h.mustCLI("timeline", id); !strings.Contains(tl, "shared conversation") {
+			t.Errorf("%s's timeline has no shared_conversation:\n%s", id, tl)
+		}
+	}
+	w.cmd.Process.Kill()
+	w.cmd.Wait()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		m = sessions.Session{} // an omitted key leaves a field as it was
+		if err := json.Unmarshal([]byte(w.h.mustCLI("show", managedID, "--json")), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.SharedWith == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			w.fail("the managed session still names %s after its process ended:\n%s\n%s", m.SharedWith, w.h.mustCLI("timeline", managedID), w.h.mustCLI("timeline", term.ID))
+		}
 	}
 }
 

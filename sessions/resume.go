@@ -17,6 +17,8 @@ func WhyNotResumable(s Session) string {
 		return fmt.Sprintf("it is %s, not interrupted or failed", s.State.Label())
 	case s.AgentSessionID == "":
 		return "the agent's own session id is unknown"
+	case s.SharedWith != "":
+		return fmt.Sprintf("its conversation runs in session %s already", ShortID(s.SharedWith))
 	}
 	return ""
 }

@@ -98,6 +98,10 @@ type Supervision struct {
 	OfflineSince time.Time `json:"offline_since,omitzero"`
 	// OfflineFor is the offline time of the incident already over.
 	OfflineFor time.Duration `json:"offline_for_ns,omitempty"`
+	// SharedEscalated is the SharedWith the session was escalated for, so
+	// a shared conversation escalates once, not again after an
+	// acknowledgement while it lasts.
+	SharedEscalated string `json:"shared_escalated,omitempty"`
 }
 
 // Permission is a pending permission request the user must approve or deny.
@@ -222,6 +226,13 @@ type Session struct {
 	// ResumedFrom is the session this managed one was resumed from in the
 	// background (a terminal session whose process died mid-turn).
 	ResumedFrom string `json:"resumed_from,omitempty"`
+	// SharedWith is another session whose live process runs this one's
+	// agent conversation (the same agent session id): a `claude --resume
+	// ID` typed in a terminal on a conversation the app manages. Two
+	// processes on one conversation interleave their turns, so while it is
+	// set nothing resumes or nudges this session. Set by the tick (see
+	// core.SharedConversations), empty when no other process runs it.
+	SharedWith string `json:"shared_with,omitempty"`
 	// Terminal is where a terminal session's agent lives (its tty, tmux
 	// pane, emulator), refreshed by the tick; nil for a managed session or
 	// before the first look. A new value replaces it whole, never edited in
@@ -269,10 +280,15 @@ func (s Session) DisplayName() string {
 	if s.Name != "" {
 		return s.Name
 	}
-	if len(s.ID) > 8 {
-		return s.ID[:8]
+	return ShortID(s.ID)
+}
+
+// ShortID is the first 8 characters of an id, as the lists show it.
+func ShortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
 	}
-	return s.ID
+	return id
 }
 
 // OldestOpenCall returns the longest-running open tool call or background

@@ -140,6 +140,7 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 		state sessions.State
 	}
 	r.mu.Lock()
+	shared := r.sharedConversationsLocked()
 	list := make([]probed, 0, len(r.sess))
 	for _, e := range r.sess {
 		if e.q.busy() {
@@ -170,7 +171,7 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	for _, p := range list {
 		r.mu.Lock()
 		locked := time.Now()
-		if acts := r.reconcileLocked(p.e, p.proc, p.probe, now, policy); len(acts) > 0 {
+		if acts := r.reconcileLocked(p.e, p.proc, p.probe, now, policy, shared[p.e.s.ID]); len(acts) > 0 {
 			todo = append(todo, decided{p.e, acts})
 		}
 		d := time.Since(locked)
@@ -189,17 +190,23 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 
 // reconcileLocked decides one session for the tick and commits what
 // Reconcile changed; it returns the actions to run on the session's queue.
-func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now time.Time, policy core.Policy) []core.Action {
+// sharedWith is the session whose process also runs e's conversation, as
+// the tick found it.
+func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now time.Time, policy core.Policy, sharedWith string) []core.Action {
 	if e.proc != proc || e.q.busy() {
 		return nil // changed since the probe; the next tick sees it
 	}
+	cur := e.s
+	sharedChanged := cur.SharedWith != sharedWith
+	cur.SharedWith = sharedWith
 	if proc != nil && probe.Known && !probe.Alive {
 		// Dropped as its exit event would have done, so the recovery
 		// resumes a fresh process instead of writing to a dead one; its
 		// pump's late output is then ignored as a stale process's.
 		e.proc = nil
 	}
-	next, obs, acts, changed := core.Reconcile(e.s, now, policy, probe)
+	next, obs, acts, changed := core.Reconcile(cur, now, policy, probe)
+	changed = changed || sharedChanged
 	if archived, aobs, ok := core.Archive(next, now, policy.ArchiveAfter, probe); ok && len(acts) == 0 {
 		next, obs, changed = archived, append(obs, aobs...), true
 	}
@@ -208,6 +215,24 @@ func (r *Runtime) reconcileLocked(e *entry, proc Process, probe core.Probe, now 
 		r.commitRowsLocked(e, next, rows, false, false)
 	}
 	return acts
+}
+
+// sharedConversationsLocked names, for each session, another session whose
+// live process runs its agent conversation (core.SharedConversations).
+func (r *Runtime) sharedConversationsLocked() map[string]string {
+	list := make([]core.ConversationProcess, 0, len(r.sess))
+	for _, e := range r.sess {
+		if e.s.AgentSessionID == "" {
+			continue
+		}
+		live := e.proc != nil
+		if e.ext != nil {
+			live = e.ext.live && e.s.ProcessAlive
+		}
+		list = append(list, core.ConversationProcess{ID: e.s.ID, Agent: e.s.Agent, AgentSessionID: e.s.AgentSessionID,
+			Live: live, ResumedFrom: e.s.ResumedFrom, CreatedAt: e.s.CreatedAt, Archived: !e.s.ArchivedAt.IsZero()})
+	}
+	return core.SharedConversations(list)
 }
 
 // observationRows are the timeline rows recording what a pure rule

@@ -49,6 +49,9 @@ func (r *Runtime) Resume(ctx context.Context, id string) (sessions.Session, erro
 func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Session, <-chan writeResult, error) {
 	r.mu.Lock()
 	s, h := e.s.Clone(), e.ext
+	// Asked now, not as the last tick saw it: a resume beside a live
+	// process on the same conversation would be its second writer.
+	s.SharedWith = r.sharedConversationsLocked()[s.ID]
 	r.mu.Unlock()
 	if why := sessions.WhyNotResumable(s); why != "" {
 		return sessions.Session{}, nil, conflictf("session %s cannot be resumed in the background: %s", s.DisplayName(), why)
@@ -93,17 +96,9 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	msg := fmt.Sprintf("resumed in the background as session %s (%s resuming its session %s in %s)",
-		shortID(started.ID), s.Agent, s.AgentSessionID, s.Cwd)
+		sessions.ShortID(started.ID), s.Agent, s.AgentSessionID, s.Cwd)
 	done := r.applyLocked(e, sessions.Event{Kind: sessions.EvAcknowledged, Detail: msg},
 		newRow(e.s, time.Now(), core.TimelineResumedAs, sessions.TimelineDetail{Message: msg, ResumedAs: started.ID, By: by.String()}))
 	e.changed = e.s.Clone()
 	return started, done, nil
-}
-
-// shortID is the first 8 characters of an id, as the lists show it.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }

@@ -123,6 +123,10 @@ const (
 	// back ("resumed_from").
 	TimelineResumedAs   = "resumed_as"
 	TimelineResumedFrom = "resumed_from"
+	// TimelineSharedConversation records that another session's process
+	// runs this session's conversation (and, with an empty SharedWith, that
+	// it no longer does).
+	TimelineSharedConversation = "shared_conversation"
 )
 
 // Action is one side effect Reconcile decided. The loop writes its intent to

@@ -74,7 +74,9 @@ func (r *reconciler) run() {
 	r.forgetStaleBookkeeping()
 	r.timeOutCompaction()
 	r.watchStall()
-	r.recover()
+	if !r.sharedConversation() {
+		r.recover()
+	}
 	if r.n.Evidence == "" {
 		// Every state carries its evidence; a session that arrived without
 		// one (old data) gets the plainest true sentence rather than none.
@@ -744,6 +746,36 @@ func (r *reconciler) recoverInterrupted() {
 	r.note(fmt.Sprintf("nudge %d/%d sent at %s%s", b.Attempts, limit, clockPhrase(r.now, r.now), next))
 	r.act(ActNudge, TimelineNudgeSent, fmt.Sprintf("turn %d was interrupted (%s); sending the continuation nudge (%d/%d)",
 		n.TurnGeneration, evidenceBase(n.Evidence), b.Attempts, limit))
+}
+
+// sharedConversation holds the recovery of a session whose conversation
+// another live process runs (SharedWith, set by the tick): a nudge or a
+// resume would be a second writer of one agent session. A session that
+// runs, or that recovery would have acted on, is escalated once per other
+// session; one that ended quietly only records it. It reports whether the
+// hold applies.
+func (r *reconciler) sharedConversation() bool {
+	n := &r.n
+	sup := &n.Supervision
+	if n.SharedWith == "" {
+		if sup.SharedEscalated != "" {
+			sup.SharedEscalated = ""
+			r.changed = true
+			r.observe(TimelineSharedConversation, "no other process runs its conversation now; recovery applies again")
+		}
+		return false
+	}
+	if sup.SharedEscalated == n.SharedWith {
+		return true
+	}
+	sup.SharedEscalated = n.SharedWith
+	r.changed = true
+	what := fmt.Sprintf("session %s runs its conversation (%s session %s) in a process of its own", sessions.ShortID(n.SharedWith), n.Agent, n.AgentSessionID)
+	r.observe(TimelineSharedConversation, what+"; neither is resumed or nudged while both run")
+	if n.ProcessAlive || n.State == sessions.Interrupted || n.State == sessions.Errored || n.State == sessions.Recovering {
+		r.escalate(what + ": two processes on one conversation interleave their turns, so it is not resumed or nudged")
+	}
+	return true
 }
 
 // escalate raises needs-attention once per incident (a turn generation). The
