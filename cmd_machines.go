@@ -439,7 +439,7 @@ func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
 	cells := textsafe.NewWriter(tw)
 	for _, r := range rows {
 		s := r.Session
-		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Machine, shortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
+		fmt.Fprintf(cells, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Machine, sessions.ShortID(s.ID), view.Title(s), s.Agent, view.StateText(s), sessions.Age(now, s.StateChangedAt), s.Evidence)
 	}
 	return true, tw.Flush()
 }
