@@ -670,6 +670,11 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 	if o.State == WaitingOnUser {
 		n.WaitReason = o.Wait
 	}
+	// A terminal session's only request is the dialog its source sees now.
+	n.Permissions = nil
+	if o.State == WaitingOnUser && o.Wait == WaitPermission && o.Permission != nil {
+		n.Permissions = []Permission{{Tool: SanitizeMessage(o.Permission.Tool), Input: o.Permission.Input}}
+	}
 }
 
 // InterruptCause is why a session became Interrupted, for the

@@ -167,6 +167,10 @@ type ObservedState struct {
 	// Hooked: the agent's hook events reach the source (the session is
 	// then Source Hooked, not Observed).
 	Hooked bool `json:"hooked,omitempty"`
+	// Permission is the tool call a permission dialog in the terminal asks
+	// about, when the source can tell (WaitPermission). It has no request
+	// id: it is answered in the terminal, never by the app.
+	Permission *Permission `json:"permission,omitempty"`
 }
 
 // Describe is a one-line human description of the event for the timeline.

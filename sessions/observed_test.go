@@ -78,3 +78,20 @@ func TestApplyObserved(t *testing.T) {
 		t.Fatalf("a nil observation changed the state to %v", s.State)
 	}
 }
+
+// A terminal's permission dialog becomes the session's one open request,
+// with no request id (it is answered in the terminal), and goes with the
+// next observation that is not that dialog.
+func TestApplyObservedPermissionDialog(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	s := Session{ID: "t", Source: Observed, State: Working, InTurn: true, TurnGeneration: 1}
+	s = Apply(s, Event{Kind: EvObserved, Observed: &ObservedState{State: WaitingOnUser, Wait: WaitPermission, InTurn: true,
+		Evidence: "asks", Permission: &Permission{Tool: "Bash", Input: "make build"}}}, now)
+	if s.Permission == nil || s.Permission.Tool != "Bash" || s.Permission.Input != "make build" || s.Permission.RequestID != "" || len(s.Permissions) != 1 {
+		t.Fatalf("after the dialog: %+v %+v", s.Permission, s.Permissions)
+	}
+	s = Apply(s, Event{Kind: EvObserved, Observed: &ObservedState{State: Working, InTurn: true, Tool: "Bash", Evidence: "running Bash"}}, now.Add(time.Second))
+	if s.Permission != nil || len(s.Permissions) != 0 {
+		t.Fatalf("the answered dialog stayed: %+v", s.Permissions)
+	}
+}

@@ -222,7 +222,8 @@ func Allows(s sessions.Session, a Action) bool {
 	case Nudge:
 		return !s.InTurn
 	case Approve, Deny:
-		return s.Permission != nil && s.State == sessions.WaitingOnUser
+		// A request without an id is a terminal's dialog: answered there.
+		return s.Permission != nil && s.Permission.RequestID != "" && s.State == sessions.WaitingOnUser
 	case Resume:
 		return sessions.WhyNotResumable(s) == ""
 	case GoToTerminal:

@@ -300,3 +300,17 @@ func TestTitleMarksTerminalSessions(t *testing.T) {
 		}
 	}
 }
+
+// A terminal's dialog (a request without an id) is answered in the
+// terminal: the app offers neither Approve nor Deny for it.
+func TestAllowsNoAnswerToATerminalDialog(t *testing.T) {
+	s := sessions.Session{Source: sessions.Observed, State: sessions.WaitingOnUser, WaitReason: sessions.WaitPermission,
+		Permission: &sessions.Permission{Tool: "Bash"}}
+	if Allows(s, Approve) || Allows(s, Deny) {
+		t.Fatal("offered to answer a terminal's dialog")
+	}
+	s.Source, s.Permission.RequestID = sessions.Managed, "r1"
+	if !Allows(s, Approve) || !Allows(s, Deny) {
+		t.Fatal("a managed request is not offered")
+	}
+}

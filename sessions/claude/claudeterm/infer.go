@@ -142,18 +142,40 @@ func ruleWaiting(ev Evidence) (sessions.ObservedState, bool) {
 	if ev.File.Status != "waiting" {
 		return sessions.ObservedState{}, false
 	}
-	// A permission prompt is never in the transcript (the tool_use is
-	// written only after approval): the session file says it.
-	// 2.1.328 writes "permission prompt" (measured); readers of other
-	// builds report "approve <Tool>".
+	// The session file says a dialog is open. 2.1.328 writes "permission
+	// prompt" in the default mode, where the tool_use is written only
+	// after approval, and "dialog open" in auto mode, where the tool_use
+	// is in the transcript already (both measured); readers of other
+	// builds report "approve <Tool>". A dialog over an open tool call
+	// (questions and plans were taken above) is that call's permission.
 	what := ev.File.WaitingFor
+	var open *OpenTool
+	if n := len(ev.Transcript.Open); n > 0 {
+		open = &ev.Transcript.Open[n-1]
+	}
 	if tool, ok := strings.CutPrefix(what, "approve "); ok {
-		return observe.Waiting(sessions.WaitPermission, "", fmt.Sprintf("the agent asks permission to use %s in the terminal", tool)), true
+		if open != nil && open.Name == tool {
+			return terminalPermission(*open), true
+		}
+		return terminalPermission(OpenTool{Name: tool}), true
+	}
+	if open != nil {
+		return terminalPermission(*open), true
 	}
 	if strings.Contains(what, "permission") {
 		return observe.Waiting(sessions.WaitPermission, "", "the agent asks permission in the terminal"), true
 	}
 	return observe.Waiting(sessions.WaitQuestion, "", "the CLI waits for you in the terminal"+orEmpty(" ("+what+")", what)), true
+}
+
+// terminalPermission is a permission dialog in the terminal over the tool
+// call t: it names the tool and what it would do, and says where to answer.
+func terminalPermission(t OpenTool) sessions.ObservedState {
+	p := sessions.Permission{Tool: t.Name, Input: t.Input}
+	st := observe.Waiting(sessions.WaitPermission, "",
+		fmt.Sprintf("the agent asks permission in the terminal: %s (answer it there)", sessions.PermissionQuestion(p)))
+	st.Permission = &p
+	return st
 }
 
 func ruleCompacting(ev Evidence) (sessions.ObservedState, bool) {

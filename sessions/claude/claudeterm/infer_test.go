@@ -48,6 +48,7 @@ func TestInferOnRealTranscript(t *testing.T) {
 // the measured session file).
 const (
 	recPrompt       = `{"type":"user","message":{"role":"user","content":"fix the build"},"timestamp":"2026-11-30T10:00:00Z"}`
+	recToolUseInput = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make build","description":"build it"}}]},"timestamp":"2026-11-30T10:00:01Z"}`
 	recToolUse      = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash"}]},"timestamp":"2026-11-30T10:00:01Z"}`
 	recToolResult   = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"timestamp":"2026-11-30T10:00:05Z"}`
 	recAsk          = `{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"q1","name":"AskUserQuestion"}]}}`
@@ -128,7 +129,11 @@ func TestRuleStack(t *testing.T) {
 		{"plan", []string{recPrompt, recPlan}, SessionFile{}, false, nil, sessions.WaitingOnUser, sessions.WaitPlan, 0, true, "waiting on the user", "plan"},
 		{"permission as 2.1.328 writes it", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "permission prompt"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "asks permission in the terminal"},
 		{"another wait", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "dialog open"}, false, nil, sessions.WaitingOnUser, sessions.WaitQuestion, 0, true, "waiting on the user", "dialog open"},
-		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "permission to use Bash"},
+		{"permission from the session file", []string{recPrompt}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "asks permission in the terminal: Bash — allow?"},
+		// Auto mode (2.1.328's default) writes the tool_use first, then
+		// opens its dialog: a permission naming the call.
+		{"a dialog over an open tool call", []string{recPrompt, recToolUseInput}, SessionFile{Status: "waiting", WaitingFor: "dialog open"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "Bash: make build — allow? (answer it there)"},
+		{"approve names the open call", []string{recPrompt, recToolUseInput}, SessionFile{Status: "waiting", WaitingFor: "approve Bash"}, false, nil, sessions.WaitingOnUser, sessions.WaitPermission, 0, true, "waiting on the user", "Bash: make build — allow?"},
 		{"rate limit: errored, the CLI's idle is not the truth", []string{recPrompt, recRateLimit}, SessionFile{Status: "idle"}, false, nil, sessions.Errored, 0, sessions.RateLimit, false, "API error", "resets at"},
 		{"overload", []string{recPrompt, recOverloaded}, SessionFile{}, false, nil, sessions.Errored, 0, sessions.Overloaded, false, "API error", "overloaded"},
 		{"context too long", []string{recPrompt, recTooLong}, SessionFile{}, false, nil, sessions.Errored, 0, sessions.ContextOverflow, false, "API error", ""},

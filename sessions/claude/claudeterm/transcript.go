@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
@@ -44,6 +45,9 @@ type Summary struct {
 // OpenTool is a tool call the assistant made whose result is not written.
 type OpenTool struct {
 	ID, Name string
+	// Input is what the call would do, in one short sanitized line
+	// (sessions.ToolInputSummary): what a permission dialog over it asks.
+	Input string
 }
 
 // APIError is an error stand-in message the CLI wrote when a turn died.
@@ -103,11 +107,12 @@ type record struct {
 }
 
 type block struct {
-	Type      string `json:"type"`
-	Text      string `json:"text"`
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	ToolUseID string `json:"tool_use_id"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
 }
 
 // Reset forgets everything (the file was truncated or replaced).
@@ -218,7 +223,7 @@ func (s *Summary) feedAssistant(r record, at time.Time) {
 	_, bs := blocks(r.Message.Content)
 	for _, b := range bs {
 		if b.Type == "tool_use" {
-			s.Open = append(s.Open, OpenTool{ID: b.ID, Name: b.Name})
+			s.Open = append(s.Open, OpenTool{ID: b.ID, Name: b.Name, Input: sessions.ToolInputSummary(b.Input)})
 		}
 	}
 	if sr := r.Message.StopReason; sr != nil && *sr == "end_turn" && len(s.Open) == 0 {
