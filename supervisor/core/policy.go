@@ -167,6 +167,10 @@ const (
 	// reached (1 interrupt, 2 SIGTERM, 3 SIGKILL, 4 escalated) so no step is
 	// ever sent twice.
 	RecoveryStall = "stall"
+	// RecoveryUserStop: the user's interrupt went unanswered past the
+	// interrupt grace and is being enforced; RecoveryAttempts is the step
+	// reached, as for the stall chain (2 SIGTERM, 3 SIGKILL, 4 escalated).
+	RecoveryUserStop = "user_stop"
 )
 
 // Steps of the stall chain, stored in Supervision.RecoveryAttempts while

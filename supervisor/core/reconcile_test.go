@@ -1345,7 +1345,7 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 	states := append(slices.Clone(sessions.AllStates), sessions.State(42))
 	kinds := []sessions.FailureKind{sessions.NoFailure, sessions.RateLimit, sessions.Overloaded, sessions.Network, sessions.ContextOverflow,
 		sessions.Auth, sessions.Billing, sessions.OtherFailure}
-	recoveries := []string{"", RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryStall, RecoveryTransient, "bogus"}
+	recoveries := []string{"", RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryStall, RecoveryTransient, RecoveryUserStop, "bogus"}
 	evidence := []string{"", "stream active", "x — old note"}
 
 	s := sessions.Session{
@@ -1364,6 +1364,10 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 	}
 	if r.IntN(3) == 0 {
 		s = withTool(s, "t", []string{"", "Bash"}[r.IntN(2)], when())
+	}
+	if r.IntN(3) == 0 {
+		by := sessions.Actor(r.IntN(2))
+		s.InterruptBy, s.InterruptAt = &by, when()
 	}
 	if r.IntN(4) == 0 {
 		s = withTask(s, "k", "indexer", when())
