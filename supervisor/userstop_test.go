@@ -80,3 +80,61 @@ func TestLoopUserStopIgnoredIsEnforced(t *testing.T) {
 		}
 	})
 }
+
+// A terminal session's Interrupt records the user's stop (the app has no
+// way to stop it: it never signals a process it did not launch, and its
+// inbox would type the nudge into it); once the interrupt grace has passed
+// with the turn still running it is escalated, and its process is never
+// signalled (issue 20 item 7, the terminal half).
+func TestTerminalUserStopIsEscalatedNeverSignalled(t *testing.T) {
+	ctx := t.Context()
+	w, g, s := termTurnRunning(t, ctx)
+
+	got, err := g.rt.Interrupt(ctx, s.ID)
+	if err != nil {
+		t.Fatalf("Interrupt: %v", err)
+	}
+	if !got.StoppedByUser() || got.InterruptAt.IsZero() {
+		t.Fatalf("interrupt by %v at %v: the user's stop is not recorded", got.InterruptBy, got.InterruptAt)
+	}
+	g.rt.Settle()
+	rows := dbTimeline(t, g.store, s.ID)
+	last := rows[len(rows)-1]
+	if last.Kind != "interrupt_requested" || !strings.Contains(rowDetail(t, last)["message"].(string), "stop the turn there") {
+		t.Fatalf("last row %s %s", last.Kind, last.Detail)
+	}
+
+	// The grace passes with the turn still running: one tick's decision.
+	g.rt.mu.Lock()
+	e := g.rt.sess[s.ID]
+	probe := probeExternal(e.ext)
+	acts := g.rt.reconcileLocked(e, nil, probe, got.InterruptAt.Add(core.BasePolicy().InterruptGrace), DefaultPolicy())
+	after := e.s.Clone()
+	g.rt.mu.Unlock()
+	if len(acts) != 1 || acts[0].Kind != core.ActEscalate {
+		t.Fatalf("actions %+v, want one escalation", acts)
+	}
+	for _, a := range acts {
+		g.rt.execute(e, a)
+	}
+	if !after.NeedsAttention || !after.InTurn || !strings.Contains(after.Evidence, "stop it in its terminal") {
+		t.Fatalf("attention %v, in turn %v, evidence %q", after.NeedsAttention, after.InTurn, after.Evidence)
+	}
+	if err := w.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the terminal's process was signalled away: %v", err)
+	}
+}
+
+// termTurnRunning is a terminal session whose turn runs a Bash tool, observed
+// by a runtime (its sources watched until ctx ends) on a real store.
+func termTurnRunning(t *testing.T, ctx context.Context) (*termWorld, *rig, sessions.Session) {
+	t.Helper()
+	w := newTermWorld(t)
+	w.file.Status = "busy"
+	w.transcript(tPrompt, tToolUse)
+	w.register()
+	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+	g.rt.startExternal(ctx)
+	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
+	return w, g, s
+}
