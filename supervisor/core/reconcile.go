@@ -75,6 +75,7 @@ func (r *reconciler) run() {
 	r.probeLiveness()
 	r.forgetStaleBookkeeping()
 	r.timeOutCompaction()
+	r.completeLostResult()
 	if !r.enforceUserStop() {
 		r.watchStall()
 	}
@@ -375,6 +376,41 @@ func (r *reconciler) stallChain() {
 		r.changed = true // even when the incident was already escalated
 		r.escalate("the stalled turn survived its interrupt, SIGTERM and SIGKILL")
 	}
+}
+
+// LostResultSuspected reports whether a managed turn may have lost its end:
+// in flight, Working or Suspect, nothing open (no tool, no background task,
+// no permission asked), the agent's session id known, and silent for
+// LostResultAfter. Only then is the agent's own record read (the loop's
+// probe, Probe.TurnEndedAt, once per tick while it holds), so a turn that
+// is busy or talking is never read at all.
+func LostResultSuspected(s sessions.Session, now time.Time, p Policy) bool {
+	if s.Source != sessions.Managed || !s.InTurn || s.HasOpenWork() || len(s.Permissions) > 0 || s.AgentSessionID == "" ||
+		s.State != sessions.Working && s.State != sessions.Suspect || p.LostResultAfter <= 0 {
+		return false
+	}
+	since := quietSince(&s)
+	return !since.IsZero() && now.Sub(since) >= p.LostResultAfter
+}
+
+// completeLostResult ends a managed turn whose end the stream lost (Claude's
+// result line never came after its tools finished) when the agent's own
+// record says it ended after the turn began: a review, as a completed turn
+// is, instead of a stall and a nudge 10 + 150 minutes later.
+func (r *reconciler) completeLostResult() {
+	n := &r.n
+	ended := r.probe.TurnEndedAt
+	if ended.IsZero() || ended.Before(n.TurnStarted) || !LostResultSuspected(*n, r.now, r.p) {
+		return
+	}
+	gen, silent := n.TurnGeneration, r.now.Sub(quietSince(n))
+	endTurn(n)
+	n.Failure = sessions.Failure{}
+	n.Nudge = sessions.NudgeBudget{} // a completed turn refills the nudge budget, as in Apply
+	n.WaitReason = sessions.WaitReview
+	r.mark(sessions.WaitingOnUser, fmt.Sprintf(
+		"turn %d completed at %s by the agent's transcript; its result never arrived on the stream (silent for %s); waiting for review",
+		gen, clockPhrase(ended, r.now), humanSpan(silent)), TimelineStateChanged)
 }
 
 // enforceUserStop makes the user's interrupt stick when the agent ignores

@@ -1381,6 +1381,9 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 		AuthRetryInterval: span(10 * time.Minute), TransientWindow: span(3 * time.Hour),
 	}
 	probe := Probe{Known: r.IntN(3) != 0, Alive: r.IntN(2) == 0, Offline: r.IntN(4) == 0}
+	if r.IntN(3) == 0 {
+		s.AgentSessionID, probe.TurnEndedAt, p.LostResultAfter = "a", when(), span(10*time.Minute)
+	}
 	return s, t0.Add(time.Duration(r.Int64N(int64(8 * time.Hour)))), p, probe
 }
 
@@ -1436,7 +1439,7 @@ func TestPolicyDefaults(t *testing.T) {
 		Enabled: true, AutoRecover: true, NudgeEnabled: true,
 		StallSuspect: 10 * time.Minute, StallToolSuspect: 30 * time.Minute, StallHard: 150 * time.Minute,
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
-		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
+		InterruptGrace: 30 * time.Second, LostResultAfter: time.Minute, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
 		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
 		TransientWindow: 90 * time.Minute,
 	}
