@@ -127,6 +127,19 @@ type ExternalSource interface {
 	Nudge(ctx context.Context, s ExternalSession, text string, urgent bool) error
 }
 
+// TurnWitness is optional for an ExternalSource: the agent's own record of a
+// session (Claude's transcript), which the runtime also reads for a managed
+// session of the same agent whose stream went quiet with its tools finished,
+// so a turn whose end the stream lost (a result line that never came) is
+// completed instead of stalling until a nudge.
+type TurnWitness interface {
+	// TurnEnded reads the record of the agent's session agentSessionID run
+	// in cwd: ok is true when its last turn has ended, at is that record's
+	// own time. ok is false when the record is missing, unreadable, or says
+	// the turn goes on.
+	TurnEnded(cwd, agentSessionID string) (at time.Time, ok bool)
+}
+
 // ExternalSession identifies a session found by an ExternalSource.
 type ExternalSession struct {
 	// Key identifies the session for as long as its process lives (the

@@ -212,6 +212,7 @@ func Apply(s Session, e Event, now time.Time) Session {
 		}
 		by := e.By
 		n.InterruptBy = &by
+		n.InterruptAt = now
 
 	case EvTurnAborted:
 		if !n.InTurn && holdsAfterTurn(n) {
@@ -372,7 +373,7 @@ func startTurn(n *Session, now time.Time) {
 	n.Failure = Failure{}
 	n.WaitReason = NoWait
 	n.Permissions = nil
-	n.InterruptBy = nil
+	n.InterruptBy, n.InterruptAt = nil, time.Time{}
 	n.OpenTools, n.OpenTasks = nil, nil
 	n.CompactionStarted = time.Time{}
 	n.NeedsAttention = false
@@ -385,7 +386,7 @@ func endTurn(n *Session) {
 	n.OpenTools, n.OpenTasks = nil, nil
 	n.CompactionStarted = time.Time{}
 	n.Permissions = nil
-	n.InterruptBy = nil
+	n.InterruptBy, n.InterruptAt = nil, time.Time{}
 	n.WaitReason = NoWait
 }
 

@@ -217,7 +217,10 @@ type Session struct {
 	ProcessSpoke bool `json:"process_spoke,omitempty"`
 	// InterruptBy records who asked to interrupt the turn in flight, so an
 	// abort that follows can be told apart: a user's stop is never nudged.
-	InterruptBy    *Actor      `json:"interrupt_by,omitempty"`
+	InterruptBy *Actor `json:"interrupt_by,omitempty"`
+	// InterruptAt is when that interrupt was asked for: a user's stop the
+	// agent ignores is enforced once the interrupt grace has passed since.
+	InterruptAt    time.Time   `json:"interrupt_at,omitzero"`
 	Nudge          NudgeBudget `json:"nudge"`
 	Supervision    Supervision `json:"supervision"`
 	ProcessAlive   bool        `json:"process_alive"`

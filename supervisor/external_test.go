@@ -225,15 +225,8 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 // escalated at once: no nudge can reach a dead process, and the app starts
 // none in its place by itself.
 func TestObservedProcessKilledMidTurnEscalates(t *testing.T) {
-	w := newTermWorld(t)
-	w.file.Status = "busy"
-	w.transcript(tPrompt, tToolUse)
-	w.register()
-	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g.rt.startExternal(ctx)
-	waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
+	ctx := t.Context()
+	w, g, _ := termTurnRunning(t, ctx)
 	w.cmd.Process.Kill()
 	w.cmd.Wait()
 	g.rt.Tick(ctx, settings.Defaults())

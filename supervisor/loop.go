@@ -138,15 +138,24 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 		ext   *extHandle
 		probe core.Probe
 		state sessions.State
+		// witness, when set, is asked whether the turn ended (a managed
+		// turn that may have lost its result; core.LostResultSuspected).
+		witness         sessions.TurnWitness
+		cwd, agentSesID string
 	}
 	r.mu.Lock()
 	shared := r.sharedConversationsLocked()
 	list := make([]probed, 0, len(r.sess))
+	seen := time.Now()
 	for _, e := range r.sess {
 		if e.q.busy() {
 			continue
 		}
-		list = append(list, probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext, state: e.s.State})
+		p := probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext, state: e.s.State}
+		if e.proc != nil && core.LostResultSuspected(e.s, seen, policy) {
+			p.witness, p.cwd, p.agentSesID = r.turnWitness(e.s.Agent), e.s.Cwd, e.s.AgentSessionID
+		}
+		list = append(list, p)
 	}
 	r.mu.Unlock()
 	offline := r.connectivity() == ConnOffline
@@ -156,6 +165,11 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 			list[i].probe = probeExternal(list[i].ext)
 		}
 		list[i].probe.Offline = offline
+		if w := list[i].witness; w != nil && list[i].probe.Alive {
+			if at, ok := w.TurnEnded(list[i].cwd, list[i].agentSesID); ok {
+				list[i].probe.TurnEndedAt = at
+			}
+		}
 	}
 
 	type decided struct {
@@ -186,6 +200,18 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 			e.q.do(func() { r.execute(e, a) })
 		}
 	}
+}
+
+// turnWitness is the agent's own record of its sessions, when its terminal
+// source keeps one (sessions.TurnWitness): the runtime names no agent, it
+// matches the source registered under the same name.
+func (r *Runtime) turnWitness(agent string) sessions.TurnWitness {
+	for _, src := range r.external {
+		if w, ok := src.(sessions.TurnWitness); ok && src.Name() == agent {
+			return w
+		}
+	}
+	return nil
 }
 
 // reconcileLocked decides one session for the tick and commits what

@@ -1573,17 +1573,22 @@ func TestLoopUserStopIsNeverNudged(t *testing.T) {
 		{"the process exits", func(h *loopHarness, p *fakeProc) { p.exit(143, "") }},
 		{"the process is killed", func(h *loopHarness, p *fakeProc) { p.exit(-1, "SIGKILL") }},
 		{"the exit is lost (liveness probe)", func(h *loopHarness, p *fakeProc) { p.vanish() }},
-		{"the stop is ignored until the stall interrupt", func(h *loopHarness, p *fakeProc) {
-			// Silent to the hard-stall limit: the supervisor interrupts too,
-			// and then the abort arrives.
-			h.until(150*time.Minute + 5*time.Second)
-			if c := callsOf(p.received(), "interrupt"); len(c) != 2 {
-				h.t.Fatalf("interrupts %+v, want the user's and the stall's", c)
-			}
+		{"the abort arrives within the grace", func(h *loopHarness, p *fakeProc) {
+			h.until(time.Minute + 30*time.Second)
 			h.emit(p, sessions.Event{Kind: sessions.EvTurnAborted})
 		}},
-		{"the stall chain kills it", func(h *loopHarness, p *fakeProc) {
-			h.until(151*time.Minute + 5*time.Second)
+		// Ignored past the interrupt grace (30 s from 1:07), the stop is
+		// enforced (issue 20 item 7): SIGTERM at the 1:45 tick, SIGKILL at
+		// 2:15, never the stall chain's interrupt and nudge hours later.
+		{"the stop is ignored: SIGTERM ends it", func(h *loopHarness, p *fakeProc) {
+			h.until(time.Minute + 46*time.Second)
+			if c := callsOf(p.received(), "signal"); len(c) != 1 || c[0].Text != syscall.SIGTERM.String() {
+				h.t.Fatalf("signals %+v, want SIGTERM", c)
+			}
+			p.exit(-1, "SIGTERM")
+		}},
+		{"the stop and SIGTERM are ignored: SIGKILL ends it", func(h *loopHarness, p *fakeProc) {
+			h.until(2*time.Minute + 16*time.Second)
 			if c := callsOf(p.received(), "signal"); len(c) != 2 {
 				h.t.Fatalf("signals %+v, want SIGTERM and SIGKILL", c)
 			}

@@ -47,7 +47,7 @@ func TestDefaultPolicyDerivesFromSettingDefaults(t *testing.T) {
 		Enabled: true, AutoRecover: true, NudgeEnabled: true,
 		StallSuspect: 10 * time.Minute, StallToolSuspect: 30 * time.Minute, StallHard: 150 * time.Minute,
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
-		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
+		InterruptGrace: 30 * time.Second, LostResultAfter: time.Minute, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
 		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
 		TransientWindow: 90 * time.Minute, ArchiveAfter: 7 * 24 * time.Hour,
 	}

@@ -674,6 +674,19 @@ func (r *Runtime) Interrupt(ctx context.Context, id string) (sessions.Session, e
 			r.mu.Unlock()
 			return nil, conflictf("session %s has no turn in flight", name)
 		}
+		if proc == nil && e.ext != nil && e.ext.live {
+			// A session started in a terminal is never signalled, and its
+			// only way in (the inbox) would type the nudge into it: the stop
+			// is recorded as the user's, so the turn's end reads as theirs,
+			// and a turn still running after the interrupt grace is
+			// escalated (core.Reconcile) for the user to stop it there.
+			done := r.applyLocked(e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.ByUser},
+				newRow(e.s, time.Now(), "interrupt_requested", sessions.TimelineDetail{By: sessions.ByUser.String(),
+					Message: "interrupt requested by the user; the session runs in a terminal the app did not launch, which it never signals: stop the turn there (Esc)"}))
+			e.changed = e.s.Clone()
+			r.mu.Unlock()
+			return done, nil
+		}
 		if proc == nil {
 			r.mu.Unlock()
 			return nil, conflictf("session %s has no running process", name)

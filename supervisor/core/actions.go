@@ -101,6 +101,9 @@ const (
 	// TimelineStallInterrupt is the kind of ActInterrupt and of its bounded
 	// escalation (ActTerminate, ActKill): one incident, one kind.
 	TimelineStallInterrupt = "stall_interrupt"
+	// TimelineStopEnforced is the kind of the signals that enforce a user's
+	// interrupt the agent ignored (ActTerminate, ActKill).
+	TimelineStopEnforced = "stop_enforced"
 	// TimelineOverflowRedrive is the kind of ActCompact and ActRetryTurn.
 	TimelineOverflowRedrive = "overflow_redrive"
 	// TimelineRateLimitDrain is the kind of a rate-limit continue, and of the

@@ -51,6 +51,10 @@ type Policy struct {
 	// the process group gets SIGTERM; SIGKILL follows after a second grace,
 	// and escalation after a third.
 	InterruptGrace time.Duration
+	// LostResultAfter is how long a managed turn whose tools all finished
+	// may stay silent before the agent's own record is asked whether the
+	// turn ended (a result line the stream lost).
+	LostResultAfter time.Duration
 
 	// OverflowMaxAttempts is the number of compact-and-retry rounds per incident.
 	OverflowMaxAttempts int
@@ -78,6 +82,7 @@ type Policy struct {
 func BasePolicy() Policy {
 	return Policy{
 		InterruptGrace:       30 * time.Second,
+		LostResultAfter:      time.Minute,
 		OverflowMaxAttempts:  2,
 		RateLimitMaxAttempts: 5,
 		AuthMaxAttempts:      3,
@@ -146,6 +151,11 @@ type Probe struct {
 	// Stderr is the live agent process's last stderr line, sanitized
 	// (sessions.StderrLine): why a launch that prints nothing hangs.
 	Stderr string
+	// TurnEndedAt is when the agent's own record of the session (Claude's
+	// transcript) says its last turn ended; zero when nothing was read or
+	// the record says the turn goes on. It is read only for a turn
+	// LostResultSuspected says may have lost its end.
+	TurnEndedAt time.Time
 }
 
 // The values of sessions.Supervision.Recovery: what the supervisor is doing
@@ -167,6 +177,10 @@ const (
 	// reached (1 interrupt, 2 SIGTERM, 3 SIGKILL, 4 escalated) so no step is
 	// ever sent twice.
 	RecoveryStall = "stall"
+	// RecoveryUserStop: the user's interrupt went unanswered past the
+	// interrupt grace and is being enforced; RecoveryAttempts is the step
+	// reached, as for the stall chain (2 SIGTERM, 3 SIGKILL, 4 escalated).
+	RecoveryUserStop = "user_stop"
 )
 
 // Steps of the stall chain, stored in Supervision.RecoveryAttempts while

@@ -27,6 +27,8 @@ import (
 //     compacting);
 //  4. stalls: Working silent → Suspect; Suspect silent past the hard limit →
 //     interrupt, then SIGTERM, SIGKILL and escalation, one step per grace;
+//     a user's interrupt the turn ignored past the grace → SIGTERM, SIGKILL
+//     and escalation (a terminal session: escalation), instead of them;
 //  5. recovery (only with AutoRecover): overflow compact-and-retry,
 //     rate-limit drain, auth resume, transient retries (transient.go), the
 //     continuation nudge, and escalation when nothing automatic is left.
@@ -73,7 +75,10 @@ func (r *reconciler) run() {
 	r.probeLiveness()
 	r.forgetStaleBookkeeping()
 	r.timeOutCompaction()
-	r.watchStall()
+	r.completeLostResult()
+	if !r.enforceUserStop() {
+		r.watchStall()
+	}
 	if !r.sharedConversation() {
 		r.recover()
 	}
@@ -147,7 +152,12 @@ func (r *reconciler) forgetStaleBookkeeping() {
 	if sv.Recovery == RecoveryStall && !r.stallChainLive() {
 		r.clearRecovery()
 	}
-	if sv.Recovery != RecoveryStall && !sv.InterruptSentAt.IsZero() {
+	if sv.Recovery == RecoveryUserStop && !r.n.InTurn {
+		r.endUserStop()
+	} else if sv.Recovery == RecoveryUserStop && !r.n.StoppedByUser() {
+		r.clearRecovery()
+	}
+	if sv.Recovery != RecoveryStall && sv.Recovery != RecoveryUserStop && !sv.InterruptSentAt.IsZero() {
 		sv.InterruptSentAt = time.Time{}
 		r.changed = true
 	}
@@ -367,6 +377,128 @@ func (r *reconciler) stallChain() {
 		sv.NextAttemptAt = time.Time{}
 		r.changed = true // even when the incident was already escalated
 		r.escalate("the stalled turn survived its interrupt, SIGTERM and SIGKILL")
+	}
+}
+
+// LostResultSuspected reports whether a managed turn may have lost its end:
+// in flight, Working or Suspect, nothing open (no tool, no background task,
+// no permission asked), the agent's session id known, and silent for
+// LostResultAfter. Only then is the agent's own record read (the loop's
+// probe, Probe.TurnEndedAt, once per tick while it holds), so a turn that
+// is busy or talking is never read at all.
+func LostResultSuspected(s sessions.Session, now time.Time, p Policy) bool {
+	if s.Source != sessions.Managed || !s.InTurn || s.HasOpenWork() || len(s.Permissions) > 0 || s.AgentSessionID == "" ||
+		s.State != sessions.Working && s.State != sessions.Suspect || p.LostResultAfter <= 0 {
+		return false
+	}
+	since := quietSince(&s)
+	return !since.IsZero() && now.Sub(since) >= p.LostResultAfter
+}
+
+// completeLostResult ends a managed turn whose end the stream lost (Claude's
+// result line never came after its tools finished) when the agent's own
+// record says it ended after the turn began: a review, as a completed turn
+// is, instead of a stall and a nudge 10 + 150 minutes later.
+func (r *reconciler) completeLostResult() {
+	n := &r.n
+	ended := r.probe.TurnEndedAt
+	if ended.IsZero() || ended.Before(n.TurnStarted) || !LostResultSuspected(*n, r.now, r.p) {
+		return
+	}
+	gen, silent := n.TurnGeneration, r.now.Sub(quietSince(n))
+	endTurn(n)
+	n.Failure = sessions.Failure{}
+	n.Nudge = sessions.NudgeBudget{} // a completed turn refills the nudge budget, as in Apply
+	n.WaitReason = sessions.WaitReview
+	r.mark(sessions.WaitingOnUser, fmt.Sprintf(
+		"turn %d completed at %s by the agent's transcript; its result never arrived on the stream (silent for %s); waiting for review",
+		gen, clockPhrase(ended, r.now), humanSpan(silent)), TimelineStateChanged)
+}
+
+// enforceUserStop makes the user's interrupt stick when the agent ignores
+// it: once the turn has run InterruptGrace past the request, a managed
+// agent's process group gets SIGTERM, SIGKILL after a second grace, and the
+// session is escalated after a third if the turn survived both. Its end is
+// Apply's (the process exit of a turn the user stopped is a review) and is
+// never nudged. A terminal session is never signalled: it is escalated once
+// the grace is over. It reports whether the user's stop owns the turn, so
+// the stall rules leave it alone (their interrupt would repeat the user's,
+// and their nudge is never wanted after a user's stop).
+func (r *reconciler) enforceUserStop() bool {
+	n, sv := &r.n, &r.n.Supervision
+	if !n.InTurn || !n.StoppedByUser() || n.InterruptAt.IsZero() || sv.Recovery == RecoveryStall {
+		return false
+	}
+	switch n.State {
+	case sessions.Working, sessions.Suspect, sessions.Compacting, sessions.Recovering:
+	case sessions.WaitingOnUser:
+		// The agent waits on the user (a permission, a question): the user
+		// can still answer or deny it, and nothing is ever sent meanwhile.
+		return true
+	default:
+		return false // a turn that ended another way is not the user's stop to enforce
+	}
+	asked, grace := n.InterruptAt, r.p.InterruptGrace
+	waited := r.now.Sub(asked)
+	if sv.Recovery != RecoveryUserStop {
+		if waited < grace {
+			return true
+		}
+		*sv = sessions.Supervision{
+			Recovery:            RecoveryUserStop,
+			RecoveryAttempts:    stallTerminated,
+			InterruptSentAt:     asked,
+			NextAttemptAt:       asked.Add(2 * grace),
+			EscalatedGeneration: sv.EscalatedGeneration,
+			IncidentAttempts:    sv.IncidentAttempts,
+		}
+		r.changed = true
+		if n.Source != sessions.Managed {
+			sv.RecoveryAttempts, sv.NextAttemptAt = stallEscalated, time.Time{}
+			r.escalate(fmt.Sprintf("you asked to stop turn %d %s ago and it still runs; the app never signals a process it did not launch, so stop it in its terminal",
+				n.TurnGeneration, humanSpan(waited)))
+			return true
+		}
+		r.note(fmt.Sprintf("your interrupt was ignored for %s; SIGTERM sent at %s", humanSpan(waited), clockPhrase(r.now, r.now)))
+		r.act(ActTerminate, TimelineStopEnforced, fmt.Sprintf(
+			"turn %d ignored your interrupt for %s; terminating the agent's process group", n.TurnGeneration, humanSpan(waited)))
+		return true
+	}
+	switch sv.RecoveryAttempts {
+	case stallTerminated:
+		if waited < 2*grace {
+			return true
+		}
+		sv.RecoveryAttempts = stallKilled
+		sv.NextAttemptAt = asked.Add(3 * grace)
+		r.note("your interrupt and SIGTERM were ignored; SIGKILL sent at " + clockPhrase(r.now, r.now))
+		r.act(ActKill, TimelineStopEnforced, fmt.Sprintf(
+			"turn %d survived SIGTERM for %s after your interrupt; killing the agent's process group", n.TurnGeneration, humanSpan(waited-grace)))
+	case stallKilled:
+		if waited < 3*grace {
+			return true
+		}
+		sv.RecoveryAttempts = stallEscalated
+		sv.NextAttemptAt = time.Time{}
+		r.changed = true
+		r.escalate("the turn you stopped survived your interrupt, SIGTERM and SIGKILL")
+	}
+	return true
+}
+
+// endUserStop closes an enforced user's stop once its turn is over (the
+// signalled process exited: Apply made it a review), saying in the
+// evidence what it took.
+func (r *reconciler) endUserStop() {
+	sv := &r.n.Supervision
+	how := "SIGTERM"
+	if sv.RecoveryAttempts >= stallKilled {
+		how = "SIGKILL"
+	}
+	managed := r.n.Source == sessions.Managed && sv.RecoveryAttempts < stallEscalated
+	r.clearRecovery()
+	if managed && r.n.State == sessions.WaitingOnUser && r.n.WaitReason == sessions.WaitReview {
+		r.note(fmt.Sprintf("the agent ignored your interrupt, so its process group was sent %s", how))
 	}
 }
 
@@ -787,10 +919,10 @@ func (r *reconciler) escalate(reason string) {
 		return
 	}
 	base := evidenceBase(n.Evidence)
-	if n.Supervision.Recovery != RecoveryStall {
+	if n.Supervision.Recovery != RecoveryStall && n.Supervision.Recovery != RecoveryUserStop {
 		// Escalation ends automatic recovery for the incident: a leftover
 		// hold or compaction marker must not act after the user acknowledges.
-		// (The stall chain keeps its final step so it never restarts.)
+		// (The signal chains keep their final step so they never restart.)
 		r.clearRecovery()
 	}
 	n.NeedsAttention = true
@@ -983,7 +1115,7 @@ func endTurn(n *sessions.Session) {
 	n.OpenTools, n.OpenTasks = nil, nil
 	n.CompactionStarted = time.Time{}
 	n.Permissions, n.Permission = nil, nil
-	n.InterruptBy = nil
+	n.InterruptBy, n.InterruptAt = nil, time.Time{}
 	n.WaitReason = sessions.NoWait
 }
 

@@ -1345,7 +1345,7 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 	states := append(slices.Clone(sessions.AllStates), sessions.State(42))
 	kinds := []sessions.FailureKind{sessions.NoFailure, sessions.RateLimit, sessions.Overloaded, sessions.Network, sessions.ContextOverflow,
 		sessions.Auth, sessions.Billing, sessions.OtherFailure}
-	recoveries := []string{"", RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryStall, RecoveryTransient, "bogus"}
+	recoveries := []string{"", RecoveryOverflow, RecoveryOverflowRetry, RecoveryRateLimit, RecoveryAuth, RecoveryStall, RecoveryTransient, RecoveryUserStop, "bogus"}
 	evidence := []string{"", "stream active", "x — old note"}
 
 	s := sessions.Session{
@@ -1365,6 +1365,10 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 	if r.IntN(3) == 0 {
 		s = withTool(s, "t", []string{"", "Bash"}[r.IntN(2)], when())
 	}
+	if r.IntN(3) == 0 {
+		by := sessions.Actor(r.IntN(2))
+		s.InterruptBy, s.InterruptAt = &by, when()
+	}
 	if r.IntN(4) == 0 {
 		s = withTask(s, "k", "indexer", when())
 	}
@@ -1377,6 +1381,9 @@ func randomCase(r *rand.Rand) (sessions.Session, time.Time, Policy, Probe) {
 		AuthRetryInterval: span(10 * time.Minute), TransientWindow: span(3 * time.Hour),
 	}
 	probe := Probe{Known: r.IntN(3) != 0, Alive: r.IntN(2) == 0, Offline: r.IntN(4) == 0}
+	if r.IntN(3) == 0 {
+		s.AgentSessionID, probe.TurnEndedAt, p.LostResultAfter = "a", when(), span(10*time.Minute)
+	}
 	return s, t0.Add(time.Duration(r.Int64N(int64(8 * time.Hour)))), p, probe
 }
 
@@ -1432,7 +1439,7 @@ func TestPolicyDefaults(t *testing.T) {
 		Enabled: true, AutoRecover: true, NudgeEnabled: true,
 		StallSuspect: 10 * time.Minute, StallToolSuspect: 30 * time.Minute, StallHard: 150 * time.Minute,
 		NudgeCooldown: 10 * time.Minute, CompactTimeout: 600 * time.Second, NudgeMaxAttempts: 2,
-		InterruptGrace: 30 * time.Second, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
+		InterruptGrace: 30 * time.Second, LostResultAfter: time.Minute, OverflowMaxAttempts: 2, RateLimitMaxAttempts: 5, AuthMaxAttempts: 3,
 		RateLimitBaseBackoff: time.Minute, RateLimitMaxBackoff: 30 * time.Minute, AuthRetryInterval: 5 * time.Minute,
 		TransientWindow: 90 * time.Minute,
 	}

@@ -243,3 +243,28 @@ func FirstPrompt(path string) string {
 	}
 	return ""
 }
+
+var _ sessions.TurnWitness = (*Source)(nil)
+
+// TurnEnded reads the tail of the transcript of sessionID run in cwd (a
+// managed session's too: `claude -p` writes the same file) through the
+// rule stack's Summary: ok when its last turn ended (the final assistant
+// message, the CLI's turn_duration record, the user's interrupt), at the
+// time of the newest record.
+func (s *Source) TurnEnded(cwd, sessionID string) (time.Time, bool) {
+	if sessionID == "" {
+		return time.Time{}, false
+	}
+	lines, _, err := observe.NewTailer(s.TranscriptPath(cwd, sessionID)).Poll()
+	if err != nil {
+		return time.Time{}, false
+	}
+	var sum Summary
+	for _, l := range lines {
+		sum.Feed(l)
+	}
+	if !sum.Ended || sum.InTurn || sum.LastAt.IsZero() {
+		return time.Time{}, false
+	}
+	return sum.LastAt, true
+}
