@@ -167,6 +167,11 @@ type ObservedState struct {
 	// Hooked: the agent's hook events reach the source (the session is
 	// then Source Hooked, not Observed).
 	Hooked bool `json:"hooked,omitempty"`
+	// Aborted: the turn ended with an interrupt (Claude's "[Request
+	// interrupted by user]"). The agent writes the same marker whoever
+	// asked, the user in the terminal or the supervisor through the
+	// session's inbox; Apply tells them apart by Session.InterruptBy.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // Describe is a one-line human description of the event for the timeline.
