@@ -67,6 +67,9 @@ func (r *Runtime) startExternal(ctx context.Context) {
 func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource, list []sessions.ExternalSession) {
 	for _, es := range list {
 		id := externalID(src.Name(), es.Key)
+		// Kept with the session (outside the lock: it reads /proc), so the
+		// next boot can tell this process from one that reused its pid.
+		stamp := startStamp(es.PID)
 		r.mu.Lock()
 		if r.ownsPIDLocked(es.PID) {
 			r.mu.Unlock()
@@ -92,7 +95,7 @@ func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource,
 		octx, cancel := context.WithCancel(ctx)
 		h := &extHandle{src: src, es: es, live: true, cancel: cancel}
 		e.ext = h
-		r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: es.PID},
+		r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: es.PID, PIDStart: stamp},
 			newRow(e.s, now, "discovered", sessions.TimelineDetail{
 				Message: fmt.Sprintf("found %s running in a terminal: process %d in %s", src.DisplayName(), es.PID, es.Cwd),
 				PID:     es.PID,

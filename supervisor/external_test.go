@@ -118,7 +118,9 @@ func TestObservedSessionAppearsAndFollowsTurns(t *testing.T) {
 	w.register()
 	s := waitFor(t, g.rt, time.Second, "discovered", func(s sessions.Session) bool { return s.PID == w.file.PID })
 	t.Logf("discovered in %s", time.Since(start).Round(time.Millisecond))
-	if s.Agent != "claude" || s.AgentSessionID != "sid-1" || s.Cwd != "/home/u/proj" || !s.ProcessAlive {
+	// Its process's start stamp is kept: the next boot tells it from a
+	// later process under the same pid (issue 20, item 1).
+	if s.Agent != "claude" || s.AgentSessionID != "sid-1" || s.Cwd != "/home/u/proj" || !s.ProcessAlive || s.PIDStart != startStamp(w.file.PID) || s.PIDStart == "" {
 		t.Fatalf("discovered %+v", s)
 	}
 	b, _ := json.Marshal(s)
