@@ -61,22 +61,7 @@ func TestTerminalRealCLIKilledMidToolIsResumed(t *testing.T) {
 				w.h.mustCLI("resume", s.ID)
 			}
 			// The terminal session settles, pointing at the managed one.
-			s = w.observed(60*time.Second, "resumed", func(s sessions.Session) bool {
-				return s.State == sessions.Idle && !s.NeedsAttention && strings.Contains(s.Evidence, "resumed in the background")
-			})
-			var list []sessions.Session
-			if err := json.Unmarshal([]byte(w.h.mustCLI("ls", "--json")), &list); err != nil {
-				t.Fatal(err)
-			}
-			var managed sessions.Session
-			for _, m := range list {
-				if m.ResumedFrom == s.ID {
-					managed = m
-				}
-			}
-			if managed.ID == "" || managed.Source != sessions.Managed || managed.Cwd != s.Cwd {
-				w.fail("no managed session resumed from %s: %+v", s.ID, list)
-			}
+			s, managed := w.resumed(60 * time.Second)
 			deadline := time.Now().Add(90 * time.Second)
 			for {
 				var m sessions.Session
@@ -157,6 +142,28 @@ func twoProcessesOnOneConversation(t *testing.T, w *ptyWorld, managedID, sid str
 			w.fail("the managed session still names %s after its process ended:\n%s\n%s", m.SharedWith, w.h.mustCLI("timeline", managedID), w.h.mustCLI("timeline", term.ID))
 		}
 	}
+}
+
+// resumed waits until the terminal session settles, pointing at the
+// managed session resumed from it in the background, and returns both.
+func (w *ptyWorld) resumed(limit time.Duration) (terminal, managed sessions.Session) {
+	w.t.Helper()
+	terminal = w.observed(limit, "resumed", func(s sessions.Session) bool {
+		return s.State == sessions.Idle && !s.NeedsAttention && strings.Contains(s.Evidence, "resumed in the background")
+	})
+	var list []sessions.Session
+	if err := json.Unmarshal([]byte(w.h.mustCLI("ls", "--json")), &list); err != nil {
+		w.t.Fatal(err)
+	}
+	for _, m := range list {
+		if m.ResumedFrom == terminal.ID {
+			managed = m
+		}
+	}
+	if managed.ID == "" || managed.Source != sessions.Managed || managed.Cwd != terminal.Cwd {
+		w.fail("no managed session resumed from %s: %+v", terminal.ID, list)
+	}
+	return terminal, managed
 }
 
 // Claude Code that registers no session file (older than its registry; the

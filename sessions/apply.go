@@ -620,6 +620,8 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 	if o.Hooked && n.Source == Observed {
 		n.Source = Hooked
 	}
+	// Who asked to stop the turn in flight; ending the turn forgets it.
+	by, wasInTurn := n.InterruptBy, n.InTurn
 	switch {
 	case o.NewTurns > 0:
 		// Every turn the source saw start is a generation, even one that
@@ -650,6 +652,24 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 	if !o.InTurn && o.State == n.State && (o.State == Interrupted || o.State == Errored) && n.NeedsAttention {
 		// The same incident, seen again: its escalation stands.
 		return
+	}
+	if o.Aborted && !o.InTurn && o.NewTurns == 0 {
+		switch {
+		case wasInTurn && by != nil && *by == BySupervisor:
+			// The supervisor's own interrupt (a terminal session's hard
+			// stall, sent through its inbox): the agent writes it as the
+			// user's stop, but it is not one. Interrupted, as a managed
+			// session's aborted turn is, so the recovery rules nudge or
+			// escalate it; never a review, and the nudge budget the
+			// interrupt spent is not refilled.
+			n.OpenTools, n.Failure, n.WaitReason = nil, Failure{}, NoWait
+			setState(n, Interrupted, fmt.Sprintf("turn %d interrupted by the supervisor after a stall (the agent records it as the user's interrupt)", n.TurnGeneration), now)
+			return
+		case !wasInTurn && n.State == Interrupted:
+			// That interrupt, seen again (the transcript grew, the status
+			// changed): it stays the supervisor's.
+			return
+		}
 	}
 	switch {
 	case o.Tool != "" && n.InTurn:
@@ -714,6 +734,9 @@ func InterruptCauseOf(prev, next Session, e Event) InterruptCause {
 	case EvTurnAborted:
 		return CauseAbort
 	case EvObserved:
+		if e.Observed != nil && e.Observed.Aborted {
+			return CauseAbort // the supervisor's interrupt of a terminal turn
+		}
 		return CauseObservedDeath
 	}
 	return CauseEvent

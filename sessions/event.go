@@ -171,6 +171,11 @@ type ObservedState struct {
 	// about, when the source can tell (WaitPermission). It has no request
 	// id: it is answered in the terminal, never by the app.
 	Permission *Permission `json:"permission,omitempty"`
+	// Aborted: the turn ended with an interrupt (Claude's "[Request
+	// interrupted by user]"). The agent writes the same marker whoever
+	// asked, the user in the terminal or the supervisor through the
+	// session's inbox; Apply tells them apart by Session.InterruptBy.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // Describe is a one-line human description of the event for the timeline.

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,5 +94,54 @@ func TestApplyObservedPermissionDialog(t *testing.T) {
 	s = Apply(s, Event{Kind: EvObserved, Observed: &ObservedState{State: Working, InTurn: true, Tool: "Bash", Evidence: "running Bash"}}, now.Add(time.Second))
 	if s.Permission != nil || len(s.Permissions) != 0 {
 		t.Fatalf("the answered dialog stayed: %+v", s.Permissions)
+	}
+}
+
+// A terminal turn that ends with an interrupt marker is the user's stop
+// (a review) unless the supervisor had sent that interrupt (its hard-stall
+// interrupt through the session's inbox, recorded as InterruptBy before it
+// went): then the turn is Interrupted, said to be the supervisor's, and the
+// nudge budget the interrupt spent stays spent. Seen again, it stays so;
+// a new turn moves it on (issue 20, item 3).
+func TestApplyObservedSupervisorInterrupt(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	stopped := ObservedState{State: WaitingOnUser, Wait: WaitReview, Aborted: true, Evidence: "you stopped the turn in the terminal; waiting for review"}
+	sup, user := BySupervisor, ByUser
+	for _, tc := range []struct {
+		name      string
+		by        *Actor
+		state     State
+		wait      WaitReason
+		evidence  string
+		nudges    int
+		wantCause InterruptCause
+	}{
+		{"the supervisor's interrupt", &sup, Interrupted, NoWait, "interrupted by the supervisor", 1, CauseAbort},
+		{"the user's stop", nil, WaitingOnUser, WaitReview, "you stopped the turn", 0, NoInterruptCause},
+		{"the user's stop asked through the app", &user, WaitingOnUser, WaitReview, "you stopped the turn", 0, NoInterruptCause},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Session{ID: "x", Source: Observed, State: Suspect, InTurn: true, TurnAcked: true, TurnGeneration: 3,
+				ProcessAlive: true, InterruptBy: tc.by, Nudge: NudgeBudget{Attempts: 1, LastNudge: t0}, Evidence: "silent"}
+			e := Event{Kind: EvObserved, Observed: &stopped}
+			n := Apply(s, e, t0.Add(time.Second))
+			if n.State != tc.state || n.WaitReason != tc.wait || n.InTurn || !strings.Contains(n.Evidence, tc.evidence) || n.Nudge.Attempts != tc.nudges {
+				t.Fatalf("got %v/%v in turn %v nudges %d (%s); want %v/%v, %q, nudges %d",
+					n.State, n.WaitReason, n.InTurn, n.Nudge.Attempts, n.Evidence, tc.state, tc.wait, tc.evidence, tc.nudges)
+			}
+			if got := InterruptCauseOf(s, n, e); got != tc.wantCause {
+				t.Errorf("cause %q, want %q", got, tc.wantCause)
+			}
+			// The same marker seen again (the transcript grew).
+			again := Apply(n, e, t0.Add(2*time.Second))
+			if again.State != n.State || again.Evidence != n.Evidence {
+				t.Errorf("seen again: %v (%s), want %v (%s)", again.State, again.Evidence, n.State, n.Evidence)
+			}
+			// The nudge that rode with the interrupt starts a turn.
+			next := Apply(again, Event{Kind: EvObserved, Observed: &ObservedState{State: Working, InTurn: true, NewTurns: 1, Evidence: "busy"}}, t0.Add(3*time.Second))
+			if next.State != Working || next.TurnGeneration != 4 || next.InterruptBy != nil {
+				t.Errorf("the next turn: %v generation %d interrupt by %v", next.State, next.TurnGeneration, next.InterruptBy)
+			}
+		})
 	}
 }

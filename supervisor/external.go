@@ -67,6 +67,9 @@ func (r *Runtime) startExternal(ctx context.Context) {
 func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource, list []sessions.ExternalSession) {
 	for _, es := range list {
 		id := externalID(src.Name(), es.Key)
+		// Kept with the session (outside the lock: it reads /proc), so the
+		// next boot can tell this process from one that reused its pid.
+		stamp := startStamp(es.PID)
 		r.mu.Lock()
 		if r.ownsPIDLocked(es.PID) {
 			r.mu.Unlock()
@@ -92,7 +95,7 @@ func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource,
 		octx, cancel := context.WithCancel(ctx)
 		h := &extHandle{src: src, es: es, live: true, cancel: cancel}
 		e.ext = h
-		r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: es.PID},
+		r.applyLocked(e, sessions.Event{Kind: sessions.EvProcessStarted, PID: es.PID, PIDStart: stamp},
 			newRow(e.s, now, "discovered", sessions.TimelineDetail{
 				Message: fmt.Sprintf("found %s running in a terminal: process %d in %s", src.DisplayName(), es.PID, es.Cwd),
 				PID:     es.PID,
@@ -159,7 +162,8 @@ var errNotOurs = errors.New("the session runs in a terminal the app did not laun
 // dispatchExternal carries out an action on an observed session. The nudge
 // goes through the source (Claude: the inbox socket); the hard-stall
 // interrupt is the same nudge sent urgently, which aborts the stalled turn
-// and runs the nudge at once. Nothing else can reach the session.
+// and runs the nudge at once (the session records that the supervisor asked
+// for the abort). Nothing else can reach the session.
 func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a core.Action) error {
 	switch a.Kind {
 	case core.ActEscalate:
@@ -177,6 +181,13 @@ func (r *Runtime) dispatchExternal(e *entry, h *extHandle, a core.Action) error 
 		}
 		urgent := a.Kind == core.ActInterrupt
 		r.mu.Lock()
+		if urgent {
+			// Recorded before the frame goes, as a managed interrupt is:
+			// the CLI writes the abort that answers it as the user's
+			// ("[Request interrupted by user]"), and only this tells Apply
+			// the supervisor stopped the turn, not the user.
+			r.applyLocked(e, sessions.Event{Kind: sessions.EvInterruptRequested, By: sessions.BySupervisor})
+		}
 		before := e.s
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

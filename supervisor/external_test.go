@@ -118,7 +118,9 @@ func TestObservedSessionAppearsAndFollowsTurns(t *testing.T) {
 	w.register()
 	s := waitFor(t, g.rt, time.Second, "discovered", func(s sessions.Session) bool { return s.PID == w.file.PID })
 	t.Logf("discovered in %s", time.Since(start).Round(time.Millisecond))
-	if s.Agent != "claude" || s.AgentSessionID != "sid-1" || s.Cwd != "/home/u/proj" || !s.ProcessAlive {
+	// Its process's start stamp is kept: the next boot tells it from a
+	// later process under the same pid (issue 20, item 1).
+	if s.Agent != "claude" || s.AgentSessionID != "sid-1" || s.Cwd != "/home/u/proj" || !s.ProcessAlive || s.PIDStart != startStamp(w.file.PID) || s.PIDStart == "" {
 		t.Fatalf("discovered %+v", s)
 	}
 	b, _ := json.Marshal(s)
@@ -155,16 +157,17 @@ func TestObservedSessionAppearsAndFollowsTurns(t *testing.T) {
 	}
 }
 
-// A hard stall of a terminal session is interrupted through its inbox with
-// priority "now" (the nudge rides along), and never with a signal.
-func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
-	w := newTermWorld(t)
+// inbox registers w's session, busy in a turn, with an inbox socket played
+// by the test: reply writes what the CLI would for each frame (its lines:
+// the auth line, then the message), and the frames come out in order.
+func (w *termWorld) inbox(reply func(frame []string)) <-chan []string {
+	w.t.Helper()
 	sock := filepath.Join(w.dir, "in.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	defer ln.Close()
+	w.t.Cleanup(func() { ln.Close() })
 	frames := make(chan []string, 4)
 	go func() {
 		for {
@@ -178,9 +181,7 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 				lines = append(lines, sc.Text())
 			}
 			c.Close()
-			// As the CLI does: the nudge's prompt reaches the transcript,
-			// which is how its arrival is verified.
-			w.transcript(`{"type":"user","message":{"role":"user","content":"[Request interrupted by user]"}}`)
+			reply(lines)
 			frames <- lines
 		}
 	}()
@@ -190,26 +191,25 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 	os.WriteFile(filepath.Join(w.dir, "sessions", fmt.Sprintf("%d.k.key", w.file.PID)), []byte(`{"peerToken":"tok"}`), 0o600)
 	w.transcript(tPrompt)
 	w.register()
+	return frames
+}
+
+// tInterrupted is the marker the CLI writes for a turn aborted by the
+// user's Esc and by an inbox message with priority "now" alike.
+const tInterrupted = `{"type":"user","message":{"role":"user","content":"[Request interrupted by user]"}}`
+
+// A hard stall of a terminal session is interrupted through its inbox with
+// priority "now" (the nudge rides along), and never with a signal.
+func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
+	w := newTermWorld(t)
+	// As the CLI does: the abort reaches the transcript, which is how the
+	// nudge's arrival is verified.
+	frames := w.inbox(func([]string) { w.transcript(tInterrupted) })
 
 	g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g.rt.startExternal(ctx)
-	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
-
-	set := settings.Defaults()
-	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Millisecond, time.Millisecond, 2*time.Millisecond
-	time.Sleep(5 * time.Millisecond)
-	g.rt.Tick(ctx, set) // Suspect
-	time.Sleep(5 * time.Millisecond)
-	g.rt.Tick(ctx, set) // hard stall: the interrupt
-	g.rt.Settle()
-	var lines []string
-	select {
-	case lines = <-frames:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no frame reached the inbox")
-	}
+	s, lines := hardStall(t, g, ctx, w, frames, settings.Defaults())
 	if len(lines) != 2 || !strings.Contains(lines[0], `"token":"tok"`) || !strings.Contains(lines[1], `"priority":"now"`) ||
 		!strings.Contains(lines[1], core.NudgeText) {
 		t.Fatalf("inbox got %q", lines)
@@ -218,6 +218,118 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 	kinds := strings.Join(rowKinds(rows), " ")
 	if !strings.Contains(kinds, core.TimelineStallInterrupt) || !strings.Contains(kinds, core.TimelineNudgeSent) {
 		t.Fatalf("timeline %s", kinds)
+	}
+}
+
+// hardStall follows w's session until it works, then lets it stall past
+// the hard limit (set's thresholds made milliseconds): the supervisor
+// sends its interrupt, whose frame is returned.
+func hardStall(t *testing.T, g *rig, ctx context.Context, w *termWorld, frames <-chan []string, set settings.Settings) (sessions.Session, []string) {
+	t.Helper()
+	g.rt.startExternal(ctx)
+	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
+	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Millisecond, time.Millisecond, 2*time.Millisecond
+	time.Sleep(5 * time.Millisecond)
+	g.rt.Tick(ctx, set) // Suspect
+	time.Sleep(5 * time.Millisecond)
+	g.rt.Tick(ctx, set) // hard stall: the interrupt
+	g.rt.Settle()
+	select {
+	case lines := <-frames:
+		return s, lines
+	case <-time.After(5 * time.Second):
+		t.Fatal("no frame reached the inbox")
+	}
+	return s, nil
+}
+
+// The supervisor's hard-stall interrupt of a terminal turn reaches the
+// transcript as the user's ("[Request interrupted by user]"); when no turn
+// follows it (the CLI went idle), it is still the supervisor's stop: the
+// state and the timeline say so, and the session is nudged again or
+// escalated by the nudge rules, never left as a user's stop in review
+// (issue 20, item 3).
+func TestObservedSupervisorInterruptIsNotAUserStop(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxNudges int
+		// urgent is each frame's priority "now", in order.
+		urgent    []bool
+		escalated string
+	}{
+		{"budget left: nudged again", 2, []bool{true, false}, ""},
+		{"budget spent: escalated", 1, []bool{true}, "1 of 1 continuation nudges spent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTermWorld(t)
+			frames := w.inbox(func(lines []string) {
+				if len(lines) == 2 && strings.Contains(lines[1], `"priority":"now"`) {
+					// The turn aborted and no turn followed.
+					w.transcript(tInterrupted)
+					w.file.Status = "idle"
+				} else {
+					// A nudge ("next") to the idle session starts a turn.
+					w.transcript(`{"type":"user","isMeta":true,"turnOrigin":"peer","message":{"role":"user","content":"Another Claude session sent a message:\ncontinue"}}`)
+					w.file.Status = "busy"
+				}
+				w.register()
+			})
+			g := newRig(t, rigConfig{noAgent: true, external: []ExternalSource{w.src}})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			set := settings.Defaults()
+			set.NudgeMaxAttempts, set.NudgeCooldown = tc.maxNudges, 0
+			s, _ := hardStall(t, g, ctx, w, frames, set)
+			s = waitFor(t, g.rt, 5*time.Second, "interrupted by the supervisor", func(s sessions.Session) bool {
+				return s.State == sessions.Interrupted
+			})
+			if !strings.Contains(s.Evidence, "interrupted by the supervisor") || s.Nudge.Attempts != 1 {
+				t.Fatalf("evidence %q, nudges %d", s.Evidence, s.Nudge.Attempts)
+			}
+			g.rt.Tick(ctx, set) // the nudge rules take it
+			g.rt.Settle()
+			got := []bool{true}
+			for len(got) < len(tc.urgent) {
+				select {
+				case lines := <-frames:
+					got = append(got, strings.Contains(lines[1], `"priority":"now"`))
+				case <-time.After(5 * time.Second):
+					t.Fatalf("frames %v, want %v", got, tc.urgent)
+				}
+			}
+			if tc.escalated != "" {
+				s = waitFor(t, g.rt, 2*time.Second, "escalated", func(s sessions.Session) bool { return s.NeedsAttention })
+				if s.State != sessions.Interrupted || !strings.Contains(s.Evidence, tc.escalated) {
+					t.Fatalf("escalated %v: %s", s.State, s.Evidence)
+				}
+			} else {
+				s = waitFor(t, g.rt, 5*time.Second, "working on the nudge", func(s sessions.Session) bool {
+					return s.State == sessions.Working && s.InTurn
+				})
+				if s.NeedsAttention || s.Nudge.Attempts != 2 {
+					t.Fatalf("after the second nudge: attention %v, nudges %d", s.NeedsAttention, s.Nudge.Attempts)
+				}
+			}
+			select {
+			case lines := <-frames:
+				t.Fatalf("a frame too many: %q", lines)
+			default:
+			}
+			rows := dbTimeline(t, g.store, s.ID)
+			var marked bool
+			for _, r := range rows {
+				d := rowDetail(t, r)
+				if msg, _ := d["message"].(string); strings.Contains(msg, "you stopped") {
+					t.Errorf("%s row reads as the user's stop: %s", r.Kind, msg)
+				}
+				if r.Kind == core.TimelineMarkedInterrupted && d["cause"] == "abort" && strings.Contains(fmt.Sprint(d["message"]), "supervisor") {
+					marked = true
+				}
+			}
+			if !marked {
+				t.Errorf("no marked_interrupted row with cause abort naming the supervisor: %v", rowKinds(rows))
+			}
+		})
 	}
 }
 

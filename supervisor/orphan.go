@@ -2,9 +2,11 @@ package supervisor
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
+	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
 // OrphanReaper is the optional Agent capability to stop a process that an
@@ -50,3 +52,32 @@ func startStamp(pid int) string {
 	p, _ := procscan.Probe(pid)
 	return p.Stamp
 }
+
+// probeStored is, at boot, whether the process a stored terminal session
+// names still runs: the pid, and the start stamp recorded when the session
+// was found (PIDStart), so a pid reused after a reboot or a crash is not
+// taken for the agent. A session saved before the stamp was kept is judged
+// by its process's start time, which cannot be later than the session was
+// found. Unknown for a managed session (the boot never assumes its process
+// alive), without a pid, or where the process table is not read.
+func probeStored(s sessions.Session) core.Probe {
+	if s.Source == sessions.Managed || !s.InTurn || s.PID <= 0 {
+		return core.Probe{} // only a turn in flight is decided by it
+	}
+	p, st := procscan.Probe(s.PID)
+	switch {
+	case st == procscan.Gone:
+		return core.Probe{Known: true}
+	case st != procscan.Running:
+		return core.Probe{}
+	case s.PIDStart != "" && p.Stamp != "":
+		return core.Probe{Known: true, Alive: p.Stamp == s.PIDStart}
+	case !p.Started.IsZero() && !s.CreatedAt.IsZero():
+		return core.Probe{Known: true, Alive: !p.Started.After(s.CreatedAt.Add(storedStartSlack))}
+	}
+	return core.Probe{}
+}
+
+// storedStartSlack absorbs the rounding of a process's start time (the
+// boot time is read to the second) against the time its session was found.
+const storedStartSlack = 2 * time.Second

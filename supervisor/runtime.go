@@ -176,9 +176,11 @@ func (r *Runtime) newEntry(s sessions.Session) *entry {
 // Bus is the runtime's event bus.
 func (r *Runtime) Bus() *localapi.Bus { return r.bus }
 
-// Boot loads every persisted session. A session whose persisted state shows a
-// turn in flight was cut off when the app last stopped: it loads as
-// Interrupted, never silently Idle. It runs before anything else uses the
+// Boot loads every persisted session. A managed session whose persisted
+// state shows a turn in flight was cut off when the app last stopped: it
+// loads as Interrupted, never silently Idle. A terminal session's process
+// is probed first (its pid and start stamp): only a turn whose process died
+// while the app was down is Interrupted; a live one is followed again. It runs before anything else uses the
 // runtime and waits for its writes.
 func (r *Runtime) Boot(ctx context.Context) error {
 	list, err := r.loadSessions(ctx)
@@ -197,8 +199,9 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	}
 	var todo []booted
 	for _, s := range list {
-		orphan := r.reapOrphan(s) // a signal: outside the lock
-		next, obs, changed := core.BootReconcile(s, now)
+		// A signal, and /proc read: outside the lock.
+		orphan := r.reapOrphan(s)
+		next, obs, changed := core.BootReconcile(s, now, probeStored(s))
 		var rows []storage.TimelineEvent
 		if changed {
 			// Not nil even without an observation: the session is saved.

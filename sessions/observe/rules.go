@@ -156,6 +156,16 @@ func TurnEnded(evidence string) sessions.ObservedState {
 	return sessions.ObservedState{State: sessions.WaitingOnUser, Wait: sessions.WaitReview, Evidence: evidence}
 }
 
+// Stopped is a turn that ended with an interrupt: a review when the user
+// stopped it in the terminal, which is all an agent's files can say. When
+// the supervisor had sent that interrupt, Apply makes it Interrupted
+// instead (Aborted tells it to look).
+func Stopped() sessions.ObservedState {
+	st := TurnEnded("you stopped the turn in the terminal; waiting for review")
+	st.Aborted = true
+	return st
+}
+
 // Idle is a live session with no turn in flight; prompted false means no
 // turn was ever seen (a TUI just opened, or its file not written yet).
 func Idle(prompted bool) sessions.ObservedState {

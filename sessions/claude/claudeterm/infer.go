@@ -213,8 +213,8 @@ func ruleWorking(ev Evidence) (sessions.ObservedState, bool) {
 func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 	t := ev.Transcript
 	switch {
-	case t.StoppedByUser:
-		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
+	case t.Interrupted:
+		return observe.Stopped(), true
 	case t.Ended:
 		return observe.TurnEnded("the turn ended; waiting for review"), true
 	case t.InTurn && idleSince(ev):

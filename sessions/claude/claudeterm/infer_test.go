@@ -293,3 +293,28 @@ func TestInboxMessageCountsAsATurn(t *testing.T) {
 		})
 	}
 }
+
+// A turn that ends with the interrupt marker is reported aborted, so the
+// runtime can tell the supervisor's interrupt (sent through the inbox) from
+// the user's Esc, which the CLI writes alike; a turn that ended by itself
+// or a new prompt after the marker is not (issue 20, item 3).
+func TestInterruptMarkerIsReportedAborted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records []string
+		aborted bool
+	}{
+		{"interrupted", []string{recPrompt, recToolUse, recInterrupt}, true},
+		{"ended", []string{recPrompt, recEnd}, false},
+		{"the nudge after the interrupt", []string{recPrompt, recInterrupt, recPeer}, false},
+	} {
+		var sum Summary
+		for _, r := range tc.records {
+			sum.Feed([]byte(r))
+		}
+		st, _ := Infer(Evidence{Liveness: observe.Liveness{PID: 42, Alive: true, Known: true}, File: SessionFile{Status: "idle"}, Transcript: sum})
+		if st.Aborted != tc.aborted {
+			t.Errorf("%s: aborted %v, want %v (%v: %s)", tc.name, st.Aborted, tc.aborted, st.State, st.Evidence)
+		}
+	}
+}

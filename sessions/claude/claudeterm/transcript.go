@@ -32,8 +32,10 @@ type Summary struct {
 	// Ended: the last turn ended (the assistant's final message, or the
 	// CLI's turn_duration record).
 	Ended bool
-	// StoppedByUser: the turn ended with the user's interrupt.
-	StoppedByUser bool
+	// Interrupted: the turn ended with "[Request interrupted by user]". The
+	// CLI writes it for the user's Esc and for an inbox message sent with
+	// priority "now" (the supervisor's hard-stall interrupt) alike.
+	Interrupted bool
 	// APIError is the turn's terminal API error, until progress follows it.
 	APIError *APIError
 	// Retry is the CLI's own retry in progress (system/api_error).
@@ -179,7 +181,7 @@ func (s *Summary) feedUser(r record, at time.Time) {
 		s.progress()
 	case strings.HasPrefix(text, "[Request interrupted by user"):
 		s.endTurn()
-		s.StoppedByUser = true
+		s.Interrupted = true
 	case r.IsMeta && r.TurnOrigin == "" || r.IsCompactSummary:
 		// The CLI's own notes (a resume, a compaction summary): no turn.
 		// A message that starts a turn without being typed is written as
@@ -279,7 +281,7 @@ func (s *Summary) endTurn() {
 // its prompt), so an error or a retry before this record is over.
 func (s *Summary) progress() {
 	s.APIError, s.Retry = nil, nil
-	s.InTurn, s.Ended, s.StoppedByUser = true, false, false
+	s.InTurn, s.Ended, s.Interrupted = true, false, false
 }
 
 func (s *Summary) closeTool(id string) {

@@ -82,7 +82,7 @@ func ruleTurnEnded(ev Evidence) (sessions.ObservedState, bool) {
 	case !t.Ended:
 		return sessions.ObservedState{}, false
 	case t.Aborted == "interrupted":
-		return observe.TurnEnded("you stopped the turn in the terminal; waiting for review"), true
+		return observe.Stopped(), true
 	case t.Aborted != "":
 		return observe.TurnEnded(fmt.Sprintf("the turn was aborted (%s); waiting for review", t.Aborted)), true
 	}
