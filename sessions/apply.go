@@ -686,15 +686,17 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 	}
 	n.Failure = o.Failure
 	n.Failure.Message = SanitizeMessage(n.Failure.Message)
+	// A terminal session's only request is the dialog its source sees now
+	// (set before the state: setState keeps a session with a request open
+	// waiting on it).
+	n.Permissions = nil
+	if o.State == WaitingOnUser && o.Wait == WaitPermission && o.Permission != nil {
+		n.Permissions = []Permission{{Tool: SanitizeMessage(o.Permission.Tool), Input: o.Permission.Input}}
+	}
 	setState(n, o.State, SanitizeMessage(o.Evidence), now)
 	n.WaitReason = NoWait
 	if o.State == WaitingOnUser {
 		n.WaitReason = o.Wait
-	}
-	// A terminal session's only request is the dialog its source sees now.
-	n.Permissions = nil
-	if o.State == WaitingOnUser && o.Wait == WaitPermission && o.Permission != nil {
-		n.Permissions = []Permission{{Tool: SanitizeMessage(o.Permission.Tool), Input: o.Permission.Input}}
 	}
 }
 

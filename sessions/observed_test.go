@@ -92,8 +92,8 @@ func TestApplyObservedPermissionDialog(t *testing.T) {
 		t.Fatalf("after the dialog: %+v %+v", s.Permission, s.Permissions)
 	}
 	s = Apply(s, Event{Kind: EvObserved, Observed: &ObservedState{State: Working, InTurn: true, Tool: "Bash", Evidence: "running Bash"}}, now.Add(time.Second))
-	if s.Permission != nil || len(s.Permissions) != 0 {
-		t.Fatalf("the answered dialog stayed: %+v", s.Permissions)
+	if s.Permission != nil || len(s.Permissions) != 0 || s.State != Working || s.Evidence != "running Bash" {
+		t.Fatalf("the answered dialog stayed: %v (%s) %+v", s.State, s.Evidence, s.Permissions)
 	}
 }
 
