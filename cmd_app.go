@@ -40,6 +40,7 @@ func appCommands() []command {
 		{"deny", "ID [--request R] [--message M]", "deny permission request R (the only one open when not given)", cmdDeny},
 		{"forget", "ID [--delete-timeline]", "remove an ended session from the app; its timeline is kept (readable with timeline FULL-ID) unless --delete-timeline", cmdForget},
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
+		{"usage", "[--by session|model|agent] [--since YYYY-MM-DD] [--json]", "tokens and their equivalent API cost, grouped", cmdUsage},
 	}
 }
 

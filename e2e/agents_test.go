@@ -93,6 +93,10 @@ type e2eAgent struct {
 	// reapRecorded: the boot decision records that the supervisor stopped
 	// the dead app's agent process.
 	reapRecorded bool
+	// reportsUsage: the agent's stream reports the turn's tokens (Copilot's
+	// -p stream does not; its events file does), so `usage` lists the
+	// session with what the fake API counted.
+	reportsUsage bool
 	// unpinnedTimelines: the suite never pinned the tool and approval
 	// timelines for this agent; they are not asserted.
 	unpinnedTimelines bool
@@ -388,6 +392,9 @@ func e2ePlainReply(t *testing.T, a *e2eAgent) {
 			s.Name, s.TurnGeneration, s.InTurn, s.Failure, s.NeedsAttention, s.ProcessAlive, s.SkippedLines)
 	}
 	h.checkShowContract(id)
+	if a.reportsUsage {
+		h.checkUsage(a.name)
+	}
 	if a.processPerTurn {
 		// The turn's process is gone; the session still is not.
 		deadline := time.Now().Add(30 * time.Second)
@@ -408,6 +415,34 @@ func e2ePlainReply(t *testing.T, a *e2eAgent) {
 		a.afterPlainReply(h)
 	}
 	h.stopApp()
+}
+
+// checkUsage reads `usage --by agent --json` as a user's script would: the
+// one session's tokens are counted under its agent and priced, labelled as
+// the equivalent API cost.
+func (h *agentE2E) checkUsage(agent string) {
+	h.t.Helper()
+	var rep struct {
+		Rows []struct {
+			Key      string          `json:"key"`
+			Sessions int             `json:"sessions"`
+			Tokens   sessions.Tokens `json:"tokens"`
+			Cost     struct {
+				Label string `json:"label"`
+				Total int64  `json:"total_micro_usd"`
+			} `json:"equivalent_api_cost"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(h.mustCLI("usage", "--by", "agent", "--json")), &rep); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != agent || rep.Rows[0].Sessions != 1 || rep.Rows[0].Tokens.Input+rep.Rows[0].Tokens.CacheRead <= 0 ||
+		rep.Rows[0].Tokens.Output <= 0 || rep.Rows[0].Cost.Total <= 0 || rep.Rows[0].Cost.Label != "equivalent API cost" {
+		h.t.Errorf("usage --by agent: %+v", rep.Rows)
+	}
+	if out := h.mustCLI("usage"); !strings.Contains(out, "EQUIVALENT API COST") || !strings.Contains(out, "not a charge") {
+		h.t.Errorf("usage:\n%s", out)
+	}
 }
 
 // e2eTool: a shell command (tools allowed by the agent's launch flags) is

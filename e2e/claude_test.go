@@ -29,8 +29,9 @@ import (
 // command runs in a session of its own (setsid), so it outlives the agent
 // whichever way the agent is killed.
 var claudeE2EAgent = &e2eAgent{
-	name:   "claude",
-	binary: fakeapi.ClaudeBinary,
+	reportsUsage: true,
+	name:         "claude",
+	binary:       fakeapi.ClaudeBinary,
 	setup: func(h *ce2eHarness, o e2eOpts) (any, func(string) []e2eReq) {
 		api := startFakeAPI(h, fakeapi.Start)
 		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)

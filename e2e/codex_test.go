@@ -25,8 +25,9 @@ import (
 // on the same process and thread); the npm `codex` is a Node wrapper that
 // runs the native binary as its child in the same process group.
 var codexE2EAgent = &e2eAgent{
-	name:   "codex",
-	binary: fakeapi.CodexBinary,
+	reportsUsage: true,
+	name:         "codex",
+	binary:       fakeapi.CodexBinary,
 	setup: func(h *ce2eHarness, o e2eOpts) (any, func(string) []e2eReq) {
 		api := startFakeAPI(h, fakeapi.Start)
 		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)

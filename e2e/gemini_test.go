@@ -22,8 +22,9 @@ import (
 // the same process and ACP session); tools run without asking
 // (--approval-mode yolo) unless a test chooses another permission mode.
 var geminiE2EAgent = &e2eAgent{
-	name:   "gemini",
-	binary: fakeapi.GeminiBinary,
+	reportsUsage: true,
+	name:         "gemini",
+	binary:       fakeapi.GeminiBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
 		api := startFakeAPI(h, fakeapi.Start)
 		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)

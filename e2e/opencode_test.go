@@ -25,8 +25,9 @@ import (
 // no wrapper, so a crash is that process dying; it outlives an app killed
 // with SIGKILL.
 var openCodeE2EAgent = &e2eAgent{
-	name:   "opencode",
-	binary: fakeapi.OpenCodeBinary,
+	reportsUsage: true,
+	name:         "opencode",
+	binary:       fakeapi.OpenCodeBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
 		api := startFakeAPI(h, fakeapi.Start)
 		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)

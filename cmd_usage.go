@@ -1,0 +1,154 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
+	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
+	"github.com/session-supervisor/session-supervisor/sessions/view"
+)
+
+// usageGroup is what `usage --by` groups the sessions' tokens by.
+type usageGroup int
+
+const (
+	bySession usageGroup = iota
+	byModel
+	byAgent
+)
+
+var usageGroupNames = []string{"session", "model", "agent"}
+
+func (g usageGroup) String() string { return usageGroupNames[g] }
+
+func parseUsageGroup(s string) (usageGroup, error) {
+	if i := slices.Index(usageGroupNames, s); i >= 0 {
+		return usageGroup(i), nil
+	}
+	return 0, usagef("--by takes one of %s, not %q", strings.Join(usageGroupNames, ", "), s)
+}
+
+// usageRow is one line of the report: a group's tokens by model and their
+// equivalent API cost.
+type usageRow struct {
+	Key      string            `json:"key"`
+	Sessions int               `json:"sessions"`
+	Tokens   sessions.Tokens   `json:"tokens"`
+	Cost     pricing.Breakdown `json:"equivalent_api_cost"`
+}
+
+// usageReport groups the whole-life usage of the sessions active since
+// `since` (zero: all), costliest first, and the total over them. Pure: the
+// command feeds it what the app lists.
+func usageReport(list []sessions.Session, by usageGroup, since time.Time, prices *pricing.Table) (rows []usageRow, total usageRow) {
+	groups := map[string]sessions.Usage{}
+	members := map[string]int{}
+	all := sessions.Usage{}
+	total.Key = "total"
+	for _, s := range list {
+		if len(s.Usage.Total) == 0 || s.UpdatedAt.Before(since) {
+			continue
+		}
+		total.Sessions++
+		all = all.Merge(s.Usage.Total)
+		keys := map[string]bool{} // the groups this session counts in, once each
+		for model, t := range s.Usage.Total {
+			key := model
+			switch by {
+			case bySession:
+				key = sessions.ShortID(s.ID) + " " + view.Title(s)
+			case byAgent:
+				key = s.Agent
+			}
+			groups[key] = groups[key].Add(model, t)
+			keys[key] = true
+		}
+		for key := range keys {
+			members[key]++
+		}
+	}
+	for key, u := range groups {
+		rows = append(rows, usageRow{Key: key, Sessions: members[key], Tokens: u.Total(), Cost: prices.Cost(u)})
+	}
+	slices.SortFunc(rows, func(a, b usageRow) int {
+		return cmp.Or(cmp.Compare(b.Cost.Total, a.Cost.Total), cmp.Compare(a.Key, b.Key))
+	})
+	total.Tokens, total.Cost = all.Total(), prices.Cost(all)
+	return rows, total
+}
+
+func cmdUsage(c *cli, args []string) error {
+	fs := c.newFlags("usage")
+	asJSON := fs.Bool("json", false, "print JSON")
+	byName := fs.String("by", "session", "group by session, model or agent")
+	sinceText := fs.String("since", "", "only sessions active since this day (YYYY-MM-DD, local time)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("usage takes no arguments")
+	}
+	by, err := parseUsageGroup(*byName)
+	if err != nil {
+		return err
+	}
+	var since time.Time
+	if *sinceText != "" {
+		if since, err = time.ParseInLocation(time.DateOnly, *sinceText, time.Local); err != nil {
+			return usagef("--since takes a day as YYYY-MM-DD, not %q", *sinceText)
+		}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext()
+	defer cancel()
+	list, err := cl.AllSessions(ctx)
+	if err != nil {
+		return err
+	}
+	rows, total := usageReport(list, by, since, c.priceTable())
+	if *asJSON {
+		if rows == nil {
+			rows = []usageRow{}
+		}
+		return writeJSON(c, struct {
+			By    string     `json:"by"`
+			Since string     `json:"since,omitempty"`
+			Rows  []usageRow `json:"rows"`
+			Total usageRow   `json:"total"`
+		}{by.String(), *sinceText, rows, total})
+	}
+	if total.Sessions == 0 {
+		fmt.Fprintln(c.stdout, "no session has reported token usage yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
+	fmt.Fprintf(tw, "%s\tSESSIONS\tINPUT\tOUTPUT\tCACHE WRITE\tCACHE READ\tEQUIVALENT API COST\t\n", strings.ToUpper(by.String()))
+	for _, r := range append(rows, total) {
+		t := r.Tokens
+		cost := r.Cost.Total.String()
+		if r.Cost.Unknown {
+			cost += "*"
+		}
+		fmt.Fprintf(cells, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Key, r.Sessions, t.Input, t.Output, t.CacheWrite, t.CacheRead, cost)
+	}
+	tw.Flush()
+	fmt.Fprintln(c.stdout, "Equivalent API cost: what the tokens would cost at the providers' list prices, not a charge.")
+	if total.Cost.Unknown {
+		fmt.Fprintln(c.stdout, "* some models are not in the price table and are priced at the fallback rate (pricing.csv in the data directory overrides it).")
+	}
+	if !since.IsZero() {
+		fmt.Fprintf(c.stdout, "Sessions active since %s, each with its whole usage.\n", *sinceText)
+	}
+	return nil
+}
