@@ -836,8 +836,8 @@ func rowKey(r storage.TimelineEvent) string {
 func (k *soak) check() {
 	k.rt.Settle()
 	synctest.Wait()
-	k.adoptResumed() // before its rows are read
 	rows := k.newRows()
+	k.adoptResumed(rows)
 	for _, r := range rows {
 		k.storedKeys[rowKey(r)]++
 		k.storedIDs[r.ID] = true
@@ -888,15 +888,24 @@ func (k *soak) check() {
 func (k *soak) allSess() []*soakSess { return append(slices.Clip(k.sess), k.terms...) }
 
 // adoptResumed plays the managed sessions that resumed a terminal session
-// in the background, as the others.
-func (k *soak) adoptResumed() {
-	list := k.rt.Sessions()
-	// In a fixed order (the new ids are random), so the seed replays.
-	slices.SortFunc(list, func(a, b sessions.Session) int { return strings.Compare(a.ResumedFrom, b.ResumedFrom) })
-	for _, cur := range list {
-		if cur.ResumedFrom == "" || k.byID[cur.ID] != nil {
+// in the background (their first row, resumed_from, is among rows) as the
+// others, before their rows are checked.
+func (k *soak) adoptResumed(rows []storage.TimelineEvent) {
+	var list []sessions.Session
+	for _, r := range rows {
+		if r.Kind != core.TimelineResumedFrom || k.byID[r.SessionID] != nil {
 			continue
 		}
+		cur, err := k.rt.Session(r.SessionID)
+		if err != nil {
+			k.t.Fatalf("resumed session %s: %v", r.SessionID, err)
+		}
+		list = append(list, cur)
+	}
+	// In a fixed order (the new ids are random, and the writer interleaves
+	// sessions' rows), so the seed replays.
+	slices.SortFunc(list, func(a, b sessions.Session) int { return strings.Compare(a.ResumedFrom, b.ResumedFrom) })
+	for _, cur := range list {
 		s := &soakSess{n: len(k.sess), name: "resumed-" + sessions.ShortID(cur.ID), asid: cur.AgentSessionID, cwd: cur.Cwd, id: cur.ID,
 			stopped: map[int64]bool{}, escGen: -1, escRows: map[int64]int{}, escMsgs: map[int64]int{}}
 		k.sess = append(k.sess, s)
