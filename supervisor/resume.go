@@ -71,6 +71,13 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 		ID: newID(), Name: s.Name, Agent: s.Agent, AgentSessionID: s.AgentSessionID, Cwd: s.Cwd, Source: sessions.Managed,
 		ResumedFrom: s.ID, CreatedAt: now, UpdatedAt: now, StateChangedAt: now, Evidence: "resuming in the background",
 	})
+	if by == sessions.BySupervisor {
+		// The supervisor's resume was a nudge of the incident's budget
+		// (the terminal session's, counted when it was decided): the
+		// incident goes on in the new session, and so does its budget. A
+		// resume the user asked for starts afresh, as a turn they start does.
+		ne.s.Nudge = s.Nudge
+	}
 	started, err := r.job(context.Background(), ne, func() (<-chan writeResult, error) {
 		proc, err := r.spawn(ne, s.AgentSessionID)
 		if err != nil {

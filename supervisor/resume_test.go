@@ -338,3 +338,36 @@ func TestResumeUsesTheSessionsAgentLauncher(t *testing.T) {
 	}
 	g.wait(started.ID, "the nudge's turn done", inReview)
 }
+
+// A background resume the supervisor decided is a nudge of the incident's
+// budget (the terminal session's); the managed session it starts carries
+// that budget on, so a resumed session that keeps dying is nudged only
+// what is left of it, then escalated: never the cap again on top (found
+// by the soak: resume, then two more nudges, for one incident).
+func TestResumedSessionCarriesTheNudgeBudget(t *testing.T) {
+	s := deadTerminal("")
+	s.NeedsAttention, s.Supervision = false, sessions.Supervision{}
+	g := newRig(t, rigConfig{seed: []sessions.Session{s}})
+	s = g.inRigCwd(s)
+	g.agent.setScript(writeFakeScript(t, []fcStep{fcText, fcExit(1)})) // every process dies mid-turn
+	set := settings.Defaults()
+	set.ResumeTerminal, set.NudgeCooldown = true, 0
+	set.AgentCommands = map[string]string{"claude": g.fake}
+	var resumed sessions.Session
+	for range 6 {
+		g.rt.Tick(context.Background(), set)
+		g.rt.Settle()
+		for _, x := range g.rt.Sessions() {
+			if x.ResumedFrom == s.ID {
+				resumed = g.wait(x.ID, "its turn over", func(x sessions.Session) bool { return !x.InTurn })
+			}
+		}
+	}
+	if resumed.ID == "" {
+		t.Fatal("not resumed")
+	}
+	nudges := count(rowKinds(dbTimeline(t, g.store, resumed.ID)), core.TimelineNudgeSent)
+	if nudges != set.NudgeMaxAttempts || !resumed.NeedsAttention {
+		t.Fatalf("one incident: the resume and %d nudges in all (cap %d), attention %v: %s", nudges, set.NudgeMaxAttempts, resumed.NeedsAttention, resumed.Evidence)
+	}
+}

@@ -69,6 +69,9 @@ type Runtime struct {
 	// nudgeVerify bounds the wait for a terminal session to show that a
 	// nudge delivered through its source arrived (external.go).
 	nudgeVerify time.Duration
+	// bootProbe is Boot's probe of a stored terminal session's process
+	// (probeStored: /proc); the soak test replaces it with its own world.
+	bootProbe func(sessions.Session) core.Probe
 
 	mu   sync.Mutex
 	sess map[string]*entry
@@ -148,7 +151,7 @@ func New(opts Options) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runtime{store: opts.Store, bus: localapi.NewBus(), agents: opts.Agents, defaultAgent: opts.DefaultAgent, log: log, sess: map[string]*entry{},
-		writeTimeout: opts.WriteTimeout, external: opts.External, nudgeVerify: opts.NudgeVerify}
+		writeTimeout: opts.WriteTimeout, external: opts.External, nudgeVerify: opts.NudgeVerify, bootProbe: probeStored}
 	if r.nudgeVerify <= 0 {
 		r.nudgeVerify = DefaultNudgeVerify
 	}
@@ -201,7 +204,7 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	for _, s := range list {
 		// A signal, and /proc read: outside the lock.
 		orphan := r.reapOrphan(s)
-		next, obs, changed := core.BootReconcile(s, now, probeStored(s))
+		next, obs, changed := core.BootReconcile(s, now, r.bootProbe(s))
 		var rows []storage.TimelineEvent
 		if changed {
 			// Not nil even without an observation: the session is saved.

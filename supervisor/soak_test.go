@@ -35,6 +35,10 @@ import (
 // interrupts, acks), and crashes the app now and then (a new Runtime booted
 // over the same store; the old processes are gone). After every step it
 // checks the invariants the spec promises; see the soakCheck* names.
+// Beside them run terminal sessions (soak_terminal_test.go): sessions the
+// app did not launch, from an in-memory ExternalSource, whose turns stall,
+// die (also while the app is down), hit rate limits, and a second process
+// on a managed session's conversation, under settings switched over the day.
 //
 // Determinism: one seed drives every choice; the test acts at instants off
 // every tick (steps at 30k+7 s, ticks at 15k s, or 15k+10 s after a
@@ -188,6 +192,16 @@ type soakSess struct {
 	escRows map[int64]int
 	escMsgs map[int64]int
 	trace   []string // the last steps, for a violation's reproduction
+
+	// A terminal session (soak_terminal_test.go): its process, nil for a
+	// managed session.
+	term *soakTermProc
+	// shares are the spans a second process ran this managed session's
+	// conversation in a terminal (an open span ends at zero).
+	shares      [][2]time.Time
+	resumed     bool // resumed in the background (a resumed_as row)
+	badEvidence bool // reported once
+	latched     bool // Recovering with no hold at the last check
 }
 
 func (s *soakSess) log(at time.Duration, format string, args ...any) {
@@ -223,6 +237,8 @@ type soak struct {
 	msgs   []localapi.Message
 
 	sess   []*soakSess
+	terms  []*soakSess // the terminal sessions, in the order they started
+	term   *soakTermWorld
 	byID   map[string]*soakSess
 	step   int
 	counts map[string]int
@@ -268,6 +284,7 @@ func newSoak(t *testing.T, seed uint64) *soak {
 		storedKeys: map[string]int{}, storedIDs: map[int64]bool{}, known: map[string]int{},
 	}
 	root := t.TempDir()
+	k.term = newSoakTermWorld(root, k.start)
 	for i := range soakSessions {
 		s := &soakSess{n: i, name: fmt.Sprintf("s%03d", i), asid: fmt.Sprintf("agent-session-%03d", i),
 			stopped: map[int64]bool{}, escGen: -1, escRows: map[int64]int{}, escMsgs: map[int64]int{}}
@@ -286,10 +303,15 @@ func (k *soak) now() time.Duration { return time.Since(k.start) }
 // its loop.
 func (k *soak) boot() {
 	k.view = &soakStore{memStore: k.store}
-	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}, DefaultAgent: "claude", Settings: k.store.currentSettings})
+	k.rt = New(Options{Store: k.view, Agents: map[string]Agent{"claude": k.agent}, DefaultAgent: "claude", Settings: k.store.currentSettings,
+		// A nudge into a terminal is verified for 10 s, not the default
+		// 15 s: a wait that ends on a tick would race it for the session.
+		External: []ExternalSource{k.term.d}, NudgeVerify: 10 * time.Second})
+	k.rt.bootProbe = k.term.d.bootProbe
 	if err := k.rt.Boot(context.Background()); err != nil {
 		k.t.Fatalf("Boot: %v", err)
 	}
+	k.termBooted()
 	k.sub = k.rt.Bus().Subscribe(1 << 16)
 	k.reader = make(chan struct{})
 	go func(sub *localapi.Subscription, done chan struct{}) {
@@ -312,6 +334,7 @@ func (k *soak) boot() {
 // crash stops the app the hard way: its loop and its writes end at once,
 // and its agent processes are gone with it.
 func (k *soak) crash() {
+	k.termCrash()
 	k.cancel()
 	<-k.done
 	k.view.dead.Store(true)
@@ -351,15 +374,22 @@ func (k *soak) run() {
 		}
 		time.Sleep(time.Until(k.start.Add(at)))
 		synctest.Wait()
+		if k.term.bootExpect != nil {
+			k.termAfterFirstTick()
+		}
 		if k.step < soakSessions {
 			k.launch(k.sess[k.step]) // staggered launches over the first 50 min
 		}
 		for _, s := range k.sess {
 			k.agentStep(s)
 		}
+		k.termStep(time.Now())
 		synctest.Wait()
 		for _, s := range k.sess {
 			k.userStep(s)
+		}
+		for _, s := range k.terms {
+			k.termUserStep(s)
 		}
 		synctest.Wait()
 		k.check()
@@ -378,7 +408,7 @@ func (k *soak) run() {
 			k.crash()
 			time.Sleep(soakRestartGap)
 			k.boot()
-			for _, s := range k.sess {
+			for _, s := range k.allSess() {
 				s.log(k.now(), "app restarted")
 			}
 			synctest.Wait()
@@ -465,6 +495,9 @@ func (k *soak) answer(s *soakSess, c agentCall, now time.Time) {
 		if !s.inited {
 			s.inited = true
 			k.emit(s, sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: s.asid})
+		}
+		if sup {
+			k.checkTyped(s, c)
 		}
 		if sup && s.recvBusy {
 			k.violate(soakCheckNewerTurn, s, "a supervisor prompt (%q) reached the agent in the middle of a running turn (plan %v)", shortText(c.Text), s.plan)
@@ -804,6 +837,7 @@ func (k *soak) check() {
 	k.rt.Settle()
 	synctest.Wait()
 	rows := k.newRows()
+	k.adoptResumed(rows)
 	for _, r := range rows {
 		k.storedKeys[rowKey(r)]++
 		k.storedIDs[r.ID] = true
@@ -814,6 +848,7 @@ func (k *soak) check() {
 		}
 		k.checkRow(s, r)
 	}
+	k.drainTermViolations()
 	for _, m := range k.newMessages() {
 		switch m.Type {
 		case localapi.MsgTimeline:
@@ -836,6 +871,47 @@ func (k *soak) check() {
 		}
 		k.checkEscalations(s)
 		k.checkLiveness(s, cur, now)
+		k.checkEvidence(s, cur)
+	}
+	for _, s := range k.terms {
+		cur, err := k.rt.Session(s.id)
+		if err != nil {
+			continue // not discovered yet (or not since a restart)
+		}
+		k.checkEscalations(s)
+		k.checkLiveness(s, cur, now)
+		k.checkEvidence(s, cur)
+	}
+}
+
+// allSess is every session the test plays, managed and terminal.
+func (k *soak) allSess() []*soakSess { return append(slices.Clip(k.sess), k.terms...) }
+
+// adoptResumed plays the managed sessions that resumed a terminal session
+// in the background (their first row, resumed_from, is among rows) as the
+// others, before their rows are checked.
+func (k *soak) adoptResumed(rows []storage.TimelineEvent) {
+	var list []sessions.Session
+	for _, r := range rows {
+		if r.Kind != core.TimelineResumedFrom || k.byID[r.SessionID] != nil {
+			continue
+		}
+		cur, err := k.rt.Session(r.SessionID)
+		if err != nil {
+			k.t.Fatalf("resumed session %s: %v", r.SessionID, err)
+		}
+		list = append(list, cur)
+	}
+	// In a fixed order (the new ids are random, and the writer interleaves
+	// sessions' rows), so the seed replays.
+	slices.SortFunc(list, func(a, b sessions.Session) int { return strings.Compare(a.ResumedFrom, b.ResumedFrom) })
+	for _, cur := range list {
+		s := &soakSess{n: len(k.sess), name: "resumed-" + sessions.ShortID(cur.ID), asid: cur.AgentSessionID, cwd: cur.Cwd, id: cur.ID,
+			stopped: map[int64]bool{}, escGen: -1, escRows: map[int64]int{}, escMsgs: map[int64]int{}}
+		k.sess = append(k.sess, s)
+		k.byID[cur.ID] = s
+		k.counts["terminal: resumed in the background"]++
+		s.log(k.now(), "resumed in the background from %s", cur.ResumedFrom)
 	}
 }
 
@@ -865,6 +941,13 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 		}
 	}
 	msg := field("message")
+	if emptyClause(msg) && msg != "" {
+		k.violate(soakCheckEmptyClause, s, "%s row with an empty clause: %q", r.Kind, msg)
+	}
+	if s.term != nil {
+		k.checkTermRow(s, r, action, field)
+		return
+	}
 	switch r.Kind {
 	case core.TimelineNudgeSent:
 		k.counts["nudges"]++
@@ -888,6 +971,8 @@ func (k *soak) checkRow(s *soakSess, r storage.TimelineEvent) {
 		}
 	case "acknowledged":
 		s.escGen = -1
+	case core.TimelineSharedConversation:
+		s.log(k.now(), "row shared_conversation turn %d: %s", r.TurnGeneration, shortText(msg))
 	case core.TimelineEscalated:
 		k.counts["escalations"]++
 		s.escRows[r.TurnGeneration]++

@@ -918,17 +918,30 @@ func (r *reconciler) escalate(reason string) {
 	if r.escalated() {
 		return
 	}
-	base := evidenceBase(n.Evidence)
 	if n.Supervision.Recovery != RecoveryStall && n.Supervision.Recovery != RecoveryUserStop {
+		if n.State == sessions.Recovering && !n.InTurn {
+			// A hold of ours ends here. Left Recovering, it would claim a
+			// recovery nothing drives any more (held for as long as another
+			// process runs its conversation, or until a tick repairs it):
+			// it is the failure it was holding for.
+			r.restoreErrored("its recovery stops here")
+		}
 		// Escalation ends automatic recovery for the incident: a leftover
 		// hold or compaction marker must not act after the user acknowledges.
 		// (The signal chains keep their final step so they never restart.)
 		r.clearRecovery()
 	}
+	base := evidenceBase(n.Evidence)
 	n.NeedsAttention = true
 	n.Supervision.EscalatedGeneration = n.TurnGeneration
 	r.changed = true
 	r.note(reason + "; needs your attention")
+	if base == "" {
+		// A state that arrived with no evidence (a source's observation
+		// that carried none, old data): no empty clause before the reason.
+		r.act(ActEscalate, TimelineEscalated, fmt.Sprintf("%s: %s, so nothing automatic is left", n.State.Label(), reason))
+		return
+	}
 	r.act(ActEscalate, TimelineEscalated, fmt.Sprintf("%s: %s; %s, so nothing automatic is left", n.State.Label(), base, reason))
 }
 
