@@ -261,6 +261,32 @@ func (r *Runtime) sharedConversationsLocked() map[string]string {
 	return core.SharedConversations(list)
 }
 
+// claimConversationLocked reserves the start of a process on e's agent
+// conversation: refused while another session's live process runs it, or
+// while another start on it is under way (decided on another session's
+// queue: a background resume of a terminal session and a nudge of the
+// managed one, in the same tick). The caller releases it once its process
+// is attached (or failed to start).
+func (r *Runtime) claimConversationLocked(e *entry) (release func(), err error) {
+	if other := r.sharedConversationsLocked()[e.s.ID]; other != "" {
+		return nil, conflictf("session %s runs its conversation (%s session %s) in a process of its own",
+			sessions.ShortID(other), e.s.Agent, e.s.AgentSessionID)
+	}
+	key := e.s.Agent + "\x00" + e.s.AgentSessionID
+	if r.starting[key] {
+		return nil, conflictf("another process is being started on its conversation (%s session %s)", e.s.Agent, e.s.AgentSessionID)
+	}
+	if r.starting == nil {
+		r.starting = map[string]bool{}
+	}
+	r.starting[key] = true
+	return func() {
+		r.mu.Lock()
+		delete(r.starting, key)
+		r.mu.Unlock()
+	}, nil
+}
+
 // observationRows are the timeline rows recording what a pure rule
 // observed of s; never nil, so a caller can tell "save, with no row" from
 // "nothing to save".

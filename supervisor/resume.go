@@ -52,7 +52,18 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 	// Asked now, not as the last tick saw it: a resume beside a live
 	// process on the same conversation would be its second writer.
 	s.SharedWith = r.sharedConversationsLocked()[s.ID]
+	var release func()
+	var claimErr error
+	if s.SharedWith == "" && s.AgentSessionID != "" {
+		release, claimErr = r.claimConversationLocked(e)
+	}
 	r.mu.Unlock()
+	if claimErr != nil {
+		return sessions.Session{}, nil, fmt.Errorf("session %s cannot be resumed in the background: %w", s.DisplayName(), claimErr)
+	}
+	if release != nil {
+		defer release()
+	}
 	if why := sessions.WhyNotResumable(s); why != "" {
 		return sessions.Session{}, nil, conflictf("session %s cannot be resumed in the background: %s", s.DisplayName(), why)
 	}

@@ -75,6 +75,10 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	sess map[string]*entry
+	// starting are the agent conversations a process is being started on
+	// (claimConversationLocked): two starts on one conversation, decided on
+	// two sessions' queues at once, must not both go ahead.
+	starting map[string]bool
 	// procs counts live process pumps, so a graceful quit can wait for them.
 	procs sync.WaitGroup
 	// jobs counts running serial queues.
@@ -520,7 +524,14 @@ func (r *Runtime) ensureProcess(e *entry) (Process, error) {
 	if resumeID == "" {
 		return nil, conflictf("session %s has no agent session id to resume", name)
 	}
-	proc, err := r.spawn(e, resumeID)
+	r.mu.Lock()
+	release, err := r.claimConversationLocked(e)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("starting session %s's agent again: %w", name, err)
+	}
+	defer release()
+	proc, err = r.spawn(e, resumeID)
 	if err != nil {
 		return nil, err
 	}

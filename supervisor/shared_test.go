@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,6 +70,19 @@ func TestTwoProcessesOnOneConversation(t *testing.T) {
 		t.Fatalf("resume beside a live process of the conversation: %v", err)
 	}
 
+	// The managed process ends while the terminal's runs: a prompt sent to
+	// the managed session would start a second process on the
+	// conversation, and is refused with the reason.
+	g.rt.mu.Lock()
+	proc := g.rt.sess[m.ID].proc
+	g.rt.mu.Unlock()
+	proc.Signal(syscall.SIGKILL)
+	g.wait(m.ID, "its process gone", func(s sessions.Session) bool { return !s.ProcessAlive })
+	if _, err := g.rt.Send(context.Background(), m.ID, "go on"); !errors.Is(err, localapi.ErrConflict) ||
+		!strings.Contains(err.Error(), "runs its conversation") {
+		t.Fatalf("send beside the terminal's process: %v", err)
+	}
+
 	w.cmd.Process.Kill()
 	w.cmd.Wait()
 	g.rt.Tick(ctx, settings.Defaults()) // the probe finds it gone
@@ -92,4 +106,34 @@ func count(list []string, v string) (n int) {
 		}
 	}
 	return n
+}
+
+// Two starts on one conversation decided at once (a background resume of
+// the terminal session and a nudge of the managed one, on their own
+// queues): the second is refused while the first is under way, and may go
+// once it is released.
+func TestConversationStartIsExclusive(t *testing.T) {
+	g := newRig(t, rigConfig{noAgent: true})
+	m := g.rt.newEntry(sessions.Session{ID: "m", Agent: "claude", AgentSessionID: "c1", Source: sessions.Managed})
+	term := g.rt.newEntry(sessions.Session{ID: "t", Agent: "claude", AgentSessionID: "c1", Source: sessions.Observed})
+	g.rt.mu.Lock()
+	g.rt.sess["m"], g.rt.sess["t"] = m, term
+	release, err := g.rt.claimConversationLocked(m)
+	if err != nil {
+		g.rt.mu.Unlock()
+		t.Fatal(err)
+	}
+	_, err = g.rt.claimConversationLocked(term)
+	g.rt.mu.Unlock()
+	if !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), "another process is being started") {
+		t.Fatalf("second start: %v", err)
+	}
+	release()
+	g.rt.mu.Lock()
+	release, err = g.rt.claimConversationLocked(term)
+	g.rt.mu.Unlock()
+	if err != nil {
+		t.Fatalf("after the first was released: %v", err)
+	}
+	release()
 }
