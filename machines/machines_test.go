@@ -123,16 +123,24 @@ func TestDialReportsWhyTheProcessEnded(t *testing.T) {
 		{"exit 1", 1, "ssh exited with 1"},
 	}
 	for _, tt := range tests {
-		conn, err := dial(context.Background(), "m", []string{"sh", "-c", tt.script})
-		if err != nil {
-			t.Fatal(err)
+		// Read as soon as it can, and only after the process's reaper
+		// closed its output (a loaded machine's order: the read then
+		// finds the pipe closed, not at its end).
+		for _, late := range []bool{false, true} {
+			conn, err := dial(context.Background(), "m", []string{"sh", "-c", tt.script})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if late {
+				<-conn.(*cmdConn).done
+			}
+			_, err = io.ReadAll(conn)
+			var e *Error
+			if !errors.As(err, &e) || e.ExitCode != tt.code || !strings.Contains(e.Error(), tt.want) {
+				t.Errorf("%s (read late: %v): read error %v, want exit %d saying %q", tt.script, late, err, tt.code, tt.want)
+			}
+			conn.Close()
 		}
-		_, err = io.ReadAll(conn)
-		var e *Error
-		if !errors.As(err, &e) || e.ExitCode != tt.code || !strings.Contains(e.Error(), tt.want) {
-			t.Errorf("%s: read error %v, want exit %d saying %q", tt.script, err, tt.code, tt.want)
-		}
-		conn.Close()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -129,10 +130,14 @@ type cmdConn struct {
 
 func (c *cmdConn) Read(p []byte) (int, error) {
 	n, err := c.stdout.Read(p)
-	if err == io.EOF {
+	if err == io.EOF || errors.Is(err, os.ErrClosed) {
+		// The reaper (cmd.Wait) closes the pipe once the process exited,
+		// so a read that comes after it finds the pipe closed rather than
+		// at its end: the same end of the output.
 		if ferr := c.failure(); ferr != nil {
 			return n, ferr
 		}
+		err = io.EOF
 	}
 	return n, err
 }
