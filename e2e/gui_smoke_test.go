@@ -489,7 +489,10 @@ func TestDesktopSmoke(t *testing.T) {
 	if !ok {
 		t.Fatal("no Quit item")
 	}
-	if err := click(conn, dest, quit.ID); err != nil {
+	// The app may be gone before it answers the click (Quit exits the
+	// process from the menu's handler): that is the click working, and
+	// the exit below is what says so.
+	if err := click(conn, dest, quit.ID); err != nil && !strings.Contains(err.Error(), "disconnected from message bus without replying") {
 		t.Fatalf("clicking Quit: %v", err)
 	}
 	select {

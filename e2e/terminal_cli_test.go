@@ -298,6 +298,27 @@ func terminalSessionOf(h *appE2E, pid int, ok func(sessions.Session) bool) (s se
 // (as a person's keystrokes arrive).
 func (w *ptyWorld) typeLine(text string) { typeLine(w.t, w.ptmx, text) }
 
+// submitLine types text and Enter, and presses Enter again (as a person
+// would) while the session shows no turn within each wait: on a loaded
+// machine the CLI can draw the typed line and drop the Enter that came
+// before it was ready (seen: "❯ say hello" left in the box for a minute).
+func (w *ptyWorld) submitLine(text string) {
+	w.t.Helper()
+	w.typeLine(text)
+	for range 3 {
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, _, ok := terminalSessionOf(w.h, w.cmd.Process.Pid, func(s sessions.Session) bool { return s.TurnGeneration >= 1 }); ok {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if _, err := w.ptmx.Write([]byte("\r")); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
 // The real interactive CLI, in a pseudo-terminal, against the fake API: the
 // app finds it within a second of its session file, follows two typed
 // turns to review, and its nudge through the inbox socket starts a third

@@ -180,7 +180,7 @@ func TestTerminalOldCLIFromProcessTable(t *testing.T) {
 		t.Fatalf("the CLI registered a session file: %s", b)
 	}
 	time.Sleep(time.Second) // the prompt box is drawn
-	w.typeLine("say hello")
+	w.submitLine("say hello")
 	s = w.observed(60*time.Second, "in review after the first turn", ce2eReview(1))
 	if s.AgentSessionID == "" || s.Name != "say hello" {
 		t.Errorf("paired with %q, named %q", s.AgentSessionID, s.Name)
