@@ -220,8 +220,8 @@ func printSession(c *cli, s sessions.Session) {
 	if s.Terminal != nil {
 		row("terminal", s.Terminal.String())
 	}
-	if s.SharedWith != "" {
-		row("conversation", fmt.Sprintf("also run by session %s: not resumed or nudged while both run", sessions.ShortID(s.SharedWith)))
+	if shared := view.SharedText(s); shared != "" {
+		row("conversation", shared)
 	}
 	row("state", s.State.Label())
 	row("evidence", s.Evidence)

@@ -302,8 +302,8 @@ func (d *detailView) show(s sessions.Session) {
 	if s.Terminal != nil {
 		info = append(info, "Terminal", s.Terminal.String())
 	}
-	if s.SharedWith != "" {
-		info = append(info, "Conversation", fmt.Sprintf("also run by session %s: not resumed or nudged while both run", sessions.ShortID(s.SharedWith)))
+	if shared := view.SharedText(s); shared != "" {
+		info = append(info, "Conversation", shared)
 	}
 	d.info.Segments = infoSegments(info...)
 	d.info.Refresh()

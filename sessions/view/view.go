@@ -125,6 +125,15 @@ func Title(s sessions.Session) string {
 	return s.DisplayName()
 }
 
+// SharedText says which other session's process runs s's conversation and
+// what that means for it, or "" when none does (show, the window's detail).
+func SharedText(s sessions.Session) string {
+	if s.SharedWith == "" {
+		return ""
+	}
+	return fmt.Sprintf("also run by session %s: not resumed or nudged while both run", sessions.ShortID(s.SharedWith))
+}
+
 // StateText is the state in full, for one-line listings (the tray, `ls`):
 // "Needs attention (Interrupted)", "Waiting on user (permission)",
 // "Working".

@@ -69,7 +69,7 @@ func benchIdle(b *testing.B, poll time.Duration) {
 // its own, read once).
 func BenchmarkListClaudeProcs(b *testing.B) {
 	if _, err := ListClaudeProcs(); err != nil {
-		b.Skip(err)
+		b.Skipf("the process table (/proc) cannot be read here: %v", err)
 	}
 	ents, _ := os.ReadDir("/proc")
 	b.ReportMetric(float64(len(ents)), "proc-entries")
@@ -85,7 +85,7 @@ func BenchmarkListClaudeProcs(b *testing.B) {
 // again only while young or at its recheck).
 func BenchmarkSourceTableScan(b *testing.B) {
 	if _, err := ListClaudeProcs(); err != nil {
-		b.Skip(err)
+		b.Skipf("the process table (/proc) cannot be read here: %v", err)
 	}
 	s := &Source{ConfigDir: b.TempDir()}
 	s.procSessions(nil) // the first scan reads every comm
