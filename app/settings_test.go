@@ -31,7 +31,7 @@ func typeInto(f *settingField, text string) {
 
 func TestSettingsGeneralHoldsExactlyTheSpecKnobs(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	v := e.w.settings
+	v := e.w.settingsView()
 	var general, advanced []string
 	for _, f := range v.fields {
 		if isGeneral(f.def.Key) {
@@ -65,7 +65,7 @@ func isGeneral(key string) bool {
 func TestSettingsInvalidInputIsShownInlineAndNotSaved(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	tick := v.byKey["supervisor.tick_seconds"]
 	suspect := v.byKey["supervisor.stall_suspect_minutes"]
 
@@ -107,7 +107,7 @@ func TestSettingsInvalidInputIsShownInlineAndNotSaved(t *testing.T) {
 func TestSettingsSaveAppliesAndPersists(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	sub := e.rt.Bus().Subscribe(8)
 	defer e.rt.Bus().Unsubscribe(sub)
 
@@ -147,7 +147,7 @@ func TestSettingsSaveAppliesAndPersists(t *testing.T) {
 func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	v.tabs.SelectIndex(int(tabAdvanced))
 	tick := v.byKey["supervisor.tick_seconds"]
 	typeInto(tick, "1")
@@ -175,7 +175,7 @@ func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
 func TestSettingsZeroIsClampedNotRefused(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	suspect := v.byKey["supervisor.stall_suspect_minutes"]
 	cooldown := v.byKey["supervisor.nudge_cooldown_minutes"]
 	typeInto(suspect, "0")
@@ -200,7 +200,7 @@ func TestSettingsZeroIsClampedNotRefused(t *testing.T) {
 func TestSettingsCrossKeyFloorIsExplained(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	hard := v.byKey["supervisor.stall_hard_minutes"]
 	typeInto(hard, "5")
 	test.Tap(v.save)
@@ -215,7 +215,7 @@ func TestSettingsCrossKeyFloorIsExplained(t *testing.T) {
 func TestSettingsRefreshKeepsUnsavedEdits(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	typeInto(v.byKey["supervisor.stall_hard_minutes"], "300")
 	// The tray pauses the supervisor meanwhile.
 	if _, err := e.settings.Update(e.ctx, "supervisor.enabled", "false"); err != nil {
@@ -256,7 +256,7 @@ func TestCheckSettingAgreesWithTheStore(t *testing.T) {
 // list in the window.
 func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	f := e.w.settings.byKey[localapi.AgentCommandKey("claude")]
+	f := e.w.settingsView().byKey[localapi.AgentCommandKey("claude")]
 	if f == nil {
 		t.Fatal("no field for the registered agent's command")
 	}
@@ -278,7 +278,7 @@ func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
 func TestSettingsSendTest(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.w.ShowSettings()
-	v := e.w.settings
+	v := e.w.settingsView()
 	test.Tap(v.test)
 	if !strings.Contains(v.testResult.Text, "No push channel is configured") || v.testResult.Importance != widget.DangerImportance {
 		t.Fatalf("with no channel: %q (%v)", v.testResult.Text, v.testResult.Importance)

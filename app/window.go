@@ -121,7 +121,6 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 	}
 	w.list = newSessionsView(w)
 	w.detail = newDetailView(w)
-	w.settings = newSettingsView(w)
 
 	// The sessions tab holds the list and the detail stacked; one of them
 	// is visible. Keeping both built keeps the list's filter and keyboard
@@ -129,11 +128,15 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 	w.detail.content.Hide()
 	sessionsPage := container.NewStack(w.list.content, w.detail.content)
 	w.sessionsTab = container.NewTabItemWithIcon("Sessions", theme.ListIcon(), sessionsPage)
-	w.settingsTab = container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), w.settings.content)
+	// Settings is built the first time it is opened: its dozens of fields
+	// and wrapped descriptions were nine tenths of the cost of building
+	// the window (text shaping), paid at every start for a tab most
+	// starts never show.
+	w.settingsTab = container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), container.NewStack())
 	w.tabs = container.NewAppTabs(w.sessionsTab, w.settingsTab)
 	w.tabs.OnSelected = func(t *container.TabItem) {
 		if t == w.settingsTab {
-			w.settings.load()
+			w.settingsView().load()
 		} else {
 			w.Refresh()
 		}
@@ -216,7 +219,17 @@ func (w *Window) ShowSession(id string) {
 func (w *Window) ShowSettings() {
 	w.present()
 	w.tabs.Select(w.settingsTab)
-	w.settings.load()
+	w.settingsView().load()
+}
+
+// settingsView is Settings, built on first use (see NewWindow).
+func (w *Window) settingsView() *settingsView {
+	if w.settings == nil {
+		w.settings = newSettingsView(w)
+		w.settingsTab.Content = w.settings.content
+		w.tabs.Refresh()
+	}
+	return w.settings
 }
 
 // ShowNewSession opens the new-session dialog over the sessions list.
@@ -280,7 +293,7 @@ func (w *Window) Refresh() {
 		w.detail.refresh()
 	}
 	if w.tabs != nil && w.tabs.Selected() == w.settingsTab {
-		w.settings.load()
+		w.settingsView().load()
 	}
 }
 
