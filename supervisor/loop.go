@@ -117,6 +117,7 @@ func PolicyFromSettings(set settings.Settings) core.Policy {
 	if set.TransientWindow > 0 {
 		p.TransientWindow = set.TransientWindow
 	}
+	budgetPolicy(&p, set.Budgets)
 	return p
 }
 
@@ -142,16 +143,24 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 		// turn that may have lost its result; core.LostResultSuspected).
 		witness         sessions.TurnWitness
 		cwd, agentSesID string
+		// spent is what counts against its budgets (none set: zero).
+		spent core.Spent
 	}
 	r.mu.Lock()
 	shared := r.sharedConversationsLocked()
 	list := make([]probed, 0, len(r.sess))
 	seen := time.Now()
+	day := r.todayLocked(seen)
+	r.publishTodayLocked(day)
+	budgets := policy.SessionBudget != (core.Budget{}) || policy.DailyBudget != (core.Budget{})
 	for _, e := range r.sess {
 		if e.q.busy() {
 			continue
 		}
 		p := probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext, state: e.s.State}
+		if budgets {
+			p.spent = r.spentLocked(e, policy, day)
+		}
 		if e.proc != nil && core.LostResultSuspected(e.s, seen, policy) {
 			p.witness, p.cwd, p.agentSesID = r.turnWitness(e.s.Agent), e.s.Cwd, e.s.AgentSessionID
 		}
@@ -165,6 +174,7 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 			list[i].probe = probeExternal(list[i].ext)
 		}
 		list[i].probe.Offline = offline
+		list[i].probe.Spent = list[i].spent
 		if w := list[i].witness; w != nil && list[i].probe.Alive {
 			if at, ok := w.TurnEnded(list[i].cwd, list[i].agentSesID); ok {
 				list[i].probe.TurnEndedAt = at
@@ -366,6 +376,11 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 	detail.Outcome = outcome
 	intent.Detail = detail.JSON()
 	r.mu.Lock()
+	if a.Kind.Recovers() {
+		// Counted once its intent is on disk, whatever its outcome: an
+		// attempt that failed was still an attempt (Boot counts the rows).
+		r.recoveredLocked(a.SessionID, time.Now())
+	}
 	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &intent})
 	if a.Kind == core.ActEscalate {
 		s := e.s.Clone()
