@@ -404,8 +404,11 @@ func ParseDollars(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not an amount of dollars (such as 20 or 12.50)", s)
 	}
 	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%q is not an amount of dollars (such as 20 or 12.50)", s)
+	}
 	if err != nil || w > maxDollars {
-		return 0, fmt.Errorf("%q is not an amount of dollars up to %d", s, maxDollars)
+		return 0, fmt.Errorf("%q is over the most a budget may be, $%d", s, maxDollars)
 	}
 	var c int64
 	if hasFrac {
