@@ -128,6 +128,8 @@ func TestReconcileBudget(t *testing.T) {
 	drain := hold(sessions.RateLimit, RecoveryRateLimit, 1, at(time.Minute))
 	idle := working()
 	idle.InTurn, idle.State, idle.Evidence = false, sessions.Idle, "nothing in flight"
+	idleStale := idle
+	idleStale.Supervision.BudgetKey, idleStale.Supervision.Budget = "daily_cost 2026-03-13", "daily cost budget $20.00 reached ($21.00)"
 	nudge := func(t *testing.T, _ sessions.Session, _ []Observation, acts []Action) {
 		t.Helper()
 		if !strings.Contains(acts[0].Detail, "continuation nudge") {
@@ -148,6 +150,13 @@ func TestReconcileBudget(t *testing.T) {
 			obs: []string{TimelineBudgetReached, TimelineStateChanged}, acts: []ActionKind{ActEscalate}, check: namesBudget},
 		{name: "an idle session is not told about a day another session spent", s: idle, now: at(time.Minute),
 			policy: dailyCost, probe: over, state: sessions.Idle, same: true},
+		{name: "stopped yesterday, at rest today and past it again: the marker says today's, no escalation", s: idleStale, now: at(time.Minute),
+			policy: dailyCost, probe: over, state: sessions.Idle, obs: []string{TimelineBudgetReached},
+			check: func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
+				if out.Supervision.BudgetKey != "daily_cost 2026-03-14" || out.Supervision.Budget != reached || out.NeedsAttention {
+					t.Fatalf("supervision %+v, needs attention %v", out.Supervision, out.NeedsAttention)
+				}
+			}},
 		{name: "the budget raised: recovery applies again", s: raised, now: at(time.Minute),
 			policy: func(p *Policy) { p.DailyBudget = Budget{Cost: 50_000_000} }, probe: overDead, state: sessions.Interrupted,
 			obs: []string{TimelineBudgetCleared}, acts: []ActionKind{ActNudge}, check: nudge},

@@ -970,12 +970,19 @@ func (r *reconciler) budgetStop() {
 	if sv.BudgetKey == key {
 		return
 	}
-	if !n.InTurn && n.State != sessions.Errored && n.State != sessions.Interrupted && n.State != sessions.Recovering {
+	atRest := !n.InTurn && n.State != sessions.Errored && n.State != sessions.Interrupted && n.State != sessions.Recovering
+	if atRest && sv.BudgetKey == "" {
 		return
 	}
 	sv.BudgetKey, sv.Budget = key, r.hit.String()
 	r.changed = true
 	r.observe(TimelineBudgetReached, sv.Budget+"; it is not recovered automatically while the budget is spent")
+	if atRest {
+		// Stopped before, at rest now, and past a budget again (a new
+		// day): what it shows is what stops it now, with no news to
+		// escalate.
+		return
+	}
 	r.escalate(sv.Budget + ", so it is not recovered automatically")
 }
 
