@@ -41,7 +41,10 @@ func (l *ledger) addUsage(id, model string, t sessions.Tokens) {
 func (l *ledger) all() (sessions.Usage, int) {
 	u, n := sessions.Usage{}, 0
 	for _, su := range l.usage {
-		u = u.Merge(su)
+		// Summed into one new map (Merge would copy it per session).
+		for m, t := range su {
+			u[m] = u[m].Add(t)
+		}
 	}
 	for _, c := range l.recoveries {
 		n += c
@@ -145,7 +148,13 @@ func (r *Runtime) spentLocked(e *entry, p core.Policy, day localapi.DayUsage) co
 		Day:     core.Spend{Cost: day.Cost, Tokens: day.Tokens.Total(), Recoveries: day.Recoveries},
 	}
 	if p.SessionBudget.Cost > 0 && len(tot) > 0 {
-		sp.Session.Cost = r.prices.Cost(tot).Total
+		// Priced again only when the usage changed: a Usage is never
+		// changed in place (Add returns a new one), so the one priced
+		// last is kept as it was.
+		if !maps.Equal(e.pricedUsage, tot) {
+			e.pricedUsage, e.pricedCost = tot, r.prices.Cost(tot).Total
+		}
+		sp.Session.Cost = e.pricedCost
 	}
 	return sp
 }

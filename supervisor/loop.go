@@ -143,8 +143,6 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 		// turn that may have lost its result; core.LostResultSuspected).
 		witness         sessions.TurnWitness
 		cwd, agentSesID string
-		// spent is what counts against its budgets (none set: zero).
-		spent core.Spent
 	}
 	r.mu.Lock()
 	shared := r.sharedConversationsLocked()
@@ -158,9 +156,6 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 			continue
 		}
 		p := probed{e: e, proc: e.proc, src: e.s.Source, ext: e.ext, state: e.s.State}
-		if budgets {
-			p.spent = r.spentLocked(e, policy, day)
-		}
 		if e.proc != nil && core.LostResultSuspected(e.s, seen, policy) {
 			p.witness, p.cwd, p.agentSesID = r.turnWitness(e.s.Agent), e.s.Cwd, e.s.AgentSessionID
 		}
@@ -174,7 +169,6 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 			list[i].probe = probeExternal(list[i].ext)
 		}
 		list[i].probe.Offline = offline
-		list[i].probe.Spent = list[i].spent
 		if w := list[i].witness; w != nil && list[i].probe.Alive {
 			if at, ok := w.TurnEnded(list[i].cwd, list[i].agentSesID); ok {
 				list[i].probe.TurnEndedAt = at
@@ -195,6 +189,11 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	for _, p := range list {
 		r.mu.Lock()
 		locked := time.Now()
+		if budgets {
+			// Priced here, in the session's own hold, not in the one
+			// hold over every session above.
+			p.probe.Spent = r.spentLocked(p.e, policy, day)
+		}
 		if acts := r.reconcileLocked(p.e, p.proc, p.probe, now, policy, shared[p.e.s.ID]); len(acts) > 0 {
 			todo = append(todo, decided{p.e, acts})
 		}

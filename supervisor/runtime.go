@@ -115,6 +115,10 @@ type entry struct {
 	// recorded is the session's whole-life usage as last written to the
 	// usage history (budget.go): what it grows by is the next rows.
 	recorded sessions.Usage
+	// pricedUsage is the usage pricedCost is the equivalent API cost of,
+	// so the tick prices a session's budget again only when it changed.
+	pricedUsage sessions.Usage
+	pricedCost  pricing.Micros
 	// forgotten: the user forgot the session; it left the map, and
 	// nothing that still holds the entry (a queued action, a late event)
 	// may write it back.
