@@ -43,6 +43,11 @@ func TestSettingsSetClampsEveryNumericKey(t *testing.T) {
 		{"timeline.retention_days", "0", "30", true},
 		{"sessions.archive_after_days", "-5", "0", true}, // 0: never archive
 		{"notify.push_after_minutes", "-1", "0", true},   // 0: push at once
+		// 0 is every budget's off.
+		{"budget.session_tokens", "-1", "0", true},
+		{"budget.session_recoveries_per_day", "10001", "10000", true},
+		{"budget.daily_tokens", "0", "0", false},
+		{"budget.daily_recoveries", "-3", "0", true},
 	}
 	numeric := 0
 	for _, d := range settingsRegistry.Defs() {

@@ -40,7 +40,8 @@ func appCommands() []command {
 		{"deny", "ID [--request R] [--message M]", "deny permission request R (the only one open when not given)", cmdDeny},
 		{"forget", "ID [--delete-timeline]", "remove an ended session from the app; its timeline is kept (readable with timeline FULL-ID) unless --delete-timeline", cmdForget},
 		{"watch", "[--json]", "print live events until Ctrl-C", cmdWatch},
-		{"usage", "[--by session|model|agent] [--since YYYY-MM-DD] [--json]", "tokens and their equivalent API cost, grouped", cmdUsage},
+		{"recover", "off|on ID", "stop recovering a session (no nudge, continue, resume or compaction), or recover it again", cmdRecover},
+		{"usage", "[--by session|model|agent|day] [--since YYYY-MM-DD] [--json]", "tokens and their equivalent API cost, grouped (day: per local day, from the usage history)", cmdUsage},
 	}
 }
 
@@ -223,6 +224,9 @@ func printSession(c *cli, s sessions.Session) {
 	if shared := view.SharedText(s); shared != "" {
 		row("conversation", shared)
 	}
+	if rec := view.RecoveryText(s); rec != "" {
+		row("recovery", rec)
+	}
 	row("state", s.State.Label())
 	row("evidence", s.Evidence)
 	if s.WaitReason != sessions.NoWait {
@@ -342,6 +346,29 @@ func cmdInterrupt(c *cli, args []string) error {
 
 func cmdAck(c *cli, args []string) error {
 	return c.simpleAction("ack", args, (*localapi.Client).Ack)
+}
+
+// cmdRecover is the per-session "stop recovering" switch.
+func cmdRecover(c *cli, args []string) error {
+	pos, err := parseFlags(c.newFlags("recover"), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || pos[0] != "on" && pos[0] != "off" {
+		return usagef("recover takes off or on, then one session id")
+	}
+	on := pos[0] == "on"
+	return c.sessionAction(pos[1], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
+		s, err := cl.SetRecovery(ctx, id, on)
+		if err == nil {
+			what := "automatic recovery is off for this session"
+			if on {
+				what = "automatic recovery applies to this session again"
+			}
+			fmt.Fprintf(c.human(), "%s: %s\n", s.DisplayName(), what)
+		}
+		return s, err
+	})
 }
 
 func cmdResume(c *cli, args []string) error {

@@ -273,6 +273,14 @@ func TestServiceStableExecutable(t *testing.T) {
 // `run` does, with the window callback under the test's control.
 func serveFakeApp(t *testing.T, dir string) (*localapi.API, *storage.Lock) {
 	t.Helper()
+	_, api, lock := serveApp(t, dir, nil)
+	return api, lock
+}
+
+// serveApp is serveFakeApp with what the store holds before the runtime
+// boots (prepare, when set) and the runtime itself.
+func serveApp(t *testing.T, dir string, prepare func(*storage.Store)) (*supervisor.Runtime, *localapi.API, *storage.Lock) {
+	t.Helper()
 	lock, err := storage.AcquireLock(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +290,9 @@ func serveFakeApp(t *testing.T, dir string) (*localapi.API, *storage.Lock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	if prepare != nil {
+		prepare(st)
+	}
 	rt := supervisor.New(supervisor.Options{Store: st})
 	if err := rt.Boot(context.Background()); err != nil {
 		t.Fatal(err)
@@ -292,7 +303,7 @@ func serveFakeApp(t *testing.T, dir string) (*localapi.API, *storage.Lock) {
 	}
 	go api.Serve()
 	t.Cleanup(func() { api.Close(); lock.Release() })
-	return api, lock
+	return rt, api, lock
 }
 
 // shortDir is a temporary directory with a path short enough for a unix

@@ -3,11 +3,13 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
@@ -21,9 +23,11 @@ const (
 	bySession usageGroup = iota
 	byModel
 	byAgent
+	// byDay groups the usage history by local calendar day.
+	byDay
 )
 
-var usageGroupNames = []string{"session", "model", "agent"}
+var usageGroupNames = []string{"session", "model", "agent", "day"}
 
 func (g usageGroup) String() string { return usageGroupNames[g] }
 
@@ -83,10 +87,33 @@ func usageReport(list []sessions.Session, by usageGroup, since time.Time, prices
 	return rows, total
 }
 
+// usageByDay sums the usage history (a session's tokens of one model on
+// one day, as the app recorded them) per local day, oldest first, with the
+// total over the days. Pure, like usageReport.
+func usageByDay(history []localapi.UsageDay, prices *pricing.Table) (rows []usageRow, total usageRow) {
+	days := map[string]sessions.Usage{}
+	members := map[string]map[string]bool{}
+	all, everyone := sessions.Usage{}, map[string]bool{}
+	for _, h := range history {
+		days[h.Day] = days[h.Day].Add(h.Model, h.Tokens)
+		if members[h.Day] == nil {
+			members[h.Day] = map[string]bool{}
+		}
+		members[h.Day][h.SessionID] = true
+		everyone[h.SessionID] = true
+		all = all.Add(h.Model, h.Tokens)
+	}
+	for _, day := range slices.Sorted(maps.Keys(days)) {
+		u := days[day]
+		rows = append(rows, usageRow{Key: day, Sessions: len(members[day]), Tokens: u.Total(), Cost: prices.Cost(u)})
+	}
+	return rows, usageRow{Key: "total", Sessions: len(everyone), Tokens: all.Total(), Cost: prices.Cost(all)}
+}
+
 func cmdUsage(c *cli, args []string) error {
 	fs := c.newFlags("usage")
 	asJSON := fs.Bool("json", false, "print JSON")
-	byName := fs.String("by", "session", "group by session, model or agent")
+	byName := fs.String("by", "session", "group by session, model, agent or day")
 	sinceText := fs.String("since", "", "only sessions active since this day (YYYY-MM-DD, local time)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -111,11 +138,21 @@ func cmdUsage(c *cli, args []string) error {
 	}
 	ctx, cancel := requestContext()
 	defer cancel()
-	list, err := cl.AllSessions(ctx)
-	if err != nil {
-		return err
+	var rows []usageRow
+	var total usageRow
+	if by == byDay {
+		history, err := cl.UsageHistory(ctx, *sinceText)
+		if err != nil {
+			return err
+		}
+		rows, total = usageByDay(history, c.priceTable())
+	} else {
+		list, err := cl.AllSessions(ctx)
+		if err != nil {
+			return err
+		}
+		rows, total = usageReport(list, by, since, c.priceTable())
 	}
-	rows, total := usageReport(list, by, since, c.priceTable())
 	if *asJSON {
 		if rows == nil {
 			rows = []usageRow{}
@@ -147,7 +184,10 @@ func cmdUsage(c *cli, args []string) error {
 	if total.Cost.Unknown {
 		fmt.Fprintln(c.stdout, "* some models are not in the price table and are priced at the fallback rate (pricing.csv in the data directory overrides it).")
 	}
-	if !since.IsZero() {
+	switch {
+	case by == byDay:
+		fmt.Fprintln(c.stdout, "Per local calendar day, as the app recorded the tokens (usage from before it kept a history counts only in the other groupings).")
+	case !since.IsZero():
 		fmt.Fprintf(c.stdout, "Sessions active since %s, each with its whole usage.\n", *sinceText)
 	}
 	return nil

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
+	"github.com/session-supervisor/session-supervisor/storage"
 )
 
 // usage groups the sessions' tokens and prices each group by model and
@@ -76,7 +81,11 @@ func TestUsageFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"usage", "--by", "day"}, exitUsage, "--by takes one of session, model, agent"},
+		{[]string{"usage", "--by", "week"}, exitUsage, "--by takes one of session, model, agent, day"},
+		{[]string{"usage", "--by", "day"}, 1, "not running"},
+		{[]string{"recover", "maybe", "x"}, exitUsage, "recover takes off or on, then one session id"},
+		{[]string{"recover", "off"}, exitUsage, "recover takes off or on, then one session id"},
+		{[]string{"recover", "off", "x"}, 1, "not running"},
 		{[]string{"usage", "--since", "yesterday"}, exitUsage, "--since takes a day as YYYY-MM-DD"},
 		{[]string{"usage", "extra"}, exitUsage, "usage takes no arguments"},
 		{[]string{"usage", "--by", "model", "--since", "2026-12-01"}, 1, "not running"},
@@ -85,5 +94,111 @@ func TestUsageFlags(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// usage --by day sums the history per day, oldest first, counting each
+// session once a day and once in the total, and prices each day by model.
+func TestUsageByDay(t *testing.T) {
+	prices, err := pricing.Parse("a-model,1,10,0,0,https://example.com,2026-12-01\nfallback,100,100,0,0,https://example.com,2026-12-01\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(day, id, model string, in, out int64) localapi.UsageDay {
+		return localapi.UsageDay{Day: day, SessionID: id, Model: model, Tokens: sessions.Tokens{Input: in, Output: out}}
+	}
+	tests := []struct {
+		name    string
+		history []localapi.UsageDay
+		rows    []string // "day sessions cost"
+		total   string
+	}{
+		{"nothing recorded", nil, nil, "total 0 $0.00"},
+		{"two days, a session on both",
+			[]localapi.UsageDay{
+				h("2026-12-01", "s1", "a-model", 1_000_000, 0), // $1
+				h("2026-12-01", "s2", "a-model", 0, 100_000),   // $1
+				h("2026-12-02", "s1", "a-model", 0, 500_000),   // $5
+				h("2026-12-02", "s1", "mystery", 10_000, 0),    // $1, fallback
+			},
+			[]string{"2026-12-01 2 $2.00", "2026-12-02 1 $6.00*"}, "total 2 $8.00*"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, total := usageByDay(tt.history, prices)
+			line := func(r usageRow) string {
+				s := fmt.Sprintf("%s %d %s", r.Key, r.Sessions, r.Cost.Total)
+				if r.Cost.Unknown {
+					s += "*"
+				}
+				return s
+			}
+			var got []string
+			for _, r := range rows {
+				got = append(got, line(r))
+			}
+			if !slices.Equal(got, tt.rows) || line(total) != tt.total {
+				t.Errorf("rows %q total %q, want %q and %q", got, line(total), tt.rows, tt.total)
+			}
+		})
+	}
+}
+
+// Through the running app: recover off and on switch a stored session's
+// recovery (show says so), and usage --by day reads the app's history.
+func TestRecoverAndUsageByDayThroughTheApp(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	s := sessions.Session{ID: "5e5510a1-0000-4000-8000-000000000001", Name: "budgeted", Agent: "claude", State: sessions.Idle,
+		Evidence: "nothing in flight", CreatedAt: now, UpdatedAt: now}
+	dir := shortDir(t)
+	rt, _, _ := serveApp(t, dir, func(st *storage.Store) {
+		if err := st.SaveSessionWithEvents(ctx, s, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AddUsage(ctx, []storage.UsageRow{
+			{SessionID: s.ID, Day: "2026-11-30", Model: "claude-sonnet-4-5", Tokens: sessions.Tokens{Output: 100_000}, Time: now},
+			{SessionID: s.ID, Day: "2026-12-01", Model: "claude-sonnet-4-5", Tokens: sessions.Tokens{Output: 200_000}, Time: now},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	code, out, errOut := runCLI(t, "--data-dir", dir, "recover", "off", s.ID)
+	if code != 0 || !strings.Contains(out, "budgeted: automatic recovery is off for this session") {
+		t.Fatalf("recover off: %d %q %q", code, out, errOut)
+	}
+	if got, _ := rt.Session(s.ID); !got.RecoveryOff {
+		t.Fatal("the app's session is not switched off")
+	}
+	if code, out, _ := runCLI(t, "--data-dir", dir, "show", s.ID); code != 0 || !strings.Contains(out, "switched off for this session") {
+		t.Fatalf("show: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "--data-dir", dir, "recover", "on", s.ID); code != 0 || !strings.Contains(out, "applies to this session again") {
+		t.Fatalf("recover on: %d %q", code, out)
+	}
+	if got, _ := rt.Session(s.ID); got.RecoveryOff {
+		t.Fatal("the app's session is still switched off")
+	}
+	if code, _, errOut := runCLI(t, "--data-dir", dir, "recover", "off", "nosuchid"); code == 0 || !strings.Contains(errOut, "nosuchid") {
+		t.Fatalf("an unknown session: %d %q", code, errOut)
+	}
+
+	code, out, errOut = runCLI(t, "--data-dir", dir, "usage", "--by", "day", "--since", "2026-12-01")
+	if code != 0 || !strings.Contains(out, "2026-12-01") || strings.Contains(out, "2026-11-30") || !strings.Contains(out, "$3.00") ||
+		!strings.Contains(out, "Per local calendar day") {
+		t.Fatalf("usage --by day --since: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "--data-dir", dir, "usage", "--by", "day", "--json")
+	var rep struct {
+		By    string     `json:"by"`
+		Rows  []usageRow `json:"rows"`
+		Total usageRow   `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("usage --by day --json: %d %v\n%s", code, err, out)
+	}
+	if rep.By != "day" || len(rep.Rows) != 2 || rep.Rows[0].Key != "2026-11-30" || rep.Total.Cost.Total != 4_500_000 || rep.Total.Sessions != 1 {
+		t.Fatalf("usage --by day --json: %+v", rep)
 	}
 }

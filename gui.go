@@ -274,6 +274,12 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			_, err = d.src.Ack(ctx, it.SessionID)
 		case tray.ActResume:
 			_, err = d.src.Resume(ctx, it.SessionID)
+		case tray.ActToggleRecovery:
+			// The check shows the model's value; turn it the other way.
+			var s sessions.Session
+			if s, err = mdl.Session(it.SessionID); err == nil {
+				_, err = d.src.SetRecovery(ctx, it.SessionID, s.RecoveryOff)
+			}
 		case tray.ActGoToTerminal:
 			var s sessions.Session
 			if s, err = mdl.Session(it.SessionID); err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/services"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/procwatch"
 	"github.com/session-supervisor/session-supervisor/sessions/termloc/termsys"
 	"github.com/session-supervisor/session-supervisor/settings"
@@ -59,8 +60,15 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	// One process table for every terminal source, one loop scanning it
 	// (a service below): the sources are woken by its changes.
 	procs := procwatch.New(procwatch.System())
+	// The budgets and the tray's day total price with the same table as
+	// `show` and `usage`: a malformed override is logged and the built-in
+	// prices stay in force.
+	prices, perr := pricing.Load(dir)
+	if perr != nil {
+		log.Warn("reading the price table", "err", perr)
+	}
 	rt := supervisor.New(supervisor.Options{Store: st, Agents: agents(), DefaultAgent: defaultAgent(), External: externalSources(dir, procs), Logger: log,
-		Settings: svc.Get, SettingValues: svc.List, LocateTerminal: termsys.Locate})
+		Settings: svc.Get, SettingValues: svc.List, LocateTerminal: termsys.Locate, Prices: prices})
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,9 @@ type Backend interface {
 	// Resume resumes a terminal session whose process is gone as a new
 	// managed session (returned).
 	Resume(ctx context.Context, id string) (sessions.Session, error)
+	// SetRecovery is the session's "stop recovering" switch (on: it is
+	// recovered again).
+	SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error)
 	// PublishSnapshot re-emits every session on the bus. Settings calls it
 	// after saving, so the tray and other views re-read at once instead of
 	// at the next periodic snapshot.
@@ -94,4 +97,8 @@ func (r recording) NudgeNow(ctx context.Context, id string) (sessions.Session, e
 
 func (r recording) Resume(ctx context.Context, id string) (sessions.Session, error) {
 	return r.keep(r.Backend.Resume(ctx, id))
+}
+
+func (r recording) SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error) {
+	return r.keep(r.Backend.SetRecovery(ctx, id, on))
 }

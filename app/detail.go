@@ -40,6 +40,13 @@ type detailView struct {
 	plan      *widget.Label
 	next      *widget.Label
 	escalated *widget.Label
+	// stopped says why the supervisor does not recover this session (a
+	// budget, the switch below): view.RecoveryText.
+	stopped *widget.Label
+	// stopRecovering is the session's "stop recovering" switch; showing
+	// is set while show sets its check, so only the user's click sends.
+	stopRecovering *widget.Check
+	showing        bool
 
 	permission    *fyne.Container
 	permissionAsk *widget.Label
@@ -95,7 +102,9 @@ func newDetailView(w *Window) *detailView {
 	d.escalated = line()
 	d.escalated.SetText("Nothing automatic is left to try: the supervisor is waiting for you.")
 	d.escalated.Importance = widget.DangerImportance
-	d.recovery = section("Failure and recovery", d.failure, d.plan, d.next, d.escalated)
+	d.stopped = line()
+	d.stopped.Importance = widget.WarningImportance
+	d.recovery = section("Failure and recovery", d.failure, d.plan, d.next, d.stopped, d.escalated)
 
 	d.permissionAsk = line()
 	d.answer = widget.NewEntry()
@@ -119,6 +128,16 @@ func newDetailView(w *Window) *detailView {
 	d.openDir = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), d.openFolder)
 	d.forget = widget.NewButtonWithIcon("Forget…", theme.DeleteIcon(), d.confirmForget)
 	actions := container.NewGridWithColumns(2, d.nudge, d.interrupt, d.ack, d.openDir, d.forget)
+	d.stopRecovering = widget.NewCheck("Stop recovering this session", func(off bool) {
+		if d.showing {
+			return
+		}
+		what := "Stop recovering"
+		if !off {
+			what = "Recover again"
+		}
+		d.command(what, func(ctx context.Context, id string) (sessions.Session, error) { return w.b.SetRecovery(ctx, id, !off) })
+	})
 	d.resume = widget.NewButtonWithIcon("Resume in the background", theme.MediaReplayIcon(), func() {
 		d.command("Resume in the background", func(ctx context.Context, id string) (sessions.Session, error) {
 			s, err := w.b.Resume(ctx, id)
@@ -153,7 +172,7 @@ func newDetailView(w *Window) *detailView {
 	)
 	// The left column holds what the user acts on, the prompt always in
 	// reach at its foot; the timeline gets the full height on the right.
-	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.goTerminal, d.resume))
+	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.stopRecovering, d.goTerminal, d.resume))
 	d.leftScroll = container.NewVScroll(d.left)
 	left := container.NewBorder(nil, section("Send a prompt", d.prompt, sendRow), nil, nil, d.leftScroll)
 	d.timeline = newTimelineView(func() *time.Location { return w.now().Location() })
@@ -331,6 +350,9 @@ func (d *detailView) show(s sessions.Session) {
 		d.resume.Hide()
 	}
 	setEnabled(d.openDir, s.Cwd != "" && d.w.dir != nil)
+	d.showing = true
+	d.stopRecovering.SetChecked(s.RecoveryOff)
+	d.showing = false
 	if d.w.focus != nil && s.Source != sessions.Managed {
 		setEnabled(d.goTerminal, view.Allows(s, view.GoToTerminal))
 		d.goTerminal.Show()
@@ -345,9 +367,16 @@ func (d *detailView) show(s sessions.Session) {
 func (d *detailView) showRecovery(now time.Time) {
 	s := d.s
 	f, sup := s.Failure, s.Supervision
-	if f.IsZero() && sup.Recovery == "" && sup.NextAttemptAt.IsZero() && !s.NeedsAttention && s.Nudge.Attempts == 0 {
+	stopped := view.RecoveryText(s)
+	if f.IsZero() && sup.Recovery == "" && sup.NextAttemptAt.IsZero() && !s.NeedsAttention && s.Nudge.Attempts == 0 && stopped == "" {
 		d.recovery.Hide()
 		return
+	}
+	if stopped != "" {
+		d.stopped.SetText("Recovery " + stopped)
+		d.stopped.Show()
+	} else {
+		d.stopped.Hide()
 	}
 	if text := view.FailureText(f); text != "" {
 		d.failure.SetText("Failure: " + text)

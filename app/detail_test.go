@@ -449,3 +449,50 @@ func TestForgetAnEndedSession(t *testing.T) {
 		}
 	}
 }
+
+// The detail's "Stop recovering this session" check switches the session's
+// recovery in the supervisor, says so in the failure and recovery section
+// and in the timeline, and follows the session when it is switched
+// elsewhere (the CLI, the tray); a budget the session is past is said
+// there too.
+func TestStopRecoveringSwitch(t *testing.T) {
+	list := seed()
+	budget := list[0]
+	budget.Supervision.Budget = "daily cost budget $20.00 reached ($20.41)"
+	budget.Supervision.BudgetKey = "daily_cost 2026-03-14"
+	list[0] = budget
+	e := newEnv(t, list, nil)
+	e.w.ShowSession("b2")
+	d := e.w.detail
+	stopped := func() bool { return d.recovery.Visible() && d.stopped.Visible() }
+	if d.stopRecovering.Checked || stopped() {
+		t.Fatalf("a session recovered as usual: check %v, stopped %q", d.stopRecovering.Checked, d.stopped.Text)
+	}
+	test.Tap(d.stopRecovering)
+	e.refresh()
+	if s := e.session("b2"); !s.RecoveryOff {
+		t.Fatal("the check did not switch the session's recovery off")
+	}
+	if !d.stopRecovering.Checked || !stopped() || !strings.Contains(d.stopped.Text, "switched off for this session") {
+		t.Fatalf("after the switch: check %v, stopped %q (visible %v)", d.stopRecovering.Checked, d.stopped.Text, stopped())
+	}
+	if lines := strings.Join(timelineLines(d.timeline), "\n"); !strings.Contains(lines, "switched off for this session by the user") {
+		t.Fatalf("the switch is not in the timeline:\n%s", lines)
+	}
+	// Switched on again elsewhere: the check follows, and showing it sends
+	// nothing back.
+	if _, err := e.rt.SetRecovery(e.ctx, "b2", true); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh()
+	if d.stopRecovering.Checked || stopped() {
+		t.Fatalf("after the switch elsewhere: check %v, stopped visible %v", d.stopRecovering.Checked, stopped())
+	}
+	if s := e.session("b2"); s.RecoveryOff {
+		t.Fatal("showing the check switched the session")
+	}
+	e.w.ShowSession("a1")
+	if !stopped() || !strings.Contains(d.stopped.Text, "daily cost budget $20.00 reached ($20.41)") || d.stopRecovering.Checked {
+		t.Fatalf("a session past a budget: stopped %q (visible %v), check %v", d.stopped.Text, stopped(), d.stopRecovering.Checked)
+	}
+}

@@ -68,6 +68,12 @@ var settingTitles = map[string]string{
 	"notify.webhook.format":                    "Webhook format",
 	"notify.webhook.secret":                    "Webhook signing secret",
 	"notify.click_url":                         "Link a push opens",
+	"budget.session_cost_dollars":              "Session budget: equivalent API cost ($)",
+	"budget.session_tokens":                    "Session budget: tokens",
+	"budget.session_recoveries_per_day":        "Session budget: automatic recoveries a day",
+	"budget.daily_cost_dollars":                "Daily budget: equivalent API cost ($)",
+	"budget.daily_tokens":                      "Daily budget: tokens",
+	"budget.daily_recoveries":                  "Daily budget: automatic recoveries",
 	// agents.NAME.command: "DISPLAY NAME command", from the registry.
 }
 

@@ -253,6 +253,19 @@ func (c *Client) Answer(ctx context.Context, id, requestID string, allow bool, m
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/permission", body, &out)
 }
 
+// SetRecovery switches automatic recovery of one session off or on again.
+func (c *Client) SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error) {
+	var out sessions.Session
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/recovery", map[string]bool{"on": on}, &out)
+}
+
+// UsageHistory returns the usage history from day since ("" for all) on,
+// per day, session and model.
+func (c *Client) UsageHistory(ctx context.Context, since string) ([]UsageDay, error) {
+	var out []UsageDay
+	return out, c.do(ctx, http.MethodGet, "/v1/usage/days?since="+url.QueryEscape(since), nil, &out)
+}
+
 // Timeline returns a session's timeline, newest first.
 func (c *Client) Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error) {
 	var out []TimelineRow

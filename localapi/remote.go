@@ -363,6 +363,10 @@ func (r *Remote) Forget(ctx context.Context, id string, timeline storage.Timelin
 	return r.c.Forget(ctx, id, timeline)
 }
 
+func (r *Remote) SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error) {
+	return r.c.SetRecovery(ctx, id, on)
+}
+
 func (r *Remote) NudgeNow(ctx context.Context, id string) (sessions.Session, error) {
 	return r.c.NudgeNow(ctx, id)
 }

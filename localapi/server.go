@@ -64,6 +64,12 @@ type Supervisor interface {
 	// Answer answers the open permission request requestID; "" names the
 	// only one open and is refused while several are.
 	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
+	// SetRecovery is the user's per-session "stop recovering" switch
+	// (on: recovered again).
+	SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error)
+	// UsageHistory is the usage history from a day (YYYY-MM-DD; "" for
+	// all) on, summed per day, session and model.
+	UsageHistory(ctx context.Context, since string) ([]UsageDay, error)
 	// LoopHealth must answer without waiting on I/O: health is read
 	// precisely when something is stuck.
 	LoopHealth(now time.Time) LoopHealth
@@ -236,6 +242,27 @@ func (a *API) routes() http.Handler {
 		}
 		s, err := a.rt.Answer(r.Context(), r.PathValue("id"), body.RequestID, body.Allow, body.Message)
 		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/recovery", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			On *bool `json:"on"`
+		}
+		if !readJSON(w, r, &body) {
+			return
+		}
+		if body.On == nil {
+			writeError(w, http.StatusBadRequest, Errorf(ErrInvalid, `the body needs "on": true or false`))
+			return
+		}
+		s, err := a.rt.SetRecovery(r.Context(), r.PathValue("id"), *body.On)
+		respond(w, s, err)
+	})
+	mux.HandleFunc("GET /v1/usage/days", func(w http.ResponseWriter, r *http.Request) {
+		rows, err := a.rt.UsageHistory(r.Context(), r.URL.Query().Get("since"))
+		if rows == nil {
+			rows = []UsageDay{}
+		}
+		respond(w, rows, err)
 	})
 	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, a.settings.List())

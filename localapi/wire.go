@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
@@ -36,6 +37,9 @@ const (
 	// MsgShow asks an attached desktop to bring its window forward (a
 	// second `run` while the supervisor runs headless).
 	MsgShow MessageType = "show"
+	// MsgUsage carries today's usage across every session when it changed
+	// (a snapshot carries it too): the tray's header.
+	MsgUsage MessageType = "usage"
 )
 
 // Message is one item on the live event stream.
@@ -50,7 +54,27 @@ type Message struct {
 	Settings []SettingValue `json:"settings,omitempty"`
 	// Link is a Remote's link state (MsgLink, local only).
 	Link *LinkStatus `json:"link,omitempty"`
+	// Usage is today's usage across every session (MsgUsage, MsgSnapshot).
+	Usage *DayUsage `json:"usage,omitempty"`
 }
+
+// DayUsage is one local calendar day's usage across every session: its
+// tokens, their equivalent API cost by the supervisor's price table (what
+// they would cost at list prices, not a charge) and the automatic
+// recoveries of the day.
+type DayUsage struct {
+	Day    string          `json:"day"`
+	Tokens sessions.Tokens `json:"tokens"`
+	Cost   pricing.Micros  `json:"equivalent_api_cost_micros"`
+	// Unknown: a model the table does not know is priced at the fallback
+	// rate in Cost.
+	Unknown    bool `json:"unknown_models,omitempty"`
+	Recoveries int  `json:"recoveries"`
+}
+
+// UsageDay is one row of the usage history as `usage --by day` reads it:
+// a session's tokens of one model on one day.
+type UsageDay = storage.UsageRow
 
 // TimelineRow is a timeline row as published on the bus and the API.
 type TimelineRow = storage.TimelineEvent

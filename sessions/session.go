@@ -102,6 +102,13 @@ type Supervision struct {
 	// a shared conversation escalates once, not again after an
 	// acknowledgement while it lasts.
 	SharedEscalated string `json:"shared_escalated,omitempty"`
+	// BudgetKey names the budget the session was stopped for (its measure,
+	// and the day for a daily one), so crossing it escalates once, and a
+	// new day or a raised budget lets recovery apply again; Budget is the
+	// sentence that says so ("daily cost budget $20.00 reached ($20.41)"),
+	// shown while it lasts. Both empty while no budget stops it.
+	BudgetKey string `json:"budget_key,omitempty"`
+	Budget    string `json:"budget,omitempty"`
 }
 
 // Permission is a pending permission request the user must approve or deny.
@@ -236,6 +243,11 @@ type Session struct {
 	// set nothing resumes or nudges this session. Set by the tick (see
 	// core.SharedConversations), empty when no other process runs it.
 	SharedWith string `json:"shared_with,omitempty"`
+	// RecoveryOff is the user's "stop recovering" switch for this session:
+	// while set, the supervisor neither nudges, continues, resumes nor
+	// compacts it (as with supervisor.auto_recover_enabled off, for this
+	// session only); status reconciliation goes on. Set by the user only.
+	RecoveryOff bool `json:"recovery_off,omitempty"`
 	// Terminal is where a terminal session's agent lives (its tty, tmux
 	// pane, emulator), refreshed by the tick; nil for a managed session or
 	// before the first look. A new value replaces it whole, never edited in

@@ -175,6 +175,22 @@ type Settings struct {
 	// Push is the notify.* settings of the channels beyond the desktop
 	// and of the escalation's tiers.
 	Push Push
+	// Budgets are the budget.* settings.
+	Budgets Budgets
+}
+
+// Budgets are the limits past which a session is no longer recovered
+// (budget.*): one session's and every session's today. Zero in a measure
+// turns it off, which is every default.
+type Budgets struct {
+	// SessionCost and DailyCost are equivalent API cost in micro-dollars
+	// (ParseDollars).
+	SessionCost, DailyCost int64
+	// SessionTokens and DailyTokens count every token of every class.
+	SessionTokens, DailyTokens int64
+	// SessionRecoveries and DailyRecoveries count automatic recoveries
+	// (nudges, continues, resumes, compactions and retries) in a day.
+	SessionRecoveries, DailyRecoveries int
 }
 
 // Push is what the push channels and the escalation's tiers read.
@@ -351,6 +367,59 @@ var coreSettings = []setting{
 	{Def{Key: "machines.ssh_command", Kind: KindString, Default: "ssh",
 		Description: "The ssh program, with any extra options, that reaches other machines' supervisors (`ssh -F ~/.ssh/other_config`, a wrapper)."},
 		func(s *Settings, v parsed) { s.SSHCommand = v.s }},
+	// Budgets: off by default (empty, 0). A runaway session (a loop of
+	// restarts, a 16-hour turn) is what they bound; the nudge cap bounds
+	// one incident whatever they say.
+	{Def{Key: "budget.session_cost_dollars", Kind: KindString, Format: FormatDollars, Optional: true, Default: "",
+		Description: "Stop recovering a session once its tokens' equivalent API cost (list prices, not a charge) reaches this many dollars over its life, and tell you once. Empty: no limit."},
+		func(s *Settings, v parsed) { s.Budgets.SessionCost, _ = ParseDollars(v.s) }},
+	{Def{Key: "budget.session_tokens", Kind: KindInt, Unit: "tokens", Default: "0", Min: 0, Max: 1e12,
+		Description: "Stop recovering a session once it has used this many tokens (every class) over its life, and tell you once. 0: no limit."},
+		func(s *Settings, v parsed) { s.Budgets.SessionTokens = v.i }},
+	{Def{Key: "budget.session_recoveries_per_day", Kind: KindInt, Unit: "recoveries", Default: "0", Min: 0, Max: 10000,
+		Description: "Automatic recoveries (nudges, continues, resumes, compactions, retries) one session may get in a day; past them it is not recovered until tomorrow, and you are told once. 0: no limit."},
+		func(s *Settings, v parsed) { s.Budgets.SessionRecoveries = int(v.i) }},
+	{Def{Key: "budget.daily_cost_dollars", Kind: KindString, Format: FormatDollars, Optional: true, Default: "",
+		Description: "Stop recovering every session once all sessions' equivalent API cost today (local time; list prices, not a charge) reaches this many dollars. Empty: no limit."},
+		func(s *Settings, v parsed) { s.Budgets.DailyCost, _ = ParseDollars(v.s) }},
+	{Def{Key: "budget.daily_tokens", Kind: KindInt, Unit: "tokens", Default: "0", Min: 0, Max: 1e12,
+		Description: "Stop recovering every session once all sessions together have used this many tokens today. 0: no limit."},
+		func(s *Settings, v parsed) { s.Budgets.DailyTokens = v.i }},
+	{Def{Key: "budget.daily_recoveries", Kind: KindInt, Unit: "recoveries", Default: "0", Min: 0, Max: 10000,
+		Description: "Automatic recoveries all sessions together may get in a day; past them none is recovered until tomorrow. 0: no limit."},
+		func(s *Settings, v parsed) { s.Budgets.DailyRecoveries = int(v.i) }},
+}
+
+// maxDollars bounds a cost budget: far above any real day, far below
+// what micro-dollars in an int64 can hold.
+const maxDollars = 1_000_000
+
+// ParseDollars reads an amount of dollars ("20", "20.5", "$0.75") into
+// micro-dollars, exactly: at most two decimals, not negative, at most a
+// million.
+func ParseDollars(s string) (int64, error) {
+	t := strings.TrimPrefix(strings.TrimSpace(s), "$")
+	whole, frac, hasFrac := strings.Cut(t, ".")
+	if whole == "" || strings.ContainsAny(whole, "+-") || hasFrac && (frac == "" || len(frac) > 2 || strings.ContainsAny(frac, "+-")) {
+		return 0, fmt.Errorf("%q is not an amount of dollars (such as 20 or 12.50)", s)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%q is not an amount of dollars (such as 20 or 12.50)", s)
+	}
+	if err != nil || w > maxDollars {
+		return 0, fmt.Errorf("%q is over the most a budget may be, $%d", s, maxDollars)
+	}
+	var c int64
+	if hasFrac {
+		if c, err = strconv.ParseInt(frac, 10, 64); err != nil {
+			return 0, fmt.Errorf("%q is not an amount of dollars (such as 20 or 12.50)", s)
+		}
+		if len(frac) == 1 {
+			c *= 10
+		}
+	}
+	return w*1_000_000 + c*10_000, nil
 }
 
 // Agent is what the settings registry needs to know about one agent
@@ -470,7 +539,7 @@ func (d Def) Allowed() string {
 	case KindString:
 		what := map[Format]string{FormatURL: "an http or https URL", FormatWebhookURL: "an https URL (plain http only to this machine)",
 			FormatNtfyTopic: "a topic of 1 to 64 letters, digits, - and _", FormatQuietHours: "HH:MM-HH:MM in local time (22:00-07:00)",
-			FormatChoice: "one of " + strings.Join(d.Choices, ", ")}[d.Format]
+			FormatChoice: "one of " + strings.Join(d.Choices, ", "), FormatDollars: "an amount of dollars (20 or 12.50)"}[d.Format]
 		if what == "" {
 			what = "a non-empty single line of text"
 		}
@@ -858,9 +927,11 @@ const (
 	FormatQuietHours
 	// FormatChoice: one of Def.Choices.
 	FormatChoice
+	// FormatDollars: an amount of dollars (ParseDollars).
+	FormatDollars
 )
 
-var formatNames = []string{"", "url", "webhook_url", "ntfy_topic", "quiet_hours", "choice"}
+var formatNames = []string{"", "url", "webhook_url", "ntfy_topic", "quiet_hours", "choice", "dollars"}
 
 func (f Format) String() string {
 	if f >= 0 && int(f) < len(formatNames) {
@@ -899,6 +970,9 @@ func (d Def) CheckFormat(text string) error {
 		if !slices.Contains(d.Choices, text) {
 			return fmt.Errorf("%q is not one of %s", text, strings.Join(d.Choices, ", "))
 		}
+	case FormatDollars:
+		_, err := ParseDollars(text)
+		return err
 	}
 	return nil
 }

@@ -77,6 +77,12 @@ func TestSettingRegistry(t *testing.T) {
 		"notify.webhook.secret",
 		"notify.click_url",
 		"machines.ssh_command",
+		"budget.session_cost_dollars",
+		"budget.session_tokens",
+		"budget.session_recoveries_per_day",
+		"budget.daily_cost_dollars",
+		"budget.daily_tokens",
+		"budget.daily_recoveries",
 		"agents.claude.command",
 	}
 	defs := testReg.Defs()
@@ -195,6 +201,12 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"notify.webhook.format", "slack", "slack", func(s *Settings) { s.Push.WebhookFormat = "slack" }},
 		{"notify.webhook.secret", "s3cret", Masked, func(s *Settings) { s.Push.WebhookSecret = "s3cret" }},
 		{"notify.click_url", "https://desk.example/", "https://desk.example/", func(s *Settings) { s.Push.ClickURL = "https://desk.example/" }},
+		{"budget.session_cost_dollars", " 12.5 ", "12.5", func(s *Settings) { s.Budgets.SessionCost = 12_500_000 }},
+		{"budget.session_tokens", "2000000", "2000000", func(s *Settings) { s.Budgets.SessionTokens = 2_000_000 }},
+		{"budget.session_recoveries_per_day", "3", "3", func(s *Settings) { s.Budgets.SessionRecoveries = 3 }},
+		{"budget.daily_cost_dollars", "$20", "$20", func(s *Settings) { s.Budgets.DailyCost = 20_000_000 }},
+		{"budget.daily_tokens", "50000000", "50000000", func(s *Settings) { s.Budgets.DailyTokens = 50_000_000 }},
+		{"budget.daily_recoveries", "40", "40", func(s *Settings) { s.Budgets.DailyRecoveries = 40 }},
 	}
 	if len(tests) != len(testReg.Defs()) {
 		t.Fatalf("table covers %d keys, registry has %d", len(tests), len(testReg.Defs()))
@@ -558,5 +570,42 @@ func TestQuietHours(t *testing.T) {
 	}
 	if q.String() != "22:00-07:00" {
 		t.Errorf("String = %q", q.String())
+	}
+}
+
+func TestParseDollars(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"20", 20_000_000, false},
+		{"$20.41", 20_410_000, false},
+		{" 0.5 ", 500_000, false},
+		{"0.05", 50_000, false},
+		{"1000000", 1_000_000_000_000, false},
+		{"1000001", 0, true},
+		{"99999999999999999999", 0, true},
+		{"-1", 0, true},
+		{"+1", 0, true},
+		{"1.234", 0, true},
+		{"1.", 0, true},
+		{".5", 0, true},
+		{"twenty", 0, true},
+		{"", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseDollars(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseDollars(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+	// Through the registry: a bad amount is refused with what is wanted.
+	def, err := testReg.lookup("budget.daily_cost_dollars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := def.parse("ten"); err == nil || !strings.Contains(err.Error(), "amount of dollars") {
+		t.Errorf("budget.daily_cost_dollars = ten: err = %v", err)
 	}
 }

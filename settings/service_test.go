@@ -40,6 +40,11 @@ func TestEveryNumericKeyClampsNeverRefuses(t *testing.T) {
 		{"sessions.archive_after_days", "-1", "0", "3651", "3650", "0", false, "-3", "0"},
 		// 0 is legitimate: push at once.
 		{"notify.push_after_minutes", "-1", "0", "1441", "1440", "0", false, "-3", "0"},
+		// 0 is legitimate for every budget: no limit.
+		{"budget.session_tokens", "-1", "0", "1000000000001", "1000000000000", "0", false, "-3", "0"},
+		{"budget.session_recoveries_per_day", "-1", "0", "10001", "10000", "0", false, "-3", "0"},
+		{"budget.daily_tokens", "-1", "0", "1000000000001", "1000000000000", "0", false, "-3", "0"},
+		{"budget.daily_recoveries", "-1", "0", "10001", "10000", "0", false, "-3", "0"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -75,6 +75,29 @@ var migrations = []migration{
 				WHERE json_extract(detail, '$.outcome') = 'pending'`,
 		},
 	},
+	{
+		version: 4,
+		name:    "usage per turn and day",
+		stmts: []string{
+			// One row per session, local calendar day, turn and model: the
+			// tokens the session's whole-life usage grew by, added up as
+			// they are saved (usage.go). Not the timeline: it is never
+			// pruned, since the daily totals and budgets are read from it.
+			`CREATE TABLE turn_usage (
+				session_id      TEXT NOT NULL,
+				day             TEXT NOT NULL,
+				turn_generation INTEGER NOT NULL,
+				model           TEXT NOT NULL,
+				input           INTEGER NOT NULL,
+				output          INTEGER NOT NULL,
+				cache_write     INTEGER NOT NULL,
+				cache_read      INTEGER NOT NULL,
+				updated_at      TEXT NOT NULL,
+				PRIMARY KEY (session_id, day, turn_generation, model)
+			)`,
+			`CREATE INDEX turn_usage_day ON turn_usage(day)`,
+		},
+	},
 }
 
 // SupportedSchemaVersion is the newest schema version this build knows; a

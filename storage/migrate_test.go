@@ -71,10 +71,12 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 		"index supervisor_events_pending",
 		"index supervisor_events_session_time",
 		"index supervisor_events_time",
+		"index turn_usage_day",
 		"table schema_migrations",
 		"table sessions",
 		"table settings",
 		"table supervisor_events",
+		"table turn_usage",
 	}
 	if got := schemaObjects(t, s); !slices.Equal(got, want) {
 		t.Errorf("schema objects:\n got %q\nwant %q", got, want)
@@ -97,8 +99,8 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 		}
 		versions = append(versions, v)
 	}
-	if !slices.Equal(versions, []int{1, 2, 3}) {
-		t.Errorf("applied versions %v, want [1 2]", versions)
+	if !slices.Equal(versions, []int{1, 2, 3, 4}) {
+		t.Errorf("applied versions %v, want [1 2 3 4]", versions)
 	}
 }
 

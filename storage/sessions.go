@@ -273,6 +273,11 @@ func deleteSession(ctx context.Context, db execer, id string, timeline TimelineC
 		if _, err := db.ExecContext(ctx, `DELETE FROM supervisor_events WHERE session_id = ?`, id); err != nil {
 			return n, fmt.Errorf("delete timeline of session %s: %w", id, err)
 		}
+		// Its usage history goes with its timeline: the user asked for
+		// nothing of it to stay.
+		if _, err := db.ExecContext(ctx, `DELETE FROM turn_usage WHERE session_id = ?`, id); err != nil {
+			return n, fmt.Errorf("delete usage history of session %s: %w", id, err)
+		}
 	}
 	return n, nil
 }

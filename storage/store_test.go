@@ -210,9 +210,11 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 			p := makeFilledDB(t, dir)
 			truncateTo(t, p, func(size int64) int64 { return size - 100 })
 		}},
-		{name: "real database with a garbage page", why: "integrity check failed: database disk image is malformed", prepare: func(t *testing.T, dir string) {
+		{name: "real database with a garbage page", why: "integrity check failed: ", prepare: func(t *testing.T, dir string) {
 			// Same length and a valid header, so only SQLite's own
 			// check can tell: overwrite a page in the middle of the data.
+			// What SQLite says depends on which page that is (a table's,
+			// an index's), so only its check failing is required.
 			p := makeFilledDB(t, dir)
 			b, err := os.ReadFile(p)
 			if err != nil {

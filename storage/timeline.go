@@ -230,6 +230,9 @@ type BatchItem struct {
 	// OutcomeID, when non-zero, is an intent row whose outcome is set to Outcome.
 	OutcomeID int64
 	Outcome   string
+	// Usage is what the session's usage grew by, added to its rows of the
+	// usage history (AddUsage's rows, in the same transaction).
+	Usage []UsageRow
 	// Forget, when set, deletes that session after this item's rows are
 	// written (a session already gone is no error: a retried batch must
 	// not fail for good).
@@ -282,6 +285,9 @@ func (s *Store) SaveBatch(ctx context.Context, items []BatchItem) ([][]int64, er
 					return err
 				}
 				ids[i][j] = id
+			}
+			if err := addUsage(ctx, tx, it.Usage); err != nil {
+				return err
 			}
 			if it.OutcomeID != 0 {
 				if _, err := tx.ExecContext(ctx,

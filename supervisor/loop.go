@@ -117,6 +117,7 @@ func PolicyFromSettings(set settings.Settings) core.Policy {
 	if set.TransientWindow > 0 {
 		p.TransientWindow = set.TransientWindow
 	}
+	budgetPolicy(&p, set.Budgets)
 	return p
 }
 
@@ -147,6 +148,9 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	shared := r.sharedConversationsLocked()
 	list := make([]probed, 0, len(r.sess))
 	seen := time.Now()
+	day := r.todayLocked(seen)
+	r.publishTodayLocked(day)
+	budgets := policy.SessionBudget != (core.Budget{}) || policy.DailyBudget != (core.Budget{})
 	for _, e := range r.sess {
 		if e.q.busy() {
 			continue
@@ -185,6 +189,11 @@ func (r *Runtime) Tick(ctx context.Context, set settings.Settings) {
 	for _, p := range list {
 		r.mu.Lock()
 		locked := time.Now()
+		if budgets {
+			// Priced here, in the session's own hold, not in the one
+			// hold over every session above.
+			p.probe.Spent = r.spentLocked(p.e, policy, day)
+		}
 		if acts := r.reconcileLocked(p.e, p.proc, p.probe, now, policy, shared[p.e.s.ID]); len(acts) > 0 {
 			todo = append(todo, decided{p.e, acts})
 		}
@@ -366,6 +375,11 @@ func (r *Runtime) execute(e *entry, a core.Action) {
 	detail.Outcome = outcome
 	intent.Detail = detail.JSON()
 	r.mu.Lock()
+	if a.Kind.Recovers() {
+		// Counted once its intent is on disk, whatever its outcome: an
+		// attempt that failed was still an attempt (Boot counts the rows).
+		r.recoveredLocked(a.SessionID, time.Now())
+	}
 	r.bus.Publish(localapi.Message{Type: localapi.MsgTimeline, Event: &intent})
 	if a.Kind == core.ActEscalate {
 		s := e.s.Clone()

@@ -171,7 +171,21 @@ func benchSession(i int, now time.Time, transitioning bool) sessions.Session {
 	return s
 }
 
+// BenchmarkTick1000Budgets is the steady mix with every budget set (none
+// reached) and every session's usage on two models: each tick then prices
+// every session's whole-life usage and the day's, what the budgets cost
+// the tick over BenchmarkTick1000's steady mix.
+func BenchmarkTick1000Budgets(b *testing.B) {
+	st := newMemStore(nil)
+	st.keepRows = false
+	benchTickRuntimeWith(b, st, benchSessions, false, true)
+}
+
 func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool) {
+	benchTickRuntimeWith(b, st, nSessions, transitioning, false)
+}
+
+func benchTickRuntimeWith(b *testing.B, st Store, nSessions int, transitioning, budgets bool) {
 	ctx := context.Background()
 	cs := &countingStore{Store: st}
 	agent := &fakeAgent{quiet: true}
@@ -184,6 +198,9 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 	var resets []reset
 	for i := range nSessions {
 		s := benchSession(i, now, transitioning)
+		if budgets {
+			s.Usage.Total = sessions.Usage{"claude-sonnet-4-5-20250929": {Input: 10_000, Output: 2_000, CacheRead: 50_000}, "claude-haiku-4-5": {Input: 1_000}}
+		}
 		// The sessions exist in the store first, as after a Boot: a
 		// transition's save is an update, not an insert.
 		if err := st.SaveSessionWithEvents(ctx, s, nil); err != nil {
@@ -199,6 +216,14 @@ func benchTickRuntime(b *testing.B, st Store, nSessions int, transitioning bool)
 		}
 	}
 	set := settings.Defaults()
+	if budgets {
+		set.Budgets = settings.Budgets{SessionCost: 1e12, DailyCost: 1e12, SessionTokens: 1e12, DailyTokens: 1e12, SessionRecoveries: 1e4, DailyRecoveries: 1e4}
+		rt.mu.Lock()
+		for _, e := range rt.sess {
+			rt.ledger.usage[e.s.ID] = e.s.Usage.Total
+		}
+		rt.mu.Unlock()
+	}
 	// One tick settles anything the mix did not state exactly (evidence
 	// wording), so the measured ticks see the steady part as steady.
 	rt.Tick(ctx, set)

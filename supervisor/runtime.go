@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -72,9 +74,15 @@ type Runtime struct {
 	// bootProbe is Boot's probe of a stored terminal session's process
 	// (probeStored: /proc); the soak test replaces it with its own world.
 	bootProbe func(sessions.Session) core.Probe
+	// prices turn tokens into their equivalent API cost (Options.Prices).
+	prices *pricing.Table
 
-	mu   sync.Mutex
-	sess map[string]*entry
+	mu sync.Mutex
+	// ledger is today's spending (budget.go); today what the views were
+	// last told of it.
+	ledger ledger
+	today  localapi.DayUsage
+	sess   map[string]*entry
 	// starting are the agent conversations a process is being started on
 	// (claimConversationLocked): two starts on one conversation, decided on
 	// two sessions' queues at once, must not both go ahead.
@@ -104,6 +112,13 @@ type entry struct {
 	ext *extHandle
 	// locatedAt is when its terminal was last located (refreshTerminals).
 	locatedAt time.Time
+	// recorded is the session's whole-life usage as last written to the
+	// usage history (budget.go): what it grows by is the next rows.
+	recorded sessions.Usage
+	// pricedUsage is the usage pricedCost is the equivalent API cost of,
+	// so the tick prices a session's budget again only when it changed.
+	pricedUsage sessions.Usage
+	pricedCost  pricing.Micros
 	// forgotten: the user forgot the session; it left the map, and
 	// nothing that still holds the entry (a queued action, a late event)
 	// may write it back.
@@ -141,6 +156,9 @@ type Options struct {
 	// LocateTerminal, when set, says where a terminal session's process
 	// lives (termsys.Locate); the tick refreshes Session.Terminal with it.
 	LocateTerminal func(ctx context.Context, pid int) (*termloc.Location, error)
+	// Prices price the budgets' and the day's equivalent API cost (nil:
+	// the built-in table).
+	Prices *pricing.Table
 }
 
 // DefaultWriteTimeout is how long an agent may leave a prompt unread before
@@ -173,11 +191,16 @@ func New(opts Options) *Runtime {
 	if r.settings == nil {
 		r.settings = settings.Defaults
 	}
+	r.prices = opts.Prices
+	if r.prices == nil {
+		r.prices = pricing.Builtin()
+	}
+	r.ledger.roll(core.Day(time.Now()))
 	return r
 }
 
 func (r *Runtime) newEntry(s sessions.Session) *entry {
-	return &entry{s: s, q: newSerial(&r.jobs)}
+	return &entry{s: s, q: newSerial(&r.jobs), recorded: maps.Clone(s.Usage.Total)}
 }
 
 // Bus is the runtime's event bus.
@@ -199,6 +222,10 @@ func (r *Runtime) Boot(ctx context.Context) error {
 		return fmt.Errorf("reading unfinished actions: %w", err)
 	}
 	now := time.Now()
+	day, err := r.loadLedger(ctx, now)
+	if err != nil {
+		return fmt.Errorf("reading today's usage: %w", err)
+	}
 	type booted struct {
 		e    *entry
 		next sessions.Session
@@ -226,6 +253,7 @@ func (r *Runtime) Boot(ctx context.Context) error {
 		todo = append(todo, booted{r.newEntry(s), next, rows})
 	}
 	r.mu.Lock()
+	r.ledger = day
 	for _, b := range todo {
 		r.sess[b.e.s.ID] = b.e
 		if b.rows != nil {
@@ -906,9 +934,10 @@ func (r *Runtime) commitRowsLocked(e *entry, next sessions.Session, rows []stora
 		}
 		rows = append(rows, newRow(next, next.UpdatedAt, "state_changed", detail))
 	}
+	usage := r.usageRowsLocked(e, next, time.Now())
 	e.s = next
 	saved := next.Clone()
-	done := r.w.submit(storage.BatchItem{Session: &saved, Events: rows}, wait)
+	done := r.w.submit(storage.BatchItem{Session: &saved, Events: rows, Usage: usage}, wait)
 	s := next.Clone()
 	r.bus.Publish(localapi.Message{Type: localapi.MsgSession, Session: &s})
 	for i := range rows {
@@ -947,7 +976,8 @@ func (r *Runtime) Subscribe(buf int, resync bool) *localapi.Subscription {
 // snapshotLocked is the full state as one message: every session, and the
 // settings in force when a settings source is set.
 func (r *Runtime) snapshotLocked() localapi.Message {
-	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked(false)}
+	day := r.todayLocked(time.Now())
+	m := localapi.Message{Type: localapi.MsgSnapshot, Sessions: r.sessionsLocked(false), Usage: &day}
 	if r.values != nil {
 		m.Settings = r.values()
 	}

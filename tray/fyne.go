@@ -92,7 +92,11 @@ func (t *Tray) Run(ctx context.Context, m *model.Model) {
 
 // SnapshotOf is what the tray shows now, read from the model's memory.
 func SnapshotOf(m *model.Model, now time.Time) Snapshot {
-	return Snapshot{Sessions: m.Sessions(), Paused: m.Prefs().Paused, Now: now, Link: m.LinkSentence(now)}
+	snap := Snapshot{Sessions: m.Sessions(), Paused: m.Prefs().Paused, Now: now, Link: m.LinkSentence(now)}
+	if d, ok := m.Today(); ok {
+		snap.Today = &d
+	}
+	return snap
 }
 
 // Follow builds a menu from the model at the start, after each burst of

@@ -12,6 +12,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // MaxTopLevel caps the sessions listed at the top level; the rest go under
@@ -38,9 +39,12 @@ const (
 	// ActGoToTerminal brings the terminal a session runs in to the front
 	// (a session the app did not launch; enabled while its process runs).
 	ActGoToTerminal
+	// ActToggleRecovery is the session's "Stop recovering" switch: its
+	// check shows it off; a click turns it the other way.
+	ActToggleRecovery
 )
 
-var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume", "go_to_terminal"}
+var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume", "go_to_terminal", "toggle_recovery"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -77,6 +81,9 @@ type Snapshot struct {
 	// Link, when set, says the supervisor cannot be reached (an attached
 	// desktop): it heads the menu and the tooltip.
 	Link string
+	// Today is the day's usage across every session, nil until the
+	// supervisor told it: the header's second line (TodayLine).
+	Today *model.DayUsage
 }
 
 // icons maps the shared urgency to the tray's icon.
@@ -125,6 +132,18 @@ func Header(list []sessions.Session) string {
 	return strings.Join(parts, " · ")
 }
 
+// TodayLine is the day's equivalent API cost for the header: "Today: $3.12
+// equivalent API cost", saying when part of it is priced at the fallback
+// rate. Labelled as what the tokens would cost at list prices, never as a
+// charge.
+func TodayLine(d model.DayUsage) string {
+	line := "Today: " + d.Cost.String() + " equivalent API cost"
+	if d.Unknown {
+		line += " (some models at the fallback rate)"
+	}
+	return line
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -145,7 +164,11 @@ func Build(snap Snapshot) Menu {
 		m.Tooltip = "Session Supervisor — " + snap.Link
 		m.Items = append(m.Items, Item{Label: snap.Link, Disabled: true})
 	}
-	m.Items = append(m.Items, Item{Label: header, Disabled: true}, Item{Separator: true})
+	m.Items = append(m.Items, Item{Label: header, Disabled: true})
+	if snap.Today != nil {
+		m.Items = append(m.Items, Item{Label: TodayLine(*snap.Today), Disabled: true})
+	}
+	m.Items = append(m.Items, Item{Separator: true})
 
 	top, rest := list, []sessions.Session(nil)
 	if len(list) > MaxTopLevel {
@@ -191,6 +214,7 @@ func sessionItem(s sessions.Session, now time.Time) Item {
 			{Label: "Send nudge now", Action: ActNudge, SessionID: s.ID, Disabled: !view.Allows(s, view.Nudge)},
 			{Label: "Interrupt turn", Action: ActInterrupt, SessionID: s.ID, Disabled: !view.Allows(s, view.Interrupt)},
 			{Label: "Acknowledge", Action: ActAcknowledge, SessionID: s.ID, Disabled: !view.Allows(s, view.Acknowledge)},
+			{Label: "Stop recovering", Action: ActToggleRecovery, SessionID: s.ID, Checkable: true, Checked: s.RecoveryOff},
 		},
 	}
 	if s.Source != sessions.Managed {

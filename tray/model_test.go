@@ -349,3 +349,58 @@ func TestGoToTerminalItem(t *testing.T) {
 		t.Error(ActGoToTerminal.String())
 	}
 }
+
+// The header's second line is the day's equivalent API cost, once the
+// supervisor told it, labelled as such (never a charge); a session's
+// submenu carries its "Stop recovering" check.
+func TestBuildTodayAndRecoverySwitch(t *testing.T) {
+	off := sess("o1", "runaway", sessions.Interrupted, func(s *sessions.Session) { s.RecoveryOff = true })
+	tests := []struct {
+		name  string
+		today *model.DayUsage
+		want  string // the line after the header; "" for none
+	}{
+		{"not told yet: no line", nil, ""},
+		{"nothing spent today", &model.DayUsage{Day: "2026-12-02"}, "Today: $0.00 equivalent API cost"},
+		{"priced", &model.DayUsage{Day: "2026-12-02", Cost: 3_124_000}, "Today: $3.12 equivalent API cost"},
+		{"part at the fallback rate", &model.DayUsage{Day: "2026-12-02", Cost: 410_000, Unknown: true},
+			"Today: $0.41 equivalent API cost (some models at the fallback rate)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Build(Snapshot{Sessions: []sessions.Session{off}, Now: now, Today: tt.today})
+			got := labels(m.Items)
+			if got[0] != "1 idle" && !strings.HasPrefix(got[0], "1 ") {
+				t.Fatalf("header %q", got[0])
+			}
+			line := got[1]
+			if line == "---" {
+				line = ""
+			}
+			if line != tt.want {
+				t.Fatalf("line after the header %q, want %q (menu %q)", line, tt.want, got)
+			}
+			if tt.want != "" && !m.Items[1].Disabled {
+				t.Error("the day's line must not be clickable")
+			}
+			var sw *Item
+			for i := range m.Items {
+				for j, c := range m.Items[i].Children {
+					if c.Action == ActToggleRecovery {
+						sw = &m.Items[i].Children[j]
+					}
+				}
+			}
+			if sw == nil || sw.Label != "Stop recovering" || !sw.Checkable || !sw.Checked || sw.SessionID != "o1" || sw.Disabled {
+				t.Fatalf("the switch: %+v", sw)
+			}
+		})
+	}
+	on := sess("w1", "refactor", sessions.Working, nil)
+	m := Build(Snapshot{Sessions: []sessions.Session{on}, Now: now})
+	for _, c := range m.Items[2].Children {
+		if c.Action == ActToggleRecovery && c.Checked {
+			t.Fatalf("a session recovered as usual shows the switch checked: %+v", c)
+		}
+	}
+}

@@ -134,6 +134,20 @@ func SharedText(s sessions.Session) string {
 	return fmt.Sprintf("also run by session %s: not resumed or nudged while both run", sessions.ShortID(s.SharedWith))
 }
 
+// RecoveryText says why the supervisor does not recover s, when it is for
+// s alone: a budget it is past (the sentence that named it), or the user's
+// switch; "" when recovery applies as the settings say (show, the window's
+// detail).
+func RecoveryText(s sessions.Session) string {
+	switch {
+	case s.Supervision.Budget != "":
+		return "stopped: " + s.Supervision.Budget + "; not nudged, continued or resumed while it lasts"
+	case s.RecoveryOff:
+		return "switched off for this session: not nudged, continued or resumed"
+	}
+	return ""
+}
+
 // StateText is the state in full, for one-line listings (the tray, `ls`):
 // "Needs attention (Interrupted)", "Waiting on user (permission)",
 // "Working".

@@ -314,3 +314,22 @@ func TestAllowsNoAnswerToATerminalDialog(t *testing.T) {
 		t.Fatal("a managed request is not offered")
 	}
 }
+
+func TestRecoveryText(t *testing.T) {
+	budget := sessions.Session{RecoveryOff: true}
+	budget.Supervision.Budget = "session token budget 10 reached (11 tokens)"
+	tests := []struct {
+		name string
+		s    sessions.Session
+		want string
+	}{
+		{"recovered as the settings say", sessions.Session{}, ""},
+		{"the user's switch", sessions.Session{RecoveryOff: true}, "switched off for this session: not nudged, continued or resumed"},
+		{"a budget is named before the switch", budget, "stopped: session token budget 10 reached (11 tokens); not nudged, continued or resumed while it lasts"},
+	}
+	for _, tt := range tests {
+		if got := RecoveryText(tt.s); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

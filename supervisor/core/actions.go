@@ -130,6 +130,11 @@ const (
 	// runs this session's conversation (and, with an empty SharedWith, that
 	// it no longer does).
 	TimelineSharedConversation = "shared_conversation"
+	// TimelineBudgetReached records that the session is past a budget and
+	// is not recovered while it is; TimelineBudgetCleared that no budget
+	// stops it any more.
+	TimelineBudgetReached = "budget_reached"
+	TimelineBudgetCleared = "budget_cleared"
 )
 
 // Action is one side effect Reconcile decided. The loop writes its intent to

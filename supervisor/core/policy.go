@@ -74,6 +74,12 @@ type Policy struct {
 	// overload): retries with a growing backoff until it is spent, then
 	// escalation (see transient.go).
 	TransientWindow time.Duration
+
+	// SessionBudget and DailyBudget stop recovery once a session, or every
+	// session together today, has spent them (budget.*; zero is off). See
+	// OverBudget.
+	SessionBudget Budget
+	DailyBudget   Budget
 }
 
 // BasePolicy holds the policy knobs that are not settings; the runtime's
@@ -156,6 +162,10 @@ type Probe struct {
 	// the record says the turn goes on. It is read only for a turn
 	// LostResultSuspected says may have lost its end.
 	TurnEndedAt time.Time
+	// Spent is what counts against the budgets (Policy.SessionBudget and
+	// DailyBudget), summed by the runtime for this tick; zero while no
+	// budget is set.
+	Spent Spent
 }
 
 // The values of sessions.Supervision.Recovery: what the supervisor is doing

@@ -29,7 +29,11 @@ import (
 //     interrupt, then SIGTERM, SIGKILL and escalation, one step per grace;
 //     a user's interrupt the turn ignored past the grace → SIGTERM, SIGKILL
 //     and escalation (a terminal session: escalation), instead of them;
-//  5. recovery (only with AutoRecover): overflow compact-and-retry,
+//  5. budgets: a session past a budget (OverBudget) is escalated once,
+//     naming it, and, like one the user switched recovery off for
+//     (Session.RecoveryOff), is not recovered: step 6 runs as with
+//     AutoRecover off, for this session, with that reason;
+//  6. recovery (only with AutoRecover): overflow compact-and-retry,
 //     rate-limit drain, auth resume, transient retries (transient.go), the
 //     continuation nudge, and escalation when nothing automatic is left.
 //     Never while the user is being asked. Every attempt also counts
@@ -53,6 +57,16 @@ func Reconcile(s sessions.Session, now time.Time, p Policy, probe Probe) (next s
 	// through them, so s cannot be changed through r.n — and the steady
 	// tick, where nothing happens, allocates nothing.
 	r := reconciler{n: s, now: now, p: p, probe: probe}
+	if r.hit, r.over = OverBudget(p.SessionBudget, p.DailyBudget, probe.Spent); r.over {
+		r.off = r.hit.String()
+	} else if s.RecoveryOff {
+		r.off = "recovery is switched off for this session"
+	}
+	if r.off != "" {
+		// Everything that recovers reads AutoRecover; the reason it is
+		// off here is said instead of the global switch's.
+		r.p.AutoRecover = false
+	}
 	r.run()
 	return r.n, r.obs, r.acts, r.changed
 }
@@ -68,6 +82,21 @@ type reconciler struct {
 	obs     []Observation
 	acts    []Action
 	changed bool
+	// off is why recovery is off for this session alone (a budget it is
+	// past, the user's switch); "" when only the policy decides.
+	off string
+	// hit is the budget the session is past, when over.
+	hit  BudgetHit
+	over bool
+}
+
+// offReason is why recovery does not act: the session's own reason, else
+// the global switch.
+func (r *reconciler) offReason() string {
+	if r.off != "" {
+		return r.off
+	}
+	return "automatic recovery is off"
 }
 
 func (r *reconciler) run() {
@@ -79,6 +108,7 @@ func (r *reconciler) run() {
 	if !r.enforceUserStop() {
 		r.watchStall()
 	}
+	r.budgetStop()
 	if !r.sharedConversation() {
 		r.recover()
 	}
@@ -332,6 +362,8 @@ func (r *reconciler) stallChain() {
 			NextAttemptAt:       r.now.Add(r.p.InterruptGrace),
 			EscalatedGeneration: sv.EscalatedGeneration,
 			IncidentAttempts:    sv.IncidentAttempts,
+			BudgetKey:           sv.BudgetKey,
+			Budget:              sv.Budget,
 		}
 		r.note("interrupt sent at " + clockPhrase(r.now, r.now))
 		r.act(ActInterrupt, TimelineStallInterrupt, fmt.Sprintf(
@@ -451,6 +483,8 @@ func (r *reconciler) enforceUserStop() bool {
 			NextAttemptAt:       asked.Add(2 * grace),
 			EscalatedGeneration: sv.EscalatedGeneration,
 			IncidentAttempts:    sv.IncidentAttempts,
+			BudgetKey:           sv.BudgetKey,
+			Budget:              sv.Budget,
 		}
 		r.changed = true
 		if n.Source != sessions.Managed {
@@ -561,7 +595,7 @@ func (r *reconciler) recover() {
 
 func (r *reconciler) recoverErrored() {
 	if !r.p.AutoRecover {
-		r.escalate("automatic recovery is off")
+		r.escalate(r.offReason())
 		return
 	}
 	switch r.n.Failure.Kind {
@@ -789,8 +823,12 @@ func (r *reconciler) holdRecovering() {
 // while it counts down abandons it.
 func (r *reconciler) abandonHold() {
 	if !r.p.AutoRecover {
-		r.restoreErrored("automatic recovery was switched off")
-		r.escalate("automatic recovery is off")
+		if r.off != "" {
+			r.restoreErrored(r.off)
+		} else {
+			r.restoreErrored("automatic recovery was switched off")
+		}
+		r.escalate(r.offReason())
 		return
 	}
 	r.restoreErrored("the continuation nudge was switched off")
@@ -817,7 +855,7 @@ func (r *reconciler) restoreErrored(why string) {
 // nudge: after an interruption, and a terminal session's stall interrupt.
 func (r *reconciler) nudgeRefused() (why string, wait bool) {
 	if !r.p.AutoRecover {
-		return "automatic recovery is off", false
+		return r.offReason(), false
 	}
 	if !r.p.NudgeEnabled {
 		return "the continuation nudge is off", false
@@ -908,6 +946,44 @@ func (r *reconciler) sharedConversation() bool {
 		r.escalate(what + ": two processes on one conversation interleave their turns, so it is not resumed or nudged")
 	}
 	return true
+}
+
+// budgetStop records the budget the session is past, once per budget (and
+// day, for what counts by day), escalating it when recovery would matter to
+// it: a turn in flight, or a failure or interruption recovery would act on.
+// A session at rest records nothing until then, so a daily budget another
+// session spent does not escalate every idle one. When no budget stops it
+// any more (a new day, a budget raised or switched off), recovery applies
+// again and the timeline says so.
+func (r *reconciler) budgetStop() {
+	n, sv := &r.n, &r.n.Supervision
+	if !r.over {
+		if sv.BudgetKey != "" {
+			was := sv.Budget
+			sv.BudgetKey, sv.Budget = "", ""
+			r.changed = true
+			r.observe(TimelineBudgetCleared, "no budget stops it now (it was: "+was+"); recovery applies again")
+		}
+		return
+	}
+	key := r.hit.Key(r.now)
+	if sv.BudgetKey == key {
+		return
+	}
+	atRest := !n.InTurn && n.State != sessions.Errored && n.State != sessions.Interrupted && n.State != sessions.Recovering
+	if atRest && sv.BudgetKey == "" {
+		return
+	}
+	sv.BudgetKey, sv.Budget = key, r.hit.String()
+	r.changed = true
+	r.observe(TimelineBudgetReached, sv.Budget+"; it is not recovered automatically while the budget is spent")
+	if atRest {
+		// Stopped before, at rest now, and past a budget again (a new
+		// day): what it shows is what stops it now, with no news to
+		// escalate.
+		return
+	}
+	r.escalate(sv.Budget + ", so it is not recovered automatically")
 }
 
 // escalate raises needs-attention once per incident (a turn generation). The
@@ -1013,7 +1089,8 @@ func evidenceBase(evidence string) string {
 // incident.
 func (r *reconciler) startIncident(recovery string) {
 	sv := r.n.Supervision
-	r.n.Supervision = sessions.Supervision{Recovery: recovery, EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts}
+	r.n.Supervision = sessions.Supervision{Recovery: recovery, EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts,
+		BudgetKey: sv.BudgetKey, Budget: sv.Budget}
 	r.changed = true
 }
 
@@ -1025,7 +1102,8 @@ func (r *reconciler) clearRecovery() {
 	if sv.Recovery == "" && sv.RecoveryAttempts == 0 && sv.NextAttemptAt.IsZero() && sv.InterruptSentAt.IsZero() {
 		return
 	}
-	*sv = sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts}
+	*sv = sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts,
+		BudgetKey: sv.BudgetKey, Budget: sv.Budget}
 	r.changed = true
 }
 

@@ -73,6 +73,9 @@ type Model struct {
 	// link is how an attached desktop is connected to the supervisor
 	// (zero in process: always connected).
 	link localapi.LinkStatus
+	// today is the day's usage across every session as the supervisor
+	// last told it (MsgUsage, a snapshot); nil until it does.
+	today *localapi.DayUsage
 
 	// last is the cursor of the last message applied, to see a gap (missed
 	// messages) or a new generation (the supervisor restarted).
@@ -142,6 +145,12 @@ func (m *Model) Apply(msg localapi.Message) {
 		if msg.Settings != nil {
 			m.prefs = PrefsFrom(msg.Settings, m.prefs)
 		}
+		if msg.Usage != nil {
+			// A snapshot without it (a Remote's own republishing) keeps
+			// what the supervisor said last.
+			d := *msg.Usage
+			m.today = &d
+		}
 	case localapi.MsgSession, localapi.MsgEscalation:
 		if msg.Session == nil {
 			return
@@ -165,6 +174,12 @@ func (m *Model) Apply(msg localapi.Message) {
 		m.staleLocked()
 	case localapi.MsgSettings:
 		m.prefs = PrefsFrom(msg.Settings, m.prefs)
+	case localapi.MsgUsage:
+		if msg.Usage == nil {
+			return
+		}
+		d := *msg.Usage
+		m.today = &d
 	case localapi.MsgLink:
 		if msg.Link == nil {
 			return
@@ -197,6 +212,21 @@ func (m *Model) staleLocked() {
 		m.loaded = false
 		m.changedLocked()
 	}
+}
+
+// DayUsage is one day's usage across every session, as the supervisor
+// priced it (localapi.DayUsage).
+type DayUsage = localapi.DayUsage
+
+// Today is the day's usage the supervisor last told, and whether it told
+// any.
+func (m *Model) Today() (DayUsage, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.today == nil {
+		return DayUsage{}, false
+	}
+	return *m.today, true
 }
 
 // Sessions is every session in the one view order (sessions/view). The

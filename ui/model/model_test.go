@@ -378,3 +378,30 @@ func TestFedByARealRuntime(t *testing.T) {
 		keys[RowKey(r)] = true
 	}
 }
+
+// The day's usage is what the supervisor last told, by a usage message or
+// a snapshot; a snapshot without it (a Remote republishing its own) keeps
+// the last.
+func TestTodayFollowsTheMessages(t *testing.T) {
+	m := New()
+	if _, ok := m.Today(); ok {
+		t.Fatal("a new model knows today's usage")
+	}
+	steps := []struct {
+		msg  localapi.Message
+		want int64 // micro-dollars
+	}{
+		{localapi.Message{Type: localapi.MsgSnapshot, Usage: &localapi.DayUsage{Day: "2026-12-02", Cost: 1_000_000}}, 1_000_000},
+		{localapi.Message{Type: localapi.MsgUsage, Usage: &localapi.DayUsage{Day: "2026-12-02", Cost: 3_120_000}}, 3_120_000},
+		{localapi.Message{Type: localapi.MsgSnapshot}, 3_120_000},
+		{localapi.Message{Type: localapi.MsgUsage}, 3_120_000},
+		{localapi.Message{Type: localapi.MsgUsage, Usage: &localapi.DayUsage{Day: "2026-12-03"}}, 0},
+	}
+	for i, st := range steps {
+		m.Apply(st.msg)
+		got, ok := m.Today()
+		if !ok || int64(got.Cost) != st.want {
+			t.Fatalf("step %d (%s): today %+v (%v), want cost %d", i, st.msg.Type, got, ok, st.want)
+		}
+	}
+}
