@@ -149,6 +149,9 @@ type Commands interface {
 	// Resume resumes a terminal session whose process is gone as a new
 	// managed session (returned).
 	Resume(ctx context.Context, id string) (sessions.Session, error)
+	// SetRecovery is the session's "stop recovering" switch (on: it is
+	// recovered again).
+	SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error)
 	// PublishSnapshot re-emits every session on the bus. The window's
 	// Settings calls it after saving, so the tray and other views re-read
 	// at once instead of at the next periodic snapshot.
