@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/ui/model"
@@ -188,7 +189,11 @@ func matches(s sessions.Session, state, text string) bool {
 // listRow is one row of the list: a session, or a machine's heading.
 type listRow struct {
 	heading string
-	s       sessions.Session
+	// note is under a heading: how many sessions the machine has.
+	note string
+	// down marks a machine whose link is not up (its heading in red).
+	down bool
+	s    sessions.Session
 }
 
 // groupRows lays out shown: alone without groups (no other machine
@@ -207,7 +212,12 @@ func groupRows(shown []sessions.Session, groups []model.Group) []listRow {
 		in[s.ID] = true
 	}
 	for _, g := range groups {
-		rows = append(rows, listRow{heading: g.Heading()})
+		note := "no sessions"
+		if len(g.Sessions) > 0 {
+			note = plural(len(g.Sessions), "session", "sessions")
+		}
+		down := g.Machine != "" && g.Link.State != localapi.LinkConnected
+		rows = append(rows, listRow{heading: g.Heading(), note: note, down: down})
 		for _, s := range g.Sessions {
 			if in[s.ID] {
 				rows = append(rows, listRow{s: s})
@@ -249,7 +259,7 @@ func newSessionList(items func() []listRow, now func() time.Time, onOpen func(se
 		list := l.items()
 		if id < len(list) {
 			if h := list[id].heading; h != "" {
-				o.(*sessionRow).setHeading(h)
+				o.(*sessionRow).setHeading(h, list[id].note, list[id].down)
 				return
 			}
 			o.(*sessionRow).set(list[id].s, now(), l.focused && id == l.cursor)
@@ -369,22 +379,40 @@ func (r *sessionRow) CreateRenderer() fyne.WidgetRenderer {
 	return widget.NewSimpleRenderer(r.content)
 }
 
+// showBadge shows or hides the badge's column; the List reuses rows for
+// both kinds, so the row is laid out again when it changes kind.
+func (r *sessionRow) showBadge(show bool) {
+	if r.badge.Visible() == show {
+		return
+	}
+	if show {
+		r.badge.Show()
+	} else {
+		r.badge.Hide()
+	}
+	r.content.Refresh()
+}
+
 // setHeading shows a machine's heading: its name and link, bold, on the
-// row's whole width.
-func (r *sessionRow) setHeading(text string) {
-	r.badge.Hide()
+// row's whole width, and a note under it.
+func (r *sessionRow) setHeading(text, note string, down bool) {
+	r.showBadge(false)
 	r.cursor.Hide()
 	r.age.SetText("")
+	colour := theme.ColorNamePrimary
+	if down {
+		colour = theme.ColorNameError
+	}
 	r.title.Segments = []widget.RichTextSegment{
-		&widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNamePrimary}},
+		&widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}, ColorName: colour}},
 	}
 	r.title.Refresh()
-	setMuted(r.evidence, "")
+	setMuted(r.evidence, note)
 }
 
 // set shows s; cursor marks the keyboard position.
 func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
-	r.badge.Show()
+	r.showBadge(true)
 	r.badge.set(s)
 	meta := s.Agent
 	if s.Cwd != "" {

@@ -266,10 +266,10 @@ func TestListGroupsByMachine(t *testing.T) {
 	e.m.Apply(localapi.Message{Type: localapi.MsgLink, Machine: "devbox", Link: &localapi.LinkStatus{State: localapi.LinkConnected}})
 	e.w.Refresh()
 	want := []string{
-		"# This machine",
+		"# This machine | 2 sessions",
 		"[Needs attention] refactor-auth   claude · ~/src/refactor-auth | turn 3 died mid-work; 2 nudges sent, nothing left to try | 12m",
 		"[Waiting on user] docs-site   claude · ~/src/docs-site | turn 5 finished; waiting for your review | 3m",
-		"# devbox — connected",
+		"# devbox — connected | 1 session",
 		"[Working] ui-polish   claude · ~/src/ui-polish | tool Edit finished | 20s",
 	}
 	if got := e.renderedRows(); strings.Join(got, "\n") != strings.Join(want, "\n") {
