@@ -449,20 +449,7 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	}
 
 	// The tray's Acknowledge goes through ssh to the remote's supervisor.
-	far, _ := findItem(menu, "⚠ far")
-	var ack menuItem
-	eventually(t, "the remote session's submenu", 10*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, far.ID)
-		if err != nil {
-			return false
-		}
-		var ok bool
-		ack, ok = findItem(m, "Acknowledge")
-		return ok
-	})
-	if err := click(d.conn, dest, ack.ID); err != nil {
-		t.Fatalf("clicking Acknowledge: %v", err)
-	}
+	d.clickAcknowledge(dest, menu, "⚠ far")
 	eventually(t, "the remote session acknowledged on the remote", 30*time.Second, func() bool {
 		var s struct {
 			NeedsAttention bool `json:"needs_attention"`
