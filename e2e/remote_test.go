@@ -456,4 +456,36 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 		}
 		return json.Unmarshal([]byte(onRemote("show", id, "--json")), &s) == nil && !s.NeedsAttention
 	})
+
+	// The remote's supervisor dies: r1's heading says since when it is
+	// reconnecting, and why; restarted, r1 is connected again and its
+	// session listed once.
+	remoteSup.kill(t)
+	// (The first attempt's reason is the stream's end; the next ones are
+	// the remote's own words.)
+	eventually(t, "r1's heading saying it is reconnecting, and why", 30*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		i := index("r1 — reconnecting since ")
+		return i >= 0 && strings.Contains(m.Children[i].Label, "no Session Supervisor runs")
+	})
+	screenshot(t, d.display, "desktop-remote-reconnecting.png")
+	remoteSup = startApp(t, bin, remoteEnv, "--data-dir", remoteDir, "run", "--headless")
+	eventually(t, "r1 connected again with its session listed once", 60*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		n := 0
+		for _, it := range m.Children {
+			if strings.Contains(it.Label, " far — ") {
+				n++
+			}
+		}
+		return index("r1 — connected") >= 0 && n == 1
+	})
 }
