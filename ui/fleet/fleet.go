@@ -141,9 +141,7 @@ func (f *Fleet) Sync(ctx context.Context, list []machines.Machine) {
 		delete(f.members, name)
 	}
 	f.mu.Unlock()
-	for _, mb := range stopping {
-		mb.stop()
-	}
+	stopAll(stopping)
 	// The model drops a removed machine's sessions; a changed one's are
 	// replaced by its next snapshot.
 	f.o.Model.SetMachines(names)
@@ -247,6 +245,15 @@ func (f *Fleet) Stop() {
 	}
 	f.members = map[string]*member{}
 	f.mu.Unlock()
+	stopAll(list)
+}
+
+// stopAll stops machines all at once: each may wait a second for its ssh
+// to exit, and the app's exit waits for them.
+func stopAll(list []*member) {
+	for _, mb := range list {
+		mb.cancel()
+	}
 	for _, mb := range list {
 		mb.stop()
 	}
