@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,12 +120,15 @@ func (v *sessionsView) apply() {
 	} else {
 		setMuted(v.count, fmt.Sprintf("%d of %d", len(v.shown), len(v.all)))
 	}
-	idx := 0
+	// The cursor stays on its session, else goes to the first session
+	// (not onto a machine's heading).
+	idx := slices.IndexFunc(v.rows, func(r listRow) bool { return r.heading == "" })
 	for i, r := range v.rows {
 		if hadCur && r.heading == "" && r.s.ID == cur.ID {
 			idx = i
 		}
 	}
+	idx = max(idx, 0)
 	v.list.moveCursor(idx)
 	v.list.Refresh()
 	// Showing or hiding the empty note and a new count width need a

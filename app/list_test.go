@@ -282,10 +282,18 @@ func TestListGroupsByMachine(t *testing.T) {
 	if got := e.renderedRows(); strings.Join(got, "\n") != strings.Join([]string{want[0], want[3], want[4]}, "\n") {
 		t.Fatalf("filtered rows:\n%s", strings.Join(got, "\n"))
 	}
-	// The cursor skips nothing but opens only sessions: the remote row
-	// (third) opens its detail by its key.
+	// The cursor starts on the first session, not on a heading (here the
+	// remote row, under two headings); Enter on a heading opens nothing;
+	// the remote row opens its detail by its key.
 	e.w.list.focus()
-	e.key(fyne.KeyDown)
+	if cur, ok := e.w.list.list.current(); !ok || cur.ID != remote.ID {
+		t.Fatalf("cursor on %q (%v), want the first session, %q", cur.ID, ok, remote.ID)
+	}
+	e.key(fyne.KeyUp)
+	e.key(fyne.KeyReturn)
+	if e.w.detail.content.Visible() {
+		t.Fatal("Enter on a heading opened something")
+	}
 	e.key(fyne.KeyDown)
 	e.key(fyne.KeyReturn)
 	if e.w.detail.id != remote.ID {
