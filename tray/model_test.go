@@ -404,6 +404,7 @@ func TestBuildTodayAndRecoverySwitch(t *testing.T) {
 		}
 	}
 }
+
 // With other machines configured the menu lists each machine's sessions
 // under its heading, this machine first; the icon and the summary count
 // every machine's.
