@@ -11,6 +11,8 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/termloc"
+	"github.com/session-supervisor/session-supervisor/ui/fleet"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // Every way "Go to terminal" cannot work says why, and where the terminal
@@ -57,5 +59,15 @@ func TestFocusSessionRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Another machine's terminal is on that machine's screen: going to it says
+// so, naming the machine, and tries nothing here.
+func TestFocusRemoteTerminalSaysSo(t *testing.T) {
+	s := sessions.Session{ID: model.Key("devbox", "abcd"), Name: "far", Source: sessions.Observed}
+	_, err := focusAnyTerminal(context.Background(), s)
+	if !errors.Is(err, fleet.ErrRemoteTerminal) || !strings.Contains(err.Error(), "far on devbox") {
+		t.Fatalf("go to terminal of a remote session: %v", err)
 	}
 }

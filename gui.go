@@ -18,11 +18,13 @@ import (
 	"github.com/session-supervisor/session-supervisor/app"
 	"github.com/session-supervisor/session-supervisor/assets"
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/machines"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/tray"
+	"github.com/session-supervisor/session-supervisor/ui/fleet"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
@@ -56,6 +58,13 @@ var (
 type guiDeps struct {
 	src      desktopSource
 	settings desktopSettings
+	// dataDir holds machines.json: the other machines the desktop also
+	// shows (ui/fleet).
+	dataDir string
+	// act is where the window's and the tray's actions go: src for this
+	// machine's sessions, the owning machine's supervisor for another's
+	// (set by runGUI).
+	act app.Backend
 	// setShowWindow, in process, lets a second `run` bring the window
 	// forward (POST /v1/show); nil when attached, where the supervisor
 	// sends a show message on the stream instead.
@@ -118,8 +127,16 @@ func runGUI(d guiDeps) {
 		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
 	})
 
-	win := app.NewWindow(a, d.src, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus})
+	// The other machines (machines.json) feed the same model under their
+	// own keys, each on goroutines of its own; every action goes to the
+	// machine that owns its session.
+	var notes func(ctx context.Context, machine string, in <-chan localapi.Message)
+	fl := fleet.New(fleet.Options{Local: d.src, Model: mdl, Connect: machineConnector(d), Log: d.log,
+		Notes: func(ctx context.Context, machine string, in <-chan localapi.Message) { notes(ctx, machine, in) }})
+	d.act = fl.Backend()
+
+	win := app.NewWindow(a, d.act, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
+		FocusTerminal: focusAnyTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
@@ -158,10 +175,12 @@ func runGUI(d guiDeps) {
 	icon, _ := assets.AppIcon(64)
 	notifier := notify.New(notify.Desktop, icon, nil, d.log)
 	notifier.SetStartedAt(processStarted)
+	var rich func(notify.Notification, []byte) error
 	if notificationServiceReachable() && runtime.GOOS != "darwin" && runtime.GOOS != "windows" {
 		// Where the notification service reports clicks, a click opens
 		// the window on the notification's session.
 		if c, err := notify.NewClickable("Session Supervisor", "session-supervisor"); err == nil {
+			rich = c.Send
 			notifier.SetRichSender(c.Send)
 			defer c.Close()
 			loops.Go(func() {
@@ -175,7 +194,7 @@ func runGUI(d guiDeps) {
 				// (in the window, the terminal) is refused and says so.
 				for a := range c.Answers() {
 					actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					_, err := d.src.Answer(actx, a.SessionID, a.RequestID, a.Allow, "")
+					_, err := d.act.Answer(actx, a.SessionID, a.RequestID, a.Allow, "")
 					cancel()
 					if err != nil {
 						win.ShowError(fmt.Errorf("answering from the notification: %w", err))
@@ -186,7 +205,7 @@ func runGUI(d guiDeps) {
 				for id := range c.Terminals() {
 					s, err := mdl.Session(id)
 					if err == nil {
-						_, err = focusTerminal(ctx, s)
+						_, err = focusAnyTerminal(ctx, s)
 					}
 					if err != nil {
 						win.ShowError(fmt.Errorf("go to terminal: %w", err))
@@ -195,11 +214,24 @@ func runGUI(d guiDeps) {
 			})
 		}
 	}
-	notes := d.src.Subscribe(notifyBuffer, false)
+	local := d.src.Subscribe(notifyBuffer, false)
 	loops.Go(func() {
-		defer d.src.Bus().Unsubscribe(notes)
-		notifier.Run(ctx, notes.C, func() bool { return mdl.Prefs().NotifyWaitingOnUser })
+		defer d.src.Bus().Unsubscribe(local)
+		notifier.Run(ctx, local.C, func() bool { return mdl.Prefs().NotifyWaitingOnUser })
 	})
+	// Another machine's escalations are notified here, the machine named
+	// in the title; each machine has its own notifier (its own rate limit:
+	// a noisy machine does not hold back this one's).
+	notes = func(ctx context.Context, machine string, in <-chan localapi.Message) {
+		n := notify.New(notify.Desktop, icon, nil, d.log)
+		n.SetStartedAt(processStarted)
+		n.SetMachine(machine)
+		if rich != nil {
+			n.SetRichSender(rich)
+		}
+		n.Run(ctx, in, func() bool { return mdl.Prefs().NotifyWaitingOnUser })
+	}
+	loops.Go(func() { fl.Follow(ctx, d.dataDir, machinesReload) })
 
 	loops.Go(func() {
 		select {
@@ -267,23 +299,23 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 		var err error
 		switch it.Action {
 		case tray.ActNudge:
-			_, err = d.src.NudgeNow(ctx, it.SessionID)
+			_, err = d.act.NudgeNow(ctx, it.SessionID)
 		case tray.ActInterrupt:
-			_, err = d.src.Interrupt(ctx, it.SessionID)
+			_, err = d.act.Interrupt(ctx, it.SessionID)
 		case tray.ActAcknowledge:
-			_, err = d.src.Ack(ctx, it.SessionID)
+			_, err = d.act.Ack(ctx, it.SessionID)
 		case tray.ActResume:
-			_, err = d.src.Resume(ctx, it.SessionID)
+			_, err = d.act.Resume(ctx, it.SessionID)
 		case tray.ActToggleRecovery:
 			// The check shows the model's value; turn it the other way.
 			var s sessions.Session
 			if s, err = mdl.Session(it.SessionID); err == nil {
-				_, err = d.src.SetRecovery(ctx, it.SessionID, s.RecoveryOff)
+				_, err = d.act.SetRecovery(ctx, it.SessionID, s.RecoveryOff)
 			}
 		case tray.ActGoToTerminal:
 			var s sessions.Session
 			if s, err = mdl.Session(it.SessionID); err == nil {
-				_, err = focusTerminal(ctx, s)
+				_, err = focusAnyTerminal(ctx, s)
 			}
 		case tray.ActTogglePause:
 			// The menu's check shows the model's value; toggle that.
@@ -301,6 +333,38 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			win.ShowError(fmt.Errorf("%s: %w", it.Label, err))
 		}
 	})
+}
+
+// machinesReload is how often the desktop looks whether machines.json
+// changed (a stat; `machines add` and `rm` while the app runs).
+const machinesReload = 2 * time.Second
+
+// machineConnector makes a machine's Remote over the user's ssh, the ssh
+// command read from the settings at each (re)start of a machine.
+func machineConnector(d guiDeps) func(machines.Machine) (fleet.Remote, func(), error) {
+	return func(m machines.Machine) (fleet.Remote, func(), error) {
+		setting := "ssh"
+		for _, v := range d.settings.List() {
+			if v.Key == machines.SSHCommandSetting {
+				setting = v.Value
+			}
+		}
+		ssh, err := machines.SplitCommand(setting)
+		if err != nil {
+			return nil, nil, err
+		}
+		cl := machines.Client(ssh, m)
+		return localapi.NewMachineRemote(cl, d.log), cl.Close, nil
+	}
+}
+
+// focusAnyTerminal brings a session's terminal forward; another machine's
+// terminal is on that machine's screen, and saying so is all it can do.
+func focusAnyTerminal(ctx context.Context, s sessions.Session) (string, error) {
+	if machine, _ := model.SplitKey(s.ID); machine != "" {
+		return "", fmt.Errorf("%s on %s: %w", s.DisplayName(), machine, fleet.ErrRemoteTerminal)
+	}
+	return focusTerminal(ctx, s)
 }
 
 // openDir opens a directory in the desktop's file manager.

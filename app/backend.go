@@ -11,34 +11,15 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
-// Backend is the supervisor's commands. The window reads what it shows from
-// its model (ui/model), never from here: Timeline is called once when a
-// session's detail opens (and again only after missed messages), never to
-// redraw. The runtime in process satisfies it (the root's desktopSource
-// checks that); tests use a real Runtime over a temporary database.
+// Backend is the supervisor's commands (localapi.Commands, where each is
+// described). The window reads what it shows from its model (ui/model),
+// never from here: Timeline is called once when a session's detail opens
+// (and again only after missed messages), never to redraw. The runtime in
+// process satisfies it (the root's desktopSource checks that), and so does
+// the desktop's router over every machine (ui/fleet); tests use a real
+// Runtime over a temporary database.
 type Backend interface {
-	Timeline(ctx context.Context, id string, limit int) ([]localapi.TimelineRow, error)
-	Launch(ctx context.Context, req localapi.LaunchRequest) (sessions.Session, error)
-	Send(ctx context.Context, id, prompt string) (sessions.Session, error)
-	Interrupt(ctx context.Context, id string) (sessions.Session, error)
-	Ack(ctx context.Context, id string) (sessions.Session, error)
-	// Answer answers the permission request requestID, the one the window
-	// shows, never whichever is oldest when the call runs.
-	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
-	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
-	// Forget removes an ended session. Not recorded into the model: the
-	// snapshot that follows drops it there.
-	Forget(ctx context.Context, id string, timeline localapi.TimelineChoice) (sessions.Session, error)
-	// Resume resumes a terminal session whose process is gone as a new
-	// managed session (returned).
-	Resume(ctx context.Context, id string) (sessions.Session, error)
-	// SetRecovery is the session's "stop recovering" switch (on: it is
-	// recovered again).
-	SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error)
-	// PublishSnapshot re-emits every session on the bus. Settings calls it
-	// after saving, so the tray and other views re-read at once instead of
-	// at the next periodic snapshot.
-	PublishSnapshot()
+	localapi.Commands
 }
 
 // SettingsBackend reads and changes settings: the app's settings service

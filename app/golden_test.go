@@ -2,8 +2,13 @@ package app
 
 import (
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
+
+	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // The goldens are the window at its default 1000x700 with the light theme
@@ -40,4 +45,23 @@ func TestGoldenDetail(t *testing.T) {
 	e.w.ShowSession("a1")
 	e.w.win.Canvas().Unfocus()
 	test.AssertImageMatches(t, "detail.png", e.w.win.Canvas().Capture())
+}
+
+// The list with another machine configured: each machine's sessions under
+// its heading, one machine reconnecting.
+func TestGoldenSessionsMachines(t *testing.T) {
+	e := newEnv(t, seed()[:3], nil)
+	e.m.SetMachines([]string{"devbox", "gpu"})
+	var far []sessions.Session
+	for _, s := range seed()[3:6] {
+		s.ID = model.Key("devbox", s.ID)
+		far = append(far, s)
+	}
+	e.m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Machine: "devbox", Sessions: far})
+	e.m.Apply(localapi.Message{Type: localapi.MsgLink, Machine: "devbox", Link: &localapi.LinkStatus{State: localapi.LinkConnected}})
+	e.m.Apply(localapi.Message{Type: localapi.MsgLink, Machine: "gpu", Link: &localapi.LinkStatus{State: localapi.LinkReconnecting,
+		Since: time.Date(2026, 11, 29, 12, 3, 0, 0, time.Local), Up: t0, Error: "machine gpu: Connection closed by 127.0.0.1 port 22"}})
+	e.w.Refresh()
+	e.w.win.Canvas().Unfocus()
+	test.AssertImageMatches(t, "sessions-machines.png", e.w.win.Canvas().Capture())
 }

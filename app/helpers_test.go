@@ -231,6 +231,9 @@ func richString(rt *widget.RichText) string { return rt.String() }
 
 // String is what a rendered session row says.
 func (r *sessionRow) String() string {
+	if !r.badge.Visible() {
+		return "# " + richString(r.title) + " | " + richString(r.evidence) // a machine's heading
+	}
 	return fmt.Sprintf("[%s] %s | %s | %s", r.badge.text.Text, richString(r.title), richString(r.evidence), r.age.Text)
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // The state filter's first two choices; the rest are the states' labels.
@@ -29,9 +32,12 @@ const emptyText = "No sessions yet. Start one with New session…, or run sessio
 // sessionsView is the Sessions list: a filter bar over a keyboard-driven
 // list, one row per session.
 type sessionsView struct {
-	w       *Window
-	all     []sessions.Session
-	shown   []sessions.Session
+	w     *Window
+	all   []sessions.Session
+	shown []sessions.Session
+	// rows are the list's rows: shown, each machine's under its heading
+	// when other machines are configured (ui/fleet), else shown alone.
+	rows    []listRow
 	state   *widget.Select
 	text    *widget.Entry
 	count   *widget.RichText
@@ -61,7 +67,7 @@ func newSessionsView(w *Window) *sessionsView {
 	v.newBtn = widget.NewButtonWithIcon("New session…", theme.ContentAddIcon(), func() { w.ShowNewSession() })
 	v.newBtn.Importance = widget.HighImportance
 
-	v.list = newSessionList(func() []sessions.Session { return v.shown }, w.now, func(s sessions.Session) {
+	v.list = newSessionList(func() []listRow { return v.rows }, w.now, func(s sessions.Session) {
 		w.ShowSession(s.ID)
 	})
 	v.empty = widget.NewLabel("")
@@ -98,6 +104,7 @@ func (v *sessionsView) apply() {
 			v.shown = append(v.shown, s)
 		}
 	}
+	v.rows = groupRows(v.shown, v.w.m.Groups())
 	switch {
 	case len(v.all) == 0:
 		v.empty.SetText(emptyText)
@@ -113,12 +120,15 @@ func (v *sessionsView) apply() {
 	} else {
 		setMuted(v.count, fmt.Sprintf("%d of %d", len(v.shown), len(v.all)))
 	}
-	idx := 0
-	for i, s := range v.shown {
-		if hadCur && s.ID == cur.ID {
+	// The cursor stays on its session, else goes to the first session
+	// (not onto a machine's heading).
+	idx := slices.IndexFunc(v.rows, func(r listRow) bool { return r.heading == "" })
+	for i, r := range v.rows {
+		if hadCur && r.heading == "" && r.s.ID == cur.ID {
 			idx = i
 		}
 	}
+	idx = max(idx, 0)
 	v.list.moveCursor(idx)
 	v.list.Refresh()
 	// Showing or hiding the empty note and a new count width need a
@@ -180,6 +190,47 @@ func matches(s sessions.Session, state, text string) bool {
 	return false
 }
 
+// listRow is one row of the list: a session, or a machine's heading.
+type listRow struct {
+	heading string
+	// note is under a heading: how many sessions the machine has.
+	note string
+	// down marks a machine whose link is not up (its heading in red).
+	down bool
+	s    sessions.Session
+}
+
+// groupRows lays out shown: alone without groups (no other machine
+// configured), else each group's shown sessions under its heading, in the
+// groups' order (this machine first), a machine with none still headed.
+func groupRows(shown []sessions.Session, groups []model.Group) []listRow {
+	rows := make([]listRow, 0, len(shown)+len(groups))
+	if len(groups) == 0 {
+		for _, s := range shown {
+			rows = append(rows, listRow{s: s})
+		}
+		return rows
+	}
+	in := make(map[string]bool, len(shown))
+	for _, s := range shown {
+		in[s.ID] = true
+	}
+	for _, g := range groups {
+		note := "no sessions"
+		if len(g.Sessions) > 0 {
+			note = plural(len(g.Sessions), "session", "sessions")
+		}
+		down := g.Machine != "" && g.Link.State != localapi.LinkConnected
+		rows = append(rows, listRow{heading: g.Heading(), note: note, down: down})
+		for _, s := range g.Sessions {
+			if in[s.ID] {
+				rows = append(rows, listRow{s: s})
+			}
+		}
+	}
+	return rows
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -198,20 +249,24 @@ func plural(n int, one, many string) string {
 // cleared at once.
 type sessionList struct {
 	widget.List
-	items   func() []sessions.Session
+	items   func() []listRow
 	onOpen  func(sessions.Session)
 	cursor  int
 	focused bool
 }
 
-func newSessionList(items func() []sessions.Session, now func() time.Time, onOpen func(sessions.Session)) *sessionList {
+func newSessionList(items func() []listRow, now func() time.Time, onOpen func(sessions.Session)) *sessionList {
 	l := &sessionList{items: items, onOpen: onOpen}
 	l.Length = func() int { return len(l.items()) }
 	l.CreateItem = func() fyne.CanvasObject { return newSessionRow() }
 	l.UpdateItem = func(id widget.ListItemID, o fyne.CanvasObject) {
 		list := l.items()
 		if id < len(list) {
-			o.(*sessionRow).set(list[id], now(), l.focused && id == l.cursor)
+			if h := list[id].heading; h != "" {
+				o.(*sessionRow).setHeading(h, list[id].note, list[id].down)
+				return
+			}
+			o.(*sessionRow).set(list[id].s, now(), l.focused && id == l.cursor)
 		}
 	}
 	l.OnSelected = func(id widget.ListItemID) {
@@ -224,13 +279,13 @@ func newSessionList(items func() []sessions.Session, now func() time.Time, onOpe
 	return l
 }
 
-// current is the session under the cursor.
+// current is the session under the cursor (none on a heading).
 func (l *sessionList) current() (sessions.Session, bool) {
 	list := l.items()
-	if l.cursor < 0 || l.cursor >= len(list) {
+	if l.cursor < 0 || l.cursor >= len(list) || list[l.cursor].heading != "" {
 		return sessions.Session{}, false
 	}
-	return list[l.cursor], true
+	return list[l.cursor].s, true
 }
 
 func (l *sessionList) open() {
@@ -328,8 +383,40 @@ func (r *sessionRow) CreateRenderer() fyne.WidgetRenderer {
 	return widget.NewSimpleRenderer(r.content)
 }
 
+// showBadge shows or hides the badge's column; the List reuses rows for
+// both kinds, so the row is laid out again when it changes kind.
+func (r *sessionRow) showBadge(show bool) {
+	if r.badge.Visible() == show {
+		return
+	}
+	if show {
+		r.badge.Show()
+	} else {
+		r.badge.Hide()
+	}
+	r.content.Refresh()
+}
+
+// setHeading shows a machine's heading: its name and link, bold, on the
+// row's whole width, and a note under it.
+func (r *sessionRow) setHeading(text, note string, down bool) {
+	r.showBadge(false)
+	r.cursor.Hide()
+	r.age.SetText("")
+	colour := theme.ColorNamePrimary
+	if down {
+		colour = theme.ColorNameError
+	}
+	r.title.Segments = []widget.RichTextSegment{
+		&widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}, ColorName: colour}},
+	}
+	r.title.Refresh()
+	setMuted(r.evidence, note)
+}
+
 // set shows s; cursor marks the keyboard position.
 func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
+	r.showBadge(true)
 	r.badge.set(s)
 	meta := s.Agent
 	if s.Cwd != "" {

@@ -8,7 +8,9 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 func TestListShowsSessionsWithStateText(t *testing.T) {
@@ -249,5 +251,52 @@ func TestListTickRedrawsOnlyWhenAnAgeMoves(t *testing.T) {
 	}
 	if v.redraws != base {
 		t.Errorf("a list of day-old sessions redrew %d times in a minute, want 0", v.redraws-base)
+	}
+}
+
+// With another machine configured the list shows each machine's sessions
+// under its heading, this machine first; the filter applies within each,
+// a heading stays; opening a remote row opens it by its key.
+func TestListGroupsByMachine(t *testing.T) {
+	e := newEnv(t, seed()[:2], nil)
+	e.m.SetMachines([]string{"devbox"})
+	remote := seed()[5]
+	remote.ID = model.Key("devbox", remote.ID)
+	e.m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Machine: "devbox", Sessions: []sessions.Session{remote}})
+	e.m.Apply(localapi.Message{Type: localapi.MsgLink, Machine: "devbox", Link: &localapi.LinkStatus{State: localapi.LinkConnected}})
+	e.w.Refresh()
+	want := []string{
+		"# This machine | 2 sessions",
+		"[Needs attention] refactor-auth   claude · ~/src/refactor-auth | turn 3 died mid-work; 2 nudges sent, nothing left to try | 12m",
+		"[Waiting on user] docs-site   claude · ~/src/docs-site | turn 5 finished; waiting for your review | 3m",
+		"# devbox — connected | 1 session",
+		"[Working] ui-polish   claude · ~/src/ui-polish | tool Edit finished | 20s",
+	}
+	if got := e.renderedRows(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c := richString(e.w.list.count); c != "3 sessions" {
+		t.Errorf("count = %q, want every machine's", c)
+	}
+	e.w.list.text.SetText("polish")
+	if got := e.renderedRows(); strings.Join(got, "\n") != strings.Join([]string{want[0], want[3], want[4]}, "\n") {
+		t.Fatalf("filtered rows:\n%s", strings.Join(got, "\n"))
+	}
+	// The cursor starts on the first session, not on a heading (here the
+	// remote row, under two headings); Enter on a heading opens nothing;
+	// the remote row opens its detail by its key.
+	e.w.list.focus()
+	if cur, ok := e.w.list.list.current(); !ok || cur.ID != remote.ID {
+		t.Fatalf("cursor on %q (%v), want the first session, %q", cur.ID, ok, remote.ID)
+	}
+	e.key(fyne.KeyUp)
+	e.key(fyne.KeyReturn)
+	if e.w.detail.content.Visible() {
+		t.Fatal("Enter on a heading opened something")
+	}
+	e.key(fyne.KeyDown)
+	e.key(fyne.KeyReturn)
+	if e.w.detail.id != remote.ID {
+		t.Errorf("opened %q, want %q", e.w.detail.id, remote.ID)
 	}
 }

@@ -306,6 +306,20 @@ func startDesktop(t *testing.T) *desktopWorld {
 // needs attention.
 func (d *desktopWorld) acknowledge(dest string, menu menuItem, item, id string) {
 	d.t.Helper()
+	d.clickAcknowledge(dest, menu, item)
+	eventually(d.t, "needs_attention to clear", 10*time.Second, func() bool {
+		out, err := d.cli("show", id, "--json")
+		var s struct {
+			NeedsAttention bool `json:"needs_attention"`
+		}
+		return err == nil && json.Unmarshal([]byte(out), &s) == nil && !s.NeedsAttention
+	})
+}
+
+// clickAcknowledge clicks Acknowledge in the submenu of menu's item whose
+// label starts with item (the tray at dest).
+func (d *desktopWorld) clickAcknowledge(dest string, menu menuItem, item string) {
+	d.t.Helper()
 	sessionItem, _ := findItem(menu, item)
 	var ack menuItem
 	eventually(d.t, "the session's submenu", 10*time.Second, func() bool {
@@ -320,13 +334,6 @@ func (d *desktopWorld) acknowledge(dest string, menu menuItem, item, id string) 
 	if err := click(d.conn, dest, ack.ID); err != nil {
 		d.t.Fatalf("clicking Acknowledge: %v", err)
 	}
-	eventually(d.t, "needs_attention to clear", 10*time.Second, func() bool {
-		out, err := d.cli("show", id, "--json")
-		var s struct {
-			NeedsAttention bool `json:"needs_attention"`
-		}
-		return err == nil && json.Unmarshal([]byte(out), &s) == nil && !s.NeedsAttention
-	})
 }
 
 // cli runs a command line against the data directory and returns stdout

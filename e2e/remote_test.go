@@ -341,3 +341,151 @@ func (w *mergedWatch) waitFor(t *testing.T, what string, cond func(mergedLine) b
 	}
 	t.Fatalf("watch over machines never printed %s", what)
 }
+
+// The desktop with another machine configured, over the real sshd: the
+// tray lists the remote's session under the machine's heading (this
+// machine's group first), its escalation is notified here naming the
+// machine, and the tray's Acknowledge on it reaches the remote's
+// supervisor through ssh.
+func TestDesktopShowsRemoteMachine(t *testing.T) {
+	t.Parallel()
+	srv := startSSHD(t)
+	d := startDesktop(t)
+	bin, fake := testBinaries(t)
+
+	// The remote: a headless supervisor with its own data directory and
+	// HOME, on no session bus (it must not notify this desktop itself).
+	remoteDir := shortTempDir(t)
+	onRemote := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--data-dir", remoteDir}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("remote %v: %v", args, err)
+		}
+		return string(out)
+	}
+	for _, kv := range [][2]string{
+		{"agents.claude.command", fake},
+		{"supervisor.tick_seconds", "5"},
+		{"supervisor.nudge_max_attempts", "0"},
+	} {
+		onRemote("settings", "set", kv[0], kv[1])
+	}
+	remoteEnv := append(os.Environ(), "HOME="+t.TempDir(), "DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent",
+		"FAKE_CLAUDE_SCRIPT="+d.script, "LANG=en_US.UTF-8")
+	remoteSup := startApp(t, bin, remoteEnv, "--data-dir", remoteDir, "run", "--headless")
+	eventually(t, "the remote supervisor's socket", 30*time.Second, func() bool {
+		cmd := exec.Command(bin, "--data-dir", remoteDir, "ls")
+		return cmd.Run() == nil
+	})
+
+	if out, err := d.cli("settings", "set", "machines.ssh_command", "ssh -F "+srv.config); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := d.cli("machines", "add", "r1", "good", "--command", bin+" --data-dir "+remoteDir); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	desk := startApp(t, bin, append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr,
+		"FAKE_CLAUDE_SCRIPT="+d.script, "LANG=en_US.UTF-8"), "--data-dir", d.dir, "run")
+	eventually(t, "the desktop's tray registration", 30*time.Second, func() bool { return d.sni.first() != "" })
+	dest := fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", desk.cmd.Process.Pid)
+	var menu menuItem
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last tray menu: %q\nnotifications: %q\nremote:\n%s\ndesktop:\n%s",
+				labelsOf(menu), d.notes.list(), remoteSup.out.String(), desk.out.String())
+		}
+	})
+	// index is the position of the first top-level item starting with
+	// prefix, or -1.
+	index := func(prefix string) int {
+		for i, it := range menu.Children {
+			if strings.HasPrefix(it.Label, prefix) {
+				return i
+			}
+		}
+		return -1
+	}
+	eventually(t, "the tray heading r1 as connected", 60*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		return index("r1 — connected") >= 0
+	})
+	if here := index("This machine"); here < 0 || here > index("r1 — connected") {
+		t.Fatalf("this machine's heading at %d, r1's at %d: want this machine first", here, index("r1 — connected"))
+	}
+
+	id := strings.TrimSpace(onRemote("new", "--cwd", d.cwd, "--name", "far", "build it"))
+	eventually(t, "the remote session under r1's heading", 60*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		at := index("⚠ far")
+		return at > index("r1 — connected") && index("r1 — connected") > index("This machine")
+	})
+	eventually(t, "the remote escalation notified naming r1", 60*time.Second, func() bool {
+		return slices.ContainsFunc(d.notes.list(), func(c string) bool { return strings.HasPrefix(c, "r1: far needs attention|") })
+	})
+	for _, c := range d.notes.list() {
+		if strings.HasPrefix(c, "far needs attention") {
+			t.Errorf("a notification of the remote session without its machine: %q", c)
+		}
+	}
+
+	// The window, with the remote machine's group, for a person to look at.
+	if open, ok := findItem(menu, "Open Session Supervisor"); ok {
+		if err := click(d.conn, dest, open.ID); err != nil {
+			t.Errorf("opening the window: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		screenshot(t, d.display, "desktop-remote-machine.png")
+	}
+
+	// The tray's Acknowledge goes through ssh to the remote's supervisor.
+	d.clickAcknowledge(dest, menu, "⚠ far")
+	eventually(t, "the remote session acknowledged on the remote", 30*time.Second, func() bool {
+		var s struct {
+			NeedsAttention bool `json:"needs_attention"`
+		}
+		return json.Unmarshal([]byte(onRemote("show", id, "--json")), &s) == nil && !s.NeedsAttention
+	})
+
+	// The remote's supervisor dies: r1's heading says since when it is
+	// reconnecting, and why; restarted, r1 is connected again and its
+	// session listed once.
+	remoteSup.kill(t)
+	// (The first attempt's reason is the stream's end; the next ones are
+	// the remote's own words.)
+	eventually(t, "r1's heading saying it is reconnecting, and why", 30*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		i := index("r1 — reconnecting since ")
+		return i >= 0 && strings.Contains(m.Children[i].Label, "no Session Supervisor runs")
+	})
+	screenshot(t, d.display, "desktop-remote-reconnecting.png")
+	remoteSup = startApp(t, bin, remoteEnv, "--data-dir", remoteDir, "run", "--headless")
+	eventually(t, "r1 connected again with its session listed once", 60*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		n := 0
+		for _, it := range m.Children {
+			if strings.Contains(it.Label, " far — ") {
+				n++
+			}
+		}
+		return index("r1 — connected") >= 0 && n == 1
+	})
+}

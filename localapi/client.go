@@ -58,10 +58,22 @@ func (c *Client) CheckVersion(ctx context.Context) (Health, error) {
 	if err != nil && h.Version == "" {
 		return h, err
 	}
-	if h.APIVersion != APIVersion {
-		return h, fmt.Errorf("%s speaks API version %d (app %s); this app speaks %d: update the older one", c.describe(), h.APIVersion, h.Version, APIVersion)
+	if verr := versionError(c, h); verr != nil {
+		return h, verr
 	}
 	return h, err
+}
+
+// versionError says why h is from an app this one cannot speak to, or nil.
+func versionError(c *Client, h Health) error {
+	if h.APIVersion == APIVersion {
+		return nil
+	}
+	where := "the supervisor"
+	if c != nil {
+		where = c.describe()
+	}
+	return fmt.Errorf("%s speaks API version %d (app %s); this app speaks %d: update the older one", where, h.APIVersion, h.Version, APIVersion)
 }
 
 // describe names the app the client talks to.

@@ -30,9 +30,13 @@ const (
 	LinkConnected
 	// LinkReconnecting: the supervisor stopped answering; retrying.
 	LinkReconnecting
+	// LinkIncompatible: the supervisor answers in an API version this app
+	// cannot speak (another machine's older or newer app); retried slowly,
+	// for the day one of them is updated.
+	LinkIncompatible
 )
 
-var linkNames = [...]string{"connecting", "connected", "reconnecting"}
+var linkNames = [...]string{"connecting", "connected", "reconnecting", "incompatible"}
 
 func (s LinkState) String() string {
 	if s >= 0 && int(s) < len(linkNames) {
@@ -47,8 +51,13 @@ func (s LinkState) MarshalText() ([]byte, error) { return []byte(s.String()), ni
 // LinkStatus is the payload of MsgLink.
 type LinkStatus struct {
 	State LinkState `json:"state"`
-	// Since is when the link entered State.
+	// Since is when the link entered State (for reconnecting, when it
+	// went down: the attempts since do not move it).
 	Since time.Time `json:"since"`
+	// Up is when the link was last connected; zero when it never was
+	// since the desktop started (the machine is unreachable, not
+	// reconnecting).
+	Up time.Time `json:"up,omitzero"`
 	// Attempts counts the failed attempts since the link was last up.
 	Attempts int `json:"attempts"`
 	// NextAttempt is when the next attempt is due (reconnecting only).
@@ -71,6 +80,8 @@ func (l LinkStatus) Sentence(now time.Time) string {
 	case LinkReconnecting:
 		wait := max(l.NextAttempt.Sub(now).Round(time.Second), 0)
 		return fmt.Sprintf("Supervisor not running — reconnecting in %s (attempt %d)", wait, l.Attempts)
+	case LinkIncompatible:
+		return "Supervisor speaks another API version: " + l.Error
 	}
 	return "Connecting to the supervisor…"
 }
@@ -91,6 +102,10 @@ func remoteBackoff(attempt int) time.Duration {
 	return 10 * time.Second
 }
 
+// incompatibleRetry is the wait before asking again a supervisor that
+// speaks another API version: only an update changes that.
+const incompatibleRetry = time.Minute
+
 // Remote is the supervisor as a desktop attached to it over the local API
 // sees it (the supervisor runs headless, as a service, in another process).
 // It keeps the sessions in memory from the event stream (a snapshot, then
@@ -103,6 +118,9 @@ type Remote struct {
 	src eventSource
 	bus *Bus
 	log *slog.Logger
+	// checkVersion refuses a supervisor that speaks another API version
+	// (NewMachineRemote: another machine's app may be older or newer).
+	checkVersion bool
 
 	mu       sync.Mutex
 	sessions map[string]sessions.Session
@@ -114,6 +132,15 @@ type Remote struct {
 // NewRemote returns a Remote over c; call Run to connect.
 func NewRemote(c *Client, log *slog.Logger) *Remote {
 	return newRemote(c, c, log)
+}
+
+// NewMachineRemote returns a Remote over c for another machine's
+// supervisor: it also checks the API version at every connect and reports a
+// version it cannot speak (LinkIncompatible) rather than guess at it.
+func NewMachineRemote(c *Client, log *slog.Logger) *Remote {
+	r := newRemote(c, c, log)
+	r.checkVersion = true
+	return r
 }
 
 func newRemote(c *Client, src eventSource, log *slog.Logger) *Remote {
@@ -129,25 +156,40 @@ func newRemote(c *Client, src eventSource, log *slog.Logger) *Remote {
 // resuming from the last cursor.
 func (r *Remote) Run(ctx context.Context) {
 	attempts := 0
+	var down, up time.Time
 	for ctx.Err() == nil {
+		state := LinkReconnecting
 		h, err := r.src.Health(ctx)
 		if err == nil || errors.Is(err, ErrUnavailable) {
-			// A stalled supervisor still streams; the link shows its health.
-			err = r.stream(ctx, h)
-			if err == nil {
-				attempts = 0 // it was up: the next failure starts the backoff anew
+			if verr := versionError(r.c, h); r.checkVersion && verr != nil {
+				state, err = LinkIncompatible, verr
+			} else {
+				// A stalled supervisor still streams; the link shows its health.
+				err = r.stream(ctx, h)
+				if r.Link().State == LinkConnected {
+					up = time.Now()
+				}
+				if err == nil {
+					attempts = 0 // it was up: the next failure starts the backoff anew
+				}
 			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		attempts++
+		if attempts == 1 {
+			down = time.Now()
+		}
 		wait := remoteBackoff(attempts)
+		if state == LinkIncompatible {
+			wait = incompatibleRetry
+		}
 		msg := "the event stream ended"
 		if err != nil {
 			msg = sessions.SanitizeMessage(err.Error())
 		}
-		r.setLink(LinkStatus{State: LinkReconnecting, Since: time.Now(), Attempts: attempts,
+		r.setLink(LinkStatus{State: state, Since: down, Up: up, Attempts: attempts,
 			NextAttempt: time.Now().Add(wait), Error: msg})
 		t := time.NewTimer(wait)
 		select {

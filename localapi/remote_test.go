@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -17,10 +18,12 @@ import (
 type fakeSource struct {
 	mu sync.Mutex
 	// status is the health status while up ("" means ok).
-	status  string
-	conns   []fakeConn
-	cursors []string // the cursor each Watch was called with
-	healths []time.Time
+	status string
+	// apiVersion is the API version the supervisor says it speaks.
+	apiVersion int
+	conns      []fakeConn
+	cursors    []string // the cursor each Watch was called with
+	healths    []time.Time
 }
 
 type fakeConn struct {
@@ -53,9 +56,9 @@ func (f *fakeSource) Health(ctx context.Context) (Health, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.status != "" {
-		return Health{Status: f.status}, fmt.Errorf("%w: stalled", ErrUnavailable)
+		return Health{Status: f.status, APIVersion: f.apiVersion}, fmt.Errorf("%w: stalled", ErrUnavailable)
 	}
-	return Health{Status: "ok"}, nil
+	return Health{Status: "ok", APIVersion: f.apiVersion}, nil
 }
 
 func (f *fakeSource) WatchAsDesktop(ctx context.Context, cursor string, fn func(Message) error) error {
@@ -247,4 +250,51 @@ func TestRemoteDropsArchived(t *testing.T) {
 	if got := r.Sessions(); len(got) != 1 || got[0].ID != "abc1" {
 		t.Fatalf("mirror after archiving abc2: %+v", got)
 	}
+}
+
+// TestMachineRemoteLinkStates: another machine's supervisor that speaks
+// another API version is reported incompatible and not streamed from, and
+// asked again a minute later; once it speaks ours it streams. A link that
+// drops keeps, over its failed attempts, when it went down (Since) and
+// when it was last up (Up): "reconnecting since 12:03", not "unreachable".
+func TestMachineRemoteLinkStates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &fakeSource{apiVersion: APIVersion + 1, conns: []fakeConn{
+			{msgs: []Message{snapshotMsg("g1", 1, sess("aaaa", sessions.Working))}},
+			{down: true},
+			{down: true},
+		}}
+		r := newRemote(nil, src, nil)
+		r.checkVersion = true
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		synctest.Wait()
+		l := r.Link()
+		if l.State != LinkIncompatible || !strings.Contains(l.Error, fmt.Sprintf("speaks API version %d", APIVersion+1)) || !l.Up.IsZero() {
+			t.Fatalf("link %+v, want incompatible naming the version, never up", l)
+		}
+		if len(src.cursors) != 0 {
+			t.Fatal("streamed from a supervisor of another API version")
+		}
+		src.mu.Lock()
+		src.apiVersion = APIVersion
+		src.mu.Unlock()
+		time.Sleep(incompatibleRetry)
+		synctest.Wait()
+		// It streamed its snapshot and ended; then it is down twice.
+		dropped := time.Now()
+		l = r.Link()
+		if l.State != LinkReconnecting || !l.Since.Equal(dropped) || l.Up.IsZero() {
+			t.Fatalf("after the drop: %+v, want reconnecting since %v, up before", l, dropped)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		l = r.Link()
+		if l.State != LinkReconnecting || l.Attempts < 3 || !l.Since.Equal(dropped) {
+			t.Errorf("after more failed attempts: %+v, want still reconnecting since %v", l, dropped)
+		}
+		cancel()
+		<-done
+	})
 }

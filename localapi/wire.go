@@ -7,6 +7,7 @@
 package localapi
 
 import (
+	"context"
 	"sort"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -56,6 +57,10 @@ type Message struct {
 	Link *LinkStatus `json:"link,omitempty"`
 	// Usage is today's usage across every session (MsgUsage, MsgSnapshot).
 	Usage *DayUsage `json:"usage,omitempty"`
+	// Machine is the other machine the message came from, set by the
+	// desktop when it relays that machine's stream ("" for this one). It
+	// never crosses the API: a supervisor speaks only for its own machine.
+	Machine string `json:"-"`
 }
 
 // DayUsage is one local calendar day's usage across every session: its
@@ -124,3 +129,31 @@ type (
 
 // AgentCommandKey is the setting holding the command that starts agent name.
 func AgentCommandKey(name string) string { return settings.AgentCommandKey(name) }
+
+// Commands are a supervisor's commands as a desktop sends them: the
+// Runtime in process, a Remote attached over the API, the desktop's router
+// over every machine (ui/fleet) all take them.
+type Commands interface {
+	Timeline(ctx context.Context, id string, limit int) ([]TimelineRow, error)
+	Launch(ctx context.Context, req LaunchRequest) (sessions.Session, error)
+	Send(ctx context.Context, id, prompt string) (sessions.Session, error)
+	Interrupt(ctx context.Context, id string) (sessions.Session, error)
+	Ack(ctx context.Context, id string) (sessions.Session, error)
+	// Answer answers the permission request requestID, the one the window
+	// shows, never whichever is oldest when the call runs.
+	Answer(ctx context.Context, id, requestID string, allow bool, message string) (sessions.Session, error)
+	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
+	// Forget removes an ended session. Not recorded into the model: the
+	// snapshot that follows drops it there.
+	Forget(ctx context.Context, id string, timeline TimelineChoice) (sessions.Session, error)
+	// Resume resumes a terminal session whose process is gone as a new
+	// managed session (returned).
+	Resume(ctx context.Context, id string) (sessions.Session, error)
+	// SetRecovery is the session's "stop recovering" switch (on: it is
+	// recovered again).
+	SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error)
+	// PublishSnapshot re-emits every session on the bus. The window's
+	// Settings calls it after saving, so the tray and other views re-read
+	// at once instead of at the next periodic snapshot.
+	PublishSnapshot()
+}

@@ -176,6 +176,8 @@ type Notifier struct {
 	// rich, when set, sends instead of send, with the whole notification
 	// (its session, for a click to open).
 	rich func(Notification, []byte) error
+	// machine names another machine in every title (SetMachine).
+	machine string
 	// gate, when set, is asked before sending: false means someone else
 	// shows this notification (a desktop attached to this supervisor).
 	gate func() bool
@@ -279,6 +281,15 @@ func New(send Sender, icon []byte, initial []sessions.Session, log *slog.Logger)
 	}
 }
 
+// SetMachine names the other machine whose sessions this notifier
+// watches: every title starts with it ("devbox: fix tests needs
+// attention"), so a notification says where the session runs.
+func (n *Notifier) SetMachine(name string) {
+	n.mu.Lock()
+	n.machine = name
+	n.mu.Unlock()
+}
+
 // Observe handles one session change.
 func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time) {
 	n.mu.Lock()
@@ -286,6 +297,9 @@ func (n *Notifier) Observe(s sessions.Session, waitingOnUser bool, now time.Time
 	note, ok := n.decider.Observe(s, waitingOnUser)
 	if !ok {
 		return
+	}
+	if n.machine != "" {
+		note.Title = textsafe.Clean(n.machine) + ": " + note.Title
 	}
 	if n.gate != nil && !n.gate() {
 		n.Deferred++

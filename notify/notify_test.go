@@ -384,3 +384,25 @@ func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
 		<-done
 	})
 }
+
+// Another machine's notifier names the machine first in every title (the
+// name cleaned like any text from another machine).
+func TestMachineNamedInTitle(t *testing.T) {
+	cases := []struct {
+		machine, title string
+	}{
+		{"", "name-a needs attention"},
+		{"devbox", "devbox: name-a needs attention"},
+		{"dev\x1b[31mbox", "devbox: name-a needs attention"},
+	}
+	for _, tc := range cases {
+		var out []sent
+		n := New(recorder(&out, nil), nil, nil, nil)
+		n.SetMachine(tc.machine)
+		n.Observe(s("a", sessions.Working, nil), true, t0)
+		n.Observe(s("a", sessions.Interrupted, escalated), true, t0)
+		if len(out) != 1 || out[0].title != tc.title {
+			t.Errorf("machine %q: sent %+v, want title %q", tc.machine, out, tc.title)
+		}
+	}
+}

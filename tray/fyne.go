@@ -96,6 +96,9 @@ func SnapshotOf(m *model.Model, now time.Time) Snapshot {
 	if d, ok := m.Today(); ok {
 		snap.Today = &d
 	}
+	for _, g := range m.Groups() {
+		snap.Groups = append(snap.Groups, Group{Heading: g.Heading(), Sessions: g.Sessions})
+	}
 	return snap
 }
 

@@ -84,6 +84,17 @@ type Snapshot struct {
 	// Today is the day's usage across every session, nil until the
 	// supervisor told it: the header's second line (TodayLine).
 	Today *model.DayUsage
+	// Groups, when other machines are configured, is Sessions by machine
+	// (this one first): the menu lists each under its machine's heading.
+	// Sessions still holds every machine's, for the icon and the summary.
+	Groups []Group
+}
+
+// Group is one machine's part of the menu.
+type Group struct {
+	// Heading is the machine's name and link ("devbox — connected").
+	Heading  string
+	Sessions []sessions.Session
 }
 
 // icons maps the shared urgency to the tray's icon.
@@ -170,21 +181,19 @@ func Build(snap Snapshot) Menu {
 	}
 	m.Items = append(m.Items, Item{Separator: true})
 
-	top, rest := list, []sessions.Session(nil)
-	if len(list) > MaxTopLevel {
-		top, rest = list[:MaxTopLevel], list[MaxTopLevel:]
-	}
-	for _, s := range top {
-		m.Items = append(m.Items, sessionItem(s, snap.Now))
-	}
-	if len(rest) > 0 {
-		more := Item{Label: fmt.Sprintf("More… (%d)", len(rest))}
-		for _, s := range rest {
-			more.Children = append(more.Children, sessionItem(s, snap.Now))
+	if len(snap.Groups) == 0 {
+		m.Items = append(m.Items, sessionItems(list, snap.Now)...)
+		if len(list) > 0 {
+			m.Items = append(m.Items, Item{Separator: true})
 		}
-		m.Items = append(m.Items, more)
 	}
-	if len(list) > 0 {
+	for _, g := range snap.Groups {
+		// Each machine's heading, then its sessions (capped per machine:
+		// a busy machine does not push the others off the menu).
+		group := append([]sessions.Session(nil), g.Sessions...)
+		view.Sort(group)
+		m.Items = append(m.Items, Item{Label: g.Heading, Disabled: true})
+		m.Items = append(m.Items, sessionItems(group, snap.Now)...)
 		m.Items = append(m.Items, Item{Separator: true})
 	}
 	m.Items = append(m.Items,
@@ -198,6 +207,27 @@ func Build(snap Snapshot) Menu {
 		Item{Label: "Quit", Action: ActQuit},
 	)
 	return m
+}
+
+// sessionItems lists sessions, the first MaxTopLevel at the top level and
+// the rest under "More…".
+func sessionItems(list []sessions.Session, now time.Time) []Item {
+	top, rest := list, []sessions.Session(nil)
+	if len(list) > MaxTopLevel {
+		top, rest = list[:MaxTopLevel], list[MaxTopLevel:]
+	}
+	var items []Item
+	for _, s := range top {
+		items = append(items, sessionItem(s, now))
+	}
+	if len(rest) > 0 {
+		more := Item{Label: fmt.Sprintf("More… (%d)", len(rest))}
+		for _, s := range rest {
+			more.Children = append(more.Children, sessionItem(s, now))
+		}
+		items = append(items, more)
+	}
+	return items
 }
 
 // SessionLabel is "● name — State · 12m".

@@ -404,3 +404,68 @@ func TestBuildTodayAndRecoverySwitch(t *testing.T) {
 		}
 	}
 }
+
+// With other machines configured the menu lists each machine's sessions
+// under its heading, this machine first; the icon and the summary count
+// every machine's.
+func TestBuildGroupsByMachine(t *testing.T) {
+	here := sess("a", "local-work", sessions.Idle, nil)
+	remote := sess("b@devbox", "remote-fix", sessions.Interrupted, attention)
+	many := make([]sessions.Session, MaxTopLevel+2)
+	for i := range many {
+		many[i] = sess(fmt.Sprintf("z%02d@zeta", i), fmt.Sprintf("z%02d", i), sessions.Idle, nil)
+	}
+	m := Build(Snapshot{Now: now, Sessions: append([]sessions.Session{here, remote}, many...), Groups: []Group{
+		{Heading: "This machine", Sessions: []sessions.Session{here}},
+		{Heading: "devbox — reconnecting since 12:03: Connection refused", Sessions: []sessions.Session{remote}},
+		{Heading: "zeta — connected", Sessions: many},
+	}})
+	if m.Icon != assets.IconAttention {
+		t.Errorf("icon %s, want attention: the remote session needs the user", m.Icon)
+	}
+	var got []string
+	for _, it := range m.Items {
+		switch {
+		case it.Separator:
+			got = append(got, "--")
+		case it.SessionID != "":
+			got = append(got, "s:"+it.SessionID)
+		case strings.HasPrefix(it.Label, "More…"):
+			got = append(got, fmt.Sprintf("more:%d", len(it.Children)))
+		default:
+			got = append(got, it.Label)
+		}
+	}
+	want := []string{"1 needs you", "--",
+		"This machine", "s:a", "--",
+		"devbox — reconnecting since 12:03: Connection refused", "s:b@devbox", "--",
+		"zeta — connected"}
+	for i := range MaxTopLevel {
+		want = append(want, fmt.Sprintf("s:z%02d@zeta", i))
+	}
+	want = append(want, "more:2", "--", "Open Session Supervisor…", "Settings…", "Pause supervisor", "--", "Quit")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("menu:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The remote session's actions carry its key, which routes them.
+	for _, c := range m.Items[6].Children {
+		if c.SessionID != "b@devbox" {
+			t.Errorf("%q acts on %q, want b@devbox", c.Label, c.SessionID)
+		}
+	}
+}
+
+// SnapshotOf groups only when the model has machines.
+func TestSnapshotOfGroups(t *testing.T) {
+	m := model.New()
+	m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{sess("a", "a", sessions.Idle, nil)}})
+	if g := SnapshotOf(m, now).Groups; g != nil {
+		t.Fatalf("groups %v with no machine configured", g)
+	}
+	m.SetMachines([]string{"devbox"})
+	m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Machine: "devbox", Sessions: []sessions.Session{sess(model.Key("devbox", "a"), "a", sessions.Working, nil)}})
+	snap := SnapshotOf(m, now)
+	if len(snap.Sessions) != 2 || len(snap.Groups) != 2 || snap.Groups[1].Heading != "devbox — connecting…" || len(snap.Groups[1].Sessions) != 1 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+}

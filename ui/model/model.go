@@ -76,10 +76,15 @@ type Model struct {
 	// today is the day's usage across every session as the supervisor
 	// last told it (MsgUsage, a snapshot); nil until it does.
 	today *localapi.DayUsage
+	// machines are the other machines configured (SetMachines), by name;
+	// links is each one's link. Their sessions are in byID under Key.
+	machines []string
+	links    map[string]localapi.LinkStatus
 
-	// last is the cursor of the last message applied, to see a gap (missed
-	// messages) or a new generation (the supervisor restarted).
-	last localapi.Cursor
+	// last is, per machine ("" for this one), the cursor of the last
+	// message applied, to see a gap (missed messages) or a new generation
+	// (the supervisor restarted). Each machine numbers its own stream.
+	last map[string]localapi.Cursor
 
 	// The followed session's timeline (the window's open detail). Only one
 	// is kept: a desktop reads one timeline at a time, and keeping every
@@ -97,7 +102,8 @@ type Model struct {
 // New returns an empty model; notifications of Prefs default to on, like
 // the setting.
 func New() *Model {
-	return &Model{byID: map[string]sessions.Session{}, prefs: Prefs{NotifyWaitingOnUser: true}, watchers: map[chan struct{}]struct{}{}}
+	return &Model{byID: map[string]sessions.Session{}, prefs: Prefs{NotifyWaitingOnUser: true}, watchers: map[chan struct{}]struct{}{},
+		links: map[string]localapi.LinkStatus{}, last: map[string]localapi.Cursor{}}
 }
 
 // Watch returns a channel that receives a signal after every change (one
@@ -131,23 +137,37 @@ func (m *Model) changedLocked() {
 // message replaces one; a timeline row is kept when it belongs to the
 // followed session. A gap in the cursor or a new generation means rows may
 // have been missed: the followed timeline is marked for a reload.
+//
+// A message from another machine (msg.Machine set, its sessions already
+// keyed by Key) changes only that machine's part: its snapshot replaces its
+// sessions alone, its link is its own, and its settings are not this
+// desktop's. One from a machine no longer configured is dropped.
 func (m *Model) Apply(msg localapi.Message) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.noteCursorLocked(msg.Cursor)
+	if msg.Machine != "" && !slices.Contains(m.machines, msg.Machine) {
+		return
+	}
+	m.noteCursorLocked(msg.Machine, msg.Cursor)
 	switch msg.Type {
 	case localapi.MsgSnapshot:
-		byID := make(map[string]sessions.Session, len(msg.Sessions))
+		byID := make(map[string]sessions.Session, len(m.byID)+len(msg.Sessions))
+		for k, s := range m.byID {
+			if machine, _ := SplitKey(k); machine != msg.Machine {
+				byID[k] = s
+			}
+		}
 		for _, s := range msg.Sessions {
 			byID[s.ID] = s.Clone()
 		}
 		m.byID, m.list = byID, nil
-		if msg.Settings != nil {
+		if msg.Settings != nil && msg.Machine == "" {
 			m.prefs = PrefsFrom(msg.Settings, m.prefs)
 		}
-		if msg.Usage != nil {
+		if msg.Usage != nil && msg.Machine == "" {
 			// A snapshot without it (a Remote's own republishing) keeps
-			// what the supervisor said last.
+			// what the supervisor said last. Another machine's day is its
+			// own (its own prices and day), not added to this one's.
 			d := *msg.Usage
 			m.today = &d
 		}
@@ -173,9 +193,12 @@ func (m *Model) Apply(msg localapi.Message) {
 	case localapi.MsgResync:
 		m.staleLocked()
 	case localapi.MsgSettings:
+		if msg.Machine != "" {
+			return
+		}
 		m.prefs = PrefsFrom(msg.Settings, m.prefs)
 	case localapi.MsgUsage:
-		if msg.Usage == nil {
+		if msg.Usage == nil || msg.Machine != "" {
 			return
 		}
 		d := *msg.Usage
@@ -183,6 +206,10 @@ func (m *Model) Apply(msg localapi.Message) {
 	case localapi.MsgLink:
 		if msg.Link == nil {
 			return
+		}
+		if msg.Machine != "" {
+			m.links[msg.Machine] = *msg.Link
+			break
 		}
 		m.link = *msg.Link
 	default:
@@ -195,15 +222,16 @@ func (m *Model) Apply(msg localapi.Message) {
 // new generation, or a sequence number that skips (a lagging subscriber
 // drops messages until the next snapshot). Messages delivered to one
 // subscriber only repeat the current number, which is not a gap.
-func (m *Model) noteCursorLocked(c localapi.Cursor) {
+func (m *Model) noteCursorLocked(machine string, c localapi.Cursor) {
 	if c.Generation == "" {
 		return
 	}
-	if m.last.Generation != "" && (c.Generation != m.last.Generation || c.Seq > m.last.Seq+1) {
+	last := m.last[machine]
+	if last.Generation != "" && (c.Generation != last.Generation || c.Seq > last.Seq+1) {
 		m.staleLocked()
 	}
-	if c.Generation != m.last.Generation || c.Seq > m.last.Seq {
-		m.last = c
+	if c.Generation != last.Generation || c.Seq > last.Seq {
+		m.last[machine] = c
 	}
 }
 
