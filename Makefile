@@ -52,7 +52,7 @@ DIST := dist
 PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
 WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build hook run test test-cpu lint lint-static vulncheck unit e2e bench bench-idle clean package-linux build-windows
+.PHONY: all deps test-deps build hook run test test-cpu lint lint-static vulncheck unit e2e bench bench-idle bench-machines clean package-linux build-windows
 
 all: build
 
@@ -212,6 +212,13 @@ bench:
 # make test). BENCH_IDLE_SESSIONS, BENCH_IDLE_PROCS, BENCH_IDLE_SECONDS.
 bench-idle:
 	$(GO) test -tags benchidle -count=1 -v -run '^TestBenchIdle$$' ./e2e/
+
+# The desktop's idle cost with other machines attached: one sshd, N headless
+# supervisors with M idle sessions each, against a desktop with no machines
+# (e2e/machines_bench_test.go; not in make test). BENCH_IDLE_MACHINES,
+# BENCH_IDLE_SESSIONS (per machine), BENCH_IDLE_SECONDS.
+bench-machines:
+	$(GO) test -tags benchidle -count=1 -v -timeout 60m -run '^TestBenchIdleMachines$$' ./e2e/
 
 clean:
 	rm -rf bin .cache $(DIST)

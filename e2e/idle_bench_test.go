@@ -49,14 +49,8 @@ func TestBenchIdle(t *testing.T) {
 	// Let the start settle (the sessions' last rows written, the first
 	// full scans done) before the window opens.
 	time.Sleep(5 * time.Second)
-	pid := h.app.Process.Pid
-	before, at := cpuTicks(t, pid), time.Now()
-	time.Sleep(time.Duration(secs) * time.Second)
-	after, took := cpuTicks(t, pid), time.Since(at)
-	// USER_HZ is 100 on every Linux this runs on.
-	cpu := float64(after-before) / 100 / took.Seconds() * 100
-	rss := rssKB(t, pid)
-	fmt.Printf("bench-idle: sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB\n", n, m, secs, cpu, float64(rss)/1024)
+	cpu, rss := idleCost(t, h.app.Process.Pid, secs)
+	fmt.Printf("bench-idle: sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB\n", n, m, secs, cpu, rss)
 	h.interrupt()
 }
 
@@ -71,6 +65,17 @@ func envInt(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q is not a count", name, v)
 	}
 	return n
+}
+
+// idleCost is process pid's CPU over the next secs seconds, in percent of
+// one core, and its RSS in MB at the end.
+func idleCost(t *testing.T, pid, secs int) (cpu, rssMB float64) {
+	t.Helper()
+	before, at := cpuTicks(t, pid), time.Now()
+	time.Sleep(time.Duration(secs) * time.Second)
+	after, took := cpuTicks(t, pid), time.Since(at)
+	// USER_HZ is 100 on every Linux this runs on.
+	return float64(after-before) / 100 / took.Seconds() * 100, float64(rssKB(t, pid)) / 1024
 }
 
 // cpuTicks is the process's user and system time in clock ticks

@@ -84,6 +84,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PidFile %s/sshd.pid
+MaxStartups 200
 `, port, dir, dir, dir))
 	alias := func(name, known, key string) string {
 		return fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  UserKnownHostsFile %s/%s\n  IdentityFile %s/%s\n", name, port, dir, known, dir, key)
@@ -353,33 +354,9 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	d := startDesktop(t)
 	bin, fake := testBinaries(t)
 
-	// The remote: a headless supervisor with its own data directory and
-	// HOME, on no session bus (it must not notify this desktop itself).
-	remoteDir := shortTempDir(t)
-	onRemote := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--data-dir", remoteDir}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("remote %v: %v", args, err)
-		}
-		return string(out)
-	}
-	for _, kv := range [][2]string{
-		{"agents.claude.command", fake},
-		{"supervisor.tick_seconds", "5"},
-		{"supervisor.nudge_max_attempts", "0"},
-	} {
-		onRemote("settings", "set", kv[0], kv[1])
-	}
-	remoteEnv := append(os.Environ(), "HOME="+t.TempDir(), "DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent",
-		"FAKE_CLAUDE_SCRIPT="+d.script, "LANG=en_US.UTF-8")
-	remoteSup := startApp(t, bin, remoteEnv, "--data-dir", remoteDir, "run", "--headless")
-	eventually(t, "the remote supervisor's socket", 30*time.Second, func() bool {
-		cmd := exec.Command(bin, "--data-dir", remoteDir, "ls")
-		return cmd.Run() == nil
-	})
+	remote := startRemoteSupervisor(t, bin, d.script, [2]string{"agents.claude.command", fake},
+		[2]string{"supervisor.tick_seconds", "5"}, [2]string{"supervisor.nudge_max_attempts", "0"})
+	remoteDir, onRemote, remoteSup := remote.dir, remote.cli, remote.proc
 
 	if out, err := d.cli("settings", "set", "machines.ssh_command", "ssh -F "+srv.config); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -473,7 +450,7 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 		return i >= 0 && strings.Contains(m.Children[i].Label, "no Session Supervisor runs")
 	})
 	screenshot(t, d.display, "desktop-remote-reconnecting.png")
-	remoteSup = startApp(t, bin, remoteEnv, "--data-dir", remoteDir, "run", "--headless")
+	remoteSup = remote.restart()
 	eventually(t, "r1 connected again with its session listed once", 60*time.Second, func() bool {
 		m, err := getLayout(d.conn, dest, 0)
 		if err != nil {
@@ -488,4 +465,53 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 		}
 		return index("r1 — connected") >= 0 && n == 1
 	})
+}
+
+// remoteSupervisor is a headless supervisor standing for another machine:
+// its own data directory and HOME, on no session bus (it must not notify
+// the test's desktop itself), its fake agent playing a script.
+type remoteSupervisor struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	env  []string
+	proc *appProc
+}
+
+// startRemoteSupervisor applies settings (key, value) to a new data
+// directory, starts `run --headless` on it and waits for its socket.
+func startRemoteSupervisor(t *testing.T, bin, script string, settings ...[2]string) *remoteSupervisor {
+	t.Helper()
+	r := &remoteSupervisor{t: t, bin: bin, dir: shortTempDir(t)}
+	for _, kv := range settings {
+		r.cli("settings", "set", kv[0], kv[1])
+	}
+	r.env = append(os.Environ(), "HOME="+t.TempDir(), "DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent",
+		"FAKE_CLAUDE_SCRIPT="+script, "LANG=en_US.UTF-8")
+	r.restart()
+	return r
+}
+
+// restart starts the supervisor (again, after a kill) and waits until it
+// answers.
+func (r *remoteSupervisor) restart() *appProc {
+	r.t.Helper()
+	r.proc = startApp(r.t, r.bin, r.env, "--data-dir", r.dir, "run", "--headless")
+	eventually(r.t, "the remote supervisor's socket", 30*time.Second, func() bool {
+		return exec.Command(r.bin, "--data-dir", r.dir, "ls").Run() == nil
+	})
+	return r.proc
+}
+
+// cli runs a command line on the remote's data directory, as someone
+// logged in there would, and returns its stdout.
+func (r *remoteSupervisor) cli(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, append([]string{"--data-dir", r.dir}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+r.t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("remote %v: %v", args, err)
+	}
+	return string(out)
 }
