@@ -138,6 +138,12 @@ type Event struct {
 	// Claude's carries it on an assistant message, Codex's on a metrics
 	// notification). Apply counts it into Session.Usage.
 	Usage *UsageReport `json:"usage,omitempty"`
+	// Todos is the agent's task list as it stands after this event (a
+	// TodoWrite call, a task created or updated, a Codex plan update).
+	Todos *TodoProgress `json:"todos,omitempty"`
+	// RateWindows are plan usage windows the agent reported with this
+	// event (any kind; usually a metrics line).
+	RateWindows []RateWindow `json:"rate_windows,omitempty"`
 }
 
 // ObservedState is what an external source inferred about a session it
