@@ -248,6 +248,19 @@ func builtinScenarios() map[string]ScenarioFunc {
 		// TaskUpdate: Claude Code 2.1's todo list), one call a request,
 		// then answers DoneText: TasksSteps.
 		"tasks": tasksScenario,
+		// tasks_slow is tasks, then SlowToolCommand before the answer: a
+		// turn that runs long enough, its list half done, for a test to
+		// read its time-left band while it is in flight.
+		"tasks_slow": func(c *Call) Reply {
+			results := toolResults(c.Req)
+			switch {
+			case results < len(TasksSteps):
+				return tasksScenario(c)
+			case results == len(TasksSteps):
+				return Reply{Content: []Block{ToolUseBlock("Bash", map[string]string{"command": SlowToolCommand, "description": ToolDescription})}}
+			}
+			return TextReply(ToolDoneText)
+		},
 		// todowrite writes a todo list of three with TodoWrite (one done,
 		// one in progress), then answers DoneText; the CLI offers the tool
 		// only with CLAUDE_CODE_ENABLE_TASKS=0 since 2.1.
@@ -300,12 +313,7 @@ var TasksSteps = []struct {
 }
 
 func tasksScenario(c *Call) Reply {
-	done := 0
-	for _, m := range c.Req.Messages {
-		if m.HasToolResult() {
-			done++
-		}
-	}
+	done := toolResults(c.Req)
 	if done >= len(TasksSteps) {
 		return TextReply(DoneText)
 	}
@@ -462,4 +470,16 @@ func scenarioOf(r *MessagesRequest) (name, key string) {
 		}
 	}
 	return "text", "text\x00" + first
+}
+
+// toolResults counts the conversation's messages that carry tool results:
+// the steps a multi-step scenario has taken.
+func toolResults(r *MessagesRequest) int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.HasToolResult() {
+			n++
+		}
+	}
+	return n
 }
