@@ -336,8 +336,8 @@ func Apply(s Session, e Event, now time.Time) Session {
 	if e.Todos != nil {
 		applyTodos(&n, *e.Todos, now)
 	}
-	if len(e.RateWindows) > 0 {
-		applyRateWindows(&n, e.RateWindows, now)
+	if e.RateWindow != nil {
+		applyRateWindow(&n, *e.RateWindow, now)
 	}
 	return n
 }

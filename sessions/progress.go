@@ -126,19 +126,17 @@ func recordTurn(n *Session, now time.Time) {
 	n.PastTurns = past
 }
 
-// applyRateWindows merges the windows an event reports into the session's,
-// by kind. A window reported again with the same reset time keeps its first
-// report (the pace it fills at); a new reset time is a new window.
-func applyRateWindows(n *Session, ws []RateWindow, now time.Time) {
+// applyRateWindow merges a reported window into the session's, by kind. A
+// window reported again with the same reset time keeps its first report
+// (the pace it fills at); a new reset time is a new window.
+func applyRateWindow(n *Session, w RateWindow, now time.Time) {
 	out := slices.Clone(n.RateWindows)
-	for _, w := range ws {
-		w.At = now
-		w.FirstUsed, w.FirstAt = w.Used, now
-		i := slices.IndexFunc(out, func(o RateWindow) bool { return o.Kind == w.Kind })
-		if i < 0 {
-			out = append(out, w)
-			continue
-		}
+	w.At = now
+	w.FirstUsed, w.FirstAt = w.Used, now
+	i := slices.IndexFunc(out, func(o RateWindow) bool { return o.Kind == w.Kind })
+	if i < 0 {
+		out = append(out, w)
+	} else {
 		if old := out[i]; old.ResetsAt.Equal(w.ResetsAt) && old.Used <= w.Used {
 			w.FirstUsed, w.FirstAt = old.FirstUsed, old.FirstAt
 		}

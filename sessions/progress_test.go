@@ -92,8 +92,9 @@ func TestObservedTurnEndRecorded(t *testing.T) {
 
 func TestApplyRateWindows(t *testing.T) {
 	reset := p0.Add(5 * time.Hour)
-	s := Apply(Session{}, Event{Kind: EvMetrics, RateWindows: []RateWindow{{Kind: "five_hour", Used: 40, ResetsAt: reset}}}, p0)
-	s = Apply(s, Event{Kind: EvMetrics, RateWindows: []RateWindow{{Kind: "five_hour", Used: 60, ResetsAt: reset}, {Kind: "seven_day", Used: 10}}}, p0.Add(time.Hour))
+	s := Apply(Session{}, Event{Kind: EvMetrics, RateWindow: &RateWindow{Kind: "five_hour", Used: 40, ResetsAt: reset}}, p0)
+	s = Apply(s, Event{Kind: EvMetrics, RateWindow: &RateWindow{Kind: "five_hour", Used: 60, ResetsAt: reset}}, p0.Add(time.Hour))
+	s = Apply(s, Event{Kind: EvMetrics, RateWindow: &RateWindow{Kind: "seven_day", Used: 10}}, p0.Add(time.Hour))
 	if len(s.RateWindows) != 2 {
 		t.Fatalf("windows = %+v", s.RateWindows)
 	}
@@ -106,7 +107,7 @@ func TestApplyRateWindows(t *testing.T) {
 		t.Fatalf("HitAt = %v %v, want %v", at, ok, p0.Add(3*time.Hour))
 	}
 	// A new reset time is a new window: its pace starts over.
-	s = Apply(s, Event{Kind: EvMetrics, RateWindows: []RateWindow{{Kind: "five_hour", Used: 5, ResetsAt: reset.Add(5 * time.Hour)}}}, p0.Add(6*time.Hour))
+	s = Apply(s, Event{Kind: EvMetrics, RateWindow: &RateWindow{Kind: "five_hour", Used: 5, ResetsAt: reset.Add(5 * time.Hour)}}, p0.Add(6*time.Hour))
 	if w := s.RateWindows[0]; w.FirstUsed != 5 || !w.FirstAt.Equal(p0.Add(6*time.Hour)) {
 		t.Fatalf("new window = %+v", w)
 	}

@@ -557,7 +557,7 @@ func (s *state) rateLimit(w *wire) []sessions.Event {
 	if info.ResetsAt > 0 && info.ResetsAt < 1e11 {
 		rw.ResetsAt = time.Unix(int64(info.ResetsAt), 0).UTC()
 	}
-	ev.RateWindows = []sessions.RateWindow{rw}
+	ev.RateWindow = &rw
 	return []sessions.Event{ev}
 }
 

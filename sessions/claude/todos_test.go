@@ -47,7 +47,9 @@ func TestCapturedTodosAndWindows(t *testing.T) {
 					}
 					lists = append(lists, *e.Todos)
 				}
-				windows = append(windows, e.RateWindows...)
+				if e.RateWindow != nil {
+					windows = append(windows, *e.RateWindow)
+				}
 				now = now.Add(time.Second)
 				s = sessions.Apply(s, e, now)
 			}

@@ -407,7 +407,16 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: w.Method}}, true
 	case "account/rateLimits/updated":
 		s.rateLimits(p)
-		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "rate limits", RateWindows: rateWindows(p)}}, true
+		// One event per window (an Event carries one); the first, or one
+		// alone when no window has figures, says what the line was.
+		events := []sessions.Event{{Kind: sessions.EvMetrics, Detail: "rate limits"}}
+		for i, w := range rateWindows(p) {
+			if i > 0 {
+				events = append(events, sessions.Event{Kind: sessions.EvMetrics, Detail: "rate limits"})
+			}
+			events[i].RateWindow = &w
+		}
+		return events, true
 	case "thread/compacted":
 		// The compaction item (contextCompaction) carries start and end;
 		// this legacy note only confirms it.

@@ -63,7 +63,9 @@ func TestPlanAndWindows(t *testing.T) {
 				if e.Todos != nil {
 					todos = append(todos, *e.Todos)
 				}
-				windows = append(windows, e.RateWindows...)
+				if e.RateWindow != nil {
+					windows = append(windows, *e.RateWindow)
+				}
 			}
 			if !slices.Equal(todos, c.todos) {
 				t.Errorf("todos = %+v, want %+v", todos, c.todos)
