@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -313,7 +314,7 @@ func TestHumanOutputDropsEscapeSequences(t *testing.T) {
 		want  []string
 	}{
 		{"ls", func(c *cli) { printSessions(c, []sessions.Session{hostile, plain}, now) }, []string{"xy", "model said red"}},
-		{"show", func(c *cli) { printSession(c, hostile) }, []string{"xy", "model said red"}},
+		{"show", func(c *cli) { printSession(c, hostile, time.Now()) }, []string{"xy", "model said red"}},
 		{"watch", func(c *cli) {
 			names := map[string]string{}
 			printMessage(c, localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{hostile}}, names)
@@ -431,7 +432,7 @@ func TestShowListsOpenRequestsAndAnswersNameOne(t *testing.T) {
 		Permissions: []sessions.Permission{{RequestID: "req_a", Tool: "Bash"}, {RequestID: "req_b", Tool: "Write"}}}
 	s.Permission = &s.Permissions[0]
 	var out bytes.Buffer
-	printSession(&cli{stdout: &out}, s)
+	printSession(&cli{stdout: &out}, s, time.Now())
 	for _, want := range []string{"Bash (approve or deny) request req_a", "Write (approve or deny) request req_b"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show lacks %q:\n%s", want, out.String())
@@ -454,7 +455,7 @@ func TestShowPricesTheTokens(t *testing.T) {
 		Usage: sessions.SessionUsage{Total: sessions.Usage{"claude-sonnet-4-5-20250929": {Input: 1_000_000, Output: 100_000}}}}
 	show := func(dir string) (string, string) {
 		var out, errOut bytes.Buffer
-		printSession(&cli{stdout: &out, stderr: &errOut, dataDir: dir}, s)
+		printSession(&cli{stdout: &out, stderr: &errOut, dataDir: dir}, s, time.Now())
 		return out.String(), errOut.String()
 	}
 	dir := t.TempDir()
@@ -482,14 +483,70 @@ func TestShowPricesTheTokens(t *testing.T) {
 func TestShowNamesTheOtherProcessOfItsConversation(t *testing.T) {
 	s := sessions.Session{ID: "77777777-b", Agent: "claude", State: sessions.Idle, SharedWith: "88888888-0000-4000-8000-000000000001"}
 	var out bytes.Buffer
-	printSession(&cli{stdout: &out}, s)
+	printSession(&cli{stdout: &out}, s, time.Now())
 	if !strings.Contains(out.String(), "also run by session 88888888: not resumed or nudged while both run") {
 		t.Fatalf("show:\n%s", out.String())
 	}
 	out.Reset()
 	s.SharedWith = ""
-	printSession(&cli{stdout: &out}, s)
+	printSession(&cli{stdout: &out}, s, time.Now())
 	if strings.Contains(out.String(), "also run by") {
 		t.Fatalf("show names a share there is not:\n%s", out.String())
+	}
+}
+
+// show says how long the turn has left (the band and the signals it used,
+// each alone), the plan's windows, and a window the session will hit;
+// `ls --json` and `show --json` carry the same as fields beside the
+// session's own, with the equivalent API cost.
+func TestShowTimeLeftAndWindows(t *testing.T) {
+	now := time.Now()
+	reset := now.Add(3 * time.Hour)
+	s := sessions.Session{ID: "77777777-c", Agent: "claude", State: sessions.Working, InTurn: true,
+		TurnStarted: now.Add(-12 * time.Minute), Todos: sessions.TodoProgress{Total: 7, Completed: 3}, TodosSince: now.Add(-12 * time.Minute),
+		PastTurns:   []sessions.TurnRecord{{Duration: 20 * time.Minute, Tools: 30}, {Duration: 40 * time.Minute, Tools: 50}, {Duration: 30 * time.Minute, Tools: 40}},
+		RateWindows: []sessions.RateWindow{{Kind: "five_hour", Used: 90, FirstUsed: 50, ResetsAt: reset, At: now, FirstAt: now.Add(-time.Hour)}},
+		Usage:       sessions.SessionUsage{Total: sessions.Usage{"claude-sonnet-4-5-20250929": {Input: 1_000_000}}}}
+	var out bytes.Buffer
+	c := &cli{stdout: &out, stderr: &bytes.Buffer{}, dataDir: t.TempDir()}
+	printSession(c, s, now)
+	for _, want := range []string{"time left", "(todos 3/7, past turns)", "each signal", "todos ", "past turns ",
+		"plan window", "five_hour 90% used, resets", "plan limit", "will hit the five_hour window at about"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := writeJSON(c, c.sessionsJSON([]sessions.Session{s}, now)); err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		ID   string `json:"id"`
+		Cost struct {
+			Label string `json:"label"`
+			Total int64  `json:"total_micro_usd"`
+		} `json:"equivalent_api_cost"`
+		TimeLeft struct {
+			Low     int64    `json:"low_ns"`
+			High    int64    `json:"high_ns"`
+			Signals []string `json:"signals"`
+		} `json:"time_left"`
+		Warning string `json:"window_warning"`
+		Windows []struct {
+			Kind string  `json:"kind"`
+			Used float64 `json:"used_percent"`
+		} `json:"rate_windows"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	g := got[0]
+	if g.ID != s.ID || g.Cost.Label != "equivalent API cost" || g.Cost.Total != 3_000_000 ||
+		!(0 < g.TimeLeft.Low && g.TimeLeft.Low < g.TimeLeft.High) || !slices.Equal(g.TimeLeft.Signals, []string{"todos", "past turns"}) ||
+		g.Warning == "" || len(g.Windows) != 1 || g.Windows[0].Used != 90 {
+		t.Fatalf("json: %+v\n%s", g, out.String())
+	}
+	if list := c.sessionsJSON(nil, now); list == nil || len(list) != 0 {
+		t.Fatalf("an empty list is %#v, want []", list)
 	}
 }

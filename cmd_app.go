@@ -18,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/eta"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
@@ -137,10 +138,7 @@ func cmdLs(c *cli, args []string) error {
 		return err
 	}
 	if *asJSON {
-		if list == nil {
-			list = []sessions.Session{}
-		}
-		return writeJSON(c, list)
+		return writeJSON(c, c.sessionsJSON(list, time.Now()))
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(c.stdout, "no sessions yet; start one with 'session-supervisor new --cwd DIR PROMPT'")
@@ -180,9 +178,9 @@ func cmdShow(c *cli, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(c, s)
+		return writeJSON(c, c.sessionsJSON([]sessions.Session{s}, time.Now())[0])
 	}
-	printSession(c, s)
+	printSession(c, s, time.Now())
 	return nil
 }
 
@@ -200,7 +198,7 @@ func (c *cli) oneSession(command string, pos []string) (sessions.Session, error)
 	return cl.Session(ctx, pos[0])
 }
 
-func printSession(c *cli, s sessions.Session) {
+func printSession(c *cli, s sessions.Session, now time.Time) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	cells := textsafe.NewWriter(tw) // cleaned before the columns are measured
 	row := func(k, v string) { fmt.Fprintf(cells, "%s\t%s\n", k, v) }
@@ -255,9 +253,47 @@ func printSession(c *cli, s sessions.Session) {
 		row("tokens", fmt.Sprintf("%d in · %d out · %d cache write · %d cache read", t.Input, t.Output, t.CacheWrite, t.CacheRead))
 		row("cost", c.priceTable().Cost(s.Usage.Total).String())
 	}
+	if s.InTurn {
+		band := view.TimeLeft(s, now)
+		row("time left", band.String())
+		if parts := band.PartsText(); parts != "" {
+			row("each signal", parts)
+		}
+	}
+	for _, w := range s.RateWindows {
+		row("plan window", view.WindowText(w, now, time.Local))
+	}
+	if warn := view.WindowWarning(s, view.AccountWindows([]sessions.Session{s}), now, time.Local); warn != "" {
+		row("plan limit", warn)
+	}
 	row("skipped lines", fmt.Sprintf("%d", s.SkippedLines))
 	row("updated", s.UpdatedAt.Local().Format(time.DateTime))
 	tw.Flush()
+}
+
+// sessionJSON is a session as `ls --json` and `show --json` print it: the
+// session's own fields, and what the views derive from it (its tokens'
+// equivalent API cost, the time its turn has left, a plan window it will
+// hit).
+type sessionJSON struct {
+	sessions.Session
+	Cost          pricing.Breakdown `json:"equivalent_api_cost"`
+	TimeLeft      eta.Band          `json:"time_left"`
+	WindowWarning string            `json:"window_warning,omitempty"`
+}
+
+// sessionsJSON derives list's JSON at now; an empty list is [], never null.
+func (c *cli) sessionsJSON(list []sessions.Session, now time.Time) []sessionJSON {
+	out := make([]sessionJSON, 0, len(list))
+	prices := c.priceTable()
+	windows := view.AccountWindows(list)
+	for _, s := range list {
+		out = append(out, sessionJSON{
+			Session: s, Cost: prices.Cost(s.Usage.Total), TimeLeft: view.TimeLeft(s, now),
+			WindowWarning: view.WindowWarning(s, windows, now, time.Local),
+		})
+	}
+	return out
 }
 
 // priceTable is what the CLI prices tokens with: the built-in list prices

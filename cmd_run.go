@@ -117,7 +117,7 @@ func cmdRun(c *cli, args []string) error {
 		lock := screenLockWatch()
 		pushes := d.pushWhileAway(func() bool { return !lock.Locked(time.Now()) })
 		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{src: d.rt, settings: d.settings, dataDir: dir, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request,
+		runGUI(guiDeps{src: d.rt, settings: d.settings, dataDir: dir, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request, prices: c.priceTable(),
 			showAtStart: showWindowAtStart(launch, *trayOnly),
 			notifyTest:  func(ctx context.Context) ([]localapi.PushReceipt, error) { return pushes.Test(ctx, nil) },
 			pushStatus:  func() *localapi.PushStatus { st := pushes.Status(); return &st }})
@@ -211,7 +211,7 @@ func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) er
 	if launch.Interactive() {
 		fmt.Fprintf(c.stderr, "Session Supervisor is running without a window (data directory %s); this desktop attaches to it. Quitting the desktop leaves it running.\n", dir)
 	}
-	runGUI(guiDeps{src: remote, settings: remote, dataDir: dir, log: log, quit: q.quit, requestQuit: q.request, notifyTest: remote.NotifyTest,
+	runGUI(guiDeps{src: remote, settings: remote, dataDir: dir, log: log, quit: q.quit, requestQuit: q.request, prices: c.priceTable(), notifyTest: remote.NotifyTest,
 		showAtStart: showWindowAtStart(launch, trayOnly)})
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/machines"
 	"github.com/session-supervisor/session-supervisor/notify"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 	"github.com/session-supervisor/session-supervisor/tray"
@@ -65,6 +66,9 @@ type guiDeps struct {
 	// machine's sessions, the owning machine's supervisor for another's
 	// (set by runGUI).
 	act app.Backend
+	// prices turns tokens into the equivalent API cost the window's list
+	// shows (the data directory's table, read once at start).
+	prices *pricing.Table
 	// setShowWindow, in process, lets a second `run` bring the window
 	// forward (POST /v1/show); nil when attached, where the supervisor
 	// sends a show message on the stream instead.
@@ -136,7 +140,7 @@ func runGUI(d guiDeps) {
 	d.act = fl.Backend()
 
 	win := app.NewWindow(a, d.act, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusAnyTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus})
+		FocusTerminal: focusAnyTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices)})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
@@ -383,4 +387,13 @@ func openDir(path string) error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
+}
+
+// costText is the window's cost figure for a usage: its equivalent API cost
+// priced with prices (the built-in table when nil), the total alone.
+func costText(prices *pricing.Table) func(sessions.Usage) string {
+	if prices == nil {
+		prices = pricing.Builtin()
+	}
+	return func(u sessions.Usage) string { return prices.Cost(u).Total.String() }
 }

@@ -324,6 +324,24 @@ func (d *detailView) show(s sessions.Session) {
 	if shared := view.SharedText(s); shared != "" {
 		info = append(info, "Conversation", shared)
 	}
+	if s.InTurn {
+		band := view.TimeLeft(s, now)
+		left := band.String()
+		if parts := band.PartsText(); parts != "" {
+			left += "; " + parts
+		}
+		info = append(info, "Time left", left)
+	}
+	// The account's windows: the newest any of this agent's sessions saw.
+	windows := view.AccountWindows(d.w.list.all)
+	for _, a := range windows {
+		if a.Agent == s.Agent {
+			info = append(info, "Plan window", view.WindowText(a.Window, now, now.Location()))
+		}
+	}
+	if warn := view.WindowWarning(s, windows, now, now.Location()); warn != "" {
+		info = append(info, "Plan limit", warn)
+	}
 	d.info.Segments = infoSegments(info...)
 	d.info.Refresh()
 

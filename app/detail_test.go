@@ -496,3 +496,24 @@ func TestStopRecoveringSwitch(t *testing.T) {
 		t.Fatalf("a session past a budget: stopped %q (visible %v), check %v", d.stopped.Text, stopped(), d.stopRecovering.Checked)
 	}
 }
+
+// The detail says how long the turn has left (the band, its signals, each
+// alone), the account's plan windows, and that this session will hit one.
+func TestDetailShowsTimeLeftAndPlanWindows(t *testing.T) {
+	e := newEnv(t, seed(), nil)
+	s := e.session("f6")
+	s.InTurn, s.TurnStarted = true, t0.Add(-12*time.Minute)
+	s.Todos, s.TodosSince = sessions.TodoProgress{Total: 7, Completed: 3}, t0.Add(-12*time.Minute)
+	s.PastTurns = []sessions.TurnRecord{{Duration: 20 * time.Minute}, {Duration: 40 * time.Minute}, {Duration: 30 * time.Minute}}
+	s.RateWindows = []sessions.RateWindow{{Kind: "five_hour", Used: 90, FirstUsed: 50, ResetsAt: t0.Add(3 * time.Hour), At: t0, FirstAt: t0.Add(-time.Hour)}}
+	e.m.Put(s)
+	e.refresh()
+	e.w.ShowSession("f6")
+	info := richString(e.w.detail.info)
+	for _, want := range []string{"Time left", "(todos 3/7, past turns); todos ", "past turns ", "Plan window five_hour 90% used, resets",
+		"Plan limit will hit the five_hour window at about"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("info lacks %q: %q", want, info)
+		}
+	}
+}

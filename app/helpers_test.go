@@ -129,6 +129,12 @@ func seedTimeline() []storage.TimelineEvent {
 // synchronously so each test step sees its effect.
 func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent) *env {
 	t.Helper()
+	return newEnvWith(t, list, rows, nil)
+}
+
+// newEnvWith is newEnv with the window's options changed by opts.
+func newEnvWith(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent, opts func(*Options)) *env {
+	t.Helper()
 	a := test.NewTempApp(t)
 	a.Settings().SetTheme(lightTheme{theme.DefaultTheme()})
 	e := &env{t: t, ctx: context.Background(), now: t0}
@@ -163,7 +169,7 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 	e.sub = e.rt.Subscribe(4096, false)
 	t.Cleanup(func() { e.rt.Bus().Unsubscribe(e.sub) })
 	e.pump()
-	e.w = NewWindow(a, e.rt, e.settings, e.m, Options{
+	o := Options{
 		Agents:      []sessions.AgentInfo{claude.Agent{}},
 		SettingDefs: testSettings.Defs(),
 		Now:         func() time.Time { return e.now },
@@ -178,7 +184,11 @@ func newEnv(t *testing.T, list []sessions.Session, rows []storage.TimelineEvent)
 			}
 			return e.notifyTest(ctx)
 		},
-	})
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	e.w = NewWindow(a, e.rt, e.settings, e.m, o)
 	// Fyne's goroutine runs after the model has caught up, as it does
 	// (within a coalescing delay) in the app.
 	e.w.do = func(f func()) { e.pump(); f() }
@@ -233,6 +243,9 @@ func richString(rt *widget.RichText) string { return rt.String() }
 func (r *sessionRow) String() string {
 	if !r.badge.Visible() {
 		return "# " + richString(r.title) + " | " + richString(r.evidence) // a machine's heading
+	}
+	if richString(r.cost) != "" || richString(r.left) != "" {
+		return fmt.Sprintf("[%s] %s | %s | %s / %s | %s", r.badge.text.Text, richString(r.title), richString(r.evidence), richString(r.cost), richString(r.left), r.age.Text)
 	}
 	return fmt.Sprintf("[%s] %s | %s | %s", r.badge.text.Text, richString(r.title), richString(r.evidence), r.age.Text)
 }

@@ -67,7 +67,7 @@ func newSessionsView(w *Window) *sessionsView {
 	v.newBtn = widget.NewButtonWithIcon("New session…", theme.ContentAddIcon(), func() { w.ShowNewSession() })
 	v.newBtn.Importance = widget.HighImportance
 
-	v.list = newSessionList(func() []listRow { return v.rows }, w.now, func(s sessions.Session) {
+	v.list = newSessionList(func() []listRow { return v.rows }, w.now, w.cost, func() []view.AccountWindow { return view.AccountWindows(v.shown) }, func(s sessions.Session) {
 		w.ShowSession(s.ID)
 	})
 	v.empty = widget.NewLabel("")
@@ -255,10 +255,12 @@ type sessionList struct {
 	focused bool
 }
 
-func newSessionList(items func() []listRow, now func() time.Time, onOpen func(sessions.Session)) *sessionList {
+// cost prices a session's usage (nil: no cost column); windows are the
+// plan usage windows the shown sessions reported.
+func newSessionList(items func() []listRow, now func() time.Time, cost func(sessions.Usage) string, windows func() []view.AccountWindow, onOpen func(sessions.Session)) *sessionList {
 	l := &sessionList{items: items, onOpen: onOpen}
 	l.Length = func() int { return len(l.items()) }
-	l.CreateItem = func() fyne.CanvasObject { return newSessionRow() }
+	l.CreateItem = func() fyne.CanvasObject { return newSessionRow(cost != nil) }
 	l.UpdateItem = func(id widget.ListItemID, o fyne.CanvasObject) {
 		list := l.items()
 		if id < len(list) {
@@ -266,7 +268,7 @@ func newSessionList(items func() []listRow, now func() time.Time, onOpen func(se
 				o.(*sessionRow).setHeading(h, list[id].note, list[id].down)
 				return
 			}
-			o.(*sessionRow).set(list[id].s, now(), l.focused && id == l.cursor)
+			o.(*sessionRow).set(list[id].s, now(), cost, windows, l.focused && id == l.cursor)
 		}
 	}
 	l.OnSelected = func(id widget.ListItemID) {
@@ -349,23 +351,30 @@ func (l *sessionList) FocusLost() {
 	l.Refresh()
 }
 
-// sessionRow is one list row: badge | name · agent · folder / evidence | age.
+// sessionRow is one list row: badge | name · agent · folder / evidence |
+// cost / time left | age.
 type sessionRow struct {
 	widget.BaseWidget
 	cursor   *canvas.Rectangle
 	badge    *badge
 	title    *widget.RichText
 	evidence *widget.RichText
-	age      *widget.Label
-	content  *fyne.Container
+	// cost and left are the equivalent API cost and the time-left band;
+	// shown only when the window prices tokens (Options.Cost).
+	cost    *widget.RichText
+	left    *widget.RichText
+	age     *widget.Label
+	content *fyne.Container
 }
 
-func newSessionRow() *sessionRow {
+func newSessionRow(withCost bool) *sessionRow {
 	r := &sessionRow{
 		cursor:   canvas.NewRectangle(theme.Color(theme.ColorNameSelection)),
 		badge:    newBadge(),
 		title:    widget.NewRichText(),
 		evidence: mutedText(true),
+		cost:     mutedText(false),
+		left:     mutedText(false),
 		age:      widget.NewLabel("00m"),
 	}
 	r.cursor.CornerRadius = theme.SelectionRadiusSize()
@@ -373,8 +382,13 @@ func newSessionRow() *sessionRow {
 	r.title.Truncation = fyne.TextTruncateEllipsis
 	r.age.Alignment = fyne.TextAlignTrailing
 	text := container.New(layout.NewCustomPaddedVBoxLayout(-2*theme.Padding()), r.title, r.evidence)
+	var right fyne.CanvasObject = fixedWidth(56, r.age)
+	if withCost {
+		figures := container.New(layout.NewCustomPaddedVBoxLayout(-2*theme.Padding()), r.cost, r.left)
+		right = container.NewHBox(fixedWidth(150, figures), fixedWidth(56, r.age))
+	}
 	r.content = container.NewStack(r.cursor, container.NewBorder(nil, nil,
-		container.NewCenter(r.badge), fixedWidth(56, r.age), text))
+		container.NewCenter(r.badge), right, text))
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -412,10 +426,12 @@ func (r *sessionRow) setHeading(text, note string, down bool) {
 	}
 	r.title.Refresh()
 	setMuted(r.evidence, note)
+	setMuted(r.cost, "")
+	setMuted(r.left, "")
 }
 
 // set shows s; cursor marks the keyboard position.
-func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
+func (r *sessionRow) set(s sessions.Session, now time.Time, cost func(sessions.Usage) string, windows func() []view.AccountWindow, cursor bool) {
 	r.showBadge(true)
 	r.badge.set(s)
 	meta := s.Agent
@@ -432,6 +448,10 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
 		ev = "—"
 	}
 	setMuted(r.evidence, ev)
+	if cost != nil {
+		setMuted(r.cost, costCell(s, cost))
+		setMuted(r.left, leftCell(s, windows(), now))
+	}
 	r.age.SetText(sessions.Age(now, s.StateChangedAt))
 	if cursor {
 		// Read at each draw so a theme switch recolours it.
@@ -440,4 +460,31 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cursor bool) {
 	} else {
 		r.cursor.Hide()
 	}
+}
+
+// costCell is the list's cost figure: the equivalent API cost of the
+// session's tokens, labelled as such in a few characters; "—" before any.
+func costCell(s sessions.Session, cost func(sessions.Usage) string) string {
+	if len(s.Usage.Total) == 0 {
+		return "—"
+	}
+	return cost(s.Usage.Total) + " API equiv."
+}
+
+// leftCell is the list's time left: the band while a turn is in flight
+// ("20–45 min left"), "no estimate yet" without signal enough, "" between
+// turns; a plan window the session will hit wins (the detail says which
+// and when).
+func leftCell(s sessions.Session, windows []view.AccountWindow, now time.Time) string {
+	if !s.InTurn {
+		return ""
+	}
+	if view.WindowWarning(s, windows, now, time.Local) != "" {
+		return "hits its plan limit"
+	}
+	b := view.TimeLeft(s, now)
+	if !b.OK() {
+		return "no estimate yet"
+	}
+	return b.Range() + " left"
 }

@@ -300,3 +300,57 @@ func TestListGroupsByMachine(t *testing.T) {
 		t.Errorf("opened %q, want %q", e.w.detail.id, remote.ID)
 	}
 }
+
+// With a price for tokens the list has a column of each session's
+// equivalent API cost and, while a turn runs, its time-left band (or that
+// there is no estimate yet, or that it will hit its plan limit).
+func TestListShowsCostAndTimeLeft(t *testing.T) {
+	e := newEnvWith(t, seed(), nil, func(o *Options) {
+		o.Cost = func(u sessions.Usage) string { return "$" + strings.Repeat("3", len(u)) }
+	})
+	// The boot stops the stored turns; these run now, as the runtime
+	// would publish them.
+	list := seed()
+	for i := range list {
+		switch list[i].ID {
+		case "f6": // working: 3 of 7 todos in 12 minutes
+			list[i].InTurn, list[i].TurnStarted = true, t0.Add(-12*time.Minute)
+			list[i].Todos, list[i].TodosSince = sessions.TodoProgress{Total: 7, Completed: 3}, t0.Add(-12*time.Minute)
+			list[i].Usage.Total = sessions.Usage{"claude-sonnet-4-5": {Input: 1_000_000}}
+		case "e5": // suspect, in a turn with nothing to go on
+			list[i].InTurn, list[i].TurnStarted = true, t0.Add(-20*time.Minute)
+		case "d4": // in a turn; its account's window is filling fast (another
+			// agent: every session of an agent shares its account's windows)
+			list[i].Agent = "codex"
+			list[i].InTurn, list[i].TurnStarted = true, t0.Add(-time.Minute)
+			list[i].RateWindows = []sessions.RateWindow{{Kind: "five_hour", Used: 90, FirstUsed: 50, ResetsAt: t0.Add(3 * time.Hour), At: t0, FirstAt: t0.Add(-time.Hour)}}
+		}
+	}
+	for _, s := range list {
+		if s.InTurn {
+			e.m.Put(s)
+		}
+	}
+	e.refresh()
+	want := map[string]string{
+		"ui-polish":      "| $3 API equiv. / 8–32 min left |",
+		"search-index":   "| — / no estimate yet |",
+		"billing-export": "| — / hits its plan limit |",
+		"docs-site":      "| — /  |",
+	}
+	rows := e.renderedRows()
+	for name, cell := range want {
+		found := false
+		for _, r := range rows {
+			if strings.Contains(r, "] "+name+" ") {
+				found = true
+				if !strings.Contains(r, cell) {
+					t.Errorf("%s: %q lacks %q", name, r, cell)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row for %s in %q", name, rows)
+		}
+	}
+}

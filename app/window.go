@@ -47,6 +47,10 @@ type Options struct {
 	// memory in process); the banner says when a channel failed. Nil
 	// shows none.
 	PushStatus func() *localapi.PushStatus
+	// Cost is a session's tokens as their equivalent API cost in a few
+	// characters ("$1.23"), priced by main with the data directory's
+	// table. Nil hides the list's cost and time-left column.
+	Cost func(sessions.Usage) string
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -72,6 +76,8 @@ type Window struct {
 	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 	// pushStatus is Options.PushStatus.
 	pushStatus func() *localapi.PushStatus
+	// cost is Options.Cost.
+	cost func(sessions.Usage) string
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -109,7 +115,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
 		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
-		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus,
+		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus, cost: opts.Cost,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}

@@ -72,6 +72,7 @@ func Apply(s Session, e Event, now time.Time) Session {
 
 	case EvToolStarted:
 		if n.InTurn {
+			n.TurnTools++
 			n.OpenTools = withCall(n.OpenTools, e.CallID, e.Name, now)
 		}
 		resumeWorking(&n, fmt.Sprintf("running %s", orDefault(e.Name, "a tool")), now)
@@ -183,6 +184,7 @@ func Apply(s Session, e Event, now time.Time) Session {
 			// supervisor's hold on one.
 			break
 		}
+		recordTurn(&n, now)
 		endTurn(&n)
 		n.Failure = Failure{}
 		n.Nudge = NudgeBudget{} // a completed turn refills the nudge budget
@@ -331,6 +333,12 @@ func Apply(s Session, e Event, now time.Time) Session {
 	if e.Usage != nil {
 		n.Usage = applyUsage(n.Usage, *e.Usage)
 	}
+	if e.Todos != nil {
+		applyTodos(&n, *e.Todos, now)
+	}
+	if e.RateWindow != nil {
+		applyRateWindow(&n, *e.RateWindow, now)
+	}
 	return n
 }
 
@@ -378,6 +386,7 @@ func startTurn(n *Session, now time.Time) {
 	n.CompactionStarted = time.Time{}
 	n.NeedsAttention = false
 	n.Usage.Turn = nil
+	n.TurnTools = 0
 }
 
 func endTurn(n *Session) {
@@ -644,6 +653,10 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 			n.TurnStarted = now
 		}
 	case !o.InTurn && n.InTurn:
+		if o.Failure.IsZero() && !o.Aborted && (o.State == WaitingOnUser || o.State == Idle) {
+			// A turn seen finishing cleanly is a duration the estimate can use.
+			recordTurn(n, now)
+		}
 		endTurn(n)
 	}
 	if !o.InTurn && n.State == Recovering && o.State == Errored && o.Failure.Kind == n.Failure.Kind {
@@ -676,6 +689,7 @@ func applyObserved(n *Session, o *ObservedState, now time.Time) {
 		if callName(n.OpenTools, "observed", "") != o.Tool {
 			// A new tool: its clock (the tool stall threshold) starts now.
 			n.OpenTools = withCall(nil, "observed", o.Tool, now)
+			n.TurnTools++ // at least this one: quick calls between two reads go unseen
 		}
 	default:
 		n.OpenTools = nil

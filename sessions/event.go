@@ -138,6 +138,13 @@ type Event struct {
 	// Claude's carries it on an assistant message, Codex's on a metrics
 	// notification). Apply counts it into Session.Usage.
 	Usage *UsageReport `json:"usage,omitempty"`
+	// Todos is the agent's task list as it stands after this event (a
+	// TodoWrite call, a task created or updated, a Codex plan update).
+	Todos *TodoProgress `json:"todos,omitempty"`
+	// RateWindow is a plan usage window the agent reported with this
+	// event (any kind; usually a metrics line). One per event, so an Event
+	// stays comparable: an agent that reports two emits two events.
+	RateWindow *RateWindow `json:"rate_window,omitempty"`
 }
 
 // ObservedState is what an external source inferred about a session it

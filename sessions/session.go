@@ -257,7 +257,19 @@ type Session struct {
 	// Usage is the tokens the agent reported, per model, over the session
 	// and in its current turn (see SessionUsage); pricing turns them into
 	// the equivalent API cost.
-	Usage          SessionUsage `json:"usage,omitzero"`
+	Usage SessionUsage `json:"usage,omitzero"`
+	// Todos is the agent's task list as it last stood (counts only), and
+	// TodosSince when that list began: the time-remaining estimate's pace.
+	Todos      TodoProgress `json:"todos,omitzero"`
+	TodosSince time.Time    `json:"todos_since,omitzero"`
+	// TurnTools counts the tool calls of the turn in flight (or the last);
+	// PastTurns are the last MaxPastTurns finished turns. Both feed the
+	// time-remaining estimate (sessions/eta).
+	TurnTools int          `json:"turn_tools,omitempty"`
+	PastTurns []TurnRecord `json:"past_turns,omitempty"`
+	// RateWindows are the plan usage windows the agent last reported (see
+	// RateWindow), by kind.
+	RateWindows    []RateWindow `json:"rate_windows,omitempty"`
 	StateChangedAt time.Time    `json:"state_changed_at,omitzero"`
 	CreatedAt      time.Time    `json:"created_at"`
 	UpdatedAt      time.Time    `json:"updated_at"`
@@ -275,6 +287,8 @@ func (s Session) Clone() Session {
 	c.OpenTasks = maps.Clone(s.OpenTasks)
 	c.Permissions = slices.Clone(s.Permissions)
 	c.Usage = s.Usage.clone()
+	c.PastTurns = slices.Clone(s.PastTurns)
+	c.RateWindows = slices.Clone(s.RateWindows)
 	if s.Permission != nil {
 		p := *s.Permission
 		c.Permission = &p

@@ -45,6 +45,23 @@ func TestCapturesDecode(t *testing.T) {
 			},
 		},
 		{
+			// Claude Code 2.1's task list (TaskCreate, TaskUpdate) against
+			// the fake's tasks scenario, logged in with a subscription
+			// token (the rate_limit_event then comes).
+			file:  "tasks.jsonl",
+			kinds: "session_init tool_started metrics tool_finished tool_started tool_finished tool_started tool_finished tool_started tool_finished activity turn_completed",
+		},
+		{
+			// TodoWrite, with CLAUDE_CODE_ENABLE_TASKS=0 (todowrite scenario).
+			file:  "todowrite.jsonl",
+			kinds: "session_init tool_started tool_finished metrics activity turn_completed",
+		},
+		{
+			// The five-hour window past its warning threshold (plan_window).
+			file:  "plan_window.jsonl",
+			kinds: "session_init activity metrics turn_completed",
+		},
+		{
 			file:  "429_r2.jsonl",
 			kinds: "session_init retry_scheduled retry_scheduled turn_failed",
 			lines: []string{

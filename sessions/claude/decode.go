@@ -96,8 +96,10 @@ type wire struct {
 
 	// rate_limit_event.
 	RateLimitInfo struct {
-		Status   string  `json:"status"`
-		ResetsAt float64 `json:"resetsAt"`
+		Status        string   `json:"status"`
+		ResetsAt      float64  `json:"resetsAt"`
+		RateLimitType string   `json:"rateLimitType"`
+		Utilization   *float64 `json:"utilization"`
 	} `json:"rate_limit_info"`
 
 	// result.
@@ -181,6 +183,8 @@ type state struct {
 	// CLI repeats a message's usage with each of its content blocks, and
 	// a subagent's messages interleave with the main one's.
 	usage agentkit.UsageOnce
+	// todos is the session's task list as its tool calls built it.
+	todos todoList
 	turn  turnState
 }
 
@@ -245,7 +249,7 @@ func (s *state) dispatch(w *wire, line []byte) (events []sessions.Event, known b
 	case "system":
 		return s.system(w)
 	case "assistant":
-		return s.assistant(w), true
+		return s.assistant(w, line), true
 	case "user":
 		return s.user(w, line), true
 	case "result":
@@ -405,7 +409,7 @@ func retryKind(errWord string, status int) sessions.FailureKind {
 	return sessions.KindFromStatus(status)
 }
 
-func (s *state) assistant(w *wire) []sessions.Event {
+func (s *state) assistant(w *wire, line []byte) []sessions.Event {
 	sub := w.ParentToolUseID != nil && *w.ParentToolUseID != ""
 	if w.Error != "" {
 		// The API call failed for good; the result line that follows
@@ -430,6 +434,10 @@ func (s *state) assistant(w *wire) []sessions.Event {
 		case "tool_use":
 			s.tools = agentkit.Remember(s.tools, b.ID, b.Name)
 			events = append(events, sessions.Event{Kind: sessions.EvToolStarted, CallID: b.ID, Name: b.Name, Detail: prefix(sub, "tool call")})
+			if !sub && isTodoTool(b.Name) {
+				// The main thread's task list; a subagent keeps its own.
+				events[len(events)-1].Todos = s.todos.update(line, b.ID)
+			}
 			if r := waitReasonForTool(b.Name); r != sessions.NoWait {
 				events = append(events, sessions.Event{Kind: sessions.EvWaitingOnUser, Reason: r, CallID: b.ID, Name: b.Name})
 			}
@@ -535,7 +543,22 @@ func (s *state) rateLimit(w *wire) []sessions.Event {
 	}
 	// The plan's window status is bookkeeping; only a failed result turns
 	// it into a state.
-	return []sessions.Event{{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("rate limit " + agentkit.OrDefault(info.Status, "update"))}}
+	ev := sessions.Event{Kind: sessions.EvMetrics, Detail: sessions.SanitizeMessage("rate limit " + agentkit.OrDefault(info.Status, "update"))}
+	if info.RateLimitType == "" && info.Status != "rejected" {
+		// "allowed" and nothing more (measured with 2.1.197 at a turn's
+		// first call): no window to show.
+		return []sessions.Event{ev}
+	}
+	rw := sessions.RateWindow{Kind: agentkit.Clip(agentkit.OrDefault(info.RateLimitType, "plan")), Status: agentkit.Clip(info.Status), Used: -1}
+	if u := info.Utilization; u != nil && *u >= 0 && *u <= 10 {
+		// A fraction of the window (1.0 is all of it).
+		rw.Used = min(*u*100, 100)
+	}
+	if info.ResetsAt > 0 && info.ResetsAt < 1e11 {
+		rw.ResetsAt = time.Unix(int64(info.ResetsAt), 0).UTC()
+	}
+	ev.RateWindow = &rw
+	return []sessions.Event{ev}
 }
 
 func (s *state) controlRequest(w *wire) ([]sessions.Event, bool) {

@@ -85,6 +85,10 @@ type params struct {
 		Primary   *rateWindow `json:"primary"`
 		Secondary *rateWindow `json:"secondary"`
 	} `json:"rateLimits"`
+	// turn/plan/updated: the plan's steps; only their status is read.
+	Plan []struct {
+		Status string `json:"status"`
+	} `json:"plan"`
 	// serverRequest/resolved.
 	RequestID json.RawMessage `json:"requestId"`
 	// warning, hook/*.
@@ -127,8 +131,9 @@ func (t wireTokens) tokens() sessions.Tokens {
 }
 
 type rateWindow struct {
-	UsedPercent float64 `json:"usedPercent"`
-	ResetsAt    float64 `json:"resetsAt"`
+	UsedPercent        float64 `json:"usedPercent"`
+	WindowDurationMins float64 `json:"windowDurationMins"`
+	ResetsAt           float64 `json:"resetsAt"`
 }
 
 // turnError is Codex's TurnError: a message and the structured
@@ -374,8 +379,16 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 		return agentkit.One(sessions.EvActivity, prefix(sub, "writing a reply")), true
 	case "item/reasoning/summaryTextDelta", "item/reasoning/summaryPartAdded", "item/reasoning/textDelta":
 		return agentkit.One(sessions.EvActivity, prefix(sub, "thinking")), true
-	case "item/plan/delta", "turn/plan/updated":
+	case "item/plan/delta":
 		return agentkit.One(sessions.EvActivity, prefix(sub, "planning")), true
+	case "turn/plan/updated":
+		ev := agentkit.One(sessions.EvActivity, prefix(sub, "planning"))
+		if !sub {
+			// The main thread's plan is the session's task list; a
+			// subagent's is its own business.
+			ev[0].Todos = planProgress(p)
+		}
+		return ev, true
 	case "item/commandExecution/outputDelta", "item/commandExecution/terminalInteraction", "command/exec/outputDelta",
 		"process/outputDelta":
 		return agentkit.One(sessions.EvActivity, prefix(sub, "command output")), true
@@ -394,7 +407,16 @@ func (s *state) notification(w *wire) ([]sessions.Event, bool) {
 		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: w.Method}}, true
 	case "account/rateLimits/updated":
 		s.rateLimits(p)
-		return []sessions.Event{{Kind: sessions.EvMetrics, Detail: "rate limits"}}, true
+		// One event per window (an Event carries one); the first, or one
+		// alone when no window has figures, says what the line was.
+		events := []sessions.Event{{Kind: sessions.EvMetrics, Detail: "rate limits"}}
+		for i, w := range rateWindows(p) {
+			if i > 0 {
+				events = append(events, sessions.Event{Kind: sessions.EvMetrics, Detail: "rate limits"})
+			}
+			events[i].RateWindow = &w
+		}
+		return events, true
 	case "thread/compacted":
 		// The compaction item (contextCompaction) carries start and end;
 		// this legacy note only confirms it.
@@ -538,6 +560,46 @@ func (s *state) rateLimits(p *params) {
 		}
 	}
 	s.resetsAt = reset
+}
+
+// rateWindows are the account's plan windows as Codex reports them (a
+// ChatGPT login's; with an API key both are null, measured with 0.171.0):
+// used percent, length and reset time, the primary (short) window and the
+// secondary (weekly) one. A figure out of range is dropped, not guessed.
+func rateWindows(p *params) []sessions.RateWindow {
+	var out []sessions.RateWindow
+	for i, w := range []*rateWindow{p.RateLimits.Primary, p.RateLimits.Secondary} {
+		if w == nil || !(w.UsedPercent >= 0 && w.UsedPercent <= 1000) {
+			continue
+		}
+		rw := sessions.RateWindow{Kind: [...]string{"primary", "secondary"}[i], Used: min(w.UsedPercent, 100)}
+		if w.ResetsAt > 0 && w.ResetsAt < 1e11 {
+			rw.ResetsAt = time.Unix(int64(w.ResetsAt), 0).UTC()
+		}
+		if w.WindowDurationMins > 0 && w.WindowDurationMins < 1e6 {
+			rw.Length = time.Duration(w.WindowDurationMins * float64(time.Minute))
+		}
+		out = append(out, rw)
+	}
+	return out
+}
+
+// planProgress counts a plan update's steps by status (pending,
+// inProgress, completed); nil when the update has no steps.
+func planProgress(p *params) *sessions.TodoProgress {
+	if len(p.Plan) == 0 {
+		return nil
+	}
+	t := sessions.TodoProgress{Total: len(p.Plan)}
+	for _, st := range p.Plan {
+		switch st.Status {
+		case "completed":
+			t.Completed++
+		case "inProgress", "in_progress":
+			t.InProgress++
+		}
+	}
+	return &t
 }
 
 // classify turns Codex's structured error into a failure: the

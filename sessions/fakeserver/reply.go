@@ -14,6 +14,10 @@ type Reply struct {
 	// agent's shell tool instead.
 	Text    string
 	Command string
+	// Tool and ToolArgs, when Tool is set, are a call of another of the
+	// agent's function tools with these JSON arguments (Codex's
+	// update_plan; Codex only).
+	Tool, ToolArgs string
 	// Escalate asks for the command to run outside the sandbox, which
 	// Codex submits to the user for approval under approval_policy
 	// on-request (Codex only).

@@ -735,8 +735,17 @@ func (r *reconciler) scheduleHold(h scheduledHold) {
 		return
 	}
 	next := r.now.Add(h.delay(r.p, sv.RecoveryAttempts))
-	if at := r.n.Failure.RetryAt; h.providerReset && at.After(r.now) {
-		next = at
+	if h.providerReset {
+		// The failure's own reset time first; else a spent plan window the
+		// agent reported earlier (a rate_limit_event of a previous turn, the
+		// account's rate limits) says when the limit lifts.
+		at := r.n.Failure.RetryAt
+		if !at.After(r.now) {
+			at = sessions.ResetAfter(r.n.RateWindows, r.now)
+		}
+		if at.After(r.now) {
+			next = at
+		}
 	}
 	sv.NextAttemptAt = next
 	ev := fmt.Sprintf("%s; %s %s (attempt %d/%d)",

@@ -850,6 +850,36 @@ func TestReconcileRateLimitResetTwoHoursAway(t *testing.T) {
 	}
 }
 
+// A rate limit the failure gives no reset for is held until the reset of
+// the spent plan window the agent reported before (its rate-limit event
+// of an earlier line, the account's windows), not a guessed backoff; a
+// window that is not spent, or whose reset has passed, leaves the backoff.
+func TestReconcileDrainUsesReportedWindow(t *testing.T) {
+	p := specPolicy()
+	cases := []struct {
+		name    string
+		windows []sessions.RateWindow
+		want    time.Time
+	}{
+		{"a spent window's reset", []sessions.RateWindow{{Kind: "five_hour", Status: "rejected", Used: -1, ResetsAt: at(90 * time.Minute)}}, at(90 * time.Minute)},
+		{"the latest of two spent windows", []sessions.RateWindow{
+			{Kind: "primary", Used: 100, ResetsAt: at(time.Hour)}, {Kind: "secondary", Used: 100, ResetsAt: at(5 * time.Hour)}}, at(5 * time.Hour)},
+		{"a window not spent: the backoff", []sessions.RateWindow{{Kind: "primary", Used: 60, ResetsAt: at(time.Hour)}}, t0.Add(p.rateLimitDelay(0))},
+		{"a reset already past: the backoff", []sessions.RateWindow{{Kind: "primary", Used: 100, ResetsAt: t0.Add(-time.Minute)}}, t0.Add(p.rateLimitDelay(0))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := working()
+			s.RateWindows = c.windows
+			s = apply(s, t0, sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.RateLimit, Message: "usage limit"}})
+			out, _, _ := reconcile(t, s, t0, p, alive)
+			if out.State != sessions.Recovering || !out.Supervision.NextAttemptAt.Equal(c.want) {
+				t.Fatalf("%v next attempt %v, want %v", out.State, out.Supervision.NextAttemptAt, c.want)
+			}
+		})
+	}
+}
+
 func TestReconcileAgentRetryOverdue(t *testing.T) {
 	p := specPolicy()
 	retry := working()

@@ -244,7 +244,81 @@ func builtinScenarios() map[string]ScenarioFunc {
 		// the unified rate-limit headers the real API sends when a plan's
 		// limit is hit, then answers normally.
 		"429unified": unifiedRateLimit(UnifiedRateLimitWindow),
+		// tasks keeps a task list with the Task tools (TaskCreate,
+		// TaskUpdate: Claude Code 2.1's todo list), one call a request,
+		// then answers DoneText: TasksSteps.
+		"tasks": tasksScenario,
+		// tasks_slow is tasks, then SlowToolCommand before the answer: a
+		// turn that runs long enough, its list half done, for a test to
+		// read its time-left band while it is in flight.
+		"tasks_slow": func(c *Call) Reply {
+			results := toolResults(c.Req)
+			switch {
+			case results < len(TasksSteps):
+				return tasksScenario(c)
+			case results == len(TasksSteps):
+				return Reply{Content: []Block{ToolUseBlock("Bash", map[string]string{"command": SlowToolCommand, "description": ToolDescription})}}
+			}
+			return TextReply(ToolDoneText)
+		},
+		// todowrite writes a todo list of three with TodoWrite (one done,
+		// one in progress), then answers DoneText; the CLI offers the tool
+		// only with CLAUDE_CODE_ENABLE_TASKS=0 since 2.1.
+		"todowrite": func(c *Call) Reply {
+			if c.Req.LastUserMessage().HasToolResult() {
+				return TextReply(DoneText)
+			}
+			return Reply{Content: []Block{ToolUseBlock("TodoWrite", map[string]any{"todos": []map[string]string{
+				{"content": "Write the code", "status": "completed", "activeForm": "Writing the code"},
+				{"content": "Test the code", "status": "in_progress", "activeForm": "Testing the code"},
+				{"content": "Ship it", "status": "pending", "activeForm": "Shipping it"},
+			}})}}
+		},
+		// plan_window answers DoneText with the unified rate-limit headers
+		// of a plan's five-hour window past its warning threshold
+		// (PlanWindowUtilization), which a subscription login reports as a
+		// rate_limit_event.
+		"plan_window": func(*Call) Reply {
+			r := TextReply(DoneText)
+			r.Headers = map[string]string{
+				"anthropic-ratelimit-unified-status":                 "allowed",
+				"anthropic-ratelimit-unified-5h-utilization":         strconv.FormatFloat(PlanWindowUtilization, 'f', -1, 64),
+				"anthropic-ratelimit-unified-5h-reset":               strconv.FormatInt(time.Now().Add(PlanWindowReset).Unix(), 10),
+				"anthropic-ratelimit-unified-5h-surpassed-threshold": "0.75",
+				"anthropic-ratelimit-unified-representative-claim":   "five_hour",
+			}
+			return r
+		},
 	}
+}
+
+// PlanWindowUtilization and PlanWindowReset are the plan_window
+// scenario's five-hour window: its share used and how long until it resets.
+const (
+	PlanWindowUtilization = 0.82
+	PlanWindowReset       = 2 * time.Hour
+)
+
+// TasksSteps are the tasks scenario's tool calls, in order: two tasks
+// created, the first started and completed, then the answer. Each request
+// makes the step after the tool results the conversation holds.
+var TasksSteps = []struct {
+	Tool  string
+	Input map[string]string
+}{
+	{"TaskCreate", map[string]string{"subject": "Write the code", "description": "Write it.", "activeForm": "Writing the code"}},
+	{"TaskCreate", map[string]string{"subject": "Test the code", "description": "Test it.", "activeForm": "Testing the code"}},
+	{"TaskUpdate", map[string]string{"taskId": "1", "status": "in_progress"}},
+	{"TaskUpdate", map[string]string{"taskId": "1", "status": "completed"}},
+}
+
+func tasksScenario(c *Call) Reply {
+	done := toolResults(c.Req)
+	if done >= len(TasksSteps) {
+		return TextReply(DoneText)
+	}
+	st := TasksSteps[done]
+	return Reply{Content: []Block{ToolUseBlock(st.Tool, st.Input)}}
 }
 
 func promptTooLong() Reply {
@@ -396,4 +470,16 @@ func scenarioOf(r *MessagesRequest) (name, key string) {
 		}
 	}
 	return "text", "text\x00" + first
+}
+
+// toolResults counts the conversation's messages that carry tool results:
+// the steps a multi-step scenario has taken.
+func toolResults(r *MessagesRequest) int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.HasToolResult() {
+			n++
+		}
+	}
+	return n
 }

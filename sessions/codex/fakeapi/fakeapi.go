@@ -149,7 +149,11 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 		return
 	}
 	var item map[string]any
-	if rep.Command != "" {
+	if rep.Tool != "" {
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "status": "completed",
+			"name": rep.Tool, "arguments": rep.ToolArgs, "call_id": fmt.Sprintf("call_%s_%d", respID, n)}
+		send(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
+	} else if rep.Command != "" {
 		a := map[string]string{"cmd": rep.Command}
 		if rep.Escalate {
 			a["sandbox_permissions"] = "require_escalated"
@@ -190,6 +194,23 @@ const (
 	bodyUsageCap = `{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_in_seconds":%d}}`
 )
 
+// PlanArgs are the plan scenario's update_plan arguments.
+const PlanArgs = `{"explanation":"three steps","plan":[{"step":"Write the code","status":"completed"},{"step":"Test it","status":"in_progress"},{"step":"Ship it","status":"pending"}]}`
+
+// PlanWindowHeader is the plan scenario's rate-limit headers: the primary
+// (five-hour) window 42% used, resetting in two hours, the secondary
+// (weekly) one 12% used.
+func PlanWindowHeader() map[string]string {
+	return map[string]string{
+		"x-codex-primary-used-percent":     "42",
+		"x-codex-primary-window-minutes":   "300",
+		"x-codex-primary-reset-at":         fmt.Sprint(time.Now().Add(2 * time.Hour).Unix()),
+		"x-codex-secondary-used-percent":   "12",
+		"x-codex-secondary-window-minutes": "10080",
+		"x-codex-secondary-reset-at":       fmt.Sprint(time.Now().Add(100 * time.Hour).Unix()),
+	}
+}
+
 // UsageLimitResetSeconds is when the usage_limit scenario says the limit lifts.
 const UsageLimitResetSeconds = 60
 
@@ -225,6 +246,16 @@ func Builtin() map[string]ScenarioFunc {
 					"x-codex-primary-window-minutes": "300",
 					"x-codex-primary-reset-at":       fmt.Sprint(reset),
 				}}
+		},
+		// plan updates the plan with update_plan (one step done, one in
+		// progress, one pending: PlanArgs) and answers; its responses carry
+		// the x-codex-* rate-limit headers of a plan's two windows
+		// (PlanWindowHeader), which Codex reports as the account's.
+		"plan": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "Planned.", Header: PlanWindowHeader()}
+			}
+			return Reply{Tool: "update_plan", ToolArgs: PlanArgs, Header: PlanWindowHeader()}
 		},
 		"stall": failThen(1, Reply{Stall: true}),
 		"cut":   always(Reply{Cut: true}),
