@@ -322,14 +322,20 @@ func (d *desktopWorld) clickAcknowledge(dest string, menu menuItem, item string)
 	d.t.Helper()
 	sessionItem, _ := findItem(menu, item)
 	var ack menuItem
-	eventually(d.t, "the session's submenu", 10*time.Second, func() bool {
+	// The menu is rebuilt as it changes (an age, a state) and its items get
+	// new ids: after a first miss the item is looked up again.
+	eventually(d.t, "the session's submenu", 30*time.Second, func() bool {
 		m, err := getLayout(d.conn, dest, sessionItem.ID)
-		if err != nil {
-			return false
+		if err == nil {
+			var ok bool
+			if ack, ok = findItem(m, "Acknowledge"); ok {
+				return true
+			}
 		}
-		var ok bool
-		ack, ok = findItem(m, "Acknowledge")
-		return ok
+		if root, err := getLayout(d.conn, dest, 0); err == nil {
+			sessionItem, _ = findItem(root, item)
+		}
+		return false
 	})
 	if err := click(d.conn, dest, ack.ID); err != nil {
 		d.t.Fatalf("clicking Acknowledge: %v", err)
