@@ -19,10 +19,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
 
 // sshServer is one test's sshd and the client configuration that reaches
@@ -31,6 +33,10 @@ type sshServer struct {
 	dir    string
 	config string // the client's ssh_config
 	port   int
+	sshd   string // the daemon's path
+	log    *syncBuffer
+	cmd    *exec.Cmd     // the running daemon
+	done   chan struct{} // closed when cmd has exited
 }
 
 // startSSHD starts sshd in the foreground on 127.0.0.1 and writes a client
@@ -98,38 +104,60 @@ MaxStartups 200
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
+	srv := &sshServer{dir: dir, config: filepath.Join(dir, "ssh_config"), port: port, sshd: sshd, log: &syncBuffer{}}
+	t.Cleanup(func() {
+		srv.stop(t)
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", srv.log)
+		}
+	})
+	srv.start(t)
+	return srv
+}
+
+// start runs the daemon (again, after stop) and waits until it listens.
+func (s *sshServer) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(s.sshd, "-D", "-e", "-f", filepath.Join(s.dir, "sshd_config"))
+	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting sshd: %v", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", log)
-		}
-	})
+	s.cmd, s.done = cmd, done
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.port))
 		if err == nil {
 			c.Close()
-			break
+			return
 		}
 		select {
 		case <-done:
-			t.Fatalf("sshd exited:\n%s", log)
+			t.Fatalf("sshd exited:\n%s", s.log)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sshd does not listen on %d:\n%s", port, log)
+			t.Fatalf("sshd does not listen on %d:\n%s", s.port, s.log)
 		}
 	}
-	return &sshServer{dir: dir, config: filepath.Join(dir, "ssh_config"), port: port}
+}
+
+// stop kills the daemon and every connection it serves (their sshd
+// processes and what runs under them), as a dropped network or a machine
+// gone to sleep ends them: each client's ssh finds its connection cut.
+func (s *sshServer) stop(t *testing.T) {
+	t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	for _, pid := range proctree.Descendants(s.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
 }
 
 // machineRow is one row of `machines ls --json`.
@@ -434,6 +462,23 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 		return json.Unmarshal([]byte(onRemote("show", id, "--json")), &s) == nil && !s.NeedsAttention
 	})
 
+	// connectedListedOnce: r1 connected, its session listed once (not
+	// twice after a resync).
+	connectedListedOnce := func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		if err != nil {
+			return false
+		}
+		menu = m
+		n := 0
+		for _, it := range m.Children {
+			if strings.Contains(it.Label, " far — ") {
+				n++
+			}
+		}
+		return index("r1 — connected") >= 0 && n == 1
+	}
+
 	// The remote's supervisor dies: r1's heading says since when it is
 	// reconnecting, and why; restarted, r1 is connected again and its
 	// session listed once.
@@ -451,20 +496,25 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	})
 	screenshot(t, d.display, "desktop-remote-reconnecting.png")
 	remoteSup = remote.restart()
-	eventually(t, "r1 connected again with its session listed once", 60*time.Second, func() bool {
+	eventually(t, "r1 connected again with its session listed once", 60*time.Second, connectedListedOnce)
+
+	// The connection itself drops (sshd and its connections killed, as a
+	// network drop or the machine's sleep ends them): within 30 s r1's
+	// heading says it is reconnecting; sshd back on the same port, r1 is
+	// resynced from its snapshot, its session listed once.
+	srv.stop(t)
+	dropped := time.Now()
+	eventually(t, "r1's heading saying it is reconnecting once its connection dropped", 30*time.Second, func() bool {
 		m, err := getLayout(d.conn, dest, 0)
 		if err != nil {
 			return false
 		}
 		menu = m
-		n := 0
-		for _, it := range m.Children {
-			if strings.Contains(it.Label, " far — ") {
-				n++
-			}
-		}
-		return index("r1 — connected") >= 0 && n == 1
+		return index("r1 — reconnecting since ") >= 0
 	})
+	t.Logf("r1 shown reconnecting %s after its connection dropped", time.Since(dropped).Round(100*time.Millisecond))
+	srv.start(t)
+	eventually(t, "r1 connected again through the restarted sshd with its session listed once", 60*time.Second, connectedListedOnce)
 }
 
 // remoteSupervisor is a headless supervisor standing for another machine:
