@@ -140,7 +140,8 @@ func runGUI(d guiDeps) {
 	d.act = fl.Backend()
 
 	win := app.NewWindow(a, d.act, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusAnyTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices)})
+		FocusTerminal: focusAnyTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices),
+		Machines: fleetMachines{fl}})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
@@ -345,6 +346,18 @@ const machinesReload = 2 * time.Second
 
 // machineConnector makes a machine's Remote over the user's ssh, the ssh
 // command read from the settings at each (re)start of a machine.
+// fleetMachines is the fleet as the window reaches other machines.
+type fleetMachines struct{ *fleet.Fleet }
+
+// SettingsOf is the machine's settings as the window edits them.
+func (f fleetMachines) SettingsOf(machine string) (app.SettingsBackend, error) {
+	s, err := f.Fleet.SettingsOf(machine)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func machineConnector(d guiDeps) func(machines.Machine) (fleet.Remote, func(), error) {
 	return func(m machines.Machine) (fleet.Remote, func(), error) {
 		setting := "ssh"

@@ -31,6 +31,15 @@ type SettingsBackend interface {
 	UpdateMany(ctx context.Context, changes []localapi.SettingChange) ([]localapi.SetResult, error)
 }
 
+// Machines are the other machines' supervisors as the window reaches them
+// (the desktop's fleet, ui/fleet): New session starts a session on one
+// (keyed as the model holds it), Settings reads and saves one's settings.
+// Both fail at once, saying why, for a machine whose link is down.
+type Machines interface {
+	LaunchOn(ctx context.Context, machine string, req localapi.LaunchRequest) (sessions.Session, error)
+	SettingsOf(machine string) (SettingsBackend, error)
+}
+
 var (
 	// An attached desktop drives a supervisor in another process the same way.
 	_ Backend         = (*localapi.Remote)(nil)

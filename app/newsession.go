@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // permissionModes are Claude Code's permission modes (the values of its
@@ -26,7 +27,10 @@ var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissi
 // newSessionForm is the New session dialog: it validates inline and stays
 // open until the launch succeeds or the user cancels.
 type newSessionForm struct {
-	w         *Window
+	w *Window
+	// machine chooses where the session runs: shown only when other
+	// machines are configured (nil otherwise: this machine).
+	machine   *widget.Select
 	agent     *widget.Select
 	cwd       *widget.Entry
 	browse    *widget.Button
@@ -36,10 +40,12 @@ type newSessionForm struct {
 	cwdErr    *widget.Label
 	promptErr *widget.Label
 	launchErr *widget.Label
-	launch    *widget.Button
-	cancel    *widget.Button
-	body      *fyne.Container
-	dlg       *dialog.CustomDialog
+	// proposed is the folder the form filled in, to tell it from one typed.
+	proposed string
+	launch   *widget.Button
+	cancel   *widget.Button
+	body     *fyne.Container
+	dlg      *dialog.CustomDialog
 }
 
 // fieldError is an inline error label and what it should say ("" hides).
@@ -77,8 +83,14 @@ func showNewSession(w *Window) *newSessionForm {
 	f.cwd = widget.NewEntry()
 	f.cwd.SetPlaceHolder("/path/to/project")
 	// People mostly start the next session where they started the last one.
-	f.cwd.SetText(lastFolder(w.list.all))
+	f.proposed = lastFolder(w.list.all, "")
+	f.cwd.SetText(f.proposed)
 	f.browse = widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), f.pickFolder)
+	if names := w.otherMachines(); len(names) > 0 {
+		f.machine = widget.NewSelect(append([]string{model.LocalHeading}, names...), nil)
+		f.machine.SetSelected(model.LocalHeading)
+		f.machine.OnChanged = f.machineChosen
+	}
 	f.name = widget.NewEntry()
 	f.name.SetPlaceHolder("optional, e.g. refactor-auth")
 	f.mode = widget.NewSelect(permissionModes, nil)
@@ -92,13 +104,17 @@ func showNewSession(w *Window) *newSessionForm {
 	f.cwd.OnChanged = func(string) { f.showErrors(fieldError{f.cwdErr, ""}) }
 	f.prompt.OnChanged = func(string) { f.showErrors(fieldError{f.promptErr, ""}) }
 
-	form := container.New(layout.NewFormLayout(),
+	var rows []fyne.CanvasObject
+	if f.machine != nil {
+		rows = append(rows, fieldName("Machine"), f.machine)
+	}
+	form := container.New(layout.NewFormLayout(), append(rows,
 		fieldName("Agent"), f.agent,
 		fieldName("Folder"), container.NewVBox(container.NewBorder(nil, nil, nil, f.browse, f.cwd), f.cwdErr),
 		fieldName("Name"), f.name,
 		fieldName("Permissions"), f.mode,
 		fieldName("Prompt"), container.NewVBox(f.prompt, f.promptErr),
-	)
+	)...)
 	f.launch = widget.NewButtonWithIcon("Launch", theme.MediaPlayIcon(), f.submit)
 	f.launch.Importance = widget.HighImportance
 	f.cancel = widget.NewButton("Cancel", func() { f.dlg.Hide() })
@@ -109,6 +125,31 @@ func showNewSession(w *Window) *newSessionForm {
 	f.dlg.Show()
 	w.win.Canvas().Focus(f.prompt)
 	return f
+}
+
+// machineName is the machine chosen ("" for this one).
+func (f *newSessionForm) machineName() string {
+	if f.machine == nil || f.machine.Selected == model.LocalHeading {
+		return ""
+	}
+	return f.machine.Selected
+}
+
+// machineChosen follows a change of machine: the folder picker browses
+// this machine's disk only, and a folder still as the form proposed it
+// becomes the new machine's last one.
+func (f *newSessionForm) machineChosen(string) {
+	machine := f.machineName()
+	if machine == "" {
+		f.browse.Enable()
+	} else {
+		f.browse.Disable()
+	}
+	if f.proposed == f.cwd.Text {
+		f.proposed = lastFolder(f.w.list.all, machine)
+		f.cwd.SetText(f.proposed)
+	}
+	f.showErrors(fieldError{f.cwdErr, ""}, fieldError{f.launchErr, ""})
 }
 
 // agentName is the registry name of the agent chosen ("" when none).
@@ -133,13 +174,17 @@ func (f *newSessionForm) request() localapi.LaunchRequest {
 }
 
 // validateLaunch checks what the backend would refuse, in words for the
-// field concerned. Empty strings mean valid.
-func validateLaunch(req localapi.LaunchRequest) (cwdErr, promptErr string) {
+// field concerned. Empty strings mean valid. Another machine's folder is
+// not on this disk: that machine's supervisor checks it (remote).
+func validateLaunch(req localapi.LaunchRequest, remote bool) (cwdErr, promptErr string) {
 	switch fi, err := os.Stat(req.Cwd); {
 	case req.Cwd == "":
 		cwdErr = "Choose the folder the agent works in."
+	case !filepath.IsAbs(req.Cwd) && remote:
+		cwdErr = "Use an absolute path on that machine."
 	case !filepath.IsAbs(req.Cwd):
 		cwdErr = "Use an absolute path (or Choose… a folder)."
+	case remote:
 	case err != nil:
 		cwdErr = "This folder does not exist."
 	case !fi.IsDir():
@@ -153,8 +198,8 @@ func validateLaunch(req localapi.LaunchRequest) (cwdErr, promptErr string) {
 
 // submit validates, launches and opens the new session's detail.
 func (f *newSessionForm) submit() {
-	req := f.request()
-	cwdErr, promptErr := validateLaunch(req)
+	req, machine := f.request(), f.machineName()
+	cwdErr, promptErr := validateLaunch(req, machine != "")
 	f.showErrors(fieldError{f.cwdErr, cwdErr}, fieldError{f.promptErr, promptErr}, fieldError{f.launchErr, ""})
 	if cwdErr != "" || promptErr != "" {
 		return
@@ -163,7 +208,15 @@ func (f *newSessionForm) submit() {
 	var s sessions.Session
 	f.w.act(func(ctx context.Context) error {
 		var err error
-		s, err = f.w.b.Launch(ctx, req)
+		if machine == "" {
+			s, err = f.w.b.Launch(ctx, req)
+			return err
+		}
+		if s, err = f.w.machines.LaunchOn(ctx, machine, req); err == nil {
+			// As the window's Backend does for this machine: the session
+			// is in the model before its machine's message arrives.
+			f.w.m.Put(s)
+		}
 		return err
 	}, func(err error) {
 		f.launch.Enable()
@@ -197,10 +250,13 @@ func (f *newSessionForm) pickFolder() {
 	pick.Show()
 }
 
-// lastFolder is the folder of the most recently created session.
-func lastFolder(list []sessions.Session) string {
+// lastFolder is the folder of machine's most recently created session.
+func lastFolder(list []sessions.Session, machine string) string {
 	var best sessions.Session
 	for _, s := range list {
+		if m, _ := model.SplitKey(s.ID); m != machine {
+			continue
+		}
 		if s.Cwd != "" && s.CreatedAt.After(best.CreatedAt) {
 			best = s
 		}

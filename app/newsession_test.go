@@ -83,10 +83,10 @@ func TestNewSessionRequest(t *testing.T) {
 	if got := f.request(); got != want {
 		t.Fatalf("request %+v, want %+v", got, want)
 	}
-	if c, p := validateLaunch(localapi.LaunchRequest{Cwd: "relative/dir", Prompt: "x"}); !strings.Contains(c, "absolute") || p != "" {
+	if c, p := validateLaunch(localapi.LaunchRequest{Cwd: "relative/dir", Prompt: "x"}, false); !strings.Contains(c, "absolute") || p != "" {
 		t.Errorf("relative folder: %q %q", c, p)
 	}
-	if _, p := validateLaunch(localapi.LaunchRequest{Cwd: "/", Prompt: " \n "}); p == "" {
+	if _, p := validateLaunch(localapi.LaunchRequest{Cwd: "/", Prompt: " \n "}, false); p == "" {
 		t.Error("a blank prompt passed")
 	}
 }

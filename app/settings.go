@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
 // generalKeys, in the spec's order, are the knobs the spec puts in Settings → General: "the
@@ -79,14 +81,20 @@ var settingTitles = map[string]string{
 
 // settingsView is Settings: General and Advanced tabs of fields, one Save.
 type settingsView struct {
-	w       *Window
-	fields  []*settingField
-	byKey   map[string]*settingField
-	tabs    *container.AppTabs
-	status  *widget.Label
-	save    *widget.Button
-	revert  *widget.Button
-	content *fyne.Container
+	w *Window
+	// machine chooses whose settings are shown (each machine's supervisor
+	// has its own): hidden unless other machines are configured. src is
+	// the chosen machine's settings (the window's own for this one).
+	machine     *widget.Select
+	machineName string
+	src         SettingsBackend
+	fields      []*settingField
+	byKey       map[string]*settingField
+	tabs        *container.AppTabs
+	status      *widget.Label
+	save        *widget.Button
+	revert      *widget.Button
+	content     *fyne.Container
 	// test sends a sample through the push channels; testResult says how
 	// each went. Nil when the window has no way to ask.
 	test       *widget.Button
@@ -107,7 +115,7 @@ type settingField struct {
 }
 
 func newSettingsView(w *Window) *settingsView {
-	v := &settingsView{w: w, byKey: map[string]*settingField{}}
+	v := &settingsView{w: w, byKey: map[string]*settingField{}, src: w.s}
 	var genRows, advRows, noteRows []fyne.CanvasObject
 	var genFields, advFields, noteFields []*settingField
 	// General in the spec's order of the knobs; Advanced in the registry's
@@ -172,7 +180,12 @@ func newSettingsView(w *Window) *settingsView {
 	v.save.Importance = widget.HighImportance
 	v.revert = widget.NewButtonWithIcon("Revert", theme.ContentUndoIcon(), v.revertAll)
 	bar := container.NewBorder(nil, nil, nil, container.NewHBox(v.revert, v.save), v.status)
-	v.content = container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), bar), nil, nil, v.tabs)
+	var top fyne.CanvasObject
+	if w.machines != nil {
+		v.machine = widget.NewSelect(nil, v.chooseMachine)
+		top = container.NewBorder(nil, nil, fieldName("Settings of"), nil, v.machine)
+	}
+	v.content = container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar), nil, nil, v.tabs)
 	v.load()
 	return v
 }
@@ -355,7 +368,8 @@ func checkSetting(def localapi.SettingDef, raw string) string {
 // load reads the values in force. Fields the user has changed and not
 // saved keep what was typed: a background refresh must not eat an edit.
 func (v *settingsView) load() {
-	list := v.w.s.List()
+	v.showMachines()
+	list := v.src.List()
 	for _, sv := range list {
 		f := v.byKey[sv.Key]
 		if f == nil {
@@ -381,6 +395,82 @@ func (f *settingField) setNote(note string) {
 		f.note.Show()
 	}
 	f.relayout()
+}
+
+// showMachines offers the machines configured now (machines add and rm
+// while the window is open), the choice hidden when there are none; a
+// machine removed while its settings were shown goes back to this one.
+func (v *settingsView) showMachines() {
+	if v.machine == nil {
+		return
+	}
+	names := v.w.otherMachines()
+	if len(names) == 0 {
+		v.machine.Hide()
+	} else {
+		v.machine.Show()
+	}
+	opts := append([]string{model.LocalHeading}, names...)
+	if !slices.Equal(opts, v.machine.Options) {
+		v.machine.SetOptions(opts)
+	}
+	if v.machineName != "" && !slices.Contains(names, v.machineName) {
+		v.show("", v.w.s)
+		v.setStatus("Showing this machine's settings: "+v.machineName+" is no longer configured.", widget.MediumImportance)
+	}
+	if want := cmp.Or(v.machineName, model.LocalHeading); v.machine.Selected != want {
+		v.machine.SetSelected(want)
+	}
+}
+
+// chooseMachine shows the settings of the machine chosen; unsaved edits
+// of the one shown before are dropped (they were that machine's). A
+// machine whose link is down has none to show: the choice goes back.
+func (v *settingsView) chooseMachine(label string) {
+	machine := label
+	if label == model.LocalHeading {
+		machine = ""
+	}
+	if machine == v.machineName {
+		return
+	}
+	if machine == "" {
+		v.show("", v.w.s)
+		v.setStatus("", widget.MediumImportance)
+		return
+	}
+	src, err := v.w.machines.SettingsOf(machine)
+	if err != nil {
+		v.machine.SetSelected(cmp.Or(v.machineName, model.LocalHeading))
+		v.setStatus("Cannot show "+machine+"'s settings: "+err.Error(), widget.DangerImportance)
+		return
+	}
+	v.show(machine, src)
+	v.setStatus("Showing "+machine+"'s settings: a Save changes them on "+machine+".", widget.MediumImportance)
+}
+
+// show puts machine's settings in every field, unsaved edits dropped.
+func (v *settingsView) show(machine string, src SettingsBackend) {
+	v.machineName, v.src = machine, src
+	for _, f := range v.fields {
+		f.loaded = ""
+		setError(f.errMsg, "")
+	}
+	list := src.List()
+	for _, sv := range list {
+		if f := v.byKey[sv.Key]; f != nil {
+			f.set(sv.Value)
+			f.setNote(sv.Note)
+		}
+	}
+	if v.test != nil {
+		// The channels a test runs through are this desktop's.
+		if machine == "" {
+			v.test.Enable()
+		} else {
+			v.test.Disable()
+		}
+	}
 }
 
 // revertAll drops unsaved edits.
@@ -417,13 +507,22 @@ func (v *settingsView) saveAll() {
 		return
 	}
 	var results []localapi.SetResult
+	machine, src := v.machineName, v.src
 	v.save.Disable()
 	v.w.act(func(ctx context.Context) error {
+		if machine != "" {
+			// Asked again: a machine that went down since it was
+			// chosen fails at once, saying so.
+			var err error
+			if src, err = v.w.machines.SettingsOf(machine); err != nil {
+				return err
+			}
+		}
 		// One update for the whole Save: all of it is stored, or none
 		// (half an edit applied live — a new suspect threshold without
 		// its matching hard threshold — is worse than none).
 		var err error
-		results, err = v.w.s.UpdateMany(ctx, changes)
+		results, err = src.UpdateMany(ctx, changes)
 		return err
 	}, func(err error) {
 		v.save.Enable()
@@ -452,6 +551,11 @@ func (v *settingsView) saveAll() {
 		// The settings service publishes the change to its subscribers; a
 		// snapshot now also lets the tray (Pause) and every other view
 		// catch up at once.
+		if machine != "" {
+			// That machine's supervisor publishes its own change.
+			v.setStatus(fmt.Sprintf("Saved %s on %s; its supervisor applies changes at its next tick.", plural(len(results), "setting", "settings"), machine), widget.SuccessImportance)
+			return
+		}
 		v.w.b.PublishSnapshot()
 		v.setStatus(fmt.Sprintf("Saved %s; the supervisor applies changes at its next tick.", plural(len(results), "setting", "settings")), widget.SuccessImportance)
 	})

@@ -51,6 +51,10 @@ type Options struct {
 	// characters ("$1.23"), priced by main with the data directory's
 	// table. Nil hides the list's cost and time-left column.
 	Cost func(sessions.Usage) string
+	// Machines reach the other machines configured (machines.json): New
+	// session and Settings then offer a choice of machine. Nil: this
+	// machine only.
+	Machines Machines
 }
 
 // Window is the app's one window: Sessions (list ↔ detail) and Settings.
@@ -78,6 +82,8 @@ type Window struct {
 	pushStatus func() *localapi.PushStatus
 	// cost is Options.Cost.
 	cost func(sessions.Usage) string
+	// machines is Options.Machines.
+	machines Machines
 
 	// do runs f on Fyne's goroutine (fyne.Do); async runs a backend command
 	// off it (go f()). Tests replace both with direct calls so a command and
@@ -115,7 +121,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
 		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
-		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus, cost: opts.Cost,
+		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus, cost: opts.Cost, machines: opts.Machines,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 	}
@@ -226,6 +232,15 @@ func (w *Window) ShowSettings() {
 	w.present()
 	w.tabs.Select(w.settingsTab)
 	w.settingsView().load()
+}
+
+// otherMachines is the machines the window can reach besides this one
+// (none without Options.Machines).
+func (w *Window) otherMachines() []string {
+	if w.machines == nil {
+		return nil
+	}
+	return w.m.Machines()
 }
 
 // settingsView is Settings, built on first use (see NewWindow).

@@ -32,6 +32,7 @@ type Backend = localapi.Commands
 // *localapi.Remote (NewMachineRemote), or a stand-in in tests.
 type Remote interface {
 	Backend
+	Settings
 	Run(ctx context.Context)
 	Subscribe(buf int, resync bool) *localapi.Subscription
 	Bus() *localapi.Bus
@@ -39,6 +40,13 @@ type Remote interface {
 }
 
 var _ Remote = (*localapi.Remote)(nil)
+
+// Settings are a machine's settings as its supervisor last published them
+// (List reads the mirror, never the network) and a Save sent to it.
+type Settings interface {
+	List() []localapi.SettingValue
+	UpdateMany(ctx context.Context, changes []localapi.SettingChange) ([]localapi.SetResult, error)
+}
 
 // Options wire a Fleet.
 type Options struct {
@@ -344,16 +352,47 @@ func (f *Fleet) route(key string) (Backend, string, string, error) {
 	if machine == "" {
 		return f.o.Local, id, "", nil
 	}
+	r, err := f.connected(machine)
+	if err != nil {
+		return nil, "", machine, err
+	}
+	return r, id, machine, nil
+}
+
+// connected is the Remote of a configured machine whose link is up, or
+// why there is none: a machine that is down fails at once, with the link's
+// state, never waiting on ssh.
+func (f *Fleet) connected(machine string) (Remote, error) {
 	f.mu.Lock()
 	mb := f.members[machine]
 	f.mu.Unlock()
 	if mb == nil {
-		return nil, "", machine, fmt.Errorf("machine %s is not configured any more", machine)
+		return nil, fmt.Errorf("machine %s is not configured any more", machine)
 	}
 	if l := mb.remote.Link(); l.State != localapi.LinkConnected {
-		return nil, "", machine, fmt.Errorf("machine %s is %s", machine, model.LinkWords(machine, l))
+		return nil, fmt.Errorf("machine %s is %s", machine, model.LinkWords(machine, l))
 	}
-	return mb.remote, id, machine, nil
+	return mb.remote, nil
+}
+
+// LaunchOn starts a session on machine ("" for this one); the session
+// comes back keyed as the desktop holds it.
+func (f *Fleet) LaunchOn(ctx context.Context, machine string, req localapi.LaunchRequest) (sessions.Session, error) {
+	if machine == "" {
+		return f.o.Local.Launch(ctx, req)
+	}
+	r, err := f.connected(machine)
+	if err != nil {
+		return sessions.Session{}, err
+	}
+	s, err := r.Launch(ctx, req)
+	return keep(machine, s, err)
+}
+
+// SettingsOf is another machine's settings, while its link is up (a
+// machine down has none to show: its last published values may be stale).
+func (f *Fleet) SettingsOf(machine string) (Settings, error) {
+	return f.connected(machine)
 }
 
 // keep keys a session a machine returned.
@@ -393,8 +432,8 @@ func (r router) Timeline(ctx context.Context, key string, limit int) ([]localapi
 	return rows, err
 }
 
-// Launch starts a session on this machine (a remote one is started with
-// `session-supervisor --machine NAME new`).
+// Launch starts a session on this machine (another machine's through
+// LaunchOn, which the New session dialog uses when one is chosen).
 func (r router) Launch(ctx context.Context, req localapi.LaunchRequest) (sessions.Session, error) {
 	return r.f.o.Local.Launch(ctx, req)
 }

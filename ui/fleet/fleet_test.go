@@ -61,6 +61,15 @@ func (b backend) SetRecovery(_ context.Context, id string, on bool) (sessions.Se
 }
 func (b backend) PublishSnapshot() { b.rec("snapshot", "") }
 
+// List is the machine's settings mirror: one value naming the machine.
+func (b backend) List() []localapi.SettingValue {
+	return []localapi.SettingValue{{Key: "watchdog.tick_seconds", Value: b.name}}
+}
+func (b backend) UpdateMany(_ context.Context, changes []localapi.SettingChange) ([]localapi.SetResult, error) {
+	b.rec("settings", changes[0].Key)
+	return nil, nil
+}
+
 // remote is a machine's supervisor: the recording backend, a real bus, a
 // link the test sets, and a Run that connects and publishes a snapshot.
 type remote struct {
@@ -176,6 +185,12 @@ func TestActionsGoToTheOwningMachine(t *testing.T) {
 			{"launch is here", func() (sessions.Session, error) {
 				return b.Launch(ctx, localapi.LaunchRequest{Cwd: "/w"})
 			}, "local:launch:/w", "/w"},
+			{"launch on gpu", func() (sessions.Session, error) {
+				return w.fleet.LaunchOn(ctx, "gpu", localapi.LaunchRequest{Cwd: "/g"})
+			}, "gpu:launch:/g", "/g@gpu"},
+			{"launch on this machine", func() (sessions.Session, error) {
+				return w.fleet.LaunchOn(ctx, "", localapi.LaunchRequest{Cwd: "/h"})
+			}, "local:launch:/h", "/h"},
 		}
 		for _, tc := range cases {
 			s, err := tc.do()
@@ -192,6 +207,13 @@ func TestActionsGoToTheOwningMachine(t *testing.T) {
 		rows, err := b.Timeline(ctx, "s1@gpu", 10)
 		if err != nil || len(rows) != 1 || rows[0].SessionID != "s1@gpu" || w.takeCalls() != "gpu:timeline:s1" {
 			t.Errorf("timeline: %+v, %v", rows, err)
+		}
+		set, err := w.fleet.SettingsOf("devbox")
+		if err != nil || set.List()[0].Value != "devbox" {
+			t.Fatalf("devbox's settings: %v, %v", set, err)
+		}
+		if _, err := set.UpdateMany(ctx, []localapi.SettingChange{{Key: "watchdog.tick_seconds", Raw: "5"}}); err != nil || w.takeCalls() != "devbox:settings:watchdog.tick_seconds" {
+			t.Errorf("a Save of devbox's settings: %v", err)
 		}
 		b.PublishSnapshot()
 		if got := w.takeCalls(); got != "local:snapshot:" {
@@ -217,6 +239,12 @@ func TestActionOnUnreachableMachineFailsAtOnce(t *testing.T) {
 		_, err := w.fleet.Backend().Send(ctx, "s1@devbox", "hi")
 		if err == nil || !strings.Contains(err.Error(), "reconnecting since") || !strings.Contains(err.Error(), "Connection refused") {
 			t.Errorf("send to a machine reconnecting: %v", err)
+		}
+		if _, err := w.fleet.LaunchOn(ctx, "devbox", localapi.LaunchRequest{Cwd: "/w"}); err == nil || !strings.Contains(err.Error(), "reconnecting since") {
+			t.Errorf("launch on a machine reconnecting: %v", err)
+		}
+		if _, err := w.fleet.SettingsOf("devbox"); err == nil || !strings.Contains(err.Error(), "Connection refused") {
+			t.Errorf("settings of a machine reconnecting: %v", err)
 		}
 		_, err = w.fleet.Backend().Ack(ctx, "s1@nowhere")
 		if err == nil || !strings.Contains(err.Error(), "nowhere is not configured") {

@@ -77,6 +77,14 @@ func (m *Model) SetMachines(names []string) {
 	m.changedLocked()
 }
 
+// Machines is the other machines configured, by name (none: this machine
+// alone).
+func (m *Model) Machines() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.machines)
+}
+
 // Group is one machine's part of the views: its name ("" for this one),
 // its link, and its sessions in the view order.
 type Group struct {
