@@ -216,12 +216,9 @@ func groupRows(shown []sessions.Session, groups []model.Group) []listRow {
 		in[s.ID] = true
 	}
 	for _, g := range groups {
-		note := "no sessions"
-		if len(g.Sessions) > 0 {
-			note = plural(len(g.Sessions), "session", "sessions")
-		}
 		down := g.Machine != "" && g.Link.State != localapi.LinkConnected
-		rows = append(rows, listRow{heading: g.Heading(), note: note, down: down})
+		title, reason := g.Parts()
+		rows = append(rows, listRow{heading: title, note: groupNote(reason, len(g.Sessions), down), down: down})
 		for _, s := range g.Sessions {
 			if in[s.ID] {
 				rows = append(rows, listRow{s: s})
@@ -229,6 +226,23 @@ func groupRows(shown []sessions.Session, groups []model.Group) []listRow {
 		}
 	}
 	return rows
+}
+
+// groupNote is the line under a machine's heading: the link's reason (on
+// a line of its own, as ssh's sentences are long) and the machine's
+// sessions, which while its link is down are as they were when it dropped.
+func groupNote(reason string, n int, down bool) string {
+	count := "no sessions"
+	if n > 0 {
+		count = plural(n, "session", "sessions")
+		if down {
+			count += ", as last seen"
+		}
+	}
+	if reason == "" {
+		return count
+	}
+	return reason + " · " + count
 }
 
 func plural(n int, one, many string) string {

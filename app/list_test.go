@@ -259,12 +259,7 @@ func TestListTickRedrawsOnlyWhenAnAgeMoves(t *testing.T) {
 // a heading stays; opening a remote row opens it by its key.
 func TestListGroupsByMachine(t *testing.T) {
 	e := newEnv(t, seed()[:2], nil)
-	e.m.SetMachines([]string{"devbox"})
-	remote := seed()[5]
-	remote.ID = model.Key("devbox", remote.ID)
-	e.m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Machine: "devbox", Sessions: []sessions.Session{remote}})
-	e.m.Apply(localapi.Message{Type: localapi.MsgLink, Machine: "devbox", Link: &localapi.LinkStatus{State: localapi.LinkConnected}})
-	e.w.Refresh()
+	remote := e.onDevbox(seed()[5], localapi.LinkStatus{State: localapi.LinkConnected})
 	want := []string{
 		"# This machine | 2 sessions",
 		"[Needs attention] refactor-auth   claude · ~/src/refactor-auth | turn 3 died mid-work; 2 nudges sent, nothing left to try | 12m",
@@ -272,9 +267,7 @@ func TestListGroupsByMachine(t *testing.T) {
 		"# devbox — connected | 1 session",
 		"[Working] ui-polish   claude · ~/src/ui-polish | tool Edit finished | 20s",
 	}
-	if got := e.renderedRows(); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	e.wantRows(want...)
 	if c := richString(e.w.list.count); c != "3 sessions" {
 		t.Errorf("count = %q, want every machine's", c)
 	}
@@ -299,6 +292,39 @@ func TestListGroupsByMachine(t *testing.T) {
 	if e.w.detail.id != remote.ID {
 		t.Errorf("opened %q, want %q", e.w.detail.id, remote.ID)
 	}
+}
+
+// wantRows fails the test unless the list shows want, row by row.
+func (e *env) wantRows(want ...string) {
+	e.t.Helper()
+	if got := e.renderedRows(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		e.t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// onDevbox configures the machine devbox with s as its one session and
+// link as its link, and redraws; s comes back keyed as the model holds it.
+func (e *env) onDevbox(s sessions.Session, link localapi.LinkStatus) sessions.Session {
+	e.m.SetMachines([]string{"devbox"})
+	s.ID = model.Key("devbox", s.ID)
+	e.m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Machine: "devbox", Sessions: []sessions.Session{s}})
+	e.m.Apply(localapi.Message{Type: localapi.MsgLink, Machine: "devbox", Link: &link})
+	e.w.Refresh()
+	return s
+}
+
+// A machine whose link dropped keeps its sessions listed, marked as last
+// seen; ssh's reason (often long) has the line under the heading, so the
+// heading's state is never cut off by it.
+func TestListMachineDownShowsReasonOnItsOwnLine(t *testing.T) {
+	e := newEnv(t, seed()[:1], nil)
+	at := time.Date(2025, 3, 14, 14, 55, 0, 0, time.Local)
+	e.onDevbox(seed()[5], localapi.LinkStatus{State: localapi.LinkReconnecting,
+		Since: at, Up: at.Add(-time.Hour), Error: "machine devbox: ssh: connect to host devbox.example.internal port 22: No route to host"})
+	e.wantRows("# This machine | 1 session",
+		"[Needs attention] refactor-auth   claude · ~/src/refactor-auth | turn 3 died mid-work; 2 nudges sent, nothing left to try | 12m",
+		"# devbox — reconnecting since 14:55 | ssh: connect to host devbox.example.internal port 22: No route to host · 1 session, as last seen",
+		"[Working] ui-polish   claude · ~/src/ui-polish | tool Edit finished | 20s")
 }
 
 // With a price for tokens the list has a column of each session's

@@ -133,28 +133,49 @@ func (g Group) Heading() string {
 	return g.Machine + " — " + LinkWords(g.Machine, g.Link)
 }
 
+// Parts is the heading in two parts: the machine's name and its link's
+// state ("devbox — reconnecting since 12:03"), and the link's reason.
+func (g Group) Parts() (title, reason string) {
+	if g.Machine == "" {
+		return LocalHeading, ""
+	}
+	state, reason := LinkParts(g.Machine, g.Link)
+	return g.Machine + " — " + state, reason
+}
+
 // LinkWords says a machine's link in a few words: connecting, connected,
 // reconnecting since HH:MM (it was up, then dropped), unreachable (never
 // reached since the desktop started) or a wrong API version, with the
 // reason ssh or the remote gave.
 func LinkWords(machine string, l localapi.LinkStatus) string {
-	reason := strings.TrimPrefix(l.Error, "machine "+machine+": ")
+	state, reason := LinkParts(machine, l)
+	if reason == "" {
+		return state
+	}
+	return state + ": " + reason
+}
+
+// LinkParts is LinkWords in two parts, for a view that gives the reason
+// (which can be long: ssh's own sentence) a line of its own: the state in
+// a few words, and the reason sanitized ("" when there is none).
+func LinkParts(machine string, l localapi.LinkStatus) (state, reason string) {
+	reason = strings.TrimPrefix(l.Error, "machine "+machine+": ")
 	if reason != "" {
-		reason = ": " + sessions.SanitizeMessage(reason)
+		reason = sessions.SanitizeMessage(reason)
 	}
 	switch l.State {
 	case localapi.LinkConnected:
 		if l.Health != nil && l.Health.Status != "" && l.Health.Status != "ok" {
-			return "connected, supervisor " + l.Health.Status
+			return "connected, supervisor " + l.Health.Status, reason
 		}
-		return "connected"
+		return "connected", ""
 	case localapi.LinkReconnecting:
 		if l.Up.IsZero() {
-			return "unreachable" + reason
+			return "unreachable", reason
 		}
-		return "reconnecting since " + l.Since.Local().Format("15:04") + reason
+		return "reconnecting since " + l.Since.Local().Format("15:04"), reason
 	case localapi.LinkIncompatible:
-		return "wrong API version" + reason
+		return "wrong API version", reason
 	}
-	return "connecting…"
+	return "connecting…", ""
 }
