@@ -59,9 +59,10 @@ func startFocusWorld(t *testing.T) *focusWorld {
 		t.Fatal(err)
 	}
 	// The CLI's environment is the hermetic one only, but for the TMUX
-	// variables its pane gives it (as a person's shell would pass on).
+	// and kitty variables its pane or tab gives it (as a person's shell
+	// would pass on).
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/sh\ncd %s || exit 1\nexec env -i TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\"", shellQuote(work))
+	fmt.Fprintf(&b, "#!/bin/sh\ncd %s || exit 1\nexec env -i TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" KITTY_WINDOW_ID=\"$KITTY_WINDOW_ID\" KITTY_LISTEN_ON=\"$KITTY_LISTEN_ON\"", shellQuote(work))
 	for _, kv := range append(fakeapi.HermeticEnv(w.home, api.URL(), proxy), "TERM=xterm-256color", "XDG_RUNTIME_DIR="+run) {
 		b.WriteString(" " + shellQuote(kv))
 	}
@@ -326,6 +327,25 @@ func (x *x11World) waitActive(win int64, what string) {
 	}
 }
 
+// cliPID waits for the CLI the launcher started in a terminal (named by
+// in) to register, and kills it with the test: killing its terminal
+// leaves it running (it outlives its hangup).
+func (w *focusWorld) cliPID(in string) int {
+	w.t.Helper()
+	var pid int
+	for deadline := time.Now().Add(60 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(w.home, ".claude", "sessions", "*.json"))
+		if len(files) > 0 {
+			pid, _ = strconv.Atoi(strings.TrimSuffix(filepath.Base(files[0]), ".json"))
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("the CLI in the %s wrote no session file in 60 s", in)
+		}
+	}
+	w.t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
 // X11 under Xvfb with openbox (EWMH): two xterms, the session's CLI in the
 // one that is not active; `focus` makes its window the active one, read
 // back from the root window's _NET_ACTIVE_WINDOW.
@@ -338,18 +358,7 @@ func TestFocusX11Window(t *testing.T) {
 	winMine, winOther := x.window(mine.Process.Pid), x.window(other.Process.Pid)
 	x.activate(winOther)
 
-	var pid int
-	for deadline := time.Now().Add(60 * time.Second); pid == 0; time.Sleep(50 * time.Millisecond) {
-		files, _ := filepath.Glob(filepath.Join(w.home, ".claude", "sessions", "*.json"))
-		if len(files) > 0 {
-			pid, _ = strconv.Atoi(strings.TrimSuffix(filepath.Base(files[0]), ".json"))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the CLI in the xterm wrote no session file in 60 s")
-		}
-	}
-	// Killing the xterm leaves the CLI running (it outlives its hangup).
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	pid := w.cliPID("xterm")
 	s := w.session(pid, 60*time.Second, "located in the xterm", func(s sessions.Session) bool {
 		return s.Terminal != nil && s.Terminal.Kind == termloc.KindEmulator && s.Terminal.Holder.PID == mine.Process.Pid
 	})
@@ -396,4 +405,82 @@ func TestFocusTmuxClientInXterm(t *testing.T) {
 	t.Logf("focus took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
 	tw.focused()
 	x.waitActive(winHolder, "after focus")
+}
+
+// kitty with its remote control on a socket: the CLI in the first tab,
+// a second tab opened after it (so the CLI's is not the one shown) and
+// an xterm active. `focus` selects the CLI's kitty window (its tab comes
+// forward, read back from `kitty @ ls`) and activates kitty's X window.
+func TestFocusKittyTab(t *testing.T) {
+	t.Parallel()
+	needTool(t, "kitty")
+	w := startFocusWorld(t)
+	x := startX11World(t, w.dir)
+	sock := "unix:" + filepath.Join(w.dir, "kitty.sock")
+	x.env = append(x.env, "KITTY_CONFIG_DIRECTORY="+t.TempDir())
+	kitty := x.start("kitty", "-o", "allow_remote_control=yes", "--listen-on", sock, w.launcher)
+	// kitty's prewarmed helper leaves its process group: it is found by
+	// the socket its command line names.
+	t.Cleanup(func() { reap(strings.TrimPrefix(sock, "unix:")) })
+	pid := w.cliPID("kitty")
+	if out, err := x.output("kitty", "@", "--to", sock, "launch", "--type=tab", "sleep", "600"); err != nil {
+		t.Fatalf("opening a second kitty tab: %v: %s", err, out)
+	}
+	other := x.start("xterm", "-e", "sleep", "600")
+	winKitty, winOther := x.window(kitty.Process.Pid), x.window(other.Process.Pid)
+	x.activate(winOther)
+	if tab := kittyFocusedWindow(t, x, sock); tab == "1" {
+		t.Fatal("the CLI's kitty window is focused before focus: the test shows nothing")
+	}
+
+	s := w.session(pid, 60*time.Second, "located in its kitty window", func(s sessions.Session) bool {
+		return s.Terminal != nil && s.Terminal.Kind == termloc.KindEmulator && s.Terminal.Tab != nil
+	})
+	t.Logf("located: %s", s.Terminal)
+	if tab := s.Terminal.Tab; tab.Emulator != termloc.EmulatorKitty || tab.ID != "1" || tab.Socket != sock {
+		t.Fatalf("tab %+v, want kitty window 1 on %s", tab, sock)
+	}
+
+	w.h.env = append(w.h.env, "DISPLAY="+x.display)
+	out := w.h.mustCLI("focus", s.ID)
+	t.Logf("focus: %s", out)
+	if !strings.Contains(out, "selected kitty window 1") || !strings.Contains(out, "raised the kitty window") {
+		t.Errorf("focus says %q", out)
+	}
+	if tab := kittyFocusedWindow(t, x, sock); tab != "1" {
+		t.Errorf("kitty's focused window is %s after focus, want 1 (the CLI's)", tab)
+	}
+	x.waitActive(winKitty, "after focus")
+}
+
+// kittyFocusedWindow is the id of the window of kitty's active tab, read
+// through its remote control.
+func kittyFocusedWindow(t *testing.T, x *x11World, sock string) string {
+	t.Helper()
+	out, err := x.output("kitty", "@", "--to", sock, "ls")
+	if err != nil {
+		t.Fatalf("kitty @ ls: %v: %s", err, out)
+	}
+	var osWindows []struct {
+		Tabs []struct {
+			IsFocused bool `json:"is_focused"`
+			Windows   []struct {
+				ID        int  `json:"id"`
+				IsFocused bool `json:"is_focused"`
+			} `json:"windows"`
+		} `json:"tabs"`
+	}
+	if err := json.Unmarshal([]byte(out), &osWindows); err != nil {
+		t.Fatalf("kitty @ ls: %v: %s", err, out)
+	}
+	for _, o := range osWindows {
+		for _, tab := range o.Tabs {
+			for _, win := range tab.Windows {
+				if tab.IsFocused && win.IsFocused {
+					return strconv.Itoa(win.ID)
+				}
+			}
+		}
+	}
+	return ""
 }

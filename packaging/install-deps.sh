@@ -14,12 +14,13 @@ build_pkgs=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-d
 # The tests also run the real app under Xvfb with a D-Bus session bus,
 # install the real Claude Code CLI from npm, and cross-compile the Windows
 # build with mingw-w64 (358 MB). Focus ("Go to terminal") is tested with
-# real tmux, and with xterms under openbox (an EWMH window manager),
+# real tmux, and with xterms and kitty (its tab picked through its remote
+# control; 9 MB) under openbox (an EWMH window manager),
 # raised through wmctrl and read back with xprop (x11-utils); the
 # remote-machines tests reach a second supervisor through a real OpenSSH
 # server on 127.0.0.1.
 test_pkgs=(xvfb dbus dbus-x11 imagemagick npm gcc-mingw-w64-x86-64-win32
-  tmux xterm openbox wmctrl x11-utils openssh-server openssh-client)
+  tmux xterm kitty openbox wmctrl x11-utils openssh-server openssh-client)
 
 case "$profile" in
   build) want=("${build_pkgs[@]}") ;;

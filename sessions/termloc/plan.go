@@ -17,6 +17,9 @@ const (
 	StepSwitchClient
 	// StepRaiseWindow raises and activates the X window of a process.
 	StepRaiseWindow
+	// StepSelectTab selects an emulator's tab through its remote control
+	// (kitty, WezTerm), before its window is raised.
+	StepSelectTab
 )
 
 func (k StepKind) String() string {
@@ -29,6 +32,8 @@ func (k StepKind) String() string {
 		return "switch-client"
 	case StepRaiseWindow:
 		return "raise-window"
+	case StepSelectTab:
+		return "select-tab"
 	}
 	return fmt.Sprintf("StepKind(%d)", int(k))
 }
@@ -43,6 +48,8 @@ type Step struct {
 	// PID and Name are the process whose window is raised.
 	PID  int
 	Name string
+	// Tab is the tab to select (StepSelectTab).
+	Tab *Tab
 }
 
 // ErrCannotFocus is wrapped by every error saying focus cannot be done; its
@@ -77,15 +84,25 @@ func Plan(loc *Location) (steps []Step, partial error, err error) {
 			return steps, fmt.Errorf("%w: tmux %s is shown on %s, but no terminal window on this machine holds that client (over ssh?)",
 				ErrCannotFocus, t.Target(), c.TTY), nil
 		}
-		return append(steps, Step{Kind: StepRaiseWindow, PID: c.Emulator.PID, Name: c.Emulator.Name}), nil, nil
+		return append(steps, raise(*c.Emulator, c.Tab)...), nil, nil
 	case KindEmulator:
-		return []Step{{Kind: StepRaiseWindow, PID: loc.Holder.PID, Name: loc.Holder.Name}}, nil, nil
+		return raise(*loc.Holder, loc.Tab), nil, nil
 	case KindSSH:
 		return nil, nil, fmt.Errorf("%w: %s is a remote login's terminal; its window is on the machine it was opened from", ErrCannotFocus, loc.TTY)
 	case KindScreen:
 		return nil, nil, fmt.Errorf("%w: GNU screen is not supported yet; the session runs in screen on %s", ErrCannotFocus, loc.TTY)
 	}
 	return nil, nil, fmt.Errorf("%w: nothing recognisable holds %s", ErrCannotFocus, loc.TTY)
+}
+
+// raise is the steps that bring an emulator's window forward: its tab
+// first, where it is known and belongs to that emulator.
+func raise(emulator Process, tab *Tab) []Step {
+	var steps []Step
+	if tab.Fits(emulator.Name) {
+		steps = append(steps, Step{Kind: StepSelectTab, Tab: tab, PID: emulator.PID, Name: emulator.Name})
+	}
+	return append(steps, Step{Kind: StepRaiseWindow, PID: emulator.PID, Name: emulator.Name})
 }
 
 // pickClient is the client to show the pane in: one already on the pane's

@@ -79,6 +79,9 @@ type Client struct {
 	Activity int64 `json:"activity,omitempty"`
 	// Emulator is the terminal emulator the client runs in, when found.
 	Emulator *Process `json:"emulator,omitempty"`
+	// Tab is the emulator's tab holding the client, where its remote
+	// control is reachable (TabFromEnv of the client's environment).
+	Tab *Tab `json:"tab,omitempty"`
 }
 
 // Tmux is the tmux pane holding a session's tty.
@@ -104,6 +107,9 @@ type Location struct {
 	// Holder is the process above the agent that holds its terminal when it
 	// is not tmux: the emulator, sshd or screen.
 	Holder *Process `json:"holder,omitempty"`
+	// Tab is the holder's tab (KindEmulator), where its remote control is
+	// reachable.
+	Tab *Tab `json:"tab,omitempty"`
 }
 
 // Equal reports whether two locations say the same.
@@ -121,12 +127,18 @@ func (l *Location) detail() string {
 	if l.Holder != nil {
 		fmt.Fprintf(&b, "%d;", l.Holder.PID)
 	}
+	if l.Tab != nil {
+		fmt.Fprintf(&b, "%s;", l.Tab.Socket)
+	}
 	if t := l.Tmux; t != nil {
 		fmt.Fprintf(&b, "%s;%s;", t.Socket, t.PaneID)
 		for _, c := range t.Clients {
 			fmt.Fprintf(&b, "%s,%d,%s;", c.TTY, c.PID, c.Session)
 			if c.Emulator != nil {
 				fmt.Fprintf(&b, "%d;", c.Emulator.PID)
+			}
+			if c.Tab != nil {
+				fmt.Fprintf(&b, "%s;", c.Tab)
 			}
 		}
 	}
@@ -160,6 +172,9 @@ func (l *Location) String() string {
 		}
 		return s + ", attached in " + strings.Join(in, ", ")
 	case KindEmulator:
+		if l.Tab.Fits(l.Holder.Name) {
+			return fmt.Sprintf("%s (pid %d) on %s, %s", l.Holder.Name, l.Holder.PID, l.TTY, l.Tab)
+		}
 		return fmt.Sprintf("%s (pid %d) on %s", l.Holder.Name, l.Holder.PID, l.TTY)
 	case KindSSH:
 		return fmt.Sprintf("%s over ssh (a remote terminal)", l.TTY)

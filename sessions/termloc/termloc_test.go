@@ -154,6 +154,8 @@ func TestString(t *testing.T) {
 		{tmuxLoc(Client{TTY: "/dev/pts/7", Session: "work", Emulator: xterm}), "tmux work:2.1, attached in xterm"},
 		{tmuxLoc(Client{Session: "work", Emulator: xterm}, Client{Session: "work", Emulator: xterm}, Client{Session: "work"}), "tmux work:2.1, attached in xterm, a terminal"},
 		{&Location{Kind: KindEmulator, TTY: "/dev/pts/3", Holder: xterm}, "xterm (pid 9) on /dev/pts/3"},
+		{&Location{Kind: KindEmulator, TTY: "/dev/pts/3", Holder: kitty, Tab: kittyTab}, "kitty (pid 11) on /dev/pts/3, kitty window 2"},
+		{&Location{Kind: KindEmulator, TTY: "/dev/pts/3", Holder: xterm, Tab: kittyTab}, "xterm (pid 9) on /dev/pts/3"},
 		{&Location{Kind: KindSSH, TTY: "/dev/pts/3", Holder: &Process{PID: 7, Name: "sshd"}}, "/dev/pts/3 over ssh (a remote terminal)"},
 		{&Location{Kind: KindTTY, TTY: "/dev/tty1"}, "/dev/tty1 (terminal not recognised)"},
 	} {
@@ -192,6 +194,13 @@ func TestEqualAndJSON(t *testing.T) {
 	}
 }
 
+// kitty and kittyTab are a kitty process and one of its windows whose
+// remote control listens on a socket.
+var (
+	kitty    = &Process{PID: 11, Name: "kitty"}
+	kittyTab = &Tab{Emulator: EmulatorKitty, Socket: "unix:/tmp/kitty-11", ID: "2"}
+)
+
 func TestPlan(t *testing.T) {
 	xterm := &Process{PID: 9, Name: "xterm"}
 	sel := []StepKind{StepSelectWindow, StepSelectPane}
@@ -223,6 +232,15 @@ func TestPlan(t *testing.T) {
 			Client{TTY: "/dev/pts/7", Session: "work", Activity: 1, Emulator: xterm}),
 			steps: append(sel, StepRaiseWindow)},
 		{name: "tmux over ssh", loc: tmuxLoc(Client{TTY: "/dev/pts/7", Session: "work"}), steps: sel, partial: "no terminal window on this machine"},
+		{name: "kitty with remote control: its tab, then its window", loc: &Location{Kind: KindEmulator, TTY: "/dev/pts/3", Holder: kitty, Tab: kittyTab},
+			steps: []StepKind{StepSelectTab, StepRaiseWindow}},
+		{name: "a kitty tab inherited into an xterm is not believed", loc: &Location{Kind: KindEmulator, TTY: "/dev/pts/3", Holder: xterm, Tab: kittyTab},
+			steps: []StepKind{StepRaiseWindow}},
+		{name: "tmux client in a kitty tab", loc: tmuxLoc(Client{TTY: "/dev/pts/7", Session: "work", Emulator: kitty, Tab: kittyTab}),
+			steps: append(sel, StepSelectTab, StepRaiseWindow)},
+		{name: "wezterm pane", loc: &Location{Kind: KindEmulator, TTY: "/dev/pts/3", Holder: &Process{PID: 5, Name: "wezterm-gui"},
+			Tab: &Tab{Emulator: EmulatorWezTerm, Socket: "/run/user/1/wezterm/sock", ID: "7"}},
+			steps: []StepKind{StepSelectTab, StepRaiseWindow}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			steps, partial, err := Plan(tc.loc)
@@ -250,6 +268,34 @@ func TestPlan(t *testing.T) {
 				t.Errorf("steps %v (client %q), want %v (client %q)", kinds, client, tc.steps, tc.client)
 			}
 		})
+	}
+}
+
+func TestTabFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want *Tab
+	}{
+		{"none", []string{"HOME=/h", "TERM=xterm"}, nil},
+		{"kitty listening", []string{"KITTY_WINDOW_ID=3", "KITTY_LISTEN_ON=unix:/tmp/k.sock"}, &Tab{EmulatorKitty, "unix:/tmp/k.sock", "3"}},
+		{"kitty abstract socket", []string{"KITTY_LISTEN_ON=unix:@kitty", "KITTY_WINDOW_ID=12"}, &Tab{EmulatorKitty, "unix:@kitty", "12"}},
+		{"kitty without a socket answers only inside", []string{"KITTY_WINDOW_ID=3"}, nil},
+		{"kitty over tcp is not used", []string{"KITTY_WINDOW_ID=3", "KITTY_LISTEN_ON=tcp:localhost:5000"}, nil},
+		{"kitty id not a number", []string{"KITTY_WINDOW_ID=3;rm", "KITTY_LISTEN_ON=unix:/k"}, nil},
+		{"wezterm", []string{"WEZTERM_PANE=0", "WEZTERM_UNIX_SOCKET=/run/user/1000/wezterm/gui-sock-42"}, &Tab{EmulatorWezTerm, "/run/user/1000/wezterm/gui-sock-42", "0"}},
+		{"wezterm relative socket", []string{"WEZTERM_PANE=1", "WEZTERM_UNIX_SOCKET=sock"}, nil},
+		{"a line without =", []string{"KITTY_WINDOW_ID"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TabFromEnv(tc.env)
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("TabFromEnv = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if !(&Tab{Emulator: EmulatorWezTerm}).Fits("wezterm-gui") || (&Tab{Emulator: EmulatorKitty}).Fits("xterm") || (*Tab)(nil).Fits("kitty") {
+		t.Error("Fits matches the wrong emulators")
 	}
 }
 

@@ -3,7 +3,6 @@
 package termsys
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +56,9 @@ func Locate(ctx context.Context, pid int) (*termloc.Location, error) {
 	chain := ancestors(pid)
 	kind, holder := termloc.Holder(st.TTYNr, chain)
 	loc := &termloc.Location{Kind: kind, TTY: tty, Holder: holder}
+	if kind == termloc.KindEmulator {
+		loc.Tab = termloc.TabFromEnv(environ(pid))
+	}
 	if kind != termloc.KindTmux {
 		return loc, nil
 	}
@@ -96,6 +98,7 @@ func locateTmux(ctx context.Context, pid int, chain []termloc.Stat, tty string) 
 	for i, c := range clients {
 		if cst, err := readStat(c.PID); err == nil {
 			clients[i].Emulator = termloc.Emulator(cst.TTYNr, ancestors(c.PID))
+			clients[i].Tab = termloc.TabFromEnv(environ(c.PID))
 		}
 	}
 	t.Clients = clients
@@ -108,12 +111,10 @@ func locateTmux(ctx context.Context, pid int, chain []termloc.Stat, tty string) 
 // socket.
 func tmuxSocket(pid int, chain []termloc.Stat) string {
 	for _, p := range append([]int{pid}, pids(chain)...) {
-		if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p)); err == nil {
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if v, ok := bytes.CutPrefix(kv, []byte("TMUX=")); ok {
-					if sock, _, _ := strings.Cut(string(v), ","); sock != "" {
-						return sock
-					}
+		for _, kv := range environ(p) {
+			if v, ok := strings.CutPrefix(kv, "TMUX="); ok {
+				if sock, _, _ := strings.Cut(v, ","); sock != "" {
+					return sock
 				}
 			}
 		}
@@ -129,6 +130,16 @@ func tmuxSocket(pid int, chain []termloc.Stat) string {
 		dir = "/tmp"
 	}
 	return filepath.Join(dir, "tmux-"+strconv.Itoa(os.Getuid()), "default")
+}
+
+// environ is a process's environment as it started (none when it cannot
+// be read: another user's, or gone).
+func environ(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
 func pids(chain []termloc.Stat) []int {
