@@ -251,7 +251,9 @@ func startX11World(t *testing.T, home string) *x11World {
 	}
 	x.env = append(x.env, "DISPLAY="+x.display, "HOME="+home)
 	x.start("openbox", "--sm-disable")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// 10 s was not enough once with four X worlds starting side by side
+	// on a loaded two-core machine.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if out, err := x.output("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"); err == nil && strings.Contains(out, "window id") {
 			break
 		}

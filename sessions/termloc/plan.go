@@ -45,9 +45,11 @@ type Step struct {
 	Socket, Target string
 	// Client is the tmux client to switch (its tty).
 	Client string
-	// PID and Name are the process whose window is raised.
+	// PID and Name are the process whose window is raised; TTY is the
+	// terminal it shows (macOS picks Terminal's or iTerm2's tab by it).
 	PID  int
 	Name string
+	TTY  string
 	// Tab is the tab to select (StepSelectTab).
 	Tab *Tab
 }
@@ -84,9 +86,9 @@ func Plan(loc *Location) (steps []Step, partial error, err error) {
 			return steps, fmt.Errorf("%w: tmux %s is shown on %s, but no terminal window on this machine holds that client (over ssh?)",
 				ErrCannotFocus, t.Target(), c.TTY), nil
 		}
-		return append(steps, raise(*c.Emulator, c.Tab)...), nil, nil
+		return append(steps, raise(*c.Emulator, c.TTY, c.Tab)...), nil, nil
 	case KindEmulator:
-		return raise(*loc.Holder, loc.Tab), nil, nil
+		return raise(*loc.Holder, loc.TTY, loc.Tab), nil, nil
 	case KindSSH:
 		return nil, nil, fmt.Errorf("%w: %s is a remote login's terminal; its window is on the machine it was opened from", ErrCannotFocus, loc.TTY)
 	case KindScreen:
@@ -97,12 +99,12 @@ func Plan(loc *Location) (steps []Step, partial error, err error) {
 
 // raise is the steps that bring an emulator's window forward: its tab
 // first, where it is known and belongs to that emulator.
-func raise(emulator Process, tab *Tab) []Step {
+func raise(emulator Process, tty string, tab *Tab) []Step {
 	var steps []Step
 	if tab.Fits(emulator.Name) {
 		steps = append(steps, Step{Kind: StepSelectTab, Tab: tab, PID: emulator.PID, Name: emulator.Name})
 	}
-	return append(steps, Step{Kind: StepRaiseWindow, PID: emulator.PID, Name: emulator.Name})
+	return append(steps, Step{Kind: StepRaiseWindow, PID: emulator.PID, Name: emulator.Name, TTY: tty})
 }
 
 // pickClient is the client to show the pane in: one already on the pane's

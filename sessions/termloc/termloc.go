@@ -2,8 +2,9 @@
 // tty, the tmux pane holding that tty and the clients attached to its
 // server, or else the terminal emulator above the agent — and how to bring
 // it to the front. Everything here is pure: the facts come in (parsed
-// /proc stat lines, tmux's answers) and a Location or a focus Plan comes
-// out. Reading /proc, running tmux and raising windows live in termsys.
+// /proc stat lines or a macOS ps listing, tmux's answers, an emulator's
+// variables) and a Location or a focus Plan comes out. Reading the
+// process table, running tmux and raising windows live in termsys.
 package termloc
 
 import (

@@ -4,22 +4,23 @@ package termsys
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 )
 
-// maxDepth bounds the walk up the process tree (a loop in a racing /proc
-// read must not spin).
-const maxDepth = 64
+// Locate says where the terminal of process pid lives, from /proc. A
+// process that is gone is an error; one with no terminal is KindNone.
+func Locate(ctx context.Context, pid int) (*termloc.Location, error) {
+	return locate(ctx, procFS{}, pid)
+}
 
-func readStat(pid int) (termloc.Stat, error) {
+// procFS is /proc, read as each question is asked.
+type procFS struct{}
+
+func (procFS) stat(pid int) (termloc.Stat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return termloc.Stat{}, err
@@ -27,144 +28,18 @@ func readStat(pid int) (termloc.Stat, error) {
 	return termloc.ParseStat(string(b))
 }
 
-// ancestors are pid's parents, nearest first, up to (not including) pid 1.
-func ancestors(pid int) []termloc.Stat {
-	var chain []termloc.Stat
-	st, err := readStat(pid)
-	for i := 0; err == nil && st.PPID > 1 && i < maxDepth; i++ {
-		if st, err = readStat(st.PPID); err == nil {
-			chain = append(chain, st)
-		}
-	}
-	return chain
-}
+func (procFS) ttyName(nr int) (string, bool) { return termloc.TTYName(nr) }
 
-// Locate says where the terminal of process pid lives. A process that is
-// gone is an error; one with no terminal is KindNone.
-func Locate(ctx context.Context, pid int) (*termloc.Location, error) {
-	st, err := readStat(pid)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("locating the terminal of pid %d: %w", pid, ErrGone)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("locating the terminal of pid %d: %w", pid, err)
-	}
-	tty, ok := termloc.TTYName(st.TTYNr)
-	if !ok {
-		return &termloc.Location{Kind: termloc.KindNone}, nil
-	}
-	chain := ancestors(pid)
-	kind, holder := termloc.Holder(st.TTYNr, chain)
-	loc := &termloc.Location{Kind: kind, TTY: tty, Holder: holder}
-	if kind == termloc.KindEmulator {
-		loc.Tab = termloc.TabFromEnv(environ(pid))
-	}
-	if kind != termloc.KindTmux {
-		return loc, nil
-	}
-	t, err := locateTmux(ctx, pid, chain, tty)
-	if err != nil {
-		// Held by tmux but not found in it: say what is known.
-		loc.Kind = termloc.KindTTY
-		return loc, err
-	}
-	loc.Tmux, loc.Holder = t, nil
-	return loc, nil
-}
+func (procFS) environ(pid int) []string { return nulSeparated(fmt.Sprintf("/proc/%d/environ", pid)) }
 
-func locateTmux(ctx context.Context, pid int, chain []termloc.Stat, tty string) (*termloc.Tmux, error) {
-	sock := tmuxSocket(pid, chain)
-	out, err := run(ctx, "tmux", "-S", sock, "list-panes", "-a", "-F", termloc.PaneFormat)
-	if err != nil {
-		return nil, fmt.Errorf("asking tmux for the pane of %s: %w", tty, err)
-	}
-	panes, err := termloc.ParsePanes(out)
-	if err != nil {
-		return nil, err
-	}
-	p, ok := termloc.PaneOf(panes, tty)
-	if !ok {
-		return nil, fmt.Errorf("no pane of the tmux server at %s has %s", sock, tty)
-	}
-	t := &termloc.Tmux{Socket: sock, Session: p.Session, Window: p.Window, Pane: p.Pane, PaneID: p.PaneID}
-	out, err = run(ctx, "tmux", "-S", sock, "list-clients", "-F", termloc.ClientFormat)
-	if err != nil {
-		return t, nil // the pane is known; no client list is no client
-	}
-	clients, err := termloc.ParseClients(out)
-	if err != nil {
-		return t, nil
-	}
-	for i, c := range clients {
-		if cst, err := readStat(c.PID); err == nil {
-			clients[i].Emulator = termloc.Emulator(cst.TTYNr, ancestors(c.PID))
-			clients[i].Tab = termloc.TabFromEnv(environ(c.PID))
-		}
-	}
-	t.Clients = clients
-	return t, nil
-}
+func (procFS) args(pid int) []string { return nulSeparated(fmt.Sprintf("/proc/%d/cmdline", pid)) }
 
-// tmuxSocket is the socket of the tmux server holding pid's terminal: the
-// TMUX variable tmux gives every process of a pane (the agent's, else an
-// ancestor's), else the server's own -S or -L argument, else the default
-// socket.
-func tmuxSocket(pid int, chain []termloc.Stat) string {
-	for _, p := range append([]int{pid}, pids(chain)...) {
-		for _, kv := range environ(p) {
-			if v, ok := strings.CutPrefix(kv, "TMUX="); ok {
-				if sock, _, _ := strings.Cut(v, ","); sock != "" {
-					return sock
-				}
-			}
-		}
-		if strings.HasPrefix(commOf(chain, p), "tmux") {
-			if sock := socketArg(p); sock != "" {
-				return sock
-			}
-			break
-		}
-	}
-	dir := os.Getenv("TMUX_TMPDIR")
-	if dir == "" {
-		dir = "/tmp"
-	}
-	return filepath.Join(dir, "tmux-"+strconv.Itoa(os.Getuid()), "default")
-}
-
-// environ is a process's environment as it started (none when it cannot
-// be read: another user's, or gone).
-func environ(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
+// nulSeparated reads a /proc file of NUL-terminated strings (nil when it
+// cannot be read: another user's process, or gone).
+func nulSeparated(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
 		return nil
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-}
-
-func pids(chain []termloc.Stat) []int {
-	out := make([]int, len(chain))
-	for i, s := range chain {
-		out[i] = s.PID
-	}
-	return out
-}
-
-func commOf(chain []termloc.Stat, pid int) string {
-	for _, s := range chain {
-		if s.PID == pid {
-			return s.Comm
-		}
-	}
-	return ""
-}
-
-// socketArg reads -S PATH or -L NAME from a tmux server's command line.
-func socketArg(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return ""
-	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	return termloc.SocketFromArgs(args, os.Getenv("TMUX_TMPDIR"), os.Getuid())
 }

@@ -15,7 +15,8 @@ import (
 // window manager (EWMH: a _NET_ACTIVE_WINDOW client message, sent by
 // wmctrl). Wayland without an X display, no wmctrl, no EWMH window manager
 // and no such window each say so.
-func raiseWindow(ctx context.Context, pid int, name string) error {
+func raiseWindow(ctx context.Context, s termloc.Step) error {
+	pid, name := s.PID, s.Name
 	if os.Getenv("DISPLAY") == "" {
 		if os.Getenv("WAYLAND_DISPLAY") != "" {
 			return fmt.Errorf("raising the %s window: not supported yet on Wayland (no X display)", name)

@@ -1,7 +1,9 @@
-// Package termsys is termloc's side effects: reading /proc for an agent's
-// terminal and its ancestors, asking tmux for the pane and its clients,
-// and running a focus plan (tmux commands, raising an X window through
-// EWMH). The decisions stay in termloc.
+// Package termsys is termloc's side effects: reading the process table
+// for an agent's terminal and its ancestors (/proc on Linux, `ps` on
+// macOS), asking tmux for the pane and its clients, and running a focus
+// plan (tmux commands, an emulator's remote control for its tab, raising
+// an X window through EWMH, AppleScript for Terminal and iTerm2 on macOS).
+// The decisions stay in termloc.
 package termsys
 
 import (
@@ -111,7 +113,7 @@ func runStep(ctx context.Context, s termloc.Step) error {
 		_, err := run(ctx, "tmux", "-S", s.Socket, "switch-client", "-c", s.Client, "-t", s.Target)
 		return err
 	case termloc.StepRaiseWindow:
-		return raiseWindow(ctx, s.PID, s.Name)
+		return raiseWindow(ctx, s)
 	case termloc.StepSelectTab:
 		return selectTab(ctx, s.Tab)
 	}
