@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !windows
 
 package termsys
 
@@ -10,8 +10,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 )
 
-// Locate is not written yet for this platform (Windows: the console or
-// Windows Terminal window holding a process is still to do).
+// Locate is not written for this platform (the BSDs and others).
 func Locate(ctx context.Context, pid int) (*termloc.Location, error) {
 	return nil, fmt.Errorf("locating the terminal of pid %d on %s: %w", pid, runtime.GOOS, ErrUnsupported)
 }
