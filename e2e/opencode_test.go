@@ -180,6 +180,25 @@ func TestOpenCodeE2EOverflowCompacted(t *testing.T) {
 	h.stopApp()
 }
 
+// TestOpenCodeE2ETodos: the model keeps a task list with OpenCode's
+// todowrite tool; OpenCode publishes it (todo.updated) and the session
+// counts it for its time-left band: three items (the cancelled one left
+// out), one done, one under way.
+func TestOpenCodeE2ETodos(t *testing.T) {
+	t.Parallel()
+	h := openCodeE2EStart(t)
+	id := h.launch("[[scenario:todos]] plan the fix")
+	s := h.waitFor(id, "the turn to complete", ce2eIn(sessions.WaitingOnUser, sessions.WaitReview))
+	want := sessions.TodoProgress{Total: 3, Completed: 1, InProgress: 1}
+	if s.Todos != want || s.TodosSince.IsZero() {
+		t.Errorf("todos %+v since %v, want %+v", s.Todos, s.TodosSince, want)
+	}
+	if reqs := h.api.Requests("todos"); len(reqs) != 2 {
+		t.Errorf("requests %+v, want the todowrite call and the answer after its result", reqs)
+	}
+	h.stopApp()
+}
+
 // TestOpenCodeE2EOverflowUnrecoverable: when OpenCode's own compaction
 // overflows too, the turn fails as a context overflow; the supervisor's
 // compaction (summarize) fails the same way and the session is escalated.

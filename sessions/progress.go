@@ -15,6 +15,33 @@ type TodoProgress struct {
 	InProgress int `json:"in_progress"`
 }
 
+// TodoItem is one item of an agent's task list as its wire says it; only
+// the status is read (Claude's todos, Codex's plan steps, OpenCode's
+// todos all carry one).
+type TodoItem struct {
+	Status string `json:"status"`
+}
+
+// TodosOf counts a task list by each item's status, in the words the
+// agents use: "completed"; "in_progress" (Claude, OpenCode) or
+// "inProgress" (Codex); anything else pending. A "cancelled" item
+// (OpenCode) will not be worked on, so it leaves the list.
+func TodosOf(items []TodoItem) TodoProgress {
+	var t TodoProgress
+	for _, it := range items {
+		switch it.Status {
+		case "cancelled":
+			continue
+		case "completed":
+			t.Completed++
+		case "in_progress", "inProgress":
+			t.InProgress++
+		}
+		t.Total++
+	}
+	return t
+}
+
 // IsZero reports whether the agent keeps no list (or an empty one).
 func (t TodoProgress) IsZero() bool { return t.Total == 0 }
 

@@ -144,3 +144,28 @@ func TestRateWindowHitAt(t *testing.T) {
 		t.Fatalf("ResetAfter with no spent window = %v", got)
 	}
 }
+
+func TestTodosOf(t *testing.T) {
+	items := func(statuses ...string) []TodoItem {
+		var out []TodoItem
+		for _, s := range statuses {
+			out = append(out, TodoItem{Status: s})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		items []TodoItem
+		want  TodoProgress
+	}{
+		{"none", nil, TodoProgress{}},
+		{"claude's words", items("completed", "in_progress", "pending"), TodoProgress{Total: 3, Completed: 1, InProgress: 1}},
+		{"codex's camel case", items("completed", "inProgress", "pending", "completed"), TodoProgress{Total: 4, Completed: 2, InProgress: 1}},
+		{"opencode's cancelled leave the list", items("cancelled", "completed", "cancelled"), TodoProgress{Total: 1, Completed: 1}},
+		{"an unknown word is pending", items("blocked"), TodoProgress{Total: 1}},
+	} {
+		if got := TodosOf(tc.items); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -42,11 +42,9 @@ type todoInput struct {
 		Content []struct {
 			ID    string `json:"id"`
 			Input struct {
-				Todos []struct {
-					Status string `json:"status"`
-				} `json:"todos"`
-				TaskID string `json:"taskId"`
-				Status string `json:"status"`
+				Todos  []sessions.TodoItem `json:"todos"`
+				TaskID string              `json:"taskId"`
+				Status string              `json:"status"`
 			} `json:"input"`
 			Name string `json:"name"`
 		} `json:"content"`
@@ -66,16 +64,7 @@ func (l *todoList) update(line []byte, id string) *sessions.TodoProgress {
 		}
 		switch b.Name {
 		case toolTodoWrite:
-			t := sessions.TodoProgress{Total: len(b.Input.Todos)}
-			for _, td := range b.Input.Todos {
-				switch td.Status {
-				case "completed":
-					t.Completed++
-				case "in_progress":
-					t.InProgress++
-				}
-			}
-			l.list, l.fromTasks = t, false
+			l.list, l.fromTasks = sessions.TodosOf(b.Input.Todos), false
 		case toolTaskCreate:
 			l.created++
 			l.fromTasks = true

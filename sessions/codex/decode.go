@@ -86,9 +86,7 @@ type params struct {
 		Secondary *rateWindow `json:"secondary"`
 	} `json:"rateLimits"`
 	// turn/plan/updated: the plan's steps; only their status is read.
-	Plan []struct {
-		Status string `json:"status"`
-	} `json:"plan"`
+	Plan []sessions.TodoItem `json:"plan"`
 	// serverRequest/resolved.
 	RequestID json.RawMessage `json:"requestId"`
 	// warning, hook/*.
@@ -590,15 +588,7 @@ func planProgress(p *params) *sessions.TodoProgress {
 	if len(p.Plan) == 0 {
 		return nil
 	}
-	t := sessions.TodoProgress{Total: len(p.Plan)}
-	for _, st := range p.Plan {
-		switch st.Status {
-		case "completed":
-			t.Completed++
-		case "inProgress", "in_progress":
-			t.InProgress++
-		}
-	}
+	t := sessions.TodosOf(p.Plan)
 	return &t
 }
 

@@ -16,7 +16,7 @@ type Reply struct {
 	Command string
 	// Tool and ToolArgs, when Tool is set, are a call of another of the
 	// agent's function tools with these JSON arguments (Codex's
-	// update_plan; Codex only).
+	// update_plan, OpenCode's todowrite).
 	Tool, ToolArgs string
 	// Escalate asks for the command to run outside the sandbox, which
 	// Codex submits to the user for approval under approval_policy

@@ -99,6 +99,9 @@ type props struct {
 	} `json:"tool"`
 	// permission.replied, question.replied|rejected.
 	RequestID string `json:"requestID"`
+	// todo.updated: the session's whole list (content, status, priority;
+	// the status is read).
+	Todos []sessions.TodoItem `json:"todos"`
 }
 
 // apiError is OpenCode's NamedError: a name and its data.
@@ -274,7 +277,8 @@ func (s *state) ours(w *wire) []sessions.Event {
 		return []sessions.Event{{Kind: sessions.EvUserAnswered, Detail: "request answered elsewhere",
 			Permission: &sessions.Permission{RequestID: p.RequestID}}}
 	case "todo.updated":
-		return agentkit.One(sessions.EvActivity, "planning")
+		t := sessions.TodosOf(p.Todos)
+		return []sessions.Event{{Kind: sessions.EvActivity, Detail: "planning", Todos: &t}}
 	}
 	return nil
 }

@@ -155,9 +155,12 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int
 	}
 	if rep.Command != "" {
 		args, _ := json.Marshal(map[string]string{"command": rep.Command, "description": "Runs the command"})
+		rep.Tool, rep.ToolArgs = "bash", string(args)
+	}
+	if rep.Tool != "" {
 		send(choice(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
 			"index": 0, "id": fmt.Sprintf("call_%s", id), "type": "function",
-			"function": map[string]any{"name": "bash", "arguments": string(args)},
+			"function": map[string]any{"name": rep.Tool, "arguments": rep.ToolArgs},
 		}}}, nil), nil)
 		send(choice(map[string]any{}, "tool_calls"), nil)
 	} else {
@@ -184,6 +187,14 @@ const (
 	BodyOverflow = `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`
 )
 
+// TodosArgs is the todos scenario's task list: four items, one done, one
+// under way, one cancelled (which leaves the list), one pending.
+const TodosArgs = `{"todos":[` +
+	`{"content":"Read the failing test","status":"completed","priority":"high"},` +
+	`{"content":"Fix the parser","status":"in_progress","priority":"high"},` +
+	`{"content":"Rewrite the lexer","status":"cancelled","priority":"low"},` +
+	`{"content":"Run the suite","status":"pending","priority":"medium"}]}`
+
 // RateLimitAttempts is how many times OpenCode 1.18.33 sends a request that
 // keeps getting a retryable 429 before it gives up (the first try and five
 // retries, measured).
@@ -207,6 +218,13 @@ func Builtin() map[string]ScenarioFunc {
 				return Reply{Text: "Created build/out.txt."}
 			}
 			return Reply{Command: "mkdir -p build && touch build/out.txt"}
+		},
+		// todos: the model keeps a task list (todowrite), then answers.
+		"todos": func(_ int, out string) Reply {
+			if out != "" {
+				return Reply{Text: "Planned."}
+			}
+			return Reply{Tool: "todowrite", ToolArgs: TodosArgs}
 		},
 		"429": always(rate),
 		// More 429s than OpenCode retries, then answers: the supervisor's
