@@ -17,8 +17,11 @@ import (
 // deadline bounds the whole forward. The app reads at once when it runs,
 // so this is a bound for a loaded machine: the app reads the sender's
 // parents when it accepts, and a hook gone by then cannot be told from a
-// forger. It is the hook's cost only when the app is that slow.
-const deadline = time.Second
+// forger. It is the hook's cost only when the app is that slow, and the
+// agent's never: the entries are async (the CLI does not wait for them).
+// 1 s lost a Stop event on a two-core machine running the test suites
+// side by side.
+const deadline = 5 * time.Second
 
 // maxEvent bounds what is read from stdin: a Stop event carries the last
 // assistant message, which can be long; the app only needs the head.

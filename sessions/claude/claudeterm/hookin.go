@@ -346,7 +346,9 @@ func serveHooks(l net.Listener, hub *hookHub, sender hookSender) {
 // under the session it names.
 func readHookEvent(c net.Conn, sender hookSender) (ev HookEvent, ok, refused bool) {
 	chain, known := sender.ancestry(c)
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	// As long as the hook waits (its own deadline): a loaded machine may
+	// take that long to write a Stop event's last message.
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	b, err := io.ReadAll(io.LimitReader(c, maxHookEvent))
 	// Closed before the session file is waited for: the hook (and the CLI
 	// that runs it) is released at once.
