@@ -1098,21 +1098,27 @@ func evidenceBase(evidence string) string {
 // incident.
 func (r *reconciler) startIncident(recovery string) {
 	sv := r.n.Supervision
-	r.n.Supervision = sessions.Supervision{Recovery: recovery, EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts,
-		BudgetKey: sv.BudgetKey, Budget: sv.Budget}
+	r.n.Supervision = lasting(sv)
+	r.n.Supervision.Recovery = recovery
 	r.changed = true
 }
 
-// clearRecovery forgets the current recovery (keeping EscalatedGeneration,
-// which is what makes escalation once-only, and the incident's spent
-// attempts, which only a clean end refills).
+// lasting is what outlives a recovery: the once-only escalation marks
+// (EscalatedGeneration, and SharedEscalated for a shared conversation),
+// the incident's spent attempts (only a clean end refills them) and the
+// budget reached.
+func lasting(sv sessions.Supervision) sessions.Supervision {
+	return sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts,
+		BudgetKey: sv.BudgetKey, Budget: sv.Budget, SharedEscalated: sv.SharedEscalated}
+}
+
+// clearRecovery forgets the current recovery, keeping what lasts.
 func (r *reconciler) clearRecovery() {
 	sv := &r.n.Supervision
 	if sv.Recovery == "" && sv.RecoveryAttempts == 0 && sv.NextAttemptAt.IsZero() && sv.InterruptSentAt.IsZero() {
 		return
 	}
-	*sv = sessions.Supervision{EscalatedGeneration: sv.EscalatedGeneration, IncidentAttempts: sv.IncidentAttempts,
-		BudgetKey: sv.BudgetKey, Budget: sv.Budget}
+	*sv = lasting(*sv)
 	r.changed = true
 }
 

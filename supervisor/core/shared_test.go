@@ -66,6 +66,12 @@ func TestReconcileSharedConversation(t *testing.T) {
 	gone := interrupted()
 	gone.AgentSessionID = "c1"
 	gone.Supervision.SharedEscalated = "t-0123456789"
+	// Escalated for the share while a stall chain ran; the chain is over
+	// (the turn moves again), so its bookkeeping is dropped — not the
+	// memory of the share's escalation.
+	staleChain := shared(working())
+	staleChain.Supervision.SharedEscalated = staleChain.SharedWith
+	staleChain.Supervision.Recovery = RecoveryStall
 	idleEnded := shared(interrupted())
 	idleEnded.State, idleEnded.Evidence = sessions.Idle, "acknowledged"
 	runCases(t, []rcase{
@@ -75,6 +81,13 @@ func TestReconcileSharedConversation(t *testing.T) {
 			state: sessions.Working, obs: []string{TimelineSharedConversation}, acts: []ActionKind{ActEscalate}, check: escalatedOnce},
 		{name: "acknowledged while still shared: held, not escalated again", s: acked, now: at(time.Minute), probe: dead,
 			state: sessions.Interrupted, same: true},
+		{name: "a stale recovery dropped while still shared: not escalated again", s: staleChain, now: at(time.Minute), probe: alive,
+			state: sessions.Working,
+			check: func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
+				if out.Supervision.Recovery != "" || out.Supervision.SharedEscalated != out.SharedWith {
+					t.Fatalf("supervision %+v: want the stall chain dropped and the share's escalation kept", out.Supervision)
+				}
+			}},
 		{name: "an ended session only records it", s: idleEnded, now: at(time.Minute), probe: dead,
 			state: sessions.Idle, obs: []string{TimelineSharedConversation},
 			check: func(t *testing.T, out sessions.Session, _ []Observation, _ []Action) {
