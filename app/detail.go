@@ -348,7 +348,13 @@ func (d *detailView) show(s sessions.Session) {
 	d.showRecovery(now)
 
 	if p := s.Permission; p != nil {
-		d.permissionAsk.SetText(fmt.Sprintf("%s asks to use %s.", s.Agent, p.Tool))
+		// What the tool would do (the command, the file) is the part the
+		// answer depends on; the agent does not always say.
+		ask := fmt.Sprintf("%s asks to use %s.", s.Agent, p.Tool)
+		if p.Input != "" {
+			ask = fmt.Sprintf("%s asks to use %s: %s", s.Agent, p.Tool, p.Input)
+		}
+		d.permissionAsk.SetText(ask)
 		d.request = p.RequestID
 		d.permission.Show()
 	} else {

@@ -166,7 +166,7 @@ func TestApproveDenyOnlyWithAPendingPermission(t *testing.T) {
 	if !d.permission.Visible() || !d.approve.Visible() || !d.deny.Visible() {
 		t.Fatal("Approve/Deny hidden with a pending permission")
 	}
-	if got := d.permissionAsk.Text; got != "claude asks to use Bash." {
+	if got := d.permissionAsk.Text; got != "claude asks to use Bash: go test ./..." {
 		t.Errorf("ask: %q", got)
 	}
 	e.w.ShowSession("b2")

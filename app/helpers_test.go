@@ -92,7 +92,7 @@ func seed() []sessions.Session {
 
 	perm := mk("c3", "api-migration", sessions.WaitingOnUser, "asks to run Bash: go test ./...", 45*time.Second)
 	perm.WaitReason = sessions.WaitPermission
-	perm.Permission = &sessions.Permission{RequestID: "req-1", Tool: "Bash"}
+	perm.Permission = &sessions.Permission{RequestID: "req-1", Tool: "Bash", Input: "go test ./..."}
 
 	rate := mk("d4", "billing-export", sessions.Recovering, "rate limited; continuing when the limit resets", 6*time.Minute)
 	rate.Failure = sessions.Failure{Kind: sessions.RateLimit, Message: "429: rate limit reached for requests", RetryAt: t0.Add(4*time.Minute + 10*time.Second)}
