@@ -371,16 +371,16 @@ func (c *cli) allMachines() (dir string, list []machines.Machine, ssh []string, 
 	return dir, list, ssh, nil
 }
 
-// lsMachines is `ls` when other machines are configured and no --machine
-// was given: every machine's sessions, this one's first, each asked at
-// once (a slow machine delays only its own rows, bounded by the request's
-// deadline). A machine that cannot be reached is named on stderr and its
-// rows are missing; the others are listed. handled is false when there are
-// no other machines.
-func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
+// sessionsOfMachines asks every machine for its sessions with fetch, this
+// one's first, each at once (a slow machine delays only its own rows,
+// bounded by the request's deadline), each machine's in the view's order.
+// A machine that cannot be reached is named on stderr and its rows are
+// missing; the others are listed. handled is false when no other machine
+// is configured.
+func (c *cli) sessionsOfMachines(fetch func(context.Context, *localapi.Client) ([]sessions.Session, error)) (rows []machineSession, handled bool, err error) {
 	dir, list, ssh, err := c.allMachines()
 	if err != nil || list == nil {
-		return err != nil, err
+		return nil, err != nil, err
 	}
 	type answer struct {
 		list []sessions.Session
@@ -405,11 +405,11 @@ func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
 					return
 				}
 			}
-			answers[i].list, answers[i].err = cl.Sessions(ctx)
+			answers[i].list, answers[i].err = fetch(ctx, cl)
 		})
 	}
 	wg.Wait()
-	rows := []machineSession{}
+	rows = []machineSession{}
 	failed := 0
 	for i, a := range answers {
 		if a.err != nil {
@@ -424,7 +424,20 @@ func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
 		}
 	}
 	if failed == len(answers) {
-		return true, fmt.Errorf("no machine answered, this one included")
+		return nil, true, fmt.Errorf("no machine answered, this one included")
+	}
+	return rows, true, nil
+}
+
+// lsMachines is `ls` when other machines are configured and no --machine
+// was given: every machine's sessions, this one's first (see
+// sessionsOfMachines). handled is false when there are no other machines.
+func (c *cli) lsMachines(asJSON bool) (handled bool, err error) {
+	rows, handled, err := c.sessionsOfMachines(func(ctx context.Context, cl *localapi.Client) ([]sessions.Session, error) {
+		return cl.Sessions(ctx)
+	})
+	if !handled || err != nil {
+		return handled, err
 	}
 	if asJSON {
 		return true, writeJSON(c, rows)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/machines"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/sessions/textsafe"
@@ -25,9 +27,11 @@ const (
 	byAgent
 	// byDay groups the usage history by local calendar day.
 	byDay
+	// byMachine groups every configured machine's sessions by machine.
+	byMachine
 )
 
-var usageGroupNames = []string{"session", "model", "agent", "day"}
+var usageGroupNames = []string{"session", "model", "agent", "day", "machine"}
 
 func (g usageGroup) String() string { return usageGroupNames[g] }
 
@@ -50,12 +54,13 @@ type usageRow struct {
 // usageReport groups the whole-life usage of the sessions active since
 // `since` (zero: all), costliest first, and the total over them. Pure: the
 // command feeds it what the app lists.
-func usageReport(list []sessions.Session, by usageGroup, since time.Time, prices *pricing.Table) (rows []usageRow, total usageRow) {
+func usageReport(list []machineSession, by usageGroup, since time.Time, prices *pricing.Table) (rows []usageRow, total usageRow) {
 	groups := map[string]sessions.Usage{}
 	members := map[string]int{}
 	all := sessions.Usage{}
 	total.Key = "total"
-	for _, s := range list {
+	for _, ms := range list {
+		s := ms.Session
 		if len(s.Usage.Total) == 0 || s.UpdatedAt.Before(since) {
 			continue
 		}
@@ -69,6 +74,8 @@ func usageReport(list []sessions.Session, by usageGroup, since time.Time, prices
 				key = sessions.ShortID(s.ID) + " " + view.Title(s)
 			case byAgent:
 				key = s.Agent
+			case byMachine:
+				key = ms.Machine
 			}
 			groups[key] = groups[key].Add(model, t)
 			keys[key] = true
@@ -110,10 +117,31 @@ func usageByDay(history []localapi.UsageDay, prices *pricing.Table) (rows []usag
 	return rows, usageRow{Key: "total", Sessions: len(everyone), Tokens: all.Total(), Cost: prices.Cost(all)}
 }
 
+// usageSessions is what a report sums: every configured machine's sessions
+// (archived ones too) for --by machine, else this machine's (or the one
+// --machine names).
+func (c *cli) usageSessions(ctx context.Context, cl *localapi.Client, by usageGroup) ([]machineSession, error) {
+	if by == byMachine {
+		rows, handled, err := c.sessionsOfMachines(func(ctx context.Context, cl *localapi.Client) ([]sessions.Session, error) {
+			return cl.AllSessions(ctx)
+		})
+		if handled || err != nil {
+			return rows, err
+		}
+	}
+	list, err := cl.AllSessions(ctx)
+	machine := cmp.Or(c.machine, machines.LocalName)
+	out := make([]machineSession, len(list))
+	for i, s := range list {
+		out[i] = machineSession{Machine: machine, Session: s}
+	}
+	return out, err
+}
+
 func cmdUsage(c *cli, args []string) error {
 	fs := c.newFlags("usage")
 	asJSON := fs.Bool("json", false, "print JSON")
-	byName := fs.String("by", "session", "group by session, model, agent or day")
+	byName := fs.String("by", "session", "group by session, model, agent, day or machine (every configured machine's)")
 	sinceText := fs.String("since", "", "only sessions active since this day (YYYY-MM-DD, local time)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -147,7 +175,7 @@ func cmdUsage(c *cli, args []string) error {
 		}
 		rows, total = usageByDay(history, c.priceTable())
 	} else {
-		list, err := cl.AllSessions(ctx)
+		list, err := c.usageSessions(ctx, cl, by)
 		if err != nil {
 			return err
 		}

@@ -27,12 +27,13 @@ func TestUsageReport(t *testing.T) {
 	mk := func(id, agent string, updated time.Time, u sessions.Usage) sessions.Session {
 		return sessions.Session{ID: id + "-0000", Name: id, Agent: agent, UpdatedAt: updated, Usage: sessions.SessionUsage{Total: u}}
 	}
-	list := []sessions.Session{
-		mk("s1", "claude", day, sessions.Usage{"a-model": {Input: 1_000_000}, "b-model": {Output: 100_000}}), // $1 + $2
-		mk("s2", "codex", day, sessions.Usage{"a-model": {Output: 500_000}}),                                 // $5
-		mk("s3", "claude", day.Add(-48*time.Hour), sessions.Usage{"b-model": {Input: 1_000_000}}),            // $2, older
-		mk("s4", "gemini", day, nil), // no usage: not counted
-		mk("s5", "gemini", day, sessions.Usage{"unknown-model": {Input: 10}}),
+	// s2 and s5 run on the machine devbox.
+	list := []machineSession{
+		{"local", mk("s1", "claude", day, sessions.Usage{"a-model": {Input: 1_000_000}, "b-model": {Output: 100_000}})}, // $1 + $2
+		{"devbox", mk("s2", "codex", day, sessions.Usage{"a-model": {Output: 500_000}})},                                // $5
+		{"local", mk("s3", "claude", day.Add(-48*time.Hour), sessions.Usage{"b-model": {Input: 1_000_000}})},            // $2, older
+		{"local", mk("s4", "gemini", day, nil)},                                                                         // no usage: not counted
+		{"devbox", mk("s5", "gemini", day, sessions.Usage{"unknown-model": {Input: 10}})},
 	}
 	type want struct {
 		key      string
@@ -55,6 +56,8 @@ func TestUsageReport(t *testing.T) {
 			want{"total", 4, 10_001_000, true}},
 		{byAgent, day.Add(-time.Hour), []want{{"codex", 1, 5_000_000, false}, {"claude", 1, 3_000_000, false}, {"gemini", 1, 1_000, true}},
 			want{"total", 3, 8_001_000, true}},
+		{byMachine, time.Time{}, []want{{"devbox", 2, 5_001_000, true}, {"local", 2, 5_000_000, false}},
+			want{"total", 4, 10_001_000, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.by.String(), func(t *testing.T) {

@@ -280,6 +280,21 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	if out := local.mustCLI("ls"); !strings.Contains(out, "MACHINE") || !strings.Contains(out, "r1") || !strings.Contains(out, "far") {
 		t.Errorf("ls over machines:\n%s", out)
 	}
+	// usage --by machine sums each machine's sessions: r1's turn, priced.
+	out, errOut, code = local.cli("usage", "--by", "machine", "--json")
+	var report struct {
+		Rows []struct {
+			Key      string          `json:"key"`
+			Sessions int             `json:"sessions"`
+			Tokens   sessions.Tokens `json:"tokens"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 0 {
+		t.Fatalf("usage --by machine: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if len(report.Rows) != 1 || report.Rows[0].Key != "r1" || report.Rows[0].Sessions != 1 || report.Rows[0].Tokens.Output == 0 {
+		t.Errorf("usage --by machine = %+v, want r1's one session with its tokens", report.Rows)
+	}
 	// doctor checks each machine: the one that answers is ok, the others
 	// warn with their reason and what to do.
 	out, _, _ = local.cli("doctor", "--json")
