@@ -72,6 +72,10 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 	if err := rt.Boot(context.Background()); err != nil {
 		return nil, err
 	}
+	profile, profiling, err := daemonProfiler(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	api, err := localapi.Listen(rt, svc, dir, version)
 	if err != nil {
 		return nil, err
@@ -83,6 +87,10 @@ func startDaemon(dir string, log *slog.Logger) (d *daemon, err error) {
 		services.Service{Name: "the settings publisher", Run: d.publishSettings},
 		services.Service{Name: "the process table", Run: func(ctx context.Context) error { procs.Run(ctx, 0); return nil }},
 	)
+	if profiling {
+		log.Info("writing profiles", "dir", os.Getenv(envDaemonProfile), "every", daemonProfileEvery)
+		_ = d.services.Add(services.Service{Name: "the profiler", Run: profile})
+	}
 	return d, nil
 }
 

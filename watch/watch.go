@@ -8,21 +8,17 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
 
-// retryMissing is how often a directory that does not exist yet (Claude's
-// sessions directory before its first interactive run) is looked for again.
-const retryMissing = 2 * time.Second
-
 // Dirs sends a value after every change in one of dirs. A directory that
-// does not exist yet is watched as soon as it appears (its nearest existing
-// ancestor is watched meanwhile, and it is looked for again every
-// retryMissing while one is missing). The
-// channel has room for one pending value: notifications coalesce, which is
-// all a rescan needs. It is closed when ctx ends.
+// does not exist yet is watched as soon as it appears: its nearest
+// existing ancestor is watched meanwhile, and each directory created on
+// the way down brings the next watch. No timer runs: a watch of
+// directories costs nothing while nothing changes in them. The channel has
+// room for one pending value: notifications coalesce, which is all a
+// rescan needs. It is closed when ctx ends.
 func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -32,27 +28,8 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 	watched := map[string]bool{}
 	add := func() (missing bool) {
 		for _, d := range dirs {
-			if watched[d] {
-				continue
-			}
-			if err := w.Add(d); err == nil {
-				watched[d] = true
-				continue
-			}
-			missing = true
-			// Watch the nearest ancestor that exists: its change (the
-			// next directory down being created) brings the next add.
-			for p := filepath.Dir(d); ; p = filepath.Dir(p) {
-				if watched[p] {
-					break
-				}
-				if w.Add(p) == nil {
-					watched[p] = true
-					break
-				}
-				if p == filepath.Dir(p) {
-					break
-				}
+			if !watchOrAncestor(w.Add, watched, d) {
+				missing = true
 			}
 		}
 		return missing
@@ -61,11 +38,6 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 	go func() {
 		defer close(out)
 		defer w.Close()
-		// The retry is armed only while a directory is missing: a watch
-		// of directories that all exist costs nothing while nothing
-		// changes.
-		t := time.NewTimer(retryMissing)
-		defer t.Stop()
 		notify := func() {
 			select {
 			case out <- struct{}{}:
@@ -73,17 +45,21 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 			}
 		}
 		for {
-			var retry <-chan time.Time
-			if missing {
-				t.Reset(retryMissing)
-				retry = t.C
-			}
 			select {
 			case <-ctx.Done():
 				return
-			case _, ok := <-w.Events:
+			case ev, ok := <-w.Events:
 				if !ok {
 					return
+				}
+				if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+					// A watched directory removed or moved away has lost
+					// its watch: it is missing again, its parent watched
+					// for its return.
+					if watched[ev.Name] {
+						delete(watched, ev.Name)
+						missing = true
+					}
 				}
 				if missing {
 					missing = add()
@@ -95,14 +71,38 @@ func Dirs(ctx context.Context, dirs []string) (<-chan struct{}, error) {
 				}
 				// An overflow loses events: tell the reader to rescan.
 				notify()
-			case <-retry:
-				if missing {
-					if missing = add(); !missing {
-						notify()
-					}
-				}
 			}
 		}
 	}()
 	return out, nil
+}
+
+// watchOrAncestor watches d, else its nearest ancestor that exists, and
+// reports whether d itself is watched. A directory created below that
+// ancestor before its watch was in place sends no event, so each new watch
+// of an ancestor is followed by another look from d down: what the watch
+// missed is found then, and what comes later is its event.
+func watchOrAncestor(add func(string) error, watched map[string]bool, d string) bool {
+	for {
+		if watched[d] {
+			return true
+		}
+		if add(d) == nil {
+			watched[d] = true
+			return true
+		}
+		added := false
+		for p := filepath.Dir(d); !watched[p]; p = filepath.Dir(p) {
+			if add(p) == nil {
+				watched[p], added = true, true
+				break
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+		if !added {
+			return false
+		}
+	}
 }

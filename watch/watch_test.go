@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -62,5 +63,84 @@ func TestDirsWatchesADirectoryThatAppearsLater(t *testing.T) {
 	expect(t, ch, "a file was removed")
 	cancel()
 	for range ch {
+	}
+}
+
+// A watched directory removed and made again is watched again: its
+// parent's watch brings it back, with no timer looking for it.
+func TestDirsWatchesADirectoryMadeAgain(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "sessions")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := Dirs(ctx, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, "the directory was removed")
+	drain(ch)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, "the directory was made again")
+	drain(ch)
+	if err := os.WriteFile(filepath.Join(dir, "0.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, "a file was written in the directory made again")
+}
+
+// watchOrAncestor, with the directories that exist as a set: a directory
+// made below an ancestor just before that ancestor's watch was in place
+// (no event will come for it) is found by the look that follows.
+func TestWatchOrAncestor(t *testing.T) {
+	cases := []struct {
+		name    string
+		exists  []string
+		appears map[string]string // a watch of key makes value exist (the race)
+		want    bool
+		watched []string
+	}{
+		{name: "exists", exists: []string{"/", "/h", "/h/.c", "/h/.c/s"}, want: true, watched: []string{"/h/.c/s"}},
+		{name: "two levels missing", exists: []string{"/", "/h"}, want: false, watched: []string{"/h"}},
+		{name: "made while the parent's watch was added", exists: []string{"/", "/h", "/h/.c"},
+			appears: map[string]string{"/h/.c": "/h/.c/s"}, want: true, watched: []string{"/h/.c", "/h/.c/s"}},
+		{name: "both made on the way", exists: []string{"/", "/h"},
+			appears: map[string]string{"/h": "/h/.c", "/h/.c": "/h/.c/s"}, want: true, watched: []string{"/h", "/h/.c", "/h/.c/s"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			exists := map[string]bool{}
+			for _, d := range c.exists {
+				exists[d] = true
+			}
+			add := func(d string) error {
+				if !exists[d] {
+					return os.ErrNotExist
+				}
+				if next, ok := c.appears[d]; ok {
+					exists[next] = true
+				}
+				return nil
+			}
+			watched := map[string]bool{}
+			if got := watchOrAncestor(add, watched, "/h/.c/s"); got != c.want {
+				t.Fatalf("watched itself: %v, want %v", got, c.want)
+			}
+			var got []string
+			for d := range watched {
+				got = append(got, d)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.watched) {
+				t.Fatalf("watched %v, want %v", got, c.watched)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package procscan
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,23 +18,41 @@ import (
 // inode number, from the directory entries alone (no file of a process is
 // opened), so a scan that keeps what it read of each process can tell
 // which pids are new at the cost of a few system calls.
-func List() ([]Listed, error) {
-	fh, err := os.Open("/proc")
+func List() ([]Listed, error) { return new(Lister).List() }
+
+// Lister lists the process table again and again with the same buffers:
+// a table that lists every few seconds makes no garbage of it. The zero
+// value is ready; it is not safe for concurrent use.
+type Lister struct {
+	buf []byte
+	out []Listed
+}
+
+// List is List, its answer valid until the next call.
+func (l *Lister) List() ([]Listed, error) {
+	// Opened with the system call, not os.Open: /proc cannot be polled,
+	// and os.File would try (five system calls more per listing).
+	fd, err := openRetry("/proc", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("reading the process table: %w", err)
 	}
-	defer fh.Close()
-	buf := make([]byte, 16<<10)
-	var out []Listed
+	defer syscall.Close(fd)
+	if l.buf == nil {
+		l.buf = make([]byte, 32<<10)
+	}
+	l.out = l.out[:0]
 	for {
-		n, err := syscall.ReadDirent(int(fh.Fd()), buf)
+		n, err := syscall.ReadDirent(fd, l.buf)
+		if err == syscall.EINTR {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the process table: %w", err)
 		}
 		if n <= 0 {
-			return out, nil
+			return l.out, nil
 		}
-		out = appendDirents(out, buf[:n])
+		l.out = appendDirents(l.out, l.buf[:n])
 	}
 }
 
@@ -205,14 +224,19 @@ func Env(pid int, name string) (value string, ok bool) {
 	return "", false
 }
 
-// Probe reads /proc/PID/stat: Gone when missing or a zombie.
+// Probe reads /proc/PID/stat: Gone when missing or a zombie. It is the
+// read a scan makes of every process it has not seen and the runtime's
+// liveness probe of every agent, so it reads into a buffer on the stack
+// with three system calls (open, read, close; os.ReadFile's descriptor
+// bookkeeping adds seven more) and allocates only what it returns.
 func Probe(pid int) (Proc, State) {
 	if pid <= 0 {
 		return Proc{}, Unknown
 	}
-	b, err := os.ReadFile(procPath(pid, "stat"))
+	var buf [statSize]byte
+	b, err := readSmall(procPath(pid, "stat"), buf[:])
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ESRCH) {
 			return Proc{PID: pid}, Gone
 		}
 		return Proc{PID: pid}, Unknown
@@ -220,6 +244,45 @@ func Probe(pid int) (Proc, State) {
 	p, st := parseStat(b, bootTime())
 	p.PID = pid
 	return p, st
+}
+
+// statSize holds any /proc/PID/stat line: 52 numbers of at most 20 digits
+// and a name of at most 64 bytes.
+const statSize = 2048
+
+// readSmall reads a /proc file that fits in buf in one read (the kernel
+// renders it whole at the first), with os.ReadFile when it does not fit.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	for {
+		n, err = syscall.Read(fd, buf)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	syscall.Close(fd)
+	switch {
+	case err != nil:
+		return nil, err
+	case n == len(buf):
+		return os.ReadFile(path)
+	}
+	return buf[:n], nil
+}
+
+// openRetry opens path, again when a signal interrupted the call (the Go
+// runtime's preemption signals do).
+func openRetry(path string, mode int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, mode, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // parseStat reads field 2 (the name, between the first '(' and the last
@@ -234,27 +297,50 @@ func parseStat(b []byte, boot time.Time) (Proc, State) {
 	}
 	// After ") ": the state is field 3, so the start (field 22) is the
 	// 20th field of the rest. A line cut short still tells the state.
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 1 || len(f[0]) != 1 {
+	rest := b[i+1:]
+	state, rest := nextField(rest)
+	if len(state) != 1 {
 		return Proc{}, Unknown
 	}
-	if s := f[0][0]; s == 'Z' || s == 'X' {
+	if s := state[0]; s == 'Z' || s == 'X' {
 		return Proc{}, Gone
 	}
 	var p Proc
 	if j := bytes.IndexByte(b, '('); j >= 0 && j < i {
 		p.Comm = string(b[j+1 : i])
 	}
-	if len(f) < 20 {
-		return p, Running
+	ppid, rest := nextField(rest)
+	var start []byte
+	for range 18 { // fields 5 to 22
+		if start, rest = nextField(rest); start == nil {
+			return p, Running
+		}
 	}
-	p.Stamp = string(f[19])
-	p.PPID, _ = strconv.Atoi(string(f[1]))
+	p.Stamp = string(start)
+	p.PPID, _ = strconv.Atoi(string(ppid))
 	if ticks, err := strconv.ParseInt(p.Stamp, 10, 64); err == nil && !boot.IsZero() {
 		p.Started = boot.Add(time.Duration(ticks) * (time.Second / 100))
 	}
 	return p, Running
 }
+
+// nextField is b's first space-separated field (nil when there is none)
+// and what follows it: bytes.Fields without its slice of every field.
+func nextField(b []byte) (field, rest []byte) {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	n := 0
+	for n < len(b) && !isSpace(b[n]) {
+		n++
+	}
+	return b[:n], b[n:]
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
 
 var bootTime = sync.OnceValue(func() time.Time {
 	b, err := os.ReadFile("/proc/stat")

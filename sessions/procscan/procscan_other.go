@@ -14,6 +14,13 @@ func PIDs() ([]int, error) { return nil, ErrNotProbed }
 // List cannot read the process table on this platform yet.
 func List() ([]Listed, error) { return nil, ErrNotProbed }
 
+// Lister lists the process table again and again (List; nothing on this
+// platform yet).
+type Lister struct{}
+
+// List is List.
+func (*Lister) List() ([]Listed, error) { return List() }
+
 // Comm cannot tell on this platform.
 func Comm(pid int) (string, bool) { return "", false }
 

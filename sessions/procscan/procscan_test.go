@@ -299,3 +299,63 @@ func TestList(t *testing.T) {
 		t.Fatalf("parsed %v, want %v", got, want)
 	}
 }
+
+// readSmall reads a /proc file whole in one read when it fits the buffer,
+// through os.ReadFile when it does not, and says a missing one is missing.
+func TestReadSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	content := []byte("12 (x) S 1 2 3\n")
+	if err := os.WriteFile(path, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		size int
+	}{
+		{"fits", 64},
+		{"exactly the buffer: read again whole", len(content)},
+		{"longer than the buffer", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readSmall(path, make([]byte, tc.size))
+			if err != nil || string(got) != string(content) {
+				t.Fatalf("got %q, %v; want %q", got, err, content)
+			}
+		})
+	}
+	if _, err := readSmall(filepath.Join(t.TempDir(), "missing"), make([]byte, 8)); !os.IsNotExist(err) {
+		t.Fatalf("a missing file: %v", err)
+	}
+	if _, st := Probe(1 << 30); st != Gone {
+		t.Fatalf("a pid beyond the table: %v, want gone", st)
+	}
+}
+
+// A Lister lists the same table as List, again and again on its own
+// buffers: a process started between two listings is in the second.
+func TestListerReuse(t *testing.T) {
+	var l Lister
+	first, err := l.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(first)
+	cmd, _ := sleeper(t)
+	again, err := l.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(again, func(x Listed) bool { return x.PID == cmd.Process.Pid }) || len(again) < n {
+		t.Fatalf("second listing: %d pids (first %d), the new child %d in it: false", len(again), n, cmd.Process.Pid)
+	}
+}
+
+// BenchmarkProbe is one process's stat read: a scan makes one per new
+// process, the runtime's tick one per agent.
+func BenchmarkProbe(b *testing.B) {
+	b.ReportAllocs()
+	pid := os.Getpid()
+	for b.Loop() {
+		Probe(pid)
+	}
+}

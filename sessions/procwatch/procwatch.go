@@ -53,7 +53,10 @@ type Reader struct {
 
 // System reads this machine's process table.
 func System() Reader {
-	return Reader{List: procscan.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline}
+	// One Lister per table: its buffers are reused from scan to scan (a
+	// table lists under its lock, never two at once).
+	var l procscan.Lister
+	return Reader{List: l.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline}
 }
 
 // Table is the process table as its last scan saw it. Make it with New.
@@ -67,6 +70,7 @@ type Table struct {
 	mu    sync.Mutex // everything below; held for a whole scan
 	procs map[int]*entry
 	last  time.Time
+	gen   uint64 // the scans so far: an entry's gen is its last listing's
 	err   error
 	subs  map[*Sub]struct{}
 	stats Stats
@@ -85,6 +89,8 @@ type entry struct {
 	// live: running (not a zombie, and its stat was readable); only live
 	// processes are offered to the subscribers.
 	live bool
+	// gen is the number of the last scan that listed it.
+	gen uint64
 }
 
 // Stats counts a table's reads, for the benchmarks and the tests.
@@ -172,11 +178,14 @@ func (t *Table) scan(now time.Time) {
 		return
 	}
 	var changed []*entry // new, exec'd or gone (live false)
-	seen := make(map[int]bool, len(listed))
+	// Each entry listed is marked with the scan's number: the ones left
+	// with an older one are gone (no set of the listed pids to make and
+	// drop at every scan).
+	t.gen++
 	for _, l := range listed {
-		seen[l.PID] = true
 		e, ok := t.procs[l.PID]
 		if ok && e.ino == l.Ino && !t.due(e, now) {
+			e.gen = t.gen
 			continue
 		}
 		if c := t.look(l, e, now); c != nil {
@@ -184,7 +193,7 @@ func (t *Table) scan(now time.Time) {
 		}
 	}
 	for pid, e := range t.procs {
-		if !seen[pid] {
+		if e.gen != t.gen {
 			delete(t.procs, pid)
 			if e.live {
 				changed = append(changed, &entry{p: e.p})
@@ -214,7 +223,7 @@ func (t *Table) look(l procscan.Listed, old *entry, now time.Time) []*entry {
 	p, st := t.r.Stat(l.PID)
 	t.stats.Stats++
 	p.PID = l.PID
-	e := &entry{ino: l.Ino, p: p, read: now, live: st == procscan.Running}
+	e := &entry{ino: l.Ino, p: p, read: now, live: st == procscan.Running, gen: t.gen}
 	if st == procscan.Gone {
 		// Exited between the listing and the read: gone, or a zombie
 		// until its parent reaps it (kept, so it is not read again).
@@ -225,9 +234,10 @@ func (t *Table) look(l procscan.Listed, old *entry, now time.Time) []*entry {
 		// The same process, its name unchanged and of no subscriber's
 		// interest: its command line is not read (an exec, or a Node CLI
 		// setting its title, renames it). One a subscriber may want is
-		// read again (a node that exec'd another node script).
-		e.p.Argv = old.p.Argv
-		t.procs[l.PID] = e
+		// read again (a node that exec'd another node script). The
+		// entry is kept, only its read marked: the recheck of an idle
+		// table makes no garbage but the read itself.
+		old.ino, old.read, old.gen, old.p.PPID = l.Ino, now, t.gen, p.PPID
 		return nil
 	}
 	if e.live && t.wanted(e.p.Comm) {

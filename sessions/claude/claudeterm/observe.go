@@ -69,7 +69,7 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 	defer o.hook.close()
 	o.follow(f)
 	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
-	wake, stop := s.wake(ctx, dirs, o.hook.C())
+	wake, stop := s.wake(ctx, dirs, o.hook.C(), nil)
 	defer stop()
 	// While the file is unreadable nothing may wake the loop (no write
 	// comes): look again once the grace is over.

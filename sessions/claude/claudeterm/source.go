@@ -96,10 +96,11 @@ func (s *Source) probe(f SessionFile) (bool, bool) {
 }
 
 // wake merges the notifications for dirs, hook events (hooks; nil: none)
-// and the safety poll, until stop is called.
-func (s *Source) wake(ctx context.Context, dirs []string, hooks <-chan struct{}) (wake <-chan struct{}, stop func()) {
+// and the safety poll (only while polling answers true; nil: always),
+// until stop is called.
+func (s *Source) wake(ctx context.Context, dirs []string, hooks <-chan struct{}, polling func() bool) (wake <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	return observe.WakeAlso(ctx, s.Notify, s.poll(), func() []string { return dirs }, hooks), cancel
+	return observe.WakeWhile(ctx, s.Notify, s.poll(), func() []string { return dirs }, hooks, polling), cancel
 }
 
 // Watch lists the live interactive sessions now and after every change.
@@ -125,7 +126,17 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 			soon = func() time.Duration { return time.Duration(s.graceLeft.Load()) }
 		}
 	}
-	wake, stop := s.wake(ctx, []string{dir}, also)
+	// With notifications the safety rescan is for a listed session whose
+	// process died without touching its file: with none listed there is
+	// nothing for it to find (a new file, the table's changes and hook
+	// events each wake the source), so no timer runs. It is armed after
+	// each list that found some, for the poll interval from then.
+	var listed atomic.Int64
+	polling := func() bool { return s.Notify == nil }
+	if s.Notify != nil {
+		soon = rescanWhileListed(soon, &listed, s.poll())
+	}
+	wake, stop := s.wake(ctx, []string{dir}, also, polling)
 	context.AfterFunc(ctx, func() {
 		stop()
 		sub.close()
@@ -145,8 +156,26 @@ func (s *Source) Watch(ctx context.Context) (<-chan []sessions.ExternalSession, 
 		for _, pid := range registeredPIDs(dir) {
 			registered[pid] = true // a session file of any kind: not an old CLI
 		}
-		return append(list, s.procSessions(registered)...), nil
+		list = append(list, s.procSessions(registered)...)
+		listed.Store(int64(len(list)))
+		return list, nil
 	}, soon), nil
+}
+
+// rescanWhileListed is a Watch's next look after a list: soon's (nil:
+// none), or the safety rescan's poll when sooner, while the last list
+// found sessions (listed).
+func rescanWhileListed(soon func() time.Duration, listed *atomic.Int64, poll time.Duration) func() time.Duration {
+	return func() time.Duration {
+		var d time.Duration
+		if soon != nil {
+			d = soon()
+		}
+		if listed.Load() > 0 && (d <= 0 || poll < d) {
+			d = poll
+		}
+		return d
+	}
 }
 
 func (s *Source) tablePoll() time.Duration {

@@ -436,3 +436,32 @@ func BenchmarkColdDiscovery(b *testing.B) {
 		})
 	}
 }
+
+// With notifications, the Watch's safety rescan runs only after a list
+// that found sessions (a process may die without touching its file); with
+// none listed nothing is armed but what the process table asks for (a CLI
+// in its grace).
+func TestRescanWhileListed(t *testing.T) {
+	const poll = 15 * time.Second
+	for _, c := range []struct {
+		name   string
+		soon   func() time.Duration
+		listed int64
+		want   time.Duration
+	}{
+		{"none listed, nothing else", nil, 0, 0},
+		{"listed", nil, 2, poll},
+		{"none listed, a CLI in its grace", func() time.Duration { return 3 * time.Second }, 0, 3 * time.Second},
+		{"listed, a CLI in its grace: the sooner", func() time.Duration { return 3 * time.Second }, 1, 3 * time.Second},
+		{"listed, the table's look later", func() time.Duration { return time.Minute }, 1, poll},
+		{"listed, the table asks nothing", func() time.Duration { return 0 }, 1, poll},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var listed atomic.Int64
+			listed.Store(c.listed)
+			if got := rescanWhileListed(c.soon, &listed, poll)(); got != c.want {
+				t.Fatalf("next look in %v, want %v", got, c.want)
+			}
+		})
+	}
+}
