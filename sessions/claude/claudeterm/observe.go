@@ -50,6 +50,8 @@ type observer struct {
 	unreadable time.Time
 	// hook wakes the loop on the session's hook events (nil: no hooks).
 	hook *hookSub
+	// usage counts the transcript's tokens (usagefollow.go).
+	usage *usageFollow
 }
 
 // fileGoneGrace is how long a live session's file may stay unreadable
@@ -68,6 +70,7 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID)}
 	defer o.hook.close()
 	o.follow(f)
+	defer func() { o.usage.close() }()
 	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
 	wake, stop := s.wake(ctx, dirs, o.hook.C())
 	defer stop()
@@ -77,6 +80,9 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 		if !o.unreadable.IsZero() {
 			return fileGoneGrace
 		}
+		if o.usage.scanning() {
+			return usageScanPoll
+		}
 		return 0
 	})
 }
@@ -85,6 +91,10 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 func (o *observer) follow(f SessionFile) {
 	path := o.src.TranscriptPath(f.Cwd, f.SessionID)
 	o.tail = observe.NewTailer(path)
+	if o.usage != nil {
+		o.usage.close()
+	}
+	o.usage = followUsage(path, f.SessionID)
 	o.hook.follow(f.SessionID)
 	o.sum = Summary{}
 	o.turns, o.busyCredit = 0, false
@@ -124,6 +134,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		}
 	}
 	o.unreadable = time.Time{}
+	evs = o.usage.events()
 	if !ok {
 		// The CLI removes its file on a clean exit (/exit, Ctrl-D, a closed
 		// terminal): the user ended it, so a turn cut short is theirs to

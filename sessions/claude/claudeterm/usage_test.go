@@ -1,0 +1,256 @@
+package claudeterm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/pricing"
+)
+
+// asst is an assistant line as 2.1.197 writes it, with one content block.
+func asst(id, req, model string, t sessions.Tokens, block string) string {
+	return fmt.Sprintf(`{"parentUuid":"p","isSidechain":false,"message":{"id":%q,"type":"message","role":"assistant","model":%q,"content":[%s],"stop_reason":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%d,"service_tier":"standard"}},"requestId":%q,"type":"assistant","uuid":"u","timestamp":"2026-11-29T18:04:19.144Z"}`,
+		id, model, block, t.Input, t.CacheWrite, t.CacheRead, t.Output, req)
+}
+
+const textBlock = `{"type":"text","text":"ok"}`
+
+func tok(in, out, cw, cr int64) sessions.Tokens {
+	return sessions.Tokens{Input: in, Output: out, CacheWrite: cw, CacheRead: cr}
+}
+
+// TestUsageTallyCountsEachMessageOnce: a streamed message's lines count
+// once, with the most each class reached, whatever their order; another
+// request or message counts apart; a line without an id counts as it is.
+func TestUsageTallyCountsEachMessageOnce(t *testing.T) {
+	const m = "claude-sonnet-4-5-20250929"
+	for _, tc := range []struct {
+		name     string
+		lines    []string
+		want     sessions.Usage
+		messages int
+	}{
+		{"identical repeats", []string{asst("m1", "r1", m, tok(3, 50, 100, 900), textBlock), asst("m1", "r1", m, tok(3, 50, 100, 900), textBlock)},
+			sessions.Usage{m: tok(3, 50, 100, 900)}, 1},
+		{"output growing", []string{asst("m1", "r1", m, tok(3, 2, 100, 900), textBlock), asst("m1", "r1", m, tok(3, 9, 100, 900), textBlock), asst("m1", "r1", m, tok(3, 160, 100, 900), textBlock)},
+			sessions.Usage{m: tok(3, 160, 100, 900)}, 1},
+		{"final line first", []string{asst("m1", "r1", m, tok(3, 160, 100, 900), textBlock), asst("m1", "r1", m, tok(3, 2, 100, 900), textBlock)},
+			sessions.Usage{m: tok(3, 160, 100, 900)}, 1},
+		{"two messages", []string{asst("m1", "r1", m, tok(1, 2, 3, 4), textBlock), asst("m2", "r2", m, tok(10, 20, 30, 40), textBlock)},
+			sessions.Usage{m: tok(11, 22, 33, 44)}, 2},
+		{"same message id, another request", []string{asst("m1", "r1", m, tok(1, 2, 3, 4), textBlock), asst("m1", "r2", m, tok(1, 2, 3, 4), textBlock)},
+			sessions.Usage{m: tok(2, 4, 6, 8)}, 2},
+		{"no request id: by message id", []string{asst("m1", "", m, tok(1, 2, 3, 4), textBlock), asst("m1", "", m, tok(1, 5, 3, 4), textBlock)},
+			sessions.Usage{m: tok(1, 5, 3, 4)}, 1},
+		{"no message id: each line", []string{asst("", "", m, tok(1, 2, 3, 4), textBlock), asst("", "", m, tok(1, 2, 3, 4), textBlock)},
+			sessions.Usage{m: tok(2, 4, 6, 8)}, 2},
+		{"two models", []string{asst("m1", "r1", m, tok(1, 2, 3, 4), textBlock), asst("m2", "r2", "claude-opus-4-8", tok(5, 6, 7, 8), textBlock)},
+			sessions.Usage{m: tok(1, 2, 3, 4), "claude-opus-4-8": tok(5, 6, 7, 8)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := readLines(t, tc.lines...)
+			if !usageEqual(r.Tally.Usage, tc.want) || r.Tally.Messages != tc.messages {
+				t.Errorf("usage %v in %d messages, want %v in %d", r.Tally.Usage, r.Tally.Messages, tc.want, tc.messages)
+			}
+		})
+	}
+}
+
+func usageEqual(a, b sessions.Usage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for m, t := range a {
+		if b[m] != t {
+			return false
+		}
+	}
+	return true
+}
+
+func readLines(t *testing.T, lines ...string) *UsageReader {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := NewUsageReader(p)
+	if _, err := r.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestParseUsageLineReadsOnlyTheMessagesOwnUsage: the line is walked by
+// its structure, so a usage, model or id key inside a tool's input or a
+// tool result, escaped quotes and another key order change nothing; lines
+// that are not an assistant message with usage are not counted.
+func TestParseUsageLineReadsOnlyTheMessagesOwnUsage(t *testing.T) {
+	const m = "claude-opus-4-8"
+	want := tok(7, 8, 9, 10)
+	for _, tc := range []struct {
+		name string
+		line string
+		ok   bool
+	}{
+		{"plain", asst("m1", "r1", m, want, textBlock), true},
+		{"keys inside a tool input", asst("m1", "r1", m, want, `{"type":"tool_use","id":"t1","name":"X","input":{"id":"x","model":"gpt","usage":{"input_tokens":999}}}`), true},
+		{"escaped quotes", asst("m1", "r1", m, want, `{"type":"text","text":"say \"usage\":{\"input_tokens\":5} \\\\"}`), true},
+		{"model before id", `{"message":{"model":"claude-opus-4-8","id":"m1","role":"assistant","content":[],"usage":{"input_tokens":7,"output_tokens":8,"cache_creation_input_tokens":9,"cache_read_input_tokens":10}},"requestId":"r1","type":"assistant"}`, true},
+		{"a user line with a subagent's usage", `{"type":"user","message":{"role":"user","content":"x"},"toolUseResult":{"usage":{"input_tokens":5}},"x":{"type":"assistant"}}`, false},
+		{"no usage", `{"type":"assistant","message":{"id":"m1","model":"m","content":[]},"requestId":"r1"}`, false},
+		{"cut short", asst("m1", "r1", m, want, textBlock)[:200], false},
+		{"negative count", strings.Replace(asst("m1", "r1", m, want, textBlock), `"input_tokens":7`, `"input_tokens":-7`, 1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, ok := parseUsageLine([]byte(tc.line))
+			if ok != tc.ok {
+				t.Fatalf("ok %v, want %v", ok, tc.ok)
+			}
+			if ok && (string(u.msgID) != "m1" || string(u.reqID) != "r1" || string(u.model) != m || u.tokens != want) {
+				t.Errorf("read %q %q %q %+v", u.msgID, u.reqID, u.model, u.tokens)
+			}
+		})
+	}
+}
+
+// TestUsageReaderLinesAtTheEdges: a last line the CLI is still writing is
+// counted once, when its newline arrives; a line over the buffer (a tool
+// call that wrote a whole file) is read by its edges and counted; a huge
+// tool result is skipped without being held.
+func TestUsageReaderLinesAtTheEdges(t *testing.T) {
+	const m = "claude-sonnet-4-5"
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	first := asst("m1", "r1", m, tok(1, 2, 3, 4), textBlock)
+	second := asst("m2", "r2", m, tok(10, 20, 30, 40), textBlock)
+	os.WriteFile(p, []byte(first+"\n"+second[:100]), 0o600)
+	r := NewUsageReader(p)
+	r.Poll()
+	if got := r.Tally.Usage[m]; got != tok(1, 2, 3, 4) {
+		t.Fatalf("with the second line cut: %+v", got)
+	}
+	appendFile(t, p, second[100:]+"\n")
+	r.Poll()
+	r.Poll()
+	if got := r.Tally.Usage[m]; got != tok(11, 22, 33, 44) {
+		t.Fatalf("once the second line ended: %+v", got)
+	}
+
+	bigWrite := `{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/x","content":"` + strings.Repeat(`line of a file \"quoted\"\n`, (3<<20)/24) + `"}}`
+	bigResult := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"` + strings.Repeat("x", 5<<20) + `"}]},"usage":{"a":1}}`
+	appendFile(t, p, asst("m3", "r3", m, tok(100, 200, 300, 400), bigWrite)+"\n"+bigResult+"\n"+asst("m4", "r4", m, tok(1000, 0, 0, 0), textBlock)+"\n")
+	r.Poll()
+	if got, want := r.Tally.Usage[m], tok(1111, 222, 333, 444); got != want || r.Huge != 2 || r.Malformed != 0 {
+		t.Errorf("after the huge lines: %+v (want %+v), %d read by their edges, %d malformed", got, want, r.Huge, r.Malformed)
+	}
+	if c := cap(r.carry); c > usageLineMax+usageChunk {
+		t.Errorf("held %d bytes for a line", c)
+	}
+}
+
+// TestUsageReaderStartsOverOnTruncation: a transcript replaced by a
+// shorter one is counted afresh, not added to what the old one held.
+func TestUsageReaderStartsOverOnTruncation(t *testing.T) {
+	const m = "claude-sonnet-4-5"
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(p, []byte(asst("m1", "r1", m, tok(1, 2, 3, 4), textBlock)+"\n"+asst("m2", "r2", m, tok(1, 2, 3, 4), textBlock)+"\n"), 0o600)
+	r := NewUsageReader(p)
+	r.Poll()
+	os.WriteFile(p, []byte(asst("m9", "r9", m, tok(5, 5, 5, 5), textBlock)+"\n"), 0o600)
+	reset, _ := r.Poll()
+	if got := r.Tally.Usage[m]; !reset || got != tok(5, 5, 5, 5) {
+		t.Errorf("reset %v, usage %+v", reset, got)
+	}
+}
+
+// TestScanUsageMatchesTheGenerator: a generated directory scanned on two
+// workers counts every message once with its final counts.
+func TestScanUsageMatchesTheGenerator(t *testing.T) {
+	dir := t.TempDir()
+	truth, err := generateTranscripts(dir, 30, 6<<20, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := TranscriptFiles(dir)
+	if err != nil || len(paths) != 30 {
+		t.Fatalf("%d transcripts, %v", len(paths), err)
+	}
+	tally, st := ScanUsage(paths, 2)
+	if st.Failed != 0 || st.Malformed != 0 || st.Bytes != truth.Bytes {
+		t.Errorf("scan %+v, generated %d bytes", st, truth.Bytes)
+	}
+	if !usageEqual(tally.Usage, truth.Final) || tally.Messages != truth.Messages {
+		t.Errorf("counted %v in %d messages\nwant %v in %d", tally.Usage, tally.Messages, truth.Final, truth.Messages)
+	}
+	// The unknown model is counted, and priced at the fallback, flagged.
+	cost := pricing.Cost(tally.Usage)
+	known := map[string]bool{}
+	for _, mc := range cost.Models {
+		known[mc.Model] = mc.Known && mc.Cost.Total() > 0
+	}
+	if k, ok := known["claude-fake-model-20260101"]; !ok || k || !cost.Unknown || !known["claude-sonnet-4-5-20250929"] {
+		t.Errorf("the unknown model not flagged or a known one not priced: %+v", cost)
+	}
+}
+
+// TestObservedUsageIsNeverCountedTwice: a terminal session's transcript
+// usage reaches the session (through Apply, as the runtime applies it),
+// and following the same transcript again — the app restarted — adds
+// nothing; what is appended after counts once.
+func TestObservedUsageIsNeverCountedTwice(t *testing.T) {
+	const m = "claude-fake-model-20260101"
+	g := newSourceRig(t)
+	f := sessionFileFor(os.Getpid(), "sid-u", g.cwd)
+	g.src.Probe = func(SessionFile) (bool, bool) { return true, true }
+	g.register(f)
+	g.transcript("sid-u", recPrompt, asst("m1", "r1", m, tok(3, 1, 100, 900), textBlock), asst("m1", "r1", m, tok(3, 40, 100, 900), textBlock))
+	var s sessions.Session
+	follow := func(want sessions.Tokens) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch, err := g.src.Observe(ctx, external(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(10 * time.Second)
+		for s.Usage.Total[m] != want {
+			select {
+			case ev := <-ch:
+				s = sessions.Apply(s, ev, time.Now())
+			case <-deadline:
+				t.Fatalf("usage %+v, want %+v", s.Usage.Total[m], want)
+			}
+		}
+		// Nothing more arrives for what was read.
+		for {
+			select {
+			case ev := <-ch:
+				s = sessions.Apply(s, ev, time.Now())
+				continue
+			case <-time.After(200 * time.Millisecond):
+			}
+			break
+		}
+		if s.Usage.Total[m] != want {
+			t.Fatalf("usage %+v after the first read, want %+v", s.Usage.Total[m], want)
+		}
+	}
+	follow(tok(3, 40, 100, 900))
+	// Stored and restored as the database keeps it.
+	b, _ := json.Marshal(s)
+	s = sessions.Session{}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	follow(tok(3, 40, 100, 900))
+	g.transcript("sid-u", asst("m2", "r2", m, tok(1, 1, 1, 1), textBlock))
+	follow(tok(4, 41, 101, 901))
+}

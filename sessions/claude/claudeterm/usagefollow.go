@@ -1,0 +1,73 @@
+package claudeterm
+
+import (
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+)
+
+// usageFollow counts the followed transcript's usage for its session: the
+// whole file read once in the background when following begins (a long
+// session's transcript runs to hundreds of megabytes; its first observation
+// does not wait for it), then what was appended, at each look. Each model's
+// total goes out as the running total of a counter named by the
+// transcript and the model (sessions.UsageCumulative), which the session
+// keeps: reading the same file again (the app restarted, the observer
+// started over) adds nothing already counted, and only a total read to the
+// file's end is ever sent, never the partial one of a read under way.
+type usageFollow struct {
+	r     *UsageReader
+	sid   string
+	ready chan struct{}
+	sent  map[string]sessions.Tokens
+}
+
+// usageScanPoll is how soon an observer looks again while its transcript's
+// first read runs (nothing else wakes it when that read ends).
+const usageScanPoll = 25 * time.Millisecond
+
+func followUsage(path, sid string) *usageFollow {
+	u := &usageFollow{r: NewUsageReader(path), sid: sid, ready: make(chan struct{}), sent: map[string]sessions.Tokens{}}
+	go func() {
+		defer close(u.ready)
+		_, _ = u.r.Poll() // a failed read is read again at the next look
+	}()
+	return u
+}
+
+// scanning reports whether the first read is still under way.
+func (u *usageFollow) scanning() bool {
+	select {
+	case <-u.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+// close stops a first read under way (the observer ended).
+func (u *usageFollow) close() { u.r.stopped.Store(true) }
+
+// events reads what the transcript gained and returns a report for each
+// model whose total moved; none while the first read runs.
+func (u *usageFollow) events() []sessions.Event {
+	if u.scanning() {
+		return nil
+	}
+	if reset, _ := u.r.Poll(); reset {
+		// Truncated or replaced: what it holds now is counted afresh (a
+		// lower running total counts whole).
+		clear(u.sent)
+	}
+	var evs []sessions.Event
+	for _, m := range u.r.Tally.Usage.Models() {
+		t := u.r.Tally.Usage[m]
+		if u.sent[m] == t {
+			continue
+		}
+		u.sent[m] = t
+		evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, AgentSessionID: u.sid, Usage: &sessions.UsageReport{
+			Model: m, Tokens: t, Mode: sessions.UsageCumulative, Counter: "transcript " + u.sid + " " + m}})
+	}
+	return evs
+}
