@@ -22,7 +22,7 @@ import (
 // request id (after it).
 const (
 	usageChunk   = 256 << 10
-	usageLineMax = 1 << 20
+	usageLineMax = 256 << 10
 	usageEdge    = 64 << 10
 )
 
@@ -169,6 +169,14 @@ func (r *UsageReader) Poll() (reset bool, err error) {
 	if fi.Size() == r.offset {
 		return reset, nil
 	}
+	if fi.Size()-r.offset >= mapMin {
+		// A large unread part (a first read): mapped a window at a time,
+		// where the platform can, which spares copying every byte out of
+		// the page cache.
+		if done, err := r.mapped(fh, fi.Size()); done || err != nil {
+			return reset, err
+		}
+	}
 	if _, err := fh.Seek(r.offset, io.SeekStart); err != nil {
 		return reset, fmt.Errorf("seeking the transcript: %w", err)
 	}
@@ -232,7 +240,9 @@ func (r *UsageReader) feed(chunk []byte) {
 }
 
 // keep holds part of a line whose end is not read yet: whole while it is
-// short, by its edges once it is not.
+// short, by its edges once it is not (copying only what the edges keep:
+// a long line is mostly a tool's output, read past at the speed of the
+// newline search).
 func (r *UsageReader) keep(part []byte) {
 	if !r.huge {
 		if len(r.carry)+len(part) <= usageLineMax {
@@ -244,25 +254,27 @@ func (r *UsageReader) keep(part []byte) {
 		if len(r.head) < usageEdge {
 			r.head = append(r.head, part[:min(len(part), usageEdge-len(r.head))]...)
 		}
-		r.tail = append(r.tail[:0], r.carry...)
+		r.tail = append(r.tail[:0], r.carry[max(0, len(r.carry)-usageEdge):]...)
 		r.carry = r.carry[:0]
 	}
-	r.tail = append(r.tail, part...)
-	if len(r.tail) > usageEdge {
-		r.tail = append(r.tail[:0], r.tail[len(r.tail)-usageEdge:]...)
+	if len(part) >= usageEdge {
+		r.tail = append(r.tail[:0], part[len(part)-usageEdge:]...)
+		return
 	}
+	if drop := len(r.tail) + len(part) - usageEdge; drop > 0 {
+		r.tail = r.tail[:copy(r.tail, r.tail[drop:])]
+	}
+	r.tail = append(r.tail, part...)
 }
 
 func (r *UsageReader) line(l []byte) {
-	if !mayCarryUsage(l) {
-		return
-	}
-	u, ok := parseUsageLine(l)
-	if !ok {
+	u, ok, malformed := parseUsageLine(l)
+	if malformed {
 		r.Malformed++
-		return
 	}
-	r.Tally.Add(u)
+	if ok {
+		r.Tally.Add(u)
+	}
 }
 
 // hugeLine reads a line too long to hold by its edges.
@@ -279,9 +291,6 @@ func (r *UsageReader) hugeLine() {
 		return
 	}
 	r.Tally.Add(u)
-	if cap(r.tail) > 2*usageEdge {
-		r.tail = nil
-	}
 }
 
 var (

@@ -1,11 +1,15 @@
 package claudeterm
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +114,7 @@ func TestParseUsageLineReadsOnlyTheMessagesOwnUsage(t *testing.T) {
 		{"negative count", strings.Replace(asst("m1", "r1", m, want, textBlock), `"input_tokens":7`, `"input_tokens":-7`, 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, ok := parseUsageLine([]byte(tc.line))
+			u, ok, _ := parseUsageLine([]byte(tc.line))
 			if ok != tc.ok {
 				t.Fatalf("ok %v, want %v", ok, tc.ok)
 			}
@@ -143,15 +147,31 @@ func TestUsageReaderLinesAtTheEdges(t *testing.T) {
 		t.Fatalf("once the second line ended: %+v", got)
 	}
 
+	// Read through the buffer (as appended lines are) and from the file
+	// (a first read, mapped where the platform can): the same count.
 	bigWrite := `{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/x","content":"` + strings.Repeat(`line of a file \"quoted\"\n`, (3<<20)/24) + `"}}`
 	bigResult := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"` + strings.Repeat("x", 5<<20) + `"}]},"usage":{"a":1}}`
-	appendFile(t, p, asst("m3", "r3", m, tok(100, 200, 300, 400), bigWrite)+"\n"+bigResult+"\n"+asst("m4", "r4", m, tok(1000, 0, 0, 0), textBlock)+"\n")
-	r.Poll()
-	if got, want := r.Tally.Usage[m], tok(1111, 222, 333, 444); got != want || r.Huge != 2 || r.Malformed != 0 {
-		t.Errorf("after the huge lines: %+v (want %+v), %d read by their edges, %d malformed", got, want, r.Huge, r.Malformed)
+	big := asst("m3", "r3", m, tok(100, 200, 300, 400), bigWrite) + "\n" + bigResult + "\n" + asst("m4", "r4", m, tok(1000, 0, 0, 0), textBlock) + "\n"
+	want := tok(1100, 200, 300, 400)
+	buffered := &UsageReader{}
+	if err := buffered.read(strings.NewReader(big)); err != nil {
+		t.Fatal(err)
 	}
-	if c := cap(r.carry); c > usageLineMax+usageChunk {
+	if got := buffered.Tally.Usage[m]; got != want || buffered.Huge != 2 || buffered.Malformed != 0 {
+		t.Errorf("buffered: %+v (want %+v), %d read by their edges, %d malformed", got, want, buffered.Huge, buffered.Malformed)
+	}
+	if c := cap(buffered.carry); c > 2*usageLineMax {
 		t.Errorf("held %d bytes for a line", c)
+	}
+	appendFile(t, p, big)
+	r.Poll()
+	if got := r.Tally.Usage[m]; got != want.Add(tok(11, 22, 33, 44)) || r.Malformed != 0 {
+		t.Errorf("from the file: %+v (want %+v), %d malformed", got, want.Add(tok(11, 22, 33, 44)), r.Malformed)
+	}
+	fresh := NewUsageReader(p)
+	fresh.Poll()
+	if got := fresh.Tally.Usage[m]; got != want.Add(tok(11, 22, 33, 44)) {
+		t.Errorf("the whole file at once: %+v", got)
 	}
 }
 
@@ -253,4 +273,87 @@ func TestObservedUsageIsNeverCountedTwice(t *testing.T) {
 	follow(tok(3, 40, 100, 900))
 	g.transcript("sid-u", asst("m2", "r2", m, tok(1, 1, 1, 1), textBlock))
 	follow(tok(4, 41, 101, 901))
+}
+
+// BenchmarkUsageScan: the cold scan of a generated directory (32 MB in
+// 100 transcripts; make bench-usage runs the gigabyte), on every core.
+func BenchmarkUsageScan(b *testing.B) {
+	dir := b.TempDir()
+	mb := 32
+	if v, err := strconv.Atoi(os.Getenv("BENCH_USAGE_SCAN_MB")); err == nil && v > 0 {
+		mb = v
+	}
+	truth, err := generateTranscripts(dir, 100, int64(mb)<<20, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths, _ := TranscriptFiles(dir)
+	b.SetBytes(truth.Bytes)
+	cpu := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		if tally, _ := ScanUsage(paths, runtime.NumCPU()); tally.Messages != truth.Messages {
+			b.Fatalf("%d messages, want %d", tally.Messages, truth.Messages)
+		}
+	}
+	// CPU as well as wall time: on a machine shared with other work the
+	// wall time says as much about the others.
+	b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkFollowTranscript: one look of a terminal session's observer
+// after its transcript grew by a turn (a prompt, tool calls with their
+// results, the answer: about 50 KB), with and without reading its usage:
+// what counting usage adds to following a transcript. The append itself
+// is not timed.
+func BenchmarkFollowTranscript(b *testing.B) {
+	for _, withUsage := range []bool{false, true} {
+		b.Run(fmt.Sprintf("usage=%v", withUsage), func(b *testing.B) {
+			dir := b.TempDir()
+			src := &Source{ConfigDir: dir, Probe: func(SessionFile) (bool, bool) { return true, true }}
+			os.MkdirAll(src.SessionsDir(), 0o700)
+			f := sessionFileFor(os.Getpid(), "sid-f", "/home/u/p")
+			writeJSON(b, filepath.Join(src.SessionsDir(), fmt.Sprintf("%d.json", f.PID)), f)
+			p := src.TranscriptPath(f.Cwd, f.SessionID)
+			os.MkdirAll(filepath.Dir(p), 0o700)
+			fh, err := os.Create(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fh.Close()
+			g := &transcriptGen{rng: rand.New(rand.NewPCG(5, 5)), w: bufio.NewWriter(fh), sid: f.SessionID, cwd: f.Cwd,
+				words: strings.Fields("ok PASS FAIL go test build line error warning func return nil")}
+			for range 20 {
+				g.turn(genModels[0], 1<<62)
+			}
+			g.w.Flush()
+			o := &observer{src: src, es: external(f), file: f, hook: src.hookHub().subscribe(f.SessionID)}
+			defer o.hook.close()
+			o.follow(f)
+			<-o.usage.ready
+			if !withUsage {
+				o.usage = nil
+			}
+			o.step()
+			var grown int64
+			var cpu time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				n := g.n
+				g.turn(genModels[0], 1<<62)
+				g.w.Flush()
+				grown += g.n - n
+				c := cpuTime()
+				b.StartTimer()
+				if evs, done := o.step(); done || len(evs) == 0 {
+					b.Fatalf("step: %d events, done %v", len(evs), done)
+				}
+				cpu += cpuTime() - c
+			}
+			b.ReportMetric(float64(grown)/float64(b.N), "bytes/turn")
+			// CPU as well: the wall time on a shared machine is noisy.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
 }

@@ -35,8 +35,12 @@ func followUsage(path, sid string) *usageFollow {
 	return u
 }
 
-// scanning reports whether the first read is still under way.
+// scanning reports whether the first read is still under way. A nil
+// usageFollow reads nothing (the follow benchmark's baseline).
 func (u *usageFollow) scanning() bool {
+	if u == nil {
+		return false
+	}
 	select {
 	case <-u.ready:
 		return false
@@ -46,12 +50,16 @@ func (u *usageFollow) scanning() bool {
 }
 
 // close stops a first read under way (the observer ended).
-func (u *usageFollow) close() { u.r.stopped.Store(true) }
+func (u *usageFollow) close() {
+	if u != nil {
+		u.r.stopped.Store(true)
+	}
+}
 
 // events reads what the transcript gained and returns a report for each
 // model whose total moved; none while the first read runs.
 func (u *usageFollow) events() []sessions.Event {
-	if u.scanning() {
+	if u == nil || u.scanning() {
 		return nil
 	}
 	if reset, _ := u.r.Poll(); reset {

@@ -99,7 +99,7 @@ func (g *transcriptGen) file(path string, size int64) error {
 		if g.rng.IntN(10) == 0 {
 			m = genModels[g.rng.IntN(len(genModels))]
 		}
-		g.turn(m)
+		g.turn(m, size)
 	}
 	g.truth.Bytes += g.n
 	if err := g.w.Flush(); err != nil {
@@ -144,16 +144,16 @@ func (g *transcriptGen) envelope(parent string) string {
 
 // turn writes a prompt and its answer: tool calls and their results, then
 // the final text.
-func (g *transcriptGen) turn(model string) {
+func (g *transcriptGen) turn(model string, size int64) {
 	g.line(`{"type":"queue-operation","operation":"enqueue","timestamp":"` + g.stamp() + `","sessionId":"` + g.sid + `"}`)
 	parent := g.uuid()
 	g.line(`{` + g.envelope("") + `,"type":"user","message":{"role":"user","content":[{"type":"text","text":"` + g.text(40+g.rng.IntN(400)) +
 		`"}]},"uuid":"` + parent + `","timestamp":"` + g.stamp() + `","permissionMode":"default"}`)
 	calls := g.rng.IntN(8)
-	for range calls {
+	for c := 0; c < calls && g.n < size; c++ {
 		tool := "toolu_" + strconv.FormatUint(g.rng.Uint64(), 36)
 		input := `{"command":"` + g.text(20+g.rng.IntN(120)) + `","description":"run a step"}`
-		if g.rng.IntN(200) == 0 {
+		if g.rng.IntN(200) == 0 && size-g.n > 3<<20 {
 			// A Write of a whole file: an assistant line over a megabyte.
 			input = `{"file_path":"/home/u/work/big.txt","content":"` + g.text(1<<20+g.rng.IntN(1<<20)) + `"}`
 		}
@@ -162,7 +162,7 @@ func (g *transcriptGen) turn(model string) {
 			`{"type":"tool_use","id":"` + tool + `","name":"Bash","input":` + input + `}`,
 		})
 		out := 200 + int(g.rng.ExpFloat64()*12000)
-		if g.rng.IntN(150) == 0 {
+		if g.rng.IntN(150) == 0 && size-g.n > 6<<20 {
 			out = 1<<20 + g.rng.IntN(2<<20) // a huge tool output
 		}
 		body := g.text(out)

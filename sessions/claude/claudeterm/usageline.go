@@ -2,7 +2,7 @@ package claudeterm
 
 import (
 	"bytes"
-	"encoding/json"
+	"strconv"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
@@ -26,65 +26,93 @@ var (
 	usageKey      = []byte(`"usage":{`)
 )
 
-// mayCarryUsage is the prefilter: an unescaped `"usage":{` can only be a
-// key of an object (inside a JSON string every quote is escaped), and only
-// an assistant line has the top-level type "assistant".
-func mayCarryUsage(line []byte) bool {
-	return bytes.Contains(line, usageKey) && bytes.Contains(line, assistantType)
-}
-
 // parseUsageLine reads an assistant line's message id, request id, model
-// and usage; ok is false for any other line, and for a line that is not
-// one well-formed JSON object up to the fields it needs.
-func parseUsageLine(line []byte) (u lineUsage, ok bool) {
+// and usage; ok is false for any other line. It stops at the top-level
+// type when that is not "assistant": the CLI writes a user line's type
+// before its message, so a tool's output is never read past its first
+// bytes. malformed: the line is not one JSON object.
+func parseUsageLine(line []byte) (u lineUsage, ok, malformed bool) {
 	var typ []byte
-	hasUsage := false
-	err := walkObject(line, skipSpace(line, 0), func(key []byte, v []byte) bool {
+	hasUsage, other := false, false
+	message := func(key, v []byte) bool {
 		switch string(key) {
-		case "type":
-			typ = stringValue(v)
-		case "requestId":
-			u.reqID = stringValue(v)
-		case "message":
-			walkObject(v, 0, func(key []byte, v []byte) bool {
-				switch string(key) {
-				case "id":
-					u.msgID = stringValue(v)
-				case "model":
-					u.model = stringValue(v)
-				case "usage":
-					u.tokens, hasUsage = parseTokens(v)
-				}
-				return true
-			})
+		case "id":
+			u.msgID = stringValue(v)
+		case "model":
+			u.model = stringValue(v)
+		case "usage":
+			u.tokens, hasUsage = parseTokens(v)
 		}
 		return true
+	}
+	_, err := walkFields(line, skipSpace(line, 0), func(key []byte, at int) (int, bool) {
+		if string(key) == "message" && at < len(line) && line[at] == '{' {
+			// Walked in place: its content is the bulk of the line and is
+			// skipped once.
+			end, err := walkFields(line, at, valuesOf(line, message))
+			if err != nil {
+				return -1, false
+			}
+			return end, true
+		}
+		end := skipValue(line, at)
+		if end < 0 {
+			return -1, false
+		}
+		switch string(key) {
+		case "type":
+			typ = stringValue(line[at:end])
+			if string(typ) != "assistant" {
+				other = true
+				return end, false
+			}
+		case "requestId":
+			u.reqID = stringValue(line[at:end])
+		}
+		return end, true
 	})
-	if err != nil || !hasUsage || string(typ) != "assistant" {
-		return lineUsage{}, false
+	if other {
+		return lineUsage{}, false, false
 	}
-	return u, true
+	if err != nil {
+		return lineUsage{}, false, true
+	}
+	if !hasUsage || string(typ) != "assistant" {
+		return lineUsage{}, false, false
+	}
+	return u, true, false
 }
 
-// apiUsage is the usage object of an API message. Input excludes the
+// parseTokens reads a usage object's four counts. Input excludes the
 // cache's parts, as sessions.Tokens does.
-type apiUsage struct {
-	Input      int64 `json:"input_tokens"`
-	Output     int64 `json:"output_tokens"`
-	CacheWrite int64 `json:"cache_creation_input_tokens"`
-	CacheRead  int64 `json:"cache_read_input_tokens"`
-}
-
-// parseTokens decodes a usage object (small: a few hundred bytes).
-func parseTokens(v []byte) (sessions.Tokens, bool) {
-	var a apiUsage
-	if err := json.Unmarshal(v, &a); err != nil {
+func parseTokens(v []byte) (t sessions.Tokens, ok bool) {
+	ok = true
+	err := walkObject(v, 0, func(key, v []byte) bool {
+		var dst *int64
+		switch string(key) {
+		case "input_tokens":
+			dst = &t.Input
+		case "output_tokens":
+			dst = &t.Output
+		case "cache_creation_input_tokens":
+			dst = &t.CacheWrite
+		case "cache_read_input_tokens":
+			dst = &t.CacheRead
+		default:
+			return true
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			ok = false
+			return false
+		}
+		*dst = n
+		return true
+	})
+	if err != nil || !ok {
 		return sessions.Tokens{}, false
 	}
-	if a.Input < 0 || a.Output < 0 || a.CacheWrite < 0 || a.CacheRead < 0 {
-		return sessions.Tokens{}, false
-	}
-	return sessions.Tokens{Input: a.Input, Output: a.Output, CacheWrite: a.CacheWrite, CacheRead: a.CacheRead}, true
+	return t, true
 }
 
 // stringValue is a JSON string's raw contents (ids and model names carry
@@ -105,45 +133,65 @@ func (errMalformed) Error() string { return "malformed JSON" }
 // raw value, until fn returns false or the object ends. A truncated or
 // malformed object is an error after the keys read so far.
 func walkObject(b []byte, i int, fn func(key, value []byte) bool) error {
+	_, err := walkFields(b, i, valuesOf(b, fn))
+	return err
+}
+
+// valuesOf adapts fn to walkFields: each value skipped and handed over.
+func valuesOf(b []byte, fn func(key, value []byte) bool) func(key []byte, at int) (int, bool) {
+	return func(key []byte, at int) (int, bool) {
+		end := skipValue(b, at)
+		if end < 0 {
+			return -1, false
+		}
+		return end, fn(key, b[at:end])
+	}
+}
+
+// walkFields calls fn with each key of the object starting at b[i] and the
+// index of its value, which fn reads (or skips) and returns the end of (-1:
+// malformed), until fn returns false or the object ends; end is the index
+// after the object.
+func walkFields(b []byte, i int, fn func(key []byte, at int) (end int, more bool)) (end int, err error) {
 	if i >= len(b) || b[i] != '{' {
-		return errMalformed{}
+		return -1, errMalformed{}
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return errMalformed{}
+			return -1, errMalformed{}
 		}
-		end := skipString(b, i)
-		if end < 0 {
-			return errMalformed{}
+		kend := skipString(b, i)
+		if kend < 0 {
+			return -1, errMalformed{}
 		}
-		key := b[i+1 : end-1]
-		i = skipSpace(b, end)
+		key := b[i+1 : kend-1]
+		i = skipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
-			return errMalformed{}
+			return -1, errMalformed{}
 		}
 		i = skipSpace(b, i+1)
-		vend := skipValue(b, i)
+		vend, more := fn(key, i)
 		if vend < 0 {
-			return errMalformed{}
+			return -1, errMalformed{}
 		}
-		if !fn(key, b[i:vend]) {
-			return nil
+		if !more {
+			return vend, nil
 		}
 		i = skipSpace(b, vend)
 		if i >= len(b) {
-			return errMalformed{}
+			return -1, errMalformed{}
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return nil
+			return i + 1, nil
 		default:
-			return errMalformed{}
+			return -1, errMalformed{}
 		}
 	}
 }
