@@ -303,12 +303,13 @@ func BenchmarkUsageScan(b *testing.B) {
 
 // BenchmarkFollowTranscript: one look of a terminal session's observer
 // after its transcript grew by a turn (a prompt, tool calls with their
-// results, the answer: about 50 KB), with and without reading its usage:
-// what counting usage adds to following a transcript. The append itself
-// is not timed.
+// results, the answer: about 200 KB), with and without reading its usage,
+// and the usage reading alone: what counting usage adds to following a
+// transcript. The append itself is not timed.
 func BenchmarkFollowTranscript(b *testing.B) {
-	for _, withUsage := range []bool{false, true} {
-		b.Run(fmt.Sprintf("usage=%v", withUsage), func(b *testing.B) {
+	for _, mode := range []string{"tail", "tail+usage", "usage-only"} {
+		withUsage := mode != "tail"
+		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
 			src := &Source{ConfigDir: dir, Probe: func(SessionFile) (bool, bool) { return true, true }}
 			os.MkdirAll(src.SessionsDir(), 0o700)
@@ -346,7 +347,12 @@ func BenchmarkFollowTranscript(b *testing.B) {
 				grown += g.n - n
 				c := cpuTime()
 				b.StartTimer()
-				if evs, done := o.step(); done || len(evs) == 0 {
+				if mode == "usage-only" {
+					// What the usage reading alone costs in a step.
+					if evs := o.usage.events(); len(evs) == 0 {
+						b.Fatal("no usage from a turn")
+					}
+				} else if evs, done := o.step(); done || len(evs) == 0 {
 					b.Fatalf("step: %d events, done %v", len(evs), done)
 				}
 				cpu += cpuTime() - c
