@@ -198,6 +198,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	if !o.emitted || st != o.last || len(lines) > 0 || statusChanged || gone {
 		evs = append(evs, o.observed(st))
 	}
+	o.usage.begin()
 	if gone {
 		why := "its session file was left behind: killed or crashed"
 		if isProcKey(o.es.Key) {

@@ -331,6 +331,7 @@ func BenchmarkFollowTranscript(b *testing.B) {
 			o := &observer{src: src, es: external(f), file: f, hook: src.hookHub().subscribe(f.SessionID)}
 			defer o.hook.close()
 			o.follow(f)
+			o.usage.begin()
 			<-o.usage.ready
 			if !withUsage {
 				o.usage = nil

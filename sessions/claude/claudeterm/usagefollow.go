@@ -16,23 +16,41 @@ import (
 // started over) adds nothing already counted, and only a total read to the
 // file's end is ever sent, never the partial one of a read under way.
 type usageFollow struct {
-	r     *UsageReader
-	sid   string
-	ready chan struct{}
-	sent  map[string]sessions.Tokens
+	r       *UsageReader
+	sid     string
+	started bool
+	ready   chan struct{}
+	sent    map[string]sessions.Tokens
 }
+
+// coldReads bounds the first reads running at once in the process: when
+// the app starts beside a hundred sessions, reading their transcripts takes
+// one core, never the one discovering and following them.
+var coldReads = make(chan struct{}, 1)
 
 // usageScanPoll is how soon an observer looks again while its transcript's
 // first read runs (nothing else wakes it when that read ends).
 const usageScanPoll = 25 * time.Millisecond
 
 func followUsage(path, sid string) *usageFollow {
-	u := &usageFollow{r: NewUsageReader(path), sid: sid, ready: make(chan struct{}), sent: map[string]sessions.Tokens{}}
+	return &usageFollow{r: NewUsageReader(path), sid: sid, ready: make(chan struct{}), sent: map[string]sessions.Tokens{}}
+}
+
+// begin starts the first read; the observer calls it once its session's
+// first state is sent, so that read never delays it.
+func (u *usageFollow) begin() {
+	if u == nil || u.started {
+		return
+	}
+	u.started = true
 	go func() {
 		defer close(u.ready)
-		_, _ = u.r.Poll() // a failed read is read again at the next look
+		coldReads <- struct{}{}
+		defer func() { <-coldReads }()
+		if !u.r.stopped.Load() {
+			_, _ = u.r.Poll() // a failed read is read again at the next look
+		}
 	}()
-	return u
 }
 
 // scanning reports whether the first read is still under way. A nil
@@ -40,6 +58,9 @@ func followUsage(path, sid string) *usageFollow {
 func (u *usageFollow) scanning() bool {
 	if u == nil {
 		return false
+	}
+	if !u.started {
+		return true
 	}
 	select {
 	case <-u.ready:
