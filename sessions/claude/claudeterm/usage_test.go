@@ -364,3 +364,51 @@ func BenchmarkFollowTranscript(b *testing.B) {
 		})
 	}
 }
+
+// TestParseUsageLineAgreesWithDecodingOnRealLines: every line the real
+// CLI wrote (testdata) reads as encoding/json decodes it.
+func TestParseUsageLineAgreesWithDecodingOnRealLines(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "transcript_sample.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assistants := 0
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var d struct {
+			Type      string `json:"type"`
+			RequestID string `json:"requestId"`
+			Message   struct {
+				ID    string      `json:"id"`
+				Model string      `json:"model"`
+				Usage *apiUsageJS `json:"usage"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		u, ok, malformed := parseUsageLine([]byte(l))
+		want := d.Type == "assistant" && d.Message.Usage != nil
+		if ok != want || malformed {
+			t.Fatalf("line %d: ok %v malformed %v, want ok %v", i+1, ok, malformed, want)
+		}
+		if !ok {
+			continue
+		}
+		assistants++
+		mu := d.Message.Usage
+		if string(u.msgID) != d.Message.ID || string(u.reqID) != d.RequestID || string(u.model) != d.Message.Model ||
+			u.tokens != tok(mu.Input, mu.Output, mu.CacheWrite, mu.CacheRead) {
+			t.Errorf("line %d: read %q %q %q %+v, decoded %+v", i+1, u.msgID, u.reqID, u.model, u.tokens, d)
+		}
+	}
+	if assistants == 0 {
+		t.Fatal("no assistant line in the sample")
+	}
+}
+
+type apiUsageJS struct {
+	Input      int64 `json:"input_tokens"`
+	Output     int64 `json:"output_tokens"`
+	CacheWrite int64 `json:"cache_creation_input_tokens"`
+	CacheRead  int64 `json:"cache_read_input_tokens"`
+}
