@@ -134,8 +134,9 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 		}
 	}
 	o.unreadable = time.Time{}
-	evs = o.usage.events()
 	if !ok {
+		// The transcript's last lines count before the session ends.
+		evs = o.usage.events(true)
 		// The CLI removes its file on a clean exit (/exit, Ctrl-D, a closed
 		// terminal): the user ended it, so a turn cut short is theirs to
 		// review, never a nudge.
@@ -150,7 +151,10 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	}
 	statusChanged := f.Status != o.file.Status || f.WaitingFor != o.file.WaitingFor
 	o.file = f
+	before := o.tail.BytesRead
 	lines, reset, _ := o.tail.Poll()
+	// The usage is read again only when the transcript changed.
+	evs = o.usage.events(reset || o.tail.BytesRead != before)
 	if reset {
 		o.sum.Reset()
 		o.turns = 0

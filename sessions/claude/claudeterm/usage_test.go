@@ -350,7 +350,7 @@ func BenchmarkFollowTranscript(b *testing.B) {
 				b.StartTimer()
 				if mode == "usage-only" {
 					// What the usage reading alone costs in a step.
-					if evs := o.usage.events(); len(evs) == 0 {
+					if evs := o.usage.events(true); len(evs) == 0 {
 						b.Fatal("no usage from a turn")
 					}
 				} else if evs, done := o.step(); done || len(evs) == 0 {

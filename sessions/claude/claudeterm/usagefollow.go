@@ -19,8 +19,10 @@ type usageFollow struct {
 	r       *UsageReader
 	sid     string
 	started bool
-	ready   chan struct{}
-	sent    map[string]sessions.Tokens
+	// caughtUp: a look after the first read has read to the file's end.
+	caughtUp bool
+	ready    chan struct{}
+	sent     map[string]sessions.Tokens
 }
 
 // coldReads bounds the first reads running at once in the process: when
@@ -79,10 +81,14 @@ func (u *usageFollow) close() {
 
 // events reads what the transcript gained and returns a report for each
 // model whose total moved; none while the first read runs.
-func (u *usageFollow) events() []sessions.Event {
-	if u == nil || u.scanning() {
+// grew says the file changed since the last look (the tail read something
+// or started over); the first look after the first read always reads, for
+// what was appended while that read ran.
+func (u *usageFollow) events(grew bool) []sessions.Event {
+	if u == nil || u.scanning() || u.caughtUp && !grew {
 		return nil
 	}
+	u.caughtUp = true
 	if reset, _ := u.r.Poll(); reset {
 		// Truncated or replaced: what it holds now is counted afresh (a
 		// lower running total counts whole).
