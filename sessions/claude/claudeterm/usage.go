@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -40,36 +41,77 @@ type UsageTally struct {
 	Usage sessions.Usage
 	// Messages counts the distinct messages, Lines the usage lines read.
 	Messages, Lines int
-	seen            map[string]seenMessage
+	// seen holds every message counted, by its key's hash: no pointer in
+	// it, so the collector never walks it (a long session's tally holds
+	// tens of thousands).
+	seen map[msgKey]seenMessage
+	// models are the model ids seen, which seenMessage names by index.
+	models   []string
+	modelIdx map[string]uint32
 	// loose is what lines without a message id counted (no key to merge by).
 	loose  sessions.Usage
 	looseN int
 }
 
-// seenMessage is the most each class of a message's usage reached.
+// msgKey is a message id and request id hashed to 128 bits (the two
+// seeds are the process's: a tally is never stored).
+type msgKey [2]uint64
+
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(id, req []byte) msgKey {
+	var k msgKey
+	for i, seed := range keySeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.Write(id)
+		h.WriteByte(0)
+		h.Write(req)
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// seenMessage is the most each class of a message's usage reached, and
+// its model (an index into the tally's models).
 type seenMessage struct {
-	model  string
+	model  uint32
 	tokens sessions.Tokens
+}
+
+// model is the index of model id m, added when new.
+func (t *UsageTally) model(m []byte) uint32 {
+	if i, ok := t.modelIdx[string(m)]; ok {
+		return i
+	}
+	if t.modelIdx == nil {
+		t.modelIdx = map[string]uint32{}
+	}
+	i := uint32(len(t.models))
+	t.models = append(t.models, string(m))
+	t.modelIdx[string(m)] = i
+	return i
 }
 
 // Add counts one line's usage.
 func (t *UsageTally) Add(u lineUsage) {
 	t.Lines++
 	if len(u.msgID) == 0 {
+		m := t.models[t.model(u.model)]
 		t.Messages++
 		t.looseN++
-		t.loose = add(t.loose, string(u.model), u.tokens)
-		t.Usage = add(t.Usage, string(u.model), u.tokens)
+		t.loose = add(t.loose, m, u.tokens)
+		t.Usage = add(t.Usage, m, u.tokens)
 		return
 	}
-	t.count(string(u.msgID)+"\x00"+string(u.reqID), seenMessage{model: string(u.model), tokens: u.tokens})
+	t.count(keyOf(u.msgID, u.reqID), seenMessage{model: t.model(u.model), tokens: u.tokens})
 }
 
 // count folds one keyed report in: what it adds over the most its key
 // reached before.
-func (t *UsageTally) count(key string, m seenMessage) {
+func (t *UsageTally) count(key msgKey, m seenMessage) {
 	if t.seen == nil {
-		t.seen = map[string]seenMessage{}
+		t.seen = map[msgKey]seenMessage{}
 	}
 	prev, ok := t.seen[key]
 	if !ok {
@@ -77,7 +119,7 @@ func (t *UsageTally) count(key string, m seenMessage) {
 		prev.model = m.model
 	}
 	top := maxTokens(prev.tokens, m.tokens)
-	t.Usage = add(t.Usage, prev.model, top.Sub(prev.tokens))
+	t.Usage = add(t.Usage, t.models[prev.model], top.Sub(prev.tokens))
 	t.seen[key] = seenMessage{model: prev.model, tokens: top}
 }
 
@@ -93,7 +135,7 @@ func (t *UsageTally) Merge(o *UsageTally) {
 		t.Usage = add(t.Usage, m, tok)
 	}
 	for k, m := range o.seen {
-		t.count(k, m)
+		t.count(k, seenMessage{model: t.model([]byte(o.models[m.model])), tokens: m.tokens})
 	}
 }
 
