@@ -50,8 +50,10 @@ type observer struct {
 	unreadable time.Time
 	// hook wakes the loop on the session's hook events (nil: no hooks).
 	hook *hookSub
-	// usage counts the transcript's tokens (usagefollow.go).
-	usage *usageFollow
+	// usage counts the transcript's tokens (usagefollow.go); usageRead
+	// wakes the loop when its first read ended.
+	usage     *usageFollow
+	usageRead chan struct{}
 }
 
 // fileGoneGrace is how long a live session's file may stay unreadable
@@ -67,21 +69,20 @@ func (o *observer) unreadableSince() time.Time {
 }
 
 func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
-	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID)}
+	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID), usageRead: make(chan struct{}, 1)}
 	defer o.hook.close()
 	o.follow(f)
 	defer func() { o.usage.close() }()
 	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
-	wake, stop := s.wake(ctx, dirs, o.hook.C())
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake, stop := s.wake(ctx, dirs, observe.Merge(mctx, o.hook.C(), o.usageRead))
 	defer stop()
 	// While the file is unreadable nothing may wake the loop (no write
 	// comes): look again once the grace is over.
 	observe.RelaySooner(ctx, wake, o.step, out, func() time.Duration {
 		if !o.unreadable.IsZero() {
 			return fileGoneGrace
-		}
-		if o.usage.scanning() {
-			return usageScanPoll
 		}
 		return 0
 	})
@@ -94,7 +95,7 @@ func (o *observer) follow(f SessionFile) {
 	if o.usage != nil {
 		o.usage.close()
 	}
-	o.usage = followUsage(path, f.SessionID)
+	o.usage = followUsage(path, f.SessionID, o.usageRead)
 	o.hook.follow(f.SessionID)
 	o.sum = Summary{}
 	o.turns, o.busyCredit = 0, false

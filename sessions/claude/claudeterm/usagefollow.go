@@ -1,8 +1,6 @@
 package claudeterm
 
 import (
-	"time"
-
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
@@ -19,6 +17,8 @@ type usageFollow struct {
 	r       *UsageReader
 	sid     string
 	started bool
+	// read is told when the first read ended (the observer's wake-up).
+	read chan<- struct{}
 	// caughtUp: a look after the first read has read to the file's end.
 	caughtUp bool
 	ready    chan struct{}
@@ -30,12 +30,9 @@ type usageFollow struct {
 // one core, never the one discovering and following them.
 var coldReads = make(chan struct{}, 1)
 
-// usageScanPoll is how soon an observer looks again while its transcript's
-// first read runs (nothing else wakes it when that read ends).
-const usageScanPoll = 25 * time.Millisecond
-
-func followUsage(path, sid string) *usageFollow {
-	return &usageFollow{r: NewUsageReader(path), sid: sid, ready: make(chan struct{}), sent: map[string]sessions.Tokens{}}
+// followUsage counts path's usage; read is told when its first read ended.
+func followUsage(path, sid string, read chan<- struct{}) *usageFollow {
+	return &usageFollow{r: NewUsageReader(path), sid: sid, read: read, ready: make(chan struct{}), sent: map[string]sessions.Tokens{}}
 }
 
 // begin starts the first read; the observer calls it once its session's
@@ -46,7 +43,13 @@ func (u *usageFollow) begin() {
 	}
 	u.started = true
 	go func() {
-		defer close(u.ready)
+		defer func() {
+			close(u.ready)
+			select {
+			case u.read <- struct{}{}:
+			default:
+			}
+		}()
 		coldReads <- struct{}{}
 		defer func() { <-coldReads }()
 		if !u.r.stopped.Load() {
