@@ -427,3 +427,30 @@ type apiUsageJS struct {
 	CacheWrite int64 `json:"cache_creation_input_tokens"`
 	CacheRead  int64 `json:"cache_read_input_tokens"`
 }
+
+// FuzzUsageReader: no line, however broken, stops the reader or counts a
+// message twice; a well-formed assistant line reads as decoded.
+func FuzzUsageReader(f *testing.F) {
+	f.Add([]byte(asst("m1", "r1", "claude-opus-4-8", tok(1, 2, 3, 4), textBlock)), 7)
+	f.Add([]byte(asst("m1", "r1", "x", tok(1, 2, 3, 4), `{"type":"tool_use","input":{"usage":{"input_tokens":9}}}`)), 3)
+	f.Add([]byte(`{"type":"assistant","message":{"id":"m","usage":{"input_tokens":"x"}}}`), 1)
+	f.Add([]byte(`{"message":{"content":"\\\"}"},"type":"assistant"}`), 2)
+	f.Fuzz(func(t *testing.T, line []byte, cut int) {
+		parseUsageLine(line)
+		if cut > 0 && cut < len(line) {
+			parseEdges(line[:cut], line[cut:])
+		}
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return // not one line
+		}
+		// The line twice: the same message counts once.
+		r := &UsageReader{}
+		data := append(append(append([]byte{}, line...), '\n'), append(line, '\n')...)
+		if err := r.read(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		if u, ok, _ := parseUsageLine(line); ok && len(u.msgID) > 0 && r.Tally.Usage[string(u.model)] != u.tokens {
+			t.Errorf("counted %+v for a line of %+v", r.Tally.Usage, u.tokens)
+		}
+	})
+}
