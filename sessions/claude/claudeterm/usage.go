@@ -118,7 +118,7 @@ func (t *UsageTally) count(key msgKey, m seenMessage) {
 		t.Messages++
 		prev.model = m.model
 	}
-	top := maxTokens(prev.tokens, m.tokens)
+	top := prev.tokens.Max(m.tokens)
 	t.Usage = add(t.Usage, t.models[prev.model], top.Sub(prev.tokens))
 	t.seen[key] = seenMessage{model: prev.model, tokens: top}
 }
@@ -150,11 +150,6 @@ func add(u sessions.Usage, model string, t sessions.Tokens) sessions.Usage {
 	}
 	u[model] = u[model].Add(t)
 	return u
-}
-
-func maxTokens(a, b sessions.Tokens) sessions.Tokens {
-	return sessions.Tokens{Input: max(a.Input, b.Input), Output: max(a.Output, b.Output),
-		CacheWrite: max(a.CacheWrite, b.CacheWrite), CacheRead: max(a.CacheRead, b.CacheRead)}
 }
 
 // UsageReader reads a transcript's usage from its first byte, then what is
