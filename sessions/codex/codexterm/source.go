@@ -241,9 +241,9 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 // by thread as a managed Codex session counts it (the same counter: a
 // terminal session resumed in the background does not count its past
 // again).
-func rolloutUsage(r Rollout, sum *Summary) *sessions.UsageReport {
+func rolloutUsage(r Rollout, sum *Summary) []sessions.UsageReport {
 	if sum.Usage == nil || r.Meta.ID == "" {
 		return nil
 	}
-	return &sessions.UsageReport{Model: observe.OrDefault(sum.Model, "unknown"), Tokens: *sum.Usage, Mode: sessions.UsageCumulative, Counter: r.Meta.ID}
+	return []sessions.UsageReport{{Model: observe.OrDefault(sum.Model, "unknown"), Tokens: *sum.Usage, Mode: sessions.UsageCumulative, Counter: r.Meta.ID}}
 }
