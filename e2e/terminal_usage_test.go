@@ -51,6 +51,20 @@ func TestTerminalRealCLIUsage(t *testing.T) {
 		w.fail("show --json: the unknown model is not priced on the fallback and flagged: %+v", cost)
 	}
 
+	// `usage --by model` sums it with every other session's.
+	var rep struct {
+		Rows []struct {
+			Key    string          `json:"key"`
+			Tokens sessions.Tokens `json:"tokens"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(w.h.mustCLI("usage", "--by", "model", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != model || rep.Rows[0].Tokens != want {
+		w.fail("usage --by model: %+v, want %s: %+v", rep.Rows, model, want)
+	}
+
 	// Quit and start again: the session is followed again, its transcript
 	// read from the top, and nothing is counted twice.
 	if code := w.h.interrupt(); code != 0 {
