@@ -52,7 +52,7 @@ DIST := dist
 PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
 WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build hook run test lint lint-static vulncheck unit e2e bench bench-idle bench-machines clean package-linux build-windows
+.PHONY: all deps test-deps build hook run test lint lint-static vulncheck unit e2e bench bench-idle bench-machines bench-usage clean package-linux build-windows
 
 all: build
 
@@ -214,6 +214,28 @@ bench-idle:
 # BENCH_IDLE_SESSIONS (per machine), BENCH_IDLE_SECONDS.
 bench-machines:
 	$(GO) test -tags benchidle -count=1 -v -timeout 60m -run '^TestBenchIdleMachines$$' ./e2e/
+
+# The cold scan of a gigabyte of generated Claude transcripts (1,000 files,
+# in a temporary directory) against ccusage, the tool users compare with, on
+# the same directory in the same run: each one's time, peak RSS and tokens
+# per model (sessions/claude/claudeterm/usagescan_bench_test.go; not in make
+# test). BENCH_USAGE_MB makes the directory smaller. ccusage is pinned and
+# installed like the CLIs, from packaging/test-clis/ccusage-ref (npm ci in
+# its directory: with --prefix npm 11 refuses this lockfile).
+CCUSAGE_VERSION := 17.2.1
+CCUSAGE := $(CURDIR)/.cache/ccusage-ref/.installed-lock.json
+$(CCUSAGE): packaging/test-clis/ccusage-ref/package.json packaging/test-clis/ccusage-ref/package-lock.json
+	@grep -Fq '"ccusage": "$(CCUSAGE_VERSION)"' packaging/test-clis/ccusage-ref/package.json || \
+	  { echo 'packaging/test-clis/ccusage-ref/package.json does not pin ccusage $(CCUSAGE_VERSION) as the Makefile does'; exit 1; }
+	@mkdir -p $(dir $@)
+	rm -f $@
+	cp packaging/test-clis/ccusage-ref/package.json packaging/test-clis/ccusage-ref/package-lock.json $(dir $@)
+	cd $(dir $@) && npm ci --no-audit --no-fund
+	$(dir $@)node_modules/.bin/ccusage --version
+	cp packaging/test-clis/ccusage-ref/package-lock.json $@
+
+bench-usage: $(CCUSAGE)
+	$(GO) test -tags benchusage -count=1 -v -timeout 30m -run '^TestBenchUsageColdScan$$' ./sessions/claude/claudeterm/
 
 clean:
 	rm -rf bin .cache $(DIST)

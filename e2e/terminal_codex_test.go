@@ -113,7 +113,13 @@ func TestTerminalCodexRealTUI(t *testing.T) {
 	if reqs := w.h.api.Requests("tool"); len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].ToolOutput, "hi") {
 		w.fail("the fake saw %+v, want the command's output last", reqs)
 	}
-	t.Logf("evidence: %s (%s after the start)", r.Evidence, time.Since(w.start).Round(time.Millisecond))
+	// What the turn used, from the rollout's token counts: the thread's
+	// running total under the turn's model.
+	u := w.observed(10*time.Second, "with the turn's usage", func(s sessions.Session) bool { return s.Usage.Total.Total().Output > 0 })
+	if models := u.Usage.Total.Models(); len(models) != 1 || models[0] == "unknown" || u.Usage.Total.Total().Input+u.Usage.Total.Total().CacheRead <= 0 {
+		w.fail("usage %+v, want one model's input and output", u.Usage.Total)
+	}
+	t.Logf("evidence: %s (%s after the start); usage %+v", r.Evidence, time.Since(w.start).Round(time.Millisecond), u.Usage.Total)
 }
 
 // Under approval_policy on-request a command that must leave the sandbox

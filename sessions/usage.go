@@ -38,6 +38,18 @@ func (t Tokens) Sub(o Tokens) Tokens {
 	}
 }
 
+// Max is the larger of t and o in each class: the most a message's usage
+// reached when it is reported again as it grows (a streamed message, a
+// message rewritten with its final counts).
+func (t Tokens) Max(o Tokens) Tokens {
+	return Tokens{
+		Input:      max(t.Input, o.Input),
+		Output:     max(t.Output, o.Output),
+		CacheWrite: max(t.CacheWrite, o.CacheWrite),
+		CacheRead:  max(t.CacheRead, o.CacheRead),
+	}
+}
+
 // Total is every token of every class.
 func (t Tokens) Total() int64 { return t.Input + t.Output + t.CacheWrite + t.CacheRead }
 

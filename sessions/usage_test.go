@@ -202,3 +202,16 @@ func TestSessionUsageJSON(t *testing.T) {
 		t.Fatalf(`usage.total["claude-opus-4-5"].cache_read = %d, want 4 (%s)`, got, b)
 	}
 }
+
+// TestTokensMax: the larger in each class, whichever side holds it.
+func TestTokensMax(t *testing.T) {
+	for _, tc := range []struct{ a, b, want Tokens }{
+		{tok(1, 2, 3, 4), tok(4, 3, 2, 1), tok(4, 3, 3, 4)},
+		{Tokens{}, tok(1, 1, 1, 1), tok(1, 1, 1, 1)},
+		{tok(5, 5, 5, 5), tok(5, 5, 5, 5), tok(5, 5, 5, 5)},
+	} {
+		if got := tc.a.Max(tc.b); got != tc.want || tc.b.Max(tc.a) != tc.want {
+			t.Errorf("%+v max %+v = %+v, want %+v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -41,6 +41,12 @@ type Files[F any, T any, S interface {
 	// Gone says how the user saw the process go ("the Codex terminal was
 	// closed, or it was killed").
 	Gone string
+	// Usage, when set, is the session's usage as reports (none yet: nil),
+	// called at every look; a report that differs from the last one sent
+	// for its counter goes out as an EvMetrics. A report must count once
+	// however often it is sent (a running total, sessions.UsageCumulative),
+	// since a file read again reports it again.
+	Usage func(F, S) []sessions.UsageReport
 }
 
 // Look is what one step of a FileObserver read: the process probe, the
@@ -66,6 +72,8 @@ type FileObserver[F any, T any, S interface {
 	es    sessions.ExternalSession
 	pair  F
 	file  Follower[T, S]
+	// usage is the last usage report sent, by counter.
+	usage map[string]sessions.UsageReport
 
 	// mu guards dir: Step (the observe loop's goroutine) moves it, Dirs
 	// (the wake-up's goroutine) reads it.
@@ -134,6 +142,18 @@ func (o *FileObserver[F, T, S]) Step() (evs []sessions.Event, done bool) {
 	if st, send := o.file.Next(st, gone); send {
 		evs = append(evs, sessions.Event{Kind: sessions.EvObserved, AgentSessionID: o.files.SessionID(o.pair, sum),
 			PID: o.es.PID, Observed: &st})
+	}
+	if o.files.Usage != nil {
+		for _, u := range o.files.Usage(o.pair, sum) {
+			if o.usage[u.Counter] == u {
+				continue
+			}
+			if o.usage == nil {
+				o.usage = map[string]sessions.UsageReport{}
+			}
+			o.usage[u.Counter] = u
+			evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, AgentSessionID: o.files.SessionID(o.pair, sum), PID: o.es.PID, Usage: &u})
+		}
 	}
 	if gone {
 		return append(evs, Ended(o.es.PID, o.files.Gone)), true

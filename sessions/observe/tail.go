@@ -34,6 +34,10 @@ type Tailer struct {
 	Skipped int
 	// BytesRead counts every byte read, for tests and benchmarks.
 	BytesRead int64
+	// FromStart reads a large file from its first byte too, never from
+	// its tail window (a reader that must see every line, such as one
+	// counting a session's usage).
+	FromStart bool
 }
 
 // NewTailer returns a tailer for path; nothing is read until Poll.
@@ -68,7 +72,7 @@ func (t *Tailer) Poll() (lines [][]byte, reset bool, err error) {
 		// First read, or another file under the same name.
 		t.restart(fi)
 		reset = true
-		if size := fi.Size(); size > startWindow {
+		if size := fi.Size(); size > startWindow && !t.FromStart {
 			t.offset = size - startWindow
 			// The window starts inside a line: drop up to the first newline.
 			t.skipping = true

@@ -50,6 +50,10 @@ type observer struct {
 	unreadable time.Time
 	// hook wakes the loop on the session's hook events (nil: no hooks).
 	hook *hookSub
+	// usage counts the transcript's tokens (usagefollow.go); usageRead
+	// wakes the loop when its first read ended.
+	usage     *usageFollow
+	usageRead chan struct{}
 }
 
 // fileGoneGrace is how long a live session's file may stay unreadable
@@ -65,11 +69,14 @@ func (o *observer) unreadableSince() time.Time {
 }
 
 func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f SessionFile, out chan<- sessions.Event) {
-	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID)}
+	o := &observer{src: s, es: es, file: f, hook: s.hookHub().subscribe(f.SessionID), usageRead: make(chan struct{}, 1)}
 	defer o.hook.close()
 	o.follow(f)
+	defer func() { o.usage.close() }()
 	dirs := []string{s.SessionsDir(), filepath.Dir(o.tail.Path())}
-	wake, stop := s.wake(ctx, dirs, o.hook.C(), nil)
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake, stop := s.wake(ctx, dirs, observe.Merge(mctx, o.hook.C(), o.usageRead), nil)
 	defer stop()
 	// While the file is unreadable nothing may wake the loop (no write
 	// comes): look again once the grace is over.
@@ -85,6 +92,10 @@ func (s *Source) observe(ctx context.Context, es sessions.ExternalSession, f Ses
 func (o *observer) follow(f SessionFile) {
 	path := o.src.TranscriptPath(f.Cwd, f.SessionID)
 	o.tail = observe.NewTailer(path)
+	if o.usage != nil {
+		o.usage.close()
+	}
+	o.usage = followUsage(path, f.SessionID, o.usageRead)
 	o.hook.follow(f.SessionID)
 	o.sum = Summary{}
 	o.turns, o.busyCredit = 0, false
@@ -125,6 +136,8 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	}
 	o.unreadable = time.Time{}
 	if !ok {
+		// The transcript's last lines count before the session ends.
+		evs = o.usage.events(true)
 		// The CLI removes its file on a clean exit (/exit, Ctrl-D, a closed
 		// terminal): the user ended it, so a turn cut short is theirs to
 		// review, never a nudge.
@@ -139,7 +152,10 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	}
 	statusChanged := f.Status != o.file.Status || f.WaitingFor != o.file.WaitingFor
 	o.file = f
+	before := o.tail.BytesRead
 	lines, reset, _ := o.tail.Poll()
+	// The usage is read again only when the transcript changed.
+	evs = o.usage.events(reset || o.tail.BytesRead != before)
 	if reset {
 		o.sum.Reset()
 		o.turns = 0
@@ -187,6 +203,7 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	if !o.emitted || st != o.last || len(lines) > 0 || statusChanged || gone {
 		evs = append(evs, o.observed(st))
 	}
+	o.usage.begin()
 	if gone {
 		why := "its session file was left behind: killed or crashed"
 		if isProcKey(o.es.Key) {

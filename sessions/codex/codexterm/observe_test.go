@@ -104,6 +104,13 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 		evs[0].AgentSessionID != "01a22e80-e47d-7172-8bd1-361677df9952" || st.Name != "hello [[scenario:tool]]" {
 		t.Fatalf("the end: %+v %+v", evs[0], st)
 	}
+	// The thread's running total from its last token_count, under the
+	// turn's model, counted by thread as a managed session counts it.
+	want := sessions.UsageReport{Model: "gpt-fake", Tokens: sessions.Tokens{Input: 200, Output: 40}, Mode: sessions.UsageCumulative,
+		Counter: "01a22e80-e47d-7172-8bd1-361677df9952"}
+	if u := usageOf(evs); u == nil || *u != want {
+		t.Fatalf("usage %+v, want %+v", u, want)
+	}
 	w.Kill()
 	evs, done := w.Step()
 	if !done || len(evs) != 2 || evs[1].Kind != sessions.EvSessionEnded || evs[0].Observed.State != sessions.Idle {
@@ -252,4 +259,38 @@ func TestObserveLoopFollowsALaterRollout(t *testing.T) {
 		for range ch {
 		}
 	})
+}
+
+// usageOf is the usage report among evs (nil: none).
+func usageOf(evs []sessions.Event) *sessions.UsageReport {
+	for _, e := range evs {
+		if e.Kind == sessions.EvMetrics && e.Usage != nil {
+			return e.Usage
+		}
+	}
+	return nil
+}
+
+// A rollout read again from its start (the app restarted: a new observer)
+// reports the same running total, which the session counts once.
+func TestObservedUsageCountsOnceAcrossObservers(t *testing.T) {
+	real := readLines(t, "tui_tool.jsonl")
+	w := newWorld(t, Proc{Proc: observe.Proc{PID: 4242, Cwd: "/tmp/cx/w1", Started: time.Now()}})
+	path := w.path("01a22e80-e47d-7172-8bd1-361677df9952")
+	w.Proc.Open = []string{path}
+	appendTo(t, path, lines(real...))
+	var s sessions.Session
+	for range 2 {
+		w.Observe()
+		evs, _ := w.Step()
+		if usageOf(evs) == nil {
+			t.Fatalf("no usage from %d events", len(evs))
+		}
+		for _, e := range evs {
+			s = sessions.Apply(s, e, time.Now())
+		}
+	}
+	if got := s.Usage.Total["gpt-fake"]; got != (sessions.Tokens{Input: 200, Output: 40}) {
+		t.Errorf("counted %+v over two reads", got)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
@@ -69,11 +70,13 @@ type payload struct {
 	Timestamp      string          `json:"timestamp"`
 	// turn_context
 	ApprovalPolicy string `json:"approval_policy"`
+	Model          string `json:"model"`
 	// event_msg
 	TurnID     string      `json:"turn_id"`
 	Reason     string      `json:"reason"`
 	Error      *turnError  `json:"error"`
 	RateLimits *rateLimits `json:"rate_limits"`
+	Info       *tokenInfo  `json:"info"`
 	// response_item
 	Role      string          `json:"role"`
 	Name      string          `json:"name"`
@@ -85,6 +88,17 @@ type payload struct {
 type turnError struct {
 	Message        string          `json:"message"`
 	CodexErrorInfo json.RawMessage `json:"codex_error_info"`
+}
+
+// tokenInfo is a token_count's usage: the thread's running total, input
+// including the cached part, as the OpenAI API counts it.
+type tokenInfo struct {
+	Total *struct {
+		Input      int64 `json:"input_tokens"`
+		Cached     int64 `json:"cached_input_tokens"`
+		CacheWrite int64 `json:"cache_write_input_tokens"`
+		Output     int64 `json:"output_tokens"`
+	} `json:"total_token_usage"`
 }
 
 type rateLimits struct {
@@ -141,6 +155,13 @@ type Summary struct {
 	ResetsAt time.Time
 	// ApprovalPolicy is the latest turn_context's approval_policy.
 	ApprovalPolicy string
+	// Model is the latest turn_context's model.
+	Model string
+	// Usage is the thread's running total from the latest token_count
+	// (its four rate classes; reasoning is part of output), nil before
+	// one. Being a running total, the tail's last one is the whole
+	// thread's.
+	Usage *sessions.Tokens
 	// FirstPrompt is the first thing the user typed.
 	FirstPrompt string
 	LastAt      time.Time
@@ -175,6 +196,9 @@ func (s *Summary) Feed(line []byte) {
 	case "turn_context":
 		if p.ApprovalPolicy != "" {
 			s.ApprovalPolicy = p.ApprovalPolicy
+		}
+		if p.Model != "" {
+			s.Model = p.Model
 		}
 	case "event_msg":
 		s.event(p, at)
@@ -213,6 +237,10 @@ func (s *Summary) event(p *payload, at time.Time) {
 	case "token_count":
 		if rl := p.RateLimits; rl != nil {
 			s.ResetsAt = exhausted(rl)
+		}
+		if p.Info != nil && p.Info.Total != nil {
+			t := p.Info.Total
+			s.Usage = &sessions.Tokens{Input: max(t.Input-t.Cached-t.CacheWrite, 0), Output: t.Output, CacheWrite: t.CacheWrite, CacheRead: t.Cached}
 		}
 	}
 }

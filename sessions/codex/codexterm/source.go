@@ -233,5 +233,17 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		Prompt:    func(sum *Summary) string { return sum.FirstPrompt },
 		SessionID: func(r Rollout, _ *Summary) string { return r.Meta.ID },
 		Gone:      "the Codex terminal was closed, or it was killed",
+		Usage:     rolloutUsage,
 	}, s.ProcessAlive, es)
+}
+
+// rolloutUsage is the thread's running total against its model, counted
+// by thread as a managed Codex session counts it (the same counter: a
+// terminal session resumed in the background does not count its past
+// again).
+func rolloutUsage(r Rollout, sum *Summary) []sessions.UsageReport {
+	if sum.Usage == nil || r.Meta.ID == "" {
+		return nil
+	}
+	return []sessions.UsageReport{{Model: observe.OrDefault(sum.Model, "unknown"), Tokens: *sum.Usage, Mode: sessions.UsageCumulative, Counter: r.Meta.ID}}
 }

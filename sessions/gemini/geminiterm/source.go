@@ -294,6 +294,7 @@ func (s *Source) Observe(ctx context.Context, es sessions.ExternalSession) (<-ch
 type observer = observe.FileObserver[Chat, Summary, *Summary]
 
 func (s *Source) newObserver(es sessions.ExternalSession) *observer {
+	usage := &chatUsage{}
 	return observe.NewFileObserver(observe.Files[Chat, Summary, *Summary]{
 		Pair: func(pid int) (Chat, bool) { return observe.PairOf(s.scan, pid) },
 		Path: func(c Chat) string { return c.Path },
@@ -312,5 +313,6 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		// The metadata line is read apart: a tail window may start past it.
 		SessionID: func(c Chat, sum *Summary) string { return observe.OrDefault(sum.SessionID, c.Meta.SessionID) },
 		Gone:      "the Gemini CLI terminal was closed, or it was killed",
+		Usage:     usage.reports,
 	}, s.ProcessAlive, es)
 }
