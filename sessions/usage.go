@@ -91,6 +91,18 @@ func (u Usage) Total() Tokens {
 	return t
 }
 
+// Without is u less o, model by model (a model left with nothing is
+// dropped). Neither is modified.
+func (u Usage) Without(o Usage) Usage {
+	c := Usage{}
+	for m, t := range u {
+		if d := t.Sub(o[m]); !d.IsZero() {
+			c[m] = d
+		}
+	}
+	return c
+}
+
 // Models lists the models in u, sorted, for stable output.
 func (u Usage) Models() []string { return slices.Sorted(maps.Keys(u)) }
 
@@ -136,6 +148,12 @@ type UsageReport struct {
 	MessageID string `json:"message_id,omitempty"`
 	// Counter names the running total a UsageCumulative report is of.
 	Counter string `json:"counter,omitempty"`
+	// Backfill marks what a report adds as spent before the app watched
+	// the session (a terminal session's transcript read when it is
+	// found, or again after the app was down): the session's, but not
+	// its current turn's nor any day's, since when it was spent is not
+	// known.
+	Backfill bool `json:"backfill,omitempty"`
 }
 
 // SessionUsage is what a session used: per model over its whole life, and
@@ -152,11 +170,17 @@ type SessionUsage struct {
 	// Cumulative is the last running total each counter's UsageCumulative
 	// report gave, by counter.
 	Cumulative map[string]Tokens `json:"cumulative,omitempty"`
+	// Backfilled is the part of Total that backfill reports added.
+	Backfilled Usage `json:"backfilled,omitempty"`
 }
+
+// Observed is the part of the total the app saw spent (Total without
+// Backfilled): what a day's usage history and budget count.
+func (u SessionUsage) Observed() Usage { return u.Total.Without(u.Backfilled) }
 
 // IsZero reports whether nothing was used.
 func (u SessionUsage) IsZero() bool {
-	return len(u.Total) == 0 && len(u.Turn) == 0 && u.LastMessage == "" && len(u.Cumulative) == 0
+	return len(u.Total) == 0 && len(u.Turn) == 0 && u.LastMessage == "" && len(u.Cumulative) == 0 && len(u.Backfilled) == 0
 }
 
 // clone is a deep copy (the maps), so Apply never shares a map with its input.
@@ -165,6 +189,7 @@ func (u SessionUsage) clone() SessionUsage {
 	c.Total = maps.Clone(u.Total)
 	c.Turn = maps.Clone(u.Turn)
 	c.Cumulative = maps.Clone(u.Cumulative)
+	c.Backfilled = maps.Clone(u.Backfilled)
 	return c
 }
 
@@ -198,6 +223,10 @@ func applyUsage(u SessionUsage, r UsageReport) SessionUsage {
 		add = r.Tokens
 	}
 	u.Total = u.Total.Add(r.Model, add)
+	if r.Backfill {
+		u.Backfilled = u.Backfilled.Add(r.Model, add)
+		return u
+	}
 	u.Turn = u.Turn.Add(r.Model, add)
 	return u
 }

@@ -30,6 +30,8 @@ func TestApplyUsage(t *testing.T) {
 		total     Usage
 		turn      Usage
 		turnReset bool // a turn starts before the last event
+		// backfilled is what backfill reports added (none when nil).
+		backfilled Usage
 	}{
 		{
 			name:   "deltas add up",
@@ -100,6 +102,16 @@ func TestApplyUsage(t *testing.T) {
 			turn:  Usage{sonnet: tok(1, 1, 0, 0)},
 		},
 		{
+			name: "a backfill is the session's, not its turn's",
+			events: []Event{
+				usageEv(EvMetrics, UsageReport{Model: sonnet, Tokens: tok(100, 10, 0, 0), Mode: UsageCumulative, Counter: "transcript", Backfill: true}),
+				usageEv(EvMetrics, UsageReport{Model: sonnet, Tokens: tok(130, 12, 0, 0), Mode: UsageCumulative, Counter: "transcript"}),
+			},
+			total:      Usage{sonnet: tok(130, 12, 0, 0)},
+			turn:       Usage{sonnet: tok(30, 2, 0, 0)},
+			backfilled: Usage{sonnet: tok(100, 10, 0, 0)},
+		},
+		{
 			name:   "an empty report adds no model",
 			events: []Event{usageEv(EvMetrics, UsageReport{Model: sonnet})},
 			total:  nil,
@@ -121,6 +133,12 @@ func TestApplyUsage(t *testing.T) {
 			}
 			if !reflect.DeepEqual(s.Usage.Turn, wantTurn) {
 				t.Errorf("turn = %v, want %v", s.Usage.Turn, wantTurn)
+			}
+			if !reflect.DeepEqual(s.Usage.Backfilled, c.backfilled) {
+				t.Errorf("backfilled = %v, want %v", s.Usage.Backfilled, c.backfilled)
+			}
+			if want := c.total.Without(c.backfilled); !reflect.DeepEqual(s.Usage.Observed(), want) && len(want) > 0 {
+				t.Errorf("observed = %v, want %v", s.Usage.Observed(), want)
 			}
 		})
 	}

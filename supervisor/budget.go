@@ -100,13 +100,14 @@ func (r *Runtime) loadLedger(ctx context.Context, now time.Time) (ledger, error)
 // (saved in the same batch as the session, so the history never counts
 // what the session's saved total does not). The ledger counts them too.
 func (r *Runtime) usageRowsLocked(e *entry, next sessions.Session, now time.Time) []storage.UsageRow {
-	if maps.Equal(next.Usage.Total, e.recorded) {
+	observed := next.Usage.Observed()
+	if maps.Equal(observed, e.recorded) {
 		return nil
 	}
 	r.ledger.roll(core.Day(now))
 	var rows []storage.UsageRow
-	for _, model := range next.Usage.Total.Models() {
-		d := next.Usage.Total[model].Sub(e.recorded[model])
+	for _, model := range observed.Models() {
+		d := observed[model].Sub(e.recorded[model])
 		if d.IsZero() {
 			continue
 		}
@@ -114,7 +115,7 @@ func (r *Runtime) usageRowsLocked(e *entry, next sessions.Session, now time.Time
 			Model: model, Tokens: d, Time: now})
 		r.ledger.addUsage(next.ID, model, d)
 	}
-	e.recorded = maps.Clone(next.Usage.Total)
+	e.recorded = observed
 	return rows
 }
 

@@ -197,6 +197,9 @@ func TestUsageHistorySurvivesRestart(t *testing.T) {
 		p := ag.proc(0)
 		p.events <- sonnetOutput(100_000)
 		p.events <- sessions.Event{Kind: sessions.EvMetrics, Usage: &sessions.UsageReport{Model: "mystery-model-9", Tokens: sessions.Tokens{Input: 10}}}
+		// Spent before the app watched (a transcript read when found):
+		// the session's, but no day's.
+		p.events <- sessions.Event{Kind: sessions.EvMetrics, Usage: &sessions.UsageReport{Model: "claude-opus-4-1", Tokens: sessions.Tokens{Output: 777}, Backfill: true}}
 		p.events <- sessions.Event{Kind: sessions.EvTurnCompleted}
 		synctest.Wait()
 		p.exit(0, "")
@@ -234,6 +237,9 @@ func TestUsageHistorySurvivesRestart(t *testing.T) {
 		snap := <-sub.C
 		if snap.Usage == nil || snap.Usage.Tokens.Output != 100_000 || snap.Usage.Tokens.Input != 10 || !snap.Usage.Unknown {
 			t.Fatalf("today after the restart: %+v", snap.Usage)
+		}
+		if got, err := rt.Session(s.ID); err != nil || got.Usage.Total["claude-opus-4-1"].Output != 777 {
+			t.Errorf("the backfill is not in the session's total: %+v, %v", got.Usage, err)
 		}
 		// A session booted with its usage records nothing again.
 		rt.mu.Lock()

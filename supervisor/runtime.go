@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -112,8 +111,9 @@ type entry struct {
 	ext *extHandle
 	// locatedAt is when its terminal was last located (refreshTerminals).
 	locatedAt time.Time
-	// recorded is the session's whole-life usage as last written to the
-	// usage history (budget.go): what it grows by is the next rows.
+	// recorded is the session's observed usage (its whole-life usage but
+	// for what was backfilled) as last written to the usage history
+	// (budget.go): what it grows by is the next rows.
 	recorded sessions.Usage
 	// pricedUsage is the usage pricedCost is the equivalent API cost of,
 	// so the tick prices a session's budget again only when it changed.
@@ -200,7 +200,7 @@ func New(opts Options) *Runtime {
 }
 
 func (r *Runtime) newEntry(s sessions.Session) *entry {
-	return &entry{s: s, q: newSerial(&r.jobs), recorded: maps.Clone(s.Usage.Total)}
+	return &entry{s: s, q: newSerial(&r.jobs), recorded: s.Usage.Observed()}
 }
 
 // Bus is the runtime's event bus.

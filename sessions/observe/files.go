@@ -74,6 +74,8 @@ type FileObserver[F any, T any, S interface {
 	file  Follower[T, S]
 	// usage is the last usage report sent, by counter.
 	usage map[string]sessions.UsageReport
+	// looked: the first Step is done (its usage reports were backfill).
+	looked bool
 
 	// mu guards dir: Step (the observe loop's goroutine) moves it, Dirs
 	// (the wake-up's goroutine) reads it.
@@ -152,9 +154,13 @@ func (o *FileObserver[F, T, S]) Step() (evs []sessions.Event, done bool) {
 				o.usage = map[string]sessions.UsageReport{}
 			}
 			o.usage[u.Counter] = u
+			// The first look's reports are what the file held when it
+			// was found: spent before this observer watched.
+			u.Backfill = !o.looked
 			evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, AgentSessionID: o.files.SessionID(o.pair, sum), PID: o.es.PID, Usage: &u})
 		}
 	}
+	o.looked = true
 	if gone {
 		return append(evs, Ended(o.es.PID, o.files.Gone)), true
 	}

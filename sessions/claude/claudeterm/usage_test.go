@@ -233,7 +233,9 @@ func TestObservedUsageIsNeverCountedTwice(t *testing.T) {
 	g.register(f)
 	g.transcript("sid-u", recPrompt, asst("m1", "r1", m, tok(3, 1, 100, 900), textBlock), asst("m1", "r1", m, tok(3, 40, 100, 900), textBlock))
 	var s sessions.Session
-	follow := func(want sessions.Tokens) {
+	// follow observes until the total is want, then (when watched is set)
+	// appends it to the transcript and observes until the total has it.
+	follow := func(want sessions.Tokens, watched ...string) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -242,6 +244,19 @@ func TestObservedUsageIsNeverCountedTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		deadline := time.After(10 * time.Second)
+		if len(watched) > 0 {
+			// The observer's first read has reported (what it found).
+			for reported := false; !reported; {
+				select {
+				case ev := <-ch:
+					s = sessions.Apply(s, ev, time.Now())
+					reported = ev.Usage != nil
+				case <-deadline:
+					t.Fatal("the first read reported nothing")
+				}
+			}
+			g.transcript("sid-u", watched...)
+		}
 		for s.Usage.Total[m] != want {
 			select {
 			case ev := <-ch:
@@ -274,6 +289,16 @@ func TestObservedUsageIsNeverCountedTwice(t *testing.T) {
 	follow(tok(3, 40, 100, 900))
 	g.transcript("sid-u", asst("m2", "r2", m, tok(1, 1, 1, 1), textBlock))
 	follow(tok(4, 41, 101, 901))
+	// Everything so far was in the transcript when an observer found it:
+	// the session's, but spent before it was watched (no day's).
+	if s.Usage.Backfilled[m] != s.Usage.Total[m] || len(s.Usage.Observed()) != 0 {
+		t.Fatalf("found usage %+v, backfilled %+v", s.Usage.Total, s.Usage.Backfilled)
+	}
+	// A message written while watched is observed spending.
+	follow(tok(6, 43, 103, 903), asst("m3", "r3", m, tok(2, 2, 2, 2), textBlock))
+	if got := s.Usage.Observed()[m]; got != tok(2, 2, 2, 2) {
+		t.Fatalf("observed %+v, want the watched message's", got)
+	}
 }
 
 // BenchmarkUsageScan: the cold scan of a generated directory (32 MB in

@@ -21,6 +21,9 @@ type usageFollow struct {
 	read chan<- struct{}
 	// caughtUp: a look after the first read has read to the file's end.
 	caughtUp bool
+	// reported: the first look after the first read is done (its
+	// reports were backfill).
+	reported bool
 	ready    chan struct{}
 	sent     map[string]sessions.Tokens
 }
@@ -104,8 +107,12 @@ func (u *usageFollow) events(grew bool) []sessions.Event {
 			continue
 		}
 		u.sent[m] = t
+		// The reports after the first read are the transcript as it was
+		// found (a resumed conversation's whole past): spent before it
+		// was watched.
 		evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, AgentSessionID: u.sid, Usage: &sessions.UsageReport{
-			Model: m, Tokens: t, Mode: sessions.UsageCumulative, Counter: "transcript " + u.sid + " " + m}})
+			Model: m, Tokens: t, Mode: sessions.UsageCumulative, Counter: "transcript " + u.sid + " " + m, Backfill: !u.reported}})
 	}
+	u.reported = true
 	return evs
 }
