@@ -204,7 +204,9 @@ bench:
 
 # The app's idle cost: `run --headless` with N idle sessions and M unrelated
 # processes, its CPU and RSS over a window (e2e/idle_bench_test.go; not in
-# make test). BENCH_IDLE_SESSIONS, BENCH_IDLE_PROCS, BENCH_IDLE_SECONDS.
+# make test). BENCH_IDLE_MODE (headless, tray, window), BENCH_IDLE_SESSIONS,
+# BENCH_IDLE_PROCS, BENCH_IDLE_SECONDS, BENCH_IDLE_PROFILE (a directory for
+# the CPU and heap profiles of the window).
 bench-idle:
 	$(GO) test -tags benchidle -count=1 -v -run '^TestBenchIdle$$' ./e2e/
 
