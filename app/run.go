@@ -12,13 +12,18 @@ import (
 // every 200 ms, which still reads as live.
 const coalesceDelay = 200 * time.Millisecond
 
+// tickFloor batches the texts that move by themselves: each listed
+// session's age moves at its own instant, and any change repaints the
+// whole window, so they move together at most once a second.
+const tickFloor = time.Second
+
 // Run keeps the window live until ctx is done: a change of the model
 // triggers a coalesced Refresh, and the ages and countdowns on screen move
-// at the instant their text would (schedule), not on a fixed tick; a
-// hidden window asks for no instant and sleeps. Widget updates go through
+// at the instant their text would (schedule; at most once per tickFloor),
+// not on a fixed tick; a hidden window asks for no instant and sleeps. Widget updates go through
 // fyne.Do. Call it in its own goroutine.
 func (w *Window) Run(ctx context.Context) {
-	model.Pace(ctx, w.m.Watch(ctx), coalesceDelay, 0, w.next, func(r model.Redraw) {
+	model.Pace(ctx, w.m.Watch(ctx), coalesceDelay, tickFloor, w.next, func(r model.Redraw) {
 		w.do(func() {
 			switch {
 			case r == model.RedrawDue:
