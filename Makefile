@@ -6,6 +6,12 @@ BIN := bin/session-supervisor
 HOOK_BIN := bin/session-supervisor-hook
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# The app's build tags. no_emoji leaves out Fyne's bundled colour emoji font
+# (4.2 MB in the binary, parsed again for every text style the window uses:
+# 17 MB of the tray-only desktop's 148 MB RSS). Emoji in an agent's text are
+# drawn from the system's fonts where it has one (e2e/testbin_test.go builds
+# the tests' app the same way).
+APP_TAGS := no_emoji
 STATICCHECK_VERSION := v0.7.0
 TOOLS := $(CURDIR)/.cache/bin
 # govulncheck, pinned, reads an offline vulnerability database built from a
@@ -63,7 +69,7 @@ test-deps:
 	@./packaging/install-deps.sh test
 
 build: deps
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(GO) build -tags '$(APP_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) .
 	$(MAKE) --no-print-directory hook
 
 # The Claude Code hook (`session-supervisor hooks install`) beside the app:
@@ -197,14 +203,16 @@ package-linux: build
 # with mingw-w64: cgo, because Fyne's GLFW and GL bindings are C. The
 # compiler comes from the test profile of install-deps.sh.
 build-windows: test-deps
-	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WINDOWS_BIN) .
+	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -tags '$(APP_TAGS)' -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WINDOWS_BIN) .
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The app's idle cost: `run --headless` with N idle sessions and M unrelated
 # processes, its CPU and RSS over a window (e2e/idle_bench_test.go; not in
-# make test). BENCH_IDLE_SESSIONS, BENCH_IDLE_PROCS, BENCH_IDLE_SECONDS.
+# make test). BENCH_IDLE_MODE (headless, tray, window), BENCH_IDLE_SESSIONS,
+# BENCH_IDLE_PROCS, BENCH_IDLE_SECONDS, BENCH_IDLE_PROFILE (a directory for
+# the CPU and heap profiles of the window).
 bench-idle:
 	$(GO) test -tags benchidle -count=1 -v -run '^TestBenchIdle$$' ./e2e/
 

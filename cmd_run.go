@@ -73,6 +73,8 @@ func cmdRun(c *cli, args []string) error {
 		return err
 	}
 	defer logFile.Close()
+	// Opt-in, for measuring the idle cost: off unless its variable is set.
+	defer profileHook(log)()
 
 	// Catch Ctrl-C and SIGTERM before anyone can reach the app: from the
 	// first request on, a quit must be the graceful one.

@@ -45,10 +45,8 @@ type sessionsView struct {
 	newBtn  *widget.Button
 	list    *sessionList
 	content *fyne.Container
-	// lastAges is the ages the rows show, as drawn; agesKey is scratch.
-	lastAges string
-	agesKey  []byte
-	// redraws counts the tick's redraws (for the test of the idle cost).
+	// redraws counts the ticks that changed a row (for the test of the
+	// idle cost).
 	redraws int
 }
 
@@ -120,13 +118,22 @@ func (v *sessionsView) apply() {
 	} else {
 		setMuted(v.count, fmt.Sprintf("%d of %d", len(v.shown), len(v.all)))
 	}
-	// The cursor stays on its session, else goes to the first session
-	// (not onto a machine's heading).
+	// The cursor stays on its session when the user put it there (a key,
+	// a click); else it is on the first session (not a machine's heading):
+	// the most urgent, at the top and in view. Following a session nobody
+	// chose scrolled the list to wherever the sort took it (100 sessions
+	// added with the window open left it at the end).
 	idx := slices.IndexFunc(v.rows, func(r listRow) bool { return r.heading == "" })
+	chosen := -1
 	for i, r := range v.rows {
-		if hadCur && r.heading == "" && r.s.ID == cur.ID {
-			idx = i
+		if hadCur && v.list.chosen && r.heading == "" && r.s.ID == cur.ID {
+			chosen = i
 		}
+	}
+	if chosen >= 0 {
+		idx = chosen
+	} else {
+		v.list.chosen = false
 	}
 	idx = max(idx, 0)
 	v.list.moveCursor(idx)
@@ -144,24 +151,30 @@ func (v *sessionsView) focus() {
 	}
 }
 
-// tick redraws the rows when an age they show has moved. Ages are shown
-// in whole seconds, minutes, hours or days, so a list of sessions that
-// have been in their state for an hour redraws once a minute at most, not
-// every second (an idle window must cost next to nothing).
+// tick moves the texts on the rows that move with time (the age, a turn's
+// time left), each only when its text changed: an idle window must cost
+// next to nothing, and a whole list redrawn shapes every row's text again.
+// Run calls it at the instant nextChange gave.
 func (v *sessionsView) tick() {
-	now := v.w.now()
-	key := v.agesKey[:0]
+	if v.list.tick(v.w.now()) {
+		v.redraws++
+	}
+}
+
+// inTurnRecheck is how often a listed turn's time left is read again: its
+// band moves with the turn's pace, at no instant known in advance.
+const inTurnRecheck = 15 * time.Second
+
+// nextChange is the next instant a text of the listed sessions moves.
+func (v *sessionsView) nextChange(now time.Time) time.Time {
+	var next time.Time
 	for _, s := range v.shown {
-		key = append(key, sessions.Age(now, s.StateChangedAt)...)
-		key = append(key, 0)
+		next = model.Earliest(next, model.NextAgeChange(now, s.StateChangedAt))
+		if s.InTurn && v.w.cost != nil {
+			next = model.Earliest(next, now.Add(inTurnRecheck))
+		}
 	}
-	v.agesKey = key
-	if string(key) == v.lastAges {
-		return
-	}
-	v.lastAges = string(key)
-	v.redraws++
-	v.list.Refresh()
+	return next
 }
 
 // matches is the filter: a state choice (or needs-attention) and a
@@ -267,16 +280,27 @@ type sessionList struct {
 	onOpen  func(sessions.Session)
 	cursor  int
 	focused bool
+	// chosen is set when the user moved the cursor (a key or a click):
+	// only then does it follow its session through a change of the list.
+	chosen bool
+	// bound is each row the List created, and the item it shows now, so
+	// a tick moves the texts of the rows in place (tick).
+	bound map[*sessionRow]widget.ListItemID
+	now   func() time.Time
+	cost  func(sessions.Usage) string
+	// windows are the plan usage windows of the shown sessions.
+	windows func() []view.AccountWindow
 }
 
 // cost prices a session's usage (nil: no cost column); windows are the
 // plan usage windows the shown sessions reported.
 func newSessionList(items func() []listRow, now func() time.Time, cost func(sessions.Usage) string, windows func() []view.AccountWindow, onOpen func(sessions.Session)) *sessionList {
-	l := &sessionList{items: items, onOpen: onOpen}
+	l := &sessionList{items: items, onOpen: onOpen, bound: map[*sessionRow]widget.ListItemID{}, now: now, cost: cost, windows: windows}
 	l.Length = func() int { return len(l.items()) }
 	l.CreateItem = func() fyne.CanvasObject { return newSessionRow(cost != nil) }
 	l.UpdateItem = func(id widget.ListItemID, o fyne.CanvasObject) {
 		list := l.items()
+		l.bound[o.(*sessionRow)] = id
 		if id < len(list) {
 			if h := list[id].heading; h != "" {
 				o.(*sessionRow).setHeading(h, list[id].note, list[id].down)
@@ -287,12 +311,25 @@ func newSessionList(items func() []listRow, now func() time.Time, cost func(sess
 	}
 	l.OnSelected = func(id widget.ListItemID) {
 		// A click: the List focused itself and moved its focus index here.
-		l.cursor = id
+		l.cursor, l.chosen = id, true
 		l.UnselectAll()
 		l.open()
 	}
 	l.ExtendBaseWidget(l)
 	return l
+}
+
+// tick moves the texts of the rows that move with time and reports
+// whether any did.
+func (l *sessionList) tick(now time.Time) bool {
+	list := l.items()
+	moved := false
+	for r, id := range l.bound {
+		if id < len(list) && list[id].heading == "" && r.tick(list[id].s, now, l.cost, l.windows) {
+			moved = true
+		}
+	}
+	return moved
 }
 
 // current is the session under the cursor (none on a heading).
@@ -326,6 +363,10 @@ func (l *sessionList) moveCursor(idx int) {
 
 // TypedKey moves the cursor or opens the session under it.
 func (l *sessionList) TypedKey(ev *fyne.KeyEvent) {
+	switch ev.Name {
+	case fyne.KeyDown, fyne.KeyUp, fyne.KeyHome, fyne.KeyEnd:
+		l.chosen = true
+	}
 	switch ev.Name {
 	case fyne.KeyDown:
 		if l.cursor < len(l.items())-1 {
@@ -379,6 +420,9 @@ type sessionRow struct {
 	left    *widget.RichText
 	age     *widget.Label
 	content *fyne.Container
+	// titleKey is the title as drawn: set draws it again only when it
+	// changed (shaping text is most of a redraw's cost).
+	titleKey string
 }
 
 func newSessionRow(withCost bool) *sessionRow {
@@ -430,15 +474,18 @@ func (r *sessionRow) showBadge(show bool) {
 func (r *sessionRow) setHeading(text, note string, down bool) {
 	r.showBadge(false)
 	r.cursor.Hide()
-	r.age.SetText("")
+	setLabel(r.age, "")
 	colour := theme.ColorNamePrimary
 	if down {
 		colour = theme.ColorNameError
 	}
-	r.title.Segments = []widget.RichTextSegment{
-		&widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}, ColorName: colour}},
+	if key := "h\x00" + text + "\x00" + string(colour); key != r.titleKey {
+		r.titleKey = key
+		r.title.Segments = []widget.RichTextSegment{
+			&widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}, ColorName: colour}},
+		}
+		r.title.Refresh()
 	}
-	r.title.Refresh()
 	setMuted(r.evidence, note)
 	setMuted(r.cost, "")
 	setMuted(r.left, "")
@@ -452,11 +499,14 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cost func(sessions.U
 	if s.Cwd != "" {
 		meta += " · " + shortPath(s.Cwd)
 	}
-	r.title.Segments = []widget.RichTextSegment{
-		&widget.TextSegment{Text: view.Title(s), Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}}},
-		&widget.TextSegment{Text: "   " + meta, Style: mutedStyle()},
+	if key := "s\x00" + view.Title(s) + "\x00" + meta; key != r.titleKey {
+		r.titleKey = key
+		r.title.Segments = []widget.RichTextSegment{
+			&widget.TextSegment{Text: view.Title(s), Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Bold: true}}},
+			&widget.TextSegment{Text: "   " + meta, Style: mutedStyle()},
+		}
+		r.title.Refresh()
 	}
-	r.title.Refresh()
 	ev := s.Evidence
 	if ev == "" {
 		ev = "—"
@@ -466,7 +516,7 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cost func(sessions.U
 		setMuted(r.cost, costCell(s, cost))
 		setMuted(r.left, leftCell(s, windows(), now))
 	}
-	r.age.SetText(sessions.Age(now, s.StateChangedAt))
+	setLabel(r.age, sessions.Age(now, s.StateChangedAt))
 	if cursor {
 		// Read at each draw so a theme switch recolours it.
 		r.cursor.FillColor = theme.Color(theme.ColorNameSelection)
@@ -474,6 +524,16 @@ func (r *sessionRow) set(s sessions.Session, now time.Time, cost func(sessions.U
 	} else {
 		r.cursor.Hide()
 	}
+}
+
+// tick moves the row's texts that move with time, s being the session it
+// shows: its age, and a turn's time left. It reports whether one moved.
+func (r *sessionRow) tick(s sessions.Session, now time.Time, cost func(sessions.Usage) string, windows func() []view.AccountWindow) bool {
+	moved := setLabel(r.age, sessions.Age(now, s.StateChangedAt))
+	if cost != nil && s.InTurn {
+		moved = setMuted(r.left, leftCell(s, windows(), now)) || moved
+	}
+	return moved
 }
 
 // costCell is the list's cost figure: the equivalent API cost of the

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -378,5 +379,50 @@ func TestListShowsCostAndTimeLeft(t *testing.T) {
 		if !found {
 			t.Errorf("no row for %s in %q", name, rows)
 		}
+	}
+}
+
+// Sessions added while the window is open (100, each working, then
+// waiting) leave the list at its top: the most urgent session first and in
+// view, the cursor on it, whether the list started empty or held sessions
+// (it has the keyboard then). A cursor the user moved stays on its
+// session (TestCursorFollowsItsSessionThroughRefresh).
+func TestManySessionsAddedKeepTheTopInView(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		start []sessions.Session
+	}{
+		{"from an empty list", nil},
+		{"over sessions listed", seed()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.start, nil)
+			put := func(s sessions.Session) {
+				e.m.Apply(localapi.Message{Type: localapi.MsgSession, Session: &s})
+				e.w.Refresh()
+			}
+			for i := range 100 {
+				s := sessions.Session{ID: fmt.Sprintf("n%03d", i), Name: fmt.Sprintf("idle-%d", i), Agent: "claude",
+					State: sessions.Working, InTurn: true, StateChangedAt: e.now, UpdatedAt: e.now}
+				put(s)
+				s.State, s.InTurn, s.WaitReason = sessions.WaitingOnUser, false, sessions.WaitReview
+				s.StateChangedAt = e.now.Add(time.Duration(i) * time.Second)
+				s.UpdatedAt = s.StateChangedAt
+				put(s)
+			}
+			urgent := sessions.Session{ID: "n050", Name: "idle-50", Agent: "claude", State: sessions.Errored, NeedsAttention: true,
+				StateChangedAt: e.now.Add(time.Hour), UpdatedAt: e.now.Add(time.Hour)}
+			put(urgent)
+			if off := e.w.list.list.GetScrollOffset(); off != 0 {
+				t.Fatalf("the list is scrolled %.0f down, want its top", off)
+			}
+			rows := e.renderedRows()
+			if len(rows) == 0 || !strings.Contains(rows[0], "idle-50") {
+				t.Fatalf("first row on screen %q, want the session that needs attention", rows[:min(len(rows), 1)])
+			}
+			if s, _ := e.w.list.list.current(); s.ID != "n050" {
+				t.Fatalf("cursor on %s, want the most urgent session", s.Name)
+			}
+		})
 	}
 }

@@ -126,3 +126,41 @@ func TestShowErrorFromAnyGoroutine(t *testing.T) {
 	}
 	e.w.ShowError(nil) // nothing to show: no call, no block
 }
+
+// The window asks Run for the next instant a text on it moves (schedule):
+// the earliest listed age, every second while a countdown shows, nothing
+// while hidden; the list alone filtered to the day-old session asks for
+// its next day.
+func TestWindowNextChange(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(e *env)
+		want  time.Duration // after now; 0: none
+	}{
+		{"the list", func(e *env) {}, time.Second}, // seconds-old sessions
+		{"a day-old session alone", func(e *env) { e.w.list.state.SetSelected("Idle") }, 22 * time.Hour},
+		{"hidden", func(e *env) { e.w.hide() }, 0},
+		{"a detail's recovery countdown", func(e *env) {
+			e.w.ShowSession("d4")
+		}, time.Second},
+		{"a detail without countdown", func(e *env) {
+			e.w.ShowSession("g7")
+		}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, seed(), nil)
+			c.setup(e)
+			got := e.w.nextChange()
+			if c.want == 0 {
+				if !got.IsZero() {
+					t.Fatalf("next change in %s, want none", got.Sub(e.now))
+				}
+				return
+			}
+			if got.Sub(e.now) != c.want {
+				t.Fatalf("next change in %s, want %s", got.Sub(e.now), c.want)
+			}
+		})
+	}
+}

@@ -167,15 +167,31 @@ func mutedStyle() widget.RichTextStyle {
 
 // setMuted replaces a mutedText's words, keeping its style (a caption
 // size, monospace).
-func setMuted(rt *widget.RichText, text string) {
+//
+// Unchanged text is not set again (a refresh shapes the text anew, most of
+// a redraw's cost); it reports whether the text changed.
+func setMuted(rt *widget.RichText, text string) bool {
 	style := mutedStyle()
 	if len(rt.Segments) == 1 {
 		if seg, ok := rt.Segments[0].(*widget.TextSegment); ok {
+			if seg.Text == text {
+				return false
+			}
 			style = seg.Style
 		}
 	}
 	rt.Segments = []widget.RichTextSegment{&widget.TextSegment{Style: style, Text: text}}
 	rt.Refresh()
+	return true
+}
+
+// setLabel sets a label's text when it changed, and reports whether it did.
+func setLabel(l *widget.Label, text string) bool {
+	if l.Text == text {
+		return false
+	}
+	l.SetText(text)
+	return true
 }
 
 // mutedLine is a one-line mutedText showing s.

@@ -102,6 +102,9 @@ type Window struct {
 	banner *widget.Label
 
 	shown bool
+	// next is where the window tells Run the next instant a text it
+	// shows moves by itself (schedule).
+	next  *model.Deadline
 	ticks int
 	// refreshes counts Refresh calls (tests check the coalescing).
 	refreshes int
@@ -124,6 +127,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus, cost: opts.Cost, machines: opts.Machines,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
+		next:  model.NewDeadline(),
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -224,6 +228,7 @@ func (w *Window) ShowSession(id string) {
 	// session unseen); with nothing focused, Escape goes back and Tab
 	// walks the detail.
 	w.win.Canvas().Unfocus()
+	w.schedule()
 }
 
 // ShowSettings opens Settings (the General tab stays where the user left
@@ -282,6 +287,7 @@ func (w *Window) showErrorNow(err error) {
 func (w *Window) hide() {
 	w.shown = false
 	w.win.Hide()
+	w.schedule()
 }
 
 // present shows the window (refreshed first, so it never flashes stale
@@ -300,6 +306,7 @@ func (w *Window) showList() {
 	w.detail.content.Hide()
 	w.list.content.Show()
 	w.list.focus()
+	w.schedule()
 }
 
 // Refresh redraws from the model: the sessions, the open detail and its
@@ -316,10 +323,11 @@ func (w *Window) Refresh() {
 	if w.tabs != nil && w.tabs.Selected() == w.settingsTab {
 		w.settingsView().load()
 	}
+	w.schedule()
 }
 
-// tick runs every second while the window is up: countdowns and ages move
-// even when no event arrives.
+// tick runs at the instant Run was asked for (schedule): countdowns and
+// ages move even when no event arrives.
 func (w *Window) tick() {
 	if !w.shown {
 		return

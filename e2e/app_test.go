@@ -94,7 +94,14 @@ func (h *appE2E) mustCLI(args ...string) string {
 // start runs the app and waits until its API answers.
 func (h *appE2E) start() localapi.Health {
 	h.t.Helper()
-	h.app = exec.Command(h.bin, "--data-dir", h.dir, "run", "--headless")
+	return h.startWith("run", "--headless")
+}
+
+// startWith starts the app with args after its data directory (the
+// desktop's `run` for the idle benchmark) and waits until it answers.
+func (h *appE2E) startWith(args ...string) localapi.Health {
+	h.t.Helper()
+	h.app = exec.Command(h.bin, append([]string{"--data-dir", h.dir}, args...)...)
 	h.app.Env = h.env
 	h.stderr = &syncBuffer{}
 	h.app.Stdout, h.app.Stderr = h.stderr, h.stderr

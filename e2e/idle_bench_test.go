@@ -7,24 +7,36 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godbus/dbus/v5"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
-// TestBenchIdle measures what the app costs while nothing happens: `run
-// --headless` with BENCH_IDLE_SESSIONS idle managed sessions (the scripted
-// fakeclaude, its turn done) and BENCH_IDLE_PROCS unrelated `sleep`
-// processes on the machine, its CPU (utime+stime from /proc/PID/stat) over
+// TestBenchIdle measures what the app costs while nothing happens: the app
+// with BENCH_IDLE_SESSIONS idle managed sessions (the scripted fakeclaude,
+// its turn done) and BENCH_IDLE_PROCS unrelated `sleep` processes on the
+// machine, its CPU (utime+stime from /proc/PID/stat) over
 // BENCH_IDLE_SECONDS and its RSS (VmRSS from /proc/PID/status) at the end.
-// It prints one line to compare run to run, as ratios: the figures depend
-// on the machine. BENCH_IDLE_APP runs another build of the app (an older
-// commit's, for a before and after). It is a measurement, not a check:
-// built only with the benchidle tag (`make bench-idle`), never in `make
-// test`.
+// BENCH_IDLE_MODE picks the app: headless (`run --headless`, the default),
+// tray (`run --tray`: the desktop with its window never opened) or window
+// (`run`: the window open, the sessions added while it is); the desktop
+// runs under Xvfb on a private session bus that has a tray watcher and a
+// notification service, as a desktop's would. It prints one line to
+// compare run to run, as ratios: the figures depend on the machine.
+// BENCH_IDLE_APP runs another build of the app (an older commit's, for a
+// before and after). BENCH_IDLE_PROFILE=DIR has the app write a CPU
+// profile of the measured window and its heap at the end there (the
+// app's opt-in profile hook), in a run of its own: the profiler's cost is
+// not in the figures of a run without it. It is a measurement, not a
+// check: built only with the benchidle tag (`make bench-idle`), never in
+// `make test`.
 func TestBenchIdle(t *testing.T) {
 	n, m, secs := envInt(t, "BENCH_IDLE_SESSIONS", 100), envInt(t, "BENCH_IDLE_PROCS", 400), envInt(t, "BENCH_IDLE_SECONDS", 60)
 	h := newAppE2E(t, `{"turns": [[`+ae2eLines+`]]}`)
@@ -38,7 +50,27 @@ func TestBenchIdle(t *testing.T) {
 		}
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	}
-	h.start()
+	profile := os.Getenv("BENCH_IDLE_PROFILE")
+	if profile != "" {
+		h.env = append(h.env, "SESSION_SUPERVISOR_PROFILE="+profile)
+	}
+	mode := os.Getenv("BENCH_IDLE_MODE")
+	switch mode {
+	case "", "headless":
+		mode = "headless"
+		h.start()
+	case "tray", "window":
+		d := benchDesktop(t)
+		h.env = append(h.env, "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr, "LANG=en_US.UTF-8")
+		args := []string{"run"}
+		if mode == "tray" {
+			args = append(args, "--tray")
+		}
+		h.startWith(args...)
+		eventually(t, "the desktop's tray registration", 30*time.Second, func() bool { return d.sni.first() != "" })
+	default:
+		t.Fatalf("BENCH_IDLE_MODE=%q: headless, tray or window", mode)
+	}
 	var ids []string
 	for i := range n {
 		ids = append(ids, strings.TrimSpace(h.mustCLI("new", "--cwd", h.work, "--name", fmt.Sprint("idle-", i), "say", "done")))
@@ -49,9 +81,46 @@ func TestBenchIdle(t *testing.T) {
 	// Let the start settle (the sessions' last rows written, the first
 	// full scans done) before the window opens.
 	time.Sleep(5 * time.Second)
+	if profile != "" {
+		// The app's opt-in hook: SIGUSR1 starts the CPU profile, SIGUSR2
+		// stops it and writes the heap.
+		_ = h.app.Process.Signal(syscall.SIGUSR1)
+	}
 	cpu, rss := idleCost(t, h.app.Process.Pid, secs)
-	fmt.Printf("bench-idle: sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB\n", n, m, secs, cpu, rss)
+	fmt.Printf("bench-idle: mode=%s sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB\n", mode, n, m, secs, cpu, rss)
+	if profile != "" {
+		_ = h.app.Process.Signal(syscall.SIGUSR2)
+		eventually(t, "the heap profile", 30*time.Second, func() bool {
+			_, err := os.Stat(filepath.Join(profile, "heap.pprof"))
+			return err == nil
+		})
+		fmt.Printf("bench-idle: profiles in %s (go tool pprof -top %s/cpu.pprof)\n", profile, profile)
+	}
 	h.interrupt()
+}
+
+// benchDesktop is the desktop's surroundings without the app: a virtual
+// display and a private session bus with a tray watcher and a notification
+// service (what e2e's GUI tests give the app).
+func benchDesktop(t *testing.T) *desktopWorld {
+	t.Helper()
+	requireTools(t, "Xvfb", "dbus-daemon")
+	d := &desktopWorld{t: t, busAddr: startBus(t), display: startXvfb(t)}
+	conn, err := dbus.Connect(d.busAddr)
+	if err != nil {
+		t.Fatalf("connecting to the test bus: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	d.conn, d.notes, d.sni = conn, &notifications{}, &watcher{}
+	if err := conn.Export(d.notes, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.freedesktop.Notifications")
+	if err := conn.Export(d.sni, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher"); err != nil {
+		t.Fatal(err)
+	}
+	ownName(t, conn, "org.kde.StatusNotifierWatcher")
+	return d
 }
 
 func envInt(t *testing.T, name string, def int) int {

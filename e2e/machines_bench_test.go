@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,23 +119,50 @@ func TestBenchIdleMachines(t *testing.T) {
 		return connected == machines && listed == len(want)
 	})
 	time.Sleep(5 * time.Second)
-	cpu, rss := idleCost(t, desk.cmd.Process.Pid, secs)
+	pid := desk.cmd.Process.Pid
+	before := childPids(t, pid)
+	profile := os.Getenv("BENCH_IDLE_PROFILE")
+	if profile != "" {
+		_ = desk.cmd.Process.Signal(syscall.SIGUSR1)
+	}
+	cpu, rss := idleCost(t, pid, secs)
+	if profile != "" {
+		_ = desk.cmd.Process.Signal(syscall.SIGUSR2)
+	}
+	// Each ssh the desktop started in the window is a connection opened
+	// (a health check on a new connection, a reconnect).
+	opened := 0
+	for p := range childPids(t, pid) {
+		if !before[p] {
+			opened++
+		}
+	}
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2fx", a/b)
 	}
-	fmt.Printf("bench-machines: machines=%d sessions=%d window=%ds cpu=%.3f%% rss=%.1fMB | no machines cpu=%.3f%% rss=%.1fMB | ratio cpu=%s rss=%s\n",
-		machines, perMachine, secs, cpu, rss, baseCPU, baseRSS, ratio(cpu, baseCPU), ratio(rss, baseRSS))
+	fmt.Printf("bench-machines: machines=%d sessions=%d window=%ds cpu=%.3f%% rss=%.1fMB ssh-opened=%d | no machines cpu=%.3f%% rss=%.1fMB | ratio cpu=%s rss=%s\n",
+		machines, perMachine, secs, cpu, rss, opened, baseCPU, baseRSS, ratio(cpu, baseCPU), ratio(rss, baseRSS))
 }
 
 // startBenchDesktop runs the desktop (`run`, the tray and the hidden
-// window) in d's world and waits for its tray.
+// window) in d's world and waits for its tray. BENCH_IDLE_APP runs another
+// build of the desktop (the remotes stay this one's); BENCH_IDLE_PROFILE=DIR
+// arms its profile hook (TestBenchIdle).
 func startBenchDesktop(t *testing.T, d *desktopWorld) *appProc {
 	t.Helper()
-	desk := startApp(t, d.bin, append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr,
-		"FAKE_CLAUDE_SCRIPT="+d.script, "LANG=en_US.UTF-8"), "--data-dir", d.dir, "run")
+	env := append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr,
+		"FAKE_CLAUDE_SCRIPT="+d.script, "LANG=en_US.UTF-8")
+	if dir := os.Getenv("BENCH_IDLE_PROFILE"); dir != "" {
+		env = append(env, "SESSION_SUPERVISOR_PROFILE="+dir)
+	}
+	bin := d.bin
+	if app := os.Getenv("BENCH_IDLE_APP"); app != "" {
+		bin = app // another build's desktop, for a before and after
+	}
+	desk := startApp(t, bin, env, "--data-dir", d.dir, "run")
 	eventually(t, "the desktop's tray registration", 30*time.Second, func() bool { return d.sni.first() != "" })
 	return desk
 }
@@ -154,4 +183,30 @@ func trayTitles(m menuItem, want map[string]bool) int {
 	}
 	walk(m)
 	return len(seen)
+}
+
+// childPids is the set of pid's children (the ssh processes a desktop
+// runs, one per connection to a machine).
+func childPids(t *testing.T, pid int) map[int]bool {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]bool{}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out[child] = true
+		}
+	}
+	return out
 }

@@ -33,15 +33,15 @@ func testBinaries(t *testing.T) (app, fake string) {
 		if dir, testBuildErr = testBinDir(); testBuildErr != nil {
 			return
 		}
-		build := func(name, pkg string) string {
+		build := func(name, pkg string, flags ...string) string {
 			if testBuildErr != nil {
 				return ""
 			}
 			var out string
-			out, testBuildErr = goBuild(dir, name, pkg)
+			out, testBuildErr = goBuild(dir, name, pkg, flags...)
 			return out
 		}
-		testBins.app = build("session-supervisor", "..")
+		testBins.app = build("session-supervisor", "..", "-tags", appTags)
 		testBins.fake = build("fakeclaude", "../sessions/claude/fakeclaude")
 		// The Claude Code hook, beside the app (where `hooks install` looks).
 		build("session-supervisor-hook", "../cmd/session-supervisor-hook")
@@ -51,6 +51,9 @@ func testBinaries(t *testing.T) (app, fake string) {
 	}
 	return testBins.app, testBins.fake
 }
+
+// appTags are the app's build tags, as the Makefile's APP_TAGS.
+const appTags = "no_emoji"
 
 // testBinDir is where the test binaries go: one directory per user and
 // checkout, so two checkouts testing at once do not replace each other's

@@ -30,7 +30,7 @@ func toyBinaries(t testing.TB) (app, cli string) {
 	toyBuildOnce.Do(func() {
 		dir, err := testBinDir()
 		if err == nil {
-			toyBins.app, err = goBuild(dir, "session-supervisor-toy", "..", "-tags", "toyagent")
+			toyBins.app, err = goBuild(dir, "session-supervisor-toy", "..", "-tags", "toyagent,"+appTags)
 		}
 		if err == nil {
 			// Named toy: its ReapOrphan knows the toy by its program's name.

@@ -78,10 +78,12 @@ func (t *Tray) items(list []Item) []*fyne.MenuItem {
 }
 
 // The tray's pacing: a burst of changes redraws once after renderDelay; the
-// ages in the labels move every refreshEvery even when nothing changes.
+// ages in the labels move when their text would, batched: at most once per
+// ageFloor (each session's age moves at its own second, and every menu
+// sent renumbers the items and costs the tray host a re-read).
 const (
-	renderDelay  = 250 * time.Millisecond
-	refreshEvery = 30 * time.Second
+	renderDelay = 250 * time.Millisecond
+	ageFloor    = 30 * time.Second
 )
 
 // Run keeps the tray in step with the model until ctx is done. It owns the
@@ -102,39 +104,28 @@ func SnapshotOf(m *model.Model, now time.Time) Snapshot {
 	return snap
 }
 
-// Follow builds a menu from the model at the start, after each burst of
-// changes and at every refresh, and hands it to show, until ctx is done.
-func Follow(ctx context.Context, m *model.Model, now func() time.Time, show func(Menu)) {
-	Coalesce(ctx, m.Watch(ctx), renderDelay, refreshEvery, func() { show(Build(SnapshotOf(m, now()))) })
+// NextChange is the next instant a label of the menu built from snap
+// moves by itself: the earliest age to move, or in a second while the
+// link sentence (its reconnect countdown) shows; zero when none would.
+func NextChange(snap Snapshot) time.Time {
+	var next time.Time
+	if snap.Link != "" {
+		next = snap.Now.Add(time.Second)
+	}
+	for _, s := range snap.Sessions {
+		next = model.Earliest(next, model.NextAgeChange(snap.Now, s.StateChangedAt))
+	}
+	return next
 }
 
-// Coalesce calls render once per burst: after a signal on changes it waits
-// delay, swallowing further signals, then renders; it also renders every
-// refresh (the ages in the labels move) and once at the start. It returns
-// when ctx is done.
-func Coalesce(ctx context.Context, changes <-chan struct{}, delay, refresh time.Duration, render func()) {
-	render()
-	tick := time.NewTicker(refresh)
-	defer tick.Stop()
-	var fire <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-changes:
-			if !ok {
-				return
-			}
-			if fire == nil {
-				fire = time.After(delay)
-			}
-		case <-fire:
-			fire = nil
-			render()
-		case <-tick.C:
-			if fire == nil {
-				render()
-			}
-		}
-	}
+// Follow builds a menu from the model at the start, after each burst of
+// changes and when a label would move, and hands it to show, until ctx is
+// done. Nothing is built while nothing changes.
+func Follow(ctx context.Context, m *model.Model, now func() time.Time, show func(Menu)) {
+	next := model.NewDeadline()
+	model.Pace(ctx, m.Watch(ctx), renderDelay, ageFloor, next, func(model.Redraw) {
+		snap := SnapshotOf(m, now())
+		show(Build(snap))
+		next.Set(NextChange(snap))
+	})
 }

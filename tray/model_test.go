@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -193,43 +193,85 @@ func TestBuildCapsLongLists(t *testing.T) {
 	}
 }
 
-// A burst of changes renders once after the delay; the periodic refresh
-// renders when nothing changed.
-func TestCoalesce(t *testing.T) {
+// The tray sleeps: with nothing changed it builds no menu until a label
+// would move (an hour-old session's age at its next hour), a snapshot that
+// repeats the model (every minute from every machine) builds none, and a
+// menu whose labels are unchanged is not sent to the tray again.
+func TestFollowSleepsWhileNothingMoves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		list := func() []sessions.Session {
+			return []sessions.Session{
+				// "1h" until 30 minutes from now, then "2h".
+				{ID: "a", Name: "alpha", State: sessions.Idle, StateChangedAt: start.Add(-90 * time.Minute)},
+				{ID: "b", Name: "beta", State: sessions.WaitingOnUser, StateChangedAt: start.Add(-5 * time.Hour)},
+			}
+		}
+		m := model.New()
+		m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Sessions: list()})
+		d := &recordingDesktop{}
+		tr := New(d, func(Item) {})
 		ctx, cancel := context.WithCancel(context.Background())
-		changes := make(chan struct{}, 100)
-		var renders atomic.Int32
+		var mu sync.Mutex
+		builds := 0
+		counts := func() (int, int) { mu.Lock(); defer mu.Unlock(); return builds, len(d.menus) }
 		done := make(chan struct{})
 		go func() {
-			Coalesce(ctx, changes, 200*time.Millisecond, 30*time.Second, func() { renders.Add(1) })
-			close(done)
+			defer close(done)
+			Follow(ctx, m, time.Now, func(menu Menu) { mu.Lock(); defer mu.Unlock(); builds++; tr.Show(menu) })
 		}()
-		synctest.Wait()
-		if n := renders.Load(); n != 1 {
-			t.Fatalf("initial renders = %d, want 1", n)
+		for range 29 {
+			time.Sleep(time.Minute)
+			// The minute's snapshot, the same sessions.
+			m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Sessions: list()})
 		}
-		for range 50 {
-			changes <- struct{}{}
-		}
-		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
-		if n := renders.Load(); n != 1 {
-			t.Fatalf("rendered %d times before the delay, want 1", n)
+		if n, sent := counts(); n != 1 || sent != 1 {
+			t.Fatalf("29 idle minutes: %d menus built, %d sent; want the first only", n, sent)
 		}
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(time.Minute)
 		synctest.Wait()
-		if n := renders.Load(); n != 2 {
-			t.Fatalf("after a burst of 50: %d renders, want 2", n)
+		if n, sent := counts(); n != 2 || sent != 2 {
+			t.Fatalf("at alpha's next hour: %d menus built, %d sent; want 2", n, sent)
 		}
-		time.Sleep(30 * time.Second)
-		synctest.Wait()
-		if n := renders.Load(); n != 3 {
-			t.Fatalf("after the refresh interval: %d renders, want 3", n)
+		mu.Lock()
+		defer mu.Unlock()
+		if got := menuLabels(d.menus[1]); !strings.Contains(strings.Join(got, "\n"), "alpha — Idle · 2h") {
+			t.Fatalf("the menu after the hour: %q", got)
 		}
 		cancel()
 		<-done
 	})
+}
+
+// NextChange is the earliest label to move: an age, or the link's
+// countdown every second while it shows.
+func TestNextChange(t *testing.T) {
+	cases := []struct {
+		name string
+		snap Snapshot
+		want time.Duration
+	}{
+		{"no sessions", Snapshot{Now: now}, 0},
+		{"minutes and hours", Snapshot{Now: now, Sessions: []sessions.Session{
+			{StateChangedAt: now.Add(-3*time.Hour - 10*time.Minute)}, {StateChangedAt: now.Add(-12*time.Minute - 20*time.Second)}}}, 40 * time.Second},
+		{"the link's countdown", Snapshot{Now: now, Link: "Supervisor not running — reconnecting in 4s (attempt 2)",
+			Sessions: []sessions.Session{{StateChangedAt: now.Add(-3 * time.Hour)}}}, time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := NextChange(c.snap)
+			if c.want == 0 {
+				if !got.IsZero() {
+					t.Fatalf("next change at %s, want none", got)
+				}
+				return
+			}
+			if got.Sub(now) != c.want {
+				t.Fatalf("next change in %s, want %s", got.Sub(now), c.want)
+			}
+		})
+	}
 }
 
 // The submenu offers Acknowledge exactly when acknowledging changes

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -151,31 +152,31 @@ func (m *Model) Apply(msg localapi.Message) {
 	m.noteCursorLocked(msg.Machine, msg.Cursor)
 	switch msg.Type {
 	case localapi.MsgSnapshot:
-		byID := make(map[string]sessions.Session, len(m.byID)+len(msg.Sessions))
-		for k, s := range m.byID {
-			if machine, _ := SplitKey(k); machine != msg.Machine {
-				byID[k] = s
-			}
-		}
-		for _, s := range msg.Sessions {
-			byID[s.ID] = s.Clone()
-		}
-		m.byID, m.list = byID, nil
+		// Applied as a diff: a snapshot comes at least once a minute from
+		// every machine and mostly repeats what the model holds; only a
+		// difference wakes the views (a redraw, a tray menu re-sent).
+		changed := m.applySnapshotLocked(msg)
 		if msg.Settings != nil && msg.Machine == "" {
-			m.prefs = PrefsFrom(msg.Settings, m.prefs)
+			if p := PrefsFrom(msg.Settings, m.prefs); p != m.prefs {
+				m.prefs, changed = p, true
+			}
 		}
 		if msg.Usage != nil && msg.Machine == "" {
 			// A snapshot without it (a Remote's own republishing) keeps
 			// what the supervisor said last. Another machine's day is its
 			// own (its own prices and day), not added to this one's.
-			d := *msg.Usage
-			m.today = &d
+			if m.today == nil || !reflect.DeepEqual(*m.today, *msg.Usage) {
+				d := *msg.Usage
+				m.today, changed = &d, true
+			}
 		}
-	case localapi.MsgSession, localapi.MsgEscalation:
-		if msg.Session == nil {
+		if !changed {
 			return
 		}
-		m.putLocked(*msg.Session)
+	case localapi.MsgSession, localapi.MsgEscalation:
+		if msg.Session == nil || !m.putLocked(*msg.Session) {
+			return
+		}
 	case localapi.MsgTimeline:
 		if msg.Event == nil || msg.Event.SessionID != m.follow || m.follow == "" {
 			return
@@ -193,12 +194,13 @@ func (m *Model) Apply(msg localapi.Message) {
 	case localapi.MsgResync:
 		m.staleLocked()
 	case localapi.MsgSettings:
-		if msg.Machine != "" {
+		p := PrefsFrom(msg.Settings, m.prefs)
+		if msg.Machine != "" || p == m.prefs {
 			return
 		}
-		m.prefs = PrefsFrom(msg.Settings, m.prefs)
+		m.prefs = p
 	case localapi.MsgUsage:
-		if msg.Usage == nil || msg.Machine != "" {
+		if msg.Usage == nil || msg.Machine != "" || m.today != nil && reflect.DeepEqual(*m.today, *msg.Usage) {
 			return
 		}
 		d := *msg.Usage
@@ -208,8 +210,14 @@ func (m *Model) Apply(msg localapi.Message) {
 			return
 		}
 		if msg.Machine != "" {
+			if old, ok := m.links[msg.Machine]; ok && reflect.DeepEqual(old, *msg.Link) {
+				return
+			}
 			m.links[msg.Machine] = *msg.Link
 			break
+		}
+		if reflect.DeepEqual(m.link, *msg.Link) {
+			return
 		}
 		m.link = *msg.Link
 	default:
@@ -376,19 +384,61 @@ func (m *Model) Put(s sessions.Session) {
 	if old, ok := m.byID[s.ID]; ok && old.UpdatedAt.After(s.UpdatedAt) {
 		return
 	}
-	m.putLocked(s)
-	m.changedLocked()
+	if m.putLocked(s) {
+		m.changedLocked()
+	}
 }
 
 // putLocked keeps s, or drops it when it was archived: an archived session
-// leaves the tray and the window's list (`ls --all` still shows it).
-func (m *Model) putLocked(s sessions.Session) {
+// leaves the tray and the window's list (`ls --all` still shows it). It
+// reports whether that changed what the model holds.
+func (m *Model) putLocked(s sessions.Session) bool {
+	old, had := m.byID[s.ID]
 	if s.ArchivedAt.IsZero() {
+		if had && sameSession(old, s) {
+			return false
+		}
 		m.byID[s.ID] = s.Clone()
 	} else {
+		if !had {
+			return false
+		}
 		delete(m.byID, s.ID)
 	}
 	m.list = nil
+	return true
+}
+
+// sameSession reports whether a and b show the same. reflect.DeepEqual
+// follows pointers, so two decodings of another machine's times in a zone
+// of their own compare equal (TestSnapshotAppliedAsADiff).
+func sameSession(a, b sessions.Session) bool { return reflect.DeepEqual(a, b) }
+
+// applySnapshotLocked makes msg's machine's sessions those of the snapshot
+// (the authority: a session absent from it is gone), the others kept, and
+// reports whether anything changed. Sessions equal to those held are kept
+// as they are, and the view order is rebuilt only after a change.
+func (m *Model) applySnapshotLocked(msg localapi.Message) bool {
+	changed := false
+	in := make(map[string]bool, len(msg.Sessions))
+	for _, s := range msg.Sessions {
+		in[s.ID] = true
+		if old, ok := m.byID[s.ID]; ok && sameSession(old, s) {
+			continue
+		}
+		m.byID[s.ID] = s.Clone()
+		changed = true
+	}
+	for k := range m.byID {
+		if machine, _ := SplitKey(k); machine == msg.Machine && !in[k] {
+			delete(m.byID, k)
+			changed = true
+		}
+	}
+	if changed {
+		m.list = nil
+	}
+	return changed
 }
 
 // Run applies every message from in until ctx is done or in is closed.

@@ -405,3 +405,71 @@ func TestTodayFollowsTheMessages(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot is applied as a diff: one that repeats what the model holds
+// (every machine sends one at least once a minute) wakes no view and keeps
+// the view order; a session changed, added or gone does. A session message
+// that repeats the session held wakes none either.
+func TestSnapshotAppliedAsADiff(t *testing.T) {
+	base := func() []sessions.Session {
+		return []sessions.Session{sess("a", sessions.Working, time.Minute), sess("b", sessions.Idle, time.Hour)}
+	}
+	remote := func(list ...sessions.Session) localapi.Message {
+		for i := range list {
+			list[i].ID = Key("devbox", list[i].ID)
+		}
+		return localapi.Message{Type: localapi.MsgSnapshot, Machine: "devbox", Sessions: list}
+	}
+	changedB := base()
+	changedB[1].State = sessions.Errored
+	// Another machine's, through JSON, its times in a zone not this
+	// machine's: each decoding makes a zone of its own.
+	decoded := func() []sessions.Session {
+		list := base()
+		for i := range list {
+			list[i].StateChangedAt = list[i].StateChangedAt.In(time.FixedZone("", 5*3600+1800))
+		}
+		b, _ := json.Marshal(list)
+		var out []sessions.Session
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		msg  localapi.Message
+		wake bool
+	}{
+		{"the same snapshot", snapshot(2, base()...), false},
+		{"a session changed", snapshot(2, changedB...), true},
+		{"a session gone", snapshot(2, base()[0]), true},
+		{"a session added", snapshot(2, append(base(), sess("c", sessions.Idle, time.Hour))...), true},
+		{"the same session", sessionMsg(2, base()[0]), false},
+		{"another machine's same snapshot", remote(decoded()...), false},
+		{"another machine's session gone", remote(base()[0]), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := New()
+			m.SetMachines([]string{"devbox"})
+			m.Apply(snapshot(1, base()...))
+			m.Apply(remote(decoded()...))
+			before := m.Sessions()
+			ch := m.Watch(t.Context())
+			m.Apply(c.msg)
+			woke := false
+			select {
+			case <-ch:
+				woke = true
+			default:
+			}
+			if woke != c.wake {
+				t.Fatalf("the views woke: %t, want %t", woke, c.wake)
+			}
+			if !c.wake && ids(m.Sessions()) != ids(before) {
+				t.Fatalf("sessions %s, want them unchanged: %s", ids(m.Sessions()), ids(before))
+			}
+		})
+	}
+}
