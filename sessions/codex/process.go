@@ -20,7 +20,11 @@ const CommandSetting = "agents.codex.command"
 // agentInfo names Codex to the registry (Agent) and says how its command is
 // found.
 var agentInfo = agentkit.Info{Name: "codex", Display: "Codex", Command: "codex",
-	Install: "npm install -g @openai/codex", Setting: CommandSetting}
+	Install: "npm install -g @openai/codex", Setting: CommandSetting, TerminalResume: TerminalResume}
+
+// TerminalResume: `codex resume ID` opens the TUI on thread ID (its
+// rollout goes on under the same id).
+func TerminalResume(id string) []string { return []string{"resume", id} }
 
 // readyWait bounds how long a prompt waits for the thread to be opened
 // when no write timeout is set: thread/start answers in well under a second
