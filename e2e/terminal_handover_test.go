@@ -1,0 +1,210 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
+)
+
+// handoverTmux is the user's default tmux server (TMUX_TMPDIR points the
+// default socket at the test's own directory), started with env: what a
+// new window of it runs in, as a person's server hands its environment on.
+type handoverTmux struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+func startHandoverTmux(t *testing.T, env []string) *handoverTmux {
+	needTool(t, "tmux")
+	// Short (the socket's path is bounded), and not reaped by name: the
+	// app's environment names it too, and the app stops by its own cleanup.
+	dir, err := os.MkdirTemp("", "tm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	x := &handoverTmux{t: t, dir: dir}
+	x.env = append(append([]string{}, env...), "TERM=xterm-256color", "TMUX_TMPDIR="+x.dir)
+	cmd := exec.Command("tmux", "-f", "/dev/null", "new-session", "-d", "-s", "home", "-x", "120", "-y", "40", "sleep 600")
+	cmd.Env = x.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("starting tmux: %v: %s", err, out)
+	}
+	server, _ := strconv.Atoi(x.run("display-message", "-p", "#{pid}"))
+	t.Cleanup(func() {
+		// The CLIs in its windows first: they outlive their terminal's hangup.
+		for _, p := range strings.Fields(x.runOK("list-panes", "-a", "-F", "#{pane_pid}")) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(-pid, syscall.SIGKILL) // with what it ran (git)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		x.runOK("kill-server")
+		for deadline := time.Now().Add(5 * time.Second); pidAlive(server) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return x
+}
+
+func (x *handoverTmux) runOK(args ...string) string {
+	cmd := exec.Command("tmux", args...)
+	cmd.Env = x.env
+	out, _ := cmd.Output()
+	return strings.TrimSpace(string(out))
+}
+
+func (x *handoverTmux) run(args ...string) string {
+	x.t.Helper()
+	cmd := exec.Command("tmux", args...)
+	cmd.Env = x.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		x.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// screen is what pane target shows.
+func (x *handoverTmux) screen(target string) string { return x.runOK("capture-pane", "-p", "-t", target) }
+
+// showJSON is `show ID --json`.
+func showJSON(t *testing.T, h *appE2E, id string) sessions.Session {
+	t.Helper()
+	var s sessions.Session
+	if err := json.Unmarshal([]byte(h.mustCLI("show", id, "--json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitShow polls `show ID --json` until ok.
+func waitShow(t *testing.T, h *appE2E, id string, limit time.Duration, what string, ok func(sessions.Session) bool) sessions.Session {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s := showJSON(t, h, id)
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			_, tl, _ := h.cli("timeline", id)
+			t.Fatalf("session %s not %s within %s: %s (%s)\n%s", id, what, limit, s.State, s.Evidence, tl)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A managed Claude Code session (the real CLI on the fake API) continued
+// in a terminal: `handover` stops it between turns and opens `claude
+// --resume ID` in a new window of the running tmux server; the app takes
+// that process as the same session (ls lists it once, as a terminal
+// session, with the same timeline and handed_over), and a prompt typed in
+// the pane is answered by the fake API.
+func TestHandoverClaudeToTmux(t *testing.T) {
+	t.Parallel()
+	bin := interactiveClaude(t)
+	home, work := t.TempDir(), t.TempDir()
+	api, proxy := claudeTerminalFakes(t, home, work)
+	run, err := os.MkdirTemp("", "xr") // short: the CLI's inbox socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	hermetic := append(fakeapi.HermeticEnv(home, api.URL(), proxy), "XDG_RUNTIME_DIR="+run)
+	h := newAppE2E(t, `{"turns": [[]]}`)
+	// After the app's: its cleanup (the CLIs, then the server) runs first.
+	tm := startHandoverTmux(t, hermetic)
+	h.env = append(h.env, "HOME="+home, "TMUX_TMPDIR="+tm.dir, "TMUX=")
+	h.env = append(h.env, hermetic...)
+	// The interactive pin for both ends: the resume opens the managed
+	// command's own TUI, and 2.1.197's registers no session file.
+	h.mustCLI("settings", "set", "agents.claude.command", bin)
+	h.start()
+
+	id := strings.TrimSpace(h.mustCLI("new", "--cwd", work, "--name", "handed", "say hello [[scenario:text]]"))
+	s := waitShow(t, h, id, 90*time.Second, "done with its first turn", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.AgentSessionID != ""
+	})
+	sid, managedPID := s.AgentSessionID, s.PID
+
+	start := time.Now()
+	code, out, errOut := h.cli("handover", id)
+	t.Logf("handover took %s: exit %d\n%s%s", time.Since(start).Round(time.Millisecond), code, out, errOut)
+	if code != 0 || !strings.Contains(out, "exited when its input closed") || !strings.Contains(out, "opened tmux window home:1.0 running "+bin+" --resume "+sid) {
+		t.Fatalf("handover: exit %d, %q %q", code, out, errOut)
+	}
+	if pidAlive(managedPID) {
+		t.Errorf("the managed process %d still runs", managedPID)
+	}
+	panePID, _ := strconv.Atoi(tm.run("display-message", "-p", "-t", "home:1.0", "#{pane_pid}"))
+	if got := tm.run("display-message", "-p", "-t", "home:1.0", "#{pane_current_path}"); got != work {
+		t.Errorf("the window runs in %s, want %s", got, work)
+	}
+
+	found := time.Now()
+	s = waitShow(t, h, id, 60*time.Second, "continued in the terminal", func(s sessions.Session) bool {
+		return s.Source != sessions.Managed && s.ProcessAlive && s.PID == panePID
+	})
+	t.Logf("found as the same session %s after the hand-over: agent session %s (was %s)", time.Since(found).Round(time.Millisecond), s.AgentSessionID, sid)
+	if s.AgentSessionID != sid {
+		t.Errorf("claude --resume made agent session %s, want it kept: %s", s.AgentSessionID, sid)
+	}
+	listedOnce := func() {
+		t.Helper()
+		var list []sessions.Session
+		if err := json.Unmarshal([]byte(h.mustCLI("ls", "--json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].ID != id || list[0].Source == sessions.Managed {
+			t.Fatalf("ls --json lists %+v, want session %s once, as a terminal session", list, id)
+		}
+	}
+	listedOnce()
+
+	// A prompt typed in the pane, answered by the fake API.
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(tm.screen("home:1.0"), "❯"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed TUI drew no prompt box:\n%s", tm.screen("home:1.0"))
+		}
+	}
+	before := s.TurnGeneration
+	const typed = "and now in the terminal [[scenario:text]]"
+	tm.run("send-keys", "-t", "home:1.0", "-l", typed)
+	time.Sleep(300 * time.Millisecond)
+	tm.run("send-keys", "-t", "home:1.0", "Enter")
+	s = waitShow(t, h, id, 90*time.Second, "answered in the terminal", func(s sessions.Session) bool {
+		return s.TurnGeneration > before && s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview
+	})
+	var asked bool
+	for _, c := range api.Log() {
+		if strings.Contains(c.Request.LastUserText(), "and now in the terminal") {
+			asked = true
+		}
+	}
+	if !asked {
+		t.Fatalf("the fake API saw no request with the typed prompt; the pane shows:\n%s", tm.screen("home:1.0"))
+	}
+	listedOnce()
+	tl := h.mustCLI("timeline", id)
+	for _, want := range []string{"process started", "handover stopped", "handed over", "keeps the agent session id " + sid} {
+		if !strings.Contains(tl, want) {
+			t.Errorf("the timeline has no %q:\n%s", want, tl)
+		}
+	}
+	// Handed over once: a second hand-over is refused, saying why.
+	if code, _, errOut := h.cli("handover", id); code == 0 || !strings.Contains(errOut, "runs in a terminal already") {
+		t.Errorf("a second handover: exit %d, %q", code, errOut)
+	}
+}
