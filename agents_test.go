@@ -69,7 +69,7 @@ func TestTerminalResumeArgs(t *testing.T) {
 	}{
 		{agent: "claude", id: id, want: []string{"claude", "--resume", id}},
 		{agent: "claude", command: "/opt/claude/bin/claude", id: id, want: []string{"/opt/claude/bin/claude", "--resume", id}},
-		{agent: "codex", id: id, want: []string{"codex", "resume", id}},
+		{agent: "codex", id: id, want: []string{"codex", "resume", "--no-daemon", id}},
 		{agent: "copilot", id: id, want: []string{"copilot", "--resume=" + id}},
 		{agent: "gemini", id: id, want: []string{"gemini", "--resume", id}},
 		{agent: "opencode", id: "ses_3a1f0c2e9ffeAbCd", want: []string{"opencode", "--session", "ses_3a1f0c2e9ffeAbCd"}},

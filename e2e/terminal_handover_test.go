@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
+	cxfake "github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 )
 
 // handoverTmux is the user's default tmux server (TMUX_TMPDIR points the
@@ -209,5 +212,90 @@ func TestHandoverClaudeToTmux(t *testing.T) {
 	// Handed over once: a second hand-over is refused, saying why.
 	if code, _, errOut := h.cli("handover", id); code == 0 || !strings.Contains(errOut, "runs in a terminal already") {
 		t.Errorf("a second handover: exit %d, %q", code, errOut)
+	}
+}
+
+// The same for Codex: a managed session (the real 0.171.0 app-server on
+// the fake Responses API) handed over opens `codex resume --no-daemon ID`
+// in a new tmux window; the TUI's process is taken as the same session,
+// and a prompt typed in the pane is answered.
+func TestHandoverCodexToTmux(t *testing.T) {
+	t.Parallel()
+	h := codexE2EStart(t, cxfake.Config{})
+	// Trusted beforehand: the TUI would ask first.
+	fh, err := os.OpenFile(filepath.Join(h.home, ".codex", "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(fh, "\n[projects.%q]\ntrust_level = \"trusted\"\n", h.work)
+	fh.Close()
+	tm := startHandoverTmux(t, h.env)
+	h.env = append(h.env, "TMUX_TMPDIR="+tm.dir, "TMUX=")
+
+	id := h.launch("[[scenario:text]] hi", "--name", "handed")
+	s := h.waitFor(id, "done with its first turn", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.AgentSessionID != ""
+	})
+	sid := s.AgentSessionID
+	start := time.Now()
+	out, errOut, code := h.cli("handover", id)
+	t.Logf("handover took %s: exit %d\n%s%s", time.Since(start).Round(time.Millisecond), code, out, errOut)
+	if code != 0 || !strings.Contains(out, "opened tmux window home:1.0 running ") || !strings.Contains(out, " resume --no-daemon "+sid) {
+		t.Fatalf("handover: exit %d, %q %q", code, out, errOut)
+	}
+	found := time.Now()
+	s = h.waitForWithin(id, "continued in the terminal", 60*time.Second, func(s sessions.Session) bool {
+		return s.Source != sessions.Managed && s.ProcessAlive && s.PID > 0
+	})
+	t.Logf("found as the same session %s after the hand-over: agent session %s (was %s), pid %d",
+		time.Since(found).Round(time.Millisecond), s.AgentSessionID, sid, s.PID)
+	if s.AgentSessionID != sid {
+		t.Errorf("codex resume made thread %s, want it kept: %s", s.AgentSessionID, sid)
+	}
+	if list := h.ls(); len(list) != 1 || list[0].ID != id || list[0].Source == sessions.Managed {
+		t.Fatalf("ls --json lists %+v, want session %s once, as a terminal session", list, id)
+	}
+
+	// A prompt typed in the pane (Enter again while the TUI has not taken
+	// it, as a person watching would), answered by the fake API.
+	before := s.TurnGeneration
+	const typed = "[[scenario:text]] and now in the terminal"
+	time.Sleep(2 * time.Second) // the TUI draws its composer
+	tm.run("send-keys", "-t", "home:1.0", "-l", typed)
+	time.Sleep(300 * time.Millisecond)
+	tm.run("send-keys", "-t", "home:1.0", "Enter")
+	for try := 1; ; try++ {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) && h.show(id).TurnGeneration <= before {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if h.show(id).TurnGeneration > before {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("the TUI took no prompt; the pane shows:\n%s", tm.screen("home:1.0"))
+		}
+		tm.run("send-keys", "-t", "home:1.0", "Enter")
+	}
+	h.waitForWithin(id, "answered in the terminal", 60*time.Second, func(s sessions.Session) bool {
+		return s.TurnGeneration > before && s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview
+	})
+	var asked bool
+	for _, r := range h.api.Requests("text") {
+		if strings.Contains(r.UserText, "and now in the terminal") {
+			asked = true
+		}
+	}
+	if !asked {
+		t.Fatalf("the fake API saw no request with the typed prompt; the pane shows:\n%s", tm.screen("home:1.0"))
+	}
+	if list := h.ls(); len(list) != 1 || list[0].ID != id {
+		t.Fatalf("after the turn ls --json lists %+v", list)
+	}
+	tl := h.mustCLI("timeline", id)
+	for _, want := range []string{"handover stopped", "handed over", "keeps the agent session id " + sid} {
+		if !strings.Contains(tl, want) {
+			t.Errorf("the timeline has no %q:\n%s", want, tl)
+		}
 	}
 }
