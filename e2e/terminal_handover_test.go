@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,8 +146,31 @@ func TestHandoverClaudeToTmux(t *testing.T) {
 	})
 	sid, managedPID := s.AgentSessionID, s.PID
 
+	// Nowhere to open (no tmux server on that socket directory, no
+	// display): refused before anything is stopped, the session as it was.
+	saved := h.env
+	empty, err := os.MkdirTemp("", "tn") // not reaped by name now: the world still runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(empty)
+	h.env = append(slices.Clone(saved), "TMUX_TMPDIR="+empty)
+	code, _, errOut := h.cli("handover", id)
+	h.env = saved
+	if code == 0 || !strings.Contains(errOut, "was left as it was") || !strings.Contains(errOut, "no tmux server runs") {
+		t.Fatalf("handover with nowhere to open: exit %d, %q", code, errOut)
+	}
+	if now := showJSON(t, h, id); now.Source != sessions.Managed || !now.ProcessAlive || now.PID != managedPID {
+		t.Fatalf("after the refused hand-over: %+v", now)
+	}
+	// Another machine's session: its terminal would open there.
+	if code, _, errOut := h.cli("--machine", "gpu", "handover", id); code == 0 || !strings.Contains(errOut, "cannot be continued in a terminal from here") {
+		t.Errorf("handover --machine: exit %d, %q", code, errOut)
+	}
+
 	start := time.Now()
-	code, out, errOut := h.cli("handover", id)
+	out := ""
+	code, out, errOut = h.cli("handover", id)
 	t.Logf("handover took %s: exit %d\n%s%s", time.Since(start).Round(time.Millisecond), code, out, errOut)
 	if code != 0 || !strings.Contains(out, "exited when its input closed") || !strings.Contains(out, "opened tmux window home:1.0 running "+bin+" --resume "+sid) {
 		t.Fatalf("handover: exit %d, %q %q", code, out, errOut)
