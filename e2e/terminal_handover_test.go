@@ -18,6 +18,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
 	cxfake "github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
+	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 )
 
 // handoverTmux is the user's default tmux server (TMUX_TMPDIR points the
@@ -80,6 +81,27 @@ func (x *handoverTmux) run(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// submit types text and Enter into pane target as a person watching it
+// would: Enter again while no turn started (a TUI on a loaded machine
+// draws the line and drops an Enter that came before it was ready).
+func (x *handoverTmux) submit(target, text string, started func() bool) {
+	x.t.Helper()
+	x.run("send-keys", "-t", target, "-l", text)
+	time.Sleep(300 * time.Millisecond)
+	for try := 1; ; try++ {
+		x.run("send-keys", "-t", target, "Enter")
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if started() {
+				return
+			}
+		}
+		if try == 3 {
+			x.t.Fatalf("the TUI took no prompt in %d tries; the pane shows:\n%s", try, x.screen(target))
+		}
+		x.t.Logf("no turn 20 s after Enter (try %d): pressing it again", try)
+	}
+}
+
 // screen is what pane target shows.
 func (x *handoverTmux) screen(target string) string {
 	return x.runOK("capture-pane", "-p", "-t", target)
@@ -112,6 +134,51 @@ func waitShow(t *testing.T, h *appE2E, id string, limit time.Duration, what stri
 	}
 }
 
+// claudeHandover is a managed Claude Code session done with its first
+// turn, in an app whose CLI runs with the env a test's world gives it.
+type claudeHandover struct {
+	h         *appE2E
+	api       *fakeapi.Server
+	bin, work string
+	id        string
+	s         sessions.Session
+}
+
+// startClaudeHandover starts the fake API, the app (the interactive pin as
+// agents.claude.command, for the managed session and the resumed TUI
+// alike) and a managed session; world starts what the hand-over opens in
+// (after the app, so its cleanup runs first) given the CLI's hermetic
+// environment, and returns what the app's command lines add to theirs.
+func startClaudeHandover(t *testing.T, world func(hermetic []string) []string) *claudeHandover {
+	t.Helper()
+	cw := &claudeHandover{bin: interactiveClaude(t)}
+	home := t.TempDir()
+	cw.work = t.TempDir()
+	api, proxy := claudeTerminalFakes(t, home, cw.work)
+	cw.api = api
+	run, err := os.MkdirTemp("", "xr") // short: the CLI's inbox socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	hermetic := append(fakeapi.HermeticEnv(home, api.URL(), proxy), "XDG_RUNTIME_DIR="+run)
+	cw.h = newAppE2E(t, `{"turns": [[]]}`)
+	h := cw.h
+	h.env = append(h.env, "HOME="+home, "TMUX=")
+	h.env = append(h.env, hermetic...)
+	h.env = append(h.env, world(hermetic)...)
+	// The interactive pin for both ends: the resume opens the managed
+	// command's own TUI. (The managed pin, 2.1.197, passed the tmux test as
+	// well when measured: its TUI found 0.9 s after the hand-over.)
+	h.mustCLI("settings", "set", "agents.claude.command", cw.bin)
+	h.start()
+	cw.id = strings.TrimSpace(h.mustCLI("new", "--cwd", cw.work, "--name", "handed", "say hello [[scenario:text]]"))
+	cw.s = waitShow(t, h, cw.id, 90*time.Second, "done with its first turn", func(s sessions.Session) bool {
+		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.AgentSessionID != ""
+	})
+	return cw
+}
+
 // A managed Claude Code session (the real CLI on the fake API) continued
 // in a terminal: `handover` stops it between turns and opens `claude
 // --resume ID` in a new window of the running tmux server; the app takes
@@ -120,30 +187,12 @@ func waitShow(t *testing.T, h *appE2E, id string, limit time.Duration, what stri
 // the pane is answered by the fake API.
 func TestHandoverClaudeToTmux(t *testing.T) {
 	t.Parallel()
-	bin := interactiveClaude(t)
-	home, work := t.TempDir(), t.TempDir()
-	api, proxy := claudeTerminalFakes(t, home, work)
-	run, err := os.MkdirTemp("", "xr") // short: the CLI's inbox socket
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	hermetic := append(fakeapi.HermeticEnv(home, api.URL(), proxy), "XDG_RUNTIME_DIR="+run)
-	h := newAppE2E(t, `{"turns": [[]]}`)
-	// After the app's: its cleanup (the CLIs, then the server) runs first.
-	tm := startHandoverTmux(t, hermetic)
-	h.env = append(h.env, "HOME="+home, "TMUX_TMPDIR="+tm.dir, "TMUX=")
-	h.env = append(h.env, hermetic...)
-	// The interactive pin for both ends: the resume opens the managed
-	// command's own TUI. (The managed pin, 2.1.197, passed this test as
-	// well when measured: its TUI found 0.9 s after the hand-over.)
-	h.mustCLI("settings", "set", "agents.claude.command", bin)
-	h.start()
-
-	id := strings.TrimSpace(h.mustCLI("new", "--cwd", work, "--name", "handed", "say hello [[scenario:text]]"))
-	s := waitShow(t, h, id, 90*time.Second, "done with its first turn", func(s sessions.Session) bool {
-		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.AgentSessionID != ""
+	var tm *handoverTmux
+	cw := startClaudeHandover(t, func(hermetic []string) []string {
+		tm = startHandoverTmux(t, hermetic)
+		return []string{"TMUX_TMPDIR=" + tm.dir}
 	})
+	h, api, bin, work, id, s := cw.h, cw.api, cw.bin, cw.work, cw.id, cw.s
 	sid, managedPID := s.AgentSessionID, s.PID
 
 	// Nowhere to open (no tmux server on that socket directory, no
@@ -211,9 +260,7 @@ func TestHandoverClaudeToTmux(t *testing.T) {
 	}
 	before := s.TurnGeneration
 	const typed = "and now in the terminal [[scenario:text]]"
-	tm.run("send-keys", "-t", "home:1.0", "-l", typed)
-	time.Sleep(300 * time.Millisecond)
-	tm.run("send-keys", "-t", "home:1.0", "Enter")
+	tm.submit("home:1.0", typed, func() bool { return showJSON(t, h, id).TurnGeneration > before })
 	s = waitShow(t, h, id, 90*time.Second, "answered in the terminal", func(s sessions.Session) bool {
 		return s.TurnGeneration > before && s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview
 	})
@@ -285,22 +332,7 @@ func TestHandoverCodexToTmux(t *testing.T) {
 	before := s.TurnGeneration
 	const typed = "[[scenario:text]] and now in the terminal"
 	time.Sleep(2 * time.Second) // the TUI draws its composer
-	tm.run("send-keys", "-t", "home:1.0", "-l", typed)
-	time.Sleep(300 * time.Millisecond)
-	tm.run("send-keys", "-t", "home:1.0", "Enter")
-	for try := 1; ; try++ {
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) && h.show(id).TurnGeneration <= before {
-			time.Sleep(200 * time.Millisecond)
-		}
-		if h.show(id).TurnGeneration > before {
-			break
-		}
-		if try == 3 {
-			t.Fatalf("the TUI took no prompt; the pane shows:\n%s", tm.screen("home:1.0"))
-		}
-		tm.run("send-keys", "-t", "home:1.0", "Enter")
-	}
+	tm.submit("home:1.0", typed, func() bool { return h.show(id).TurnGeneration > before })
 	h.waitForWithin(id, "answered in the terminal", 60*time.Second, func(s sessions.Session) bool {
 		return s.TurnGeneration > before && s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview
 	})
@@ -322,4 +354,57 @@ func TestHandoverCodexToTmux(t *testing.T) {
 			t.Errorf("the timeline has no %q:\n%s", want, tl)
 		}
 	}
+}
+
+// With no tmux server, the hand-over opens desktop.terminal (xterm, on Xvfb
+// under openbox): the resumed CLI runs in a new xterm window, and the app
+// takes it as the same session, located in that xterm.
+func TestHandoverClaudeToXterm(t *testing.T) {
+	t.Parallel()
+	var x *x11World
+	cw := startClaudeHandover(t, func([]string) []string {
+		empty, err := os.MkdirTemp("", "tn") // no tmux server answers here
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(empty) })
+		x = startX11World(t, t.TempDir())
+		return []string{"TMUX_TMPDIR=" + empty}
+	})
+	h, id, sid := cw.h, cw.id, cw.s.AgentSessionID
+	h.mustCLI("settings", "set", "desktop.terminal", "xterm")
+	saved := h.env
+	h.env = append(slices.Clone(saved), "DISPLAY="+x.display)
+	code, out, errOut := h.cli("handover", id)
+	h.env = saved
+	t.Logf("handover: exit %d\n%s%s", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "opened a new xterm window running "+cw.bin+" --resume "+sid) {
+		t.Fatalf("handover: exit %d, %q %q", code, out, errOut)
+	}
+	s := waitShow(t, h, id, 60*time.Second, "continued in the xterm", func(s sessions.Session) bool {
+		return s.Source != sessions.Managed && s.ProcessAlive && s.Terminal != nil && s.Terminal.Holder != nil
+	})
+	// The xterm outlives the CLI that opened it (its own session): stopped here.
+	xterm := s.Terminal.Holder.PID
+	t.Cleanup(func() {
+		syscall.Kill(-s.PID, syscall.SIGKILL)
+		syscall.Kill(xterm, syscall.SIGKILL)
+	})
+	if s.Terminal.Kind != termloc.KindEmulator || s.Terminal.Holder.Name != "xterm" || s.AgentSessionID != sid {
+		t.Fatalf("continued as %+v in %s", s, s.Terminal)
+	}
+	x.window(xterm) // its window is managed by the window manager
+	if list := lsJSON(t, h); len(list) != 1 || list[0].ID != id {
+		t.Fatalf("ls --json lists %+v", list)
+	}
+}
+
+// lsJSON is `ls --json`.
+func lsJSON(t *testing.T, h *appE2E) []sessions.Session {
+	t.Helper()
+	var list []sessions.Session
+	if err := json.Unmarshal([]byte(h.mustCLI("ls", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list
 }
