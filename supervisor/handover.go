@@ -90,7 +90,7 @@ func (r *Runtime) Handover(ctx context.Context, id string, req localapi.Handover
 		msg := fmt.Sprintf("stopped to continue in a terminal (%s): %s in %s; the session continues there once the app finds its process",
 			stopped, strings.Join(argv, " "), next.Cwd)
 		done := r.commitRowsLocked(e, next, []storage.TimelineEvent{newRow(next, now, core.TimelineHandoverStopped,
-			sessions.TimelineDetail{Message: msg, By: sessions.ByUser.String(), AgentSession: next.AgentSessionID})}, false, false)
+			sessions.TimelineDetail{Message: msg, By: sessions.ByUser.String(), AgentSession: next.AgentSessionID})}, false, true)
 		e.changed = e.s.Clone()
 		return done, nil
 	})

@@ -109,7 +109,7 @@ func TestHandoverWaitsForTheTurnOrInterrupts(t *testing.T) {
 	g := newRig(t, rigConfig{external: []ExternalSource{w.src}})
 	ctx := context.Background()
 	s := g.launch("Long", []fcStep{fcSleep(120_000), fcText, fcResult})
-	s = g.wait(s.ID, "working", func(s sessions.Session) bool { return s.InTurn && s.ProcessAlive })
+	s = g.wait(s.ID, "working", func(s sessions.Session) bool { return s.InTurn && s.ProcessAlive && s.AgentSessionID != "" })
 	start := time.Now()
 	_, err := g.rt.Handover(ctx, s.ID, localapi.HandoverRequest{WaitSeconds: 1})
 	if !errors.Is(err, localapi.ErrConflict) || !strings.Contains(err.Error(), "did not end within 1 s") || !strings.Contains(err.Error(), "not handed over") {
@@ -151,8 +151,9 @@ func TestHandoverTerminatesAProcessThatStaysUp(t *testing.T) {
 		t.Fatalf("stopped: %q (pid alive %v)", h.Stopped, pidAlive(s.PID))
 	}
 	rows := dbTimeline(t, g.store, s.ID)
-	if d := rowDetail(t, rows[len(rows)-1]); !strings.Contains(d["message"].(string), "terminated (SIGTERM)") {
-		t.Fatalf("last row %v", d)
+	i := slices.Index(rowKinds(rows), core.TimelineHandoverStopped)
+	if i < 0 || !strings.Contains(rowDetail(t, rows[i])["message"].(string), "terminated (SIGTERM)") {
+		t.Fatalf("timeline %v", rowKinds(rows))
 	}
 }
 
