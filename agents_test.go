@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
@@ -53,5 +54,45 @@ func TestAgentsRegistered(t *testing.T) {
 func TestAgentsAreNotGivenTheAppsHome(t *testing.T) {
 	if agentkit.AppHomeEnv != storage.EnvHome {
 		t.Errorf("agentkit.AppHomeEnv = %q, storage.EnvHome = %q", agentkit.AppHomeEnv, storage.EnvHome)
+	}
+}
+
+// TestTerminalResumeArgs: each agent's own interactive resume, as "Continue
+// in terminal" opens it, with the command setting's value (or the default
+// command), and ids that are not ids refused.
+func TestTerminalResumeArgs(t *testing.T) {
+	const id = "0b9b3e8e-51f3-4d5c-9d54-0d1f5c1d6a11"
+	cases := []struct {
+		agent, command, id string
+		want               []string
+		err                string
+	}{
+		{agent: "claude", id: id, want: []string{"claude", "--resume", id}},
+		{agent: "claude", command: "/opt/claude/bin/claude", id: id, want: []string{"/opt/claude/bin/claude", "--resume", id}},
+		{agent: "codex", id: id, want: []string{"codex", "resume", "--no-daemon", id}},
+		{agent: "copilot", id: id, want: []string{"copilot", "--resume=" + id}},
+		{agent: "gemini", id: id, want: []string{"gemini", "--resume", id}},
+		{agent: "opencode", id: "ses_3a1f0c2e9ffeAbCd", want: []string{"opencode", "--session", "ses_3a1f0c2e9ffeAbCd"}},
+		{agent: "claude", id: "--dangerously-skip-permissions", err: "cannot be resumed in a terminal"},
+		{agent: "codex", id: "", err: "cannot be resumed in a terminal"},
+		{agent: "gemini", id: "a b", err: "cannot be resumed in a terminal"},
+	}
+	for _, c := range cases {
+		t.Run(c.agent+"/"+c.id, func(t *testing.T) {
+			r, ok := agents()[c.agent].(sessions.TerminalResumer)
+			if !ok {
+				t.Fatalf("%s has no terminal resume", c.agent)
+			}
+			got, err := r.TerminalResumeArgs(c.command, c.id)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("got %q, %v; want an error %q", got, err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
 	}
 }

@@ -33,6 +33,7 @@ func appCommands() []command {
 		{"ls", "[--all] [--json]", "list sessions (--all: the archived ones too)", cmdLs},
 		{"show", "ID [--json]", "show one session", cmdShow},
 		{"focus", "ID", "bring the terminal a session runs in to the front (tmux pane, terminal window)", cmdFocus},
+		{"handover", "ID [--interrupt]", "continue a managed session in a terminal: waits for its turn to end (--interrupt: stops it), stops its process and opens the agent's own resume in a new tmux window, else in desktop.terminal", cmdHandover},
 		{"send", "ID (PROMPT | - | --file F)", "send a prompt to a session (- reads it from standard input)", cmdSend},
 		{"interrupt", "ID", "interrupt the turn in flight", cmdInterrupt},
 		{"ack", "ID", "acknowledge a session (a reviewed turn becomes Idle, needs-attention is cleared)", cmdAck},

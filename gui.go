@@ -140,7 +140,7 @@ func runGUI(d guiDeps) {
 	d.act = fl.Backend()
 
 	win := app.NewWindow(a, d.act, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusAnyTerminal, NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices),
+		FocusTerminal: focusAnyTerminal, ContinueInTerminal: desktopHandover(d), NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices),
 		Machines: fleetMachines{fl}})
 	loops.Go(func() { win.Run(ctx) })
 	// A second `run` asks this one to show its window.
@@ -317,6 +317,8 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 			if s, err = mdl.Session(it.SessionID); err == nil {
 				_, err = d.act.SetRecovery(ctx, it.SessionID, s.RecoveryOff)
 			}
+		case tray.ActContinueInTerminal:
+			_, err = desktopHandover(d)(ctx, it.SessionID, false)
 		case tray.ActGoToTerminal:
 			var s sessions.Session
 			if s, err = mdl.Session(it.SessionID); err == nil {
@@ -382,6 +384,21 @@ func focusAnyTerminal(ctx context.Context, s sessions.Session) (string, error) {
 		return "", fmt.Errorf("%s on %s: %w", s.DisplayName(), machine, fleet.ErrRemoteTerminal)
 	}
 	return focusTerminal(ctx, s)
+}
+
+// desktopHandover is "Continue in terminal" from the desktop: the terminal
+// opens on its display or in the user's tmux, desktop.terminal read at
+// each click.
+func desktopHandover(d guiDeps) func(ctx context.Context, id string, interrupt bool) (string, error) {
+	return func(ctx context.Context, id string, interrupt bool) (string, error) {
+		terminal := ""
+		for _, v := range d.settings.List() {
+			if v.Key == desktopTerminalSetting {
+				terminal = v.Value
+			}
+		}
+		return handoverSession(ctx, d.act, id, interrupt, terminal)
+	}
 }
 
 // openDir opens a directory in the desktop's file manager.

@@ -66,6 +66,8 @@ type detailView struct {
 	// goTerminal is "Go to terminal", for a session the app did not launch
 	// (enabled while its process runs; beside Resume once it is gone).
 	goTerminal *widget.Button
+	// handover is "Continue in terminal", for a managed session.
+	handover *widget.Button
 
 	prompt *promptEntry
 	send   *widget.Button
@@ -152,6 +154,8 @@ func newDetailView(w *Window) *detailView {
 	d.resume.Hide()
 	d.goTerminal = widget.NewButtonWithIcon("Go to terminal", theme.ComputerIcon(), d.goToTerminal)
 	d.goTerminal.Hide()
+	d.handover = widget.NewButtonWithIcon("Continue in terminal", theme.ComputerIcon(), d.confirmHandover)
+	d.handover.Hide()
 
 	d.prompt = newPromptEntry(d.sendPrompt)
 	d.send = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), d.sendPrompt)
@@ -172,7 +176,7 @@ func newDetailView(w *Window) *detailView {
 	)
 	// The left column holds what the user acts on, the prompt always in
 	// reach at its foot; the timeline gets the full height on the right.
-	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.stopRecovering, d.goTerminal, d.resume))
+	d.left = container.NewVBox(d.errLabel, d.status, d.permission, d.recovery, section("Actions", actions, d.stopRecovering, d.goTerminal, d.handover, d.resume))
 	d.leftScroll = container.NewVScroll(d.left)
 	left := container.NewBorder(nil, section("Send a prompt", d.prompt, sendRow), nil, nil, d.leftScroll)
 	d.timeline = newTimelineView(func() *time.Location { return w.now().Location() })
@@ -383,6 +387,12 @@ func (d *detailView) show(s sessions.Session) {
 	} else {
 		d.goTerminal.Hide()
 	}
+	if d.w.handover != nil && s.Source == sessions.Managed {
+		setEnabled(d.handover, view.Allows(s, view.ContinueInTerminal))
+		d.handover.Show()
+	} else {
+		d.handover.Hide()
+	}
 	d.relayout()
 }
 
@@ -523,11 +533,21 @@ func (d *detailView) answerPermission(allow bool) {
 // confirmForget asks before forgetting the session shown, and whether its
 // timeline goes with it.
 func (d *detailView) confirmForget() {
-	drop := widget.NewCheck("Also delete its timeline", nil)
-	body := container.NewVBox(widget.NewLabel("It leaves the app's lists for good. Its timeline is kept\n(session-supervisor timeline ID) unless you delete it too."), drop)
-	dialog.ShowCustomConfirm("Forget "+d.name.Text+"?", "Forget", "Cancel", body, func(ok bool) {
+	d.confirm("Forget "+d.name.Text+"?", "Forget", "It leaves the app's lists for good. Its timeline is kept\n(session-supervisor timeline ID) unless you delete it too.",
+		"Also delete its timeline", d.forgetSession)
+}
+
+// confirm asks the person before an action on the session shown: text,
+// and a choice (a check, none when choice is "") then handed to do.
+func (d *detailView) confirm(title, action, text, choice string, do func(checked bool)) {
+	check := widget.NewCheck(choice, nil)
+	body := container.NewVBox(widget.NewLabel(text))
+	if choice != "" {
+		body.Add(check)
+	}
+	dialog.ShowCustomConfirm(title, action, "Cancel", body, func(ok bool) {
 		if ok {
-			d.forgetSession(drop.Checked)
+			do(check.Checked)
 		}
 	}, d.w.win)
 }
@@ -574,27 +594,59 @@ func (d *detailView) goToTerminal() {
 		return
 	}
 	s := d.s
+	d.reportOutcome("Go to terminal", s.ID, func(ctx context.Context) (string, error) { return d.w.focus(ctx, s) })
+}
+
+// reportOutcome runs an action that says in a line what it did (focus, a
+// hand-over) off the UI, then shows that line, or the error, on session
+// id's detail (in the window's banner when the person moved on).
+func (d *detailView) reportOutcome(what, id string, call func(ctx context.Context) (string, error)) {
 	d.setError("")
 	d.status.Hide()
 	var did string
 	d.w.act(func(ctx context.Context) error {
 		var err error
-		did, err = d.w.focus(ctx, s)
+		did, err = call(ctx)
 		return err
 	}, func(err error) {
-		if s.ID != d.id {
+		if id != d.id {
 			if err != nil {
-				d.w.showErrorNow(fmt.Errorf("go to terminal: %w", err))
+				d.w.showErrorNow(fmt.Errorf("%s: %w", what, err))
 			}
 			return
 		}
 		if err != nil {
-			d.setError("Go to terminal: " + err.Error())
+			d.setError(what + ": " + err.Error())
 		} else {
-			d.status.SetText("Go to terminal: " + did + ".")
+			d.status.SetText(what + ": " + did + ".")
 			d.status.Show()
 		}
 		d.relayout()
+	})
+}
+
+// confirmHandover asks before handing the session over: its process will
+// be stopped. With a turn in flight the person chooses to wait for its end
+// or to interrupt it.
+func (d *detailView) confirmHandover() {
+	if d.w.handover == nil {
+		return
+	}
+	choice := ""
+	if d.s.InTurn {
+		choice = "Interrupt the turn in flight (otherwise wait for it to end)"
+	}
+	d.confirm("Continue "+d.name.Text+" in a terminal?", "Continue in terminal",
+		"Its process is stopped and the agent's own resume opens in a new tmux window\n(or your terminal). It goes on there as a terminal session, with the same timeline.",
+		choice, d.continueInTerminal)
+}
+
+// continueInTerminal hands the session over and says what it did, or why
+// it could not (the session then left as it was, or how to go on).
+func (d *detailView) continueInTerminal(interrupt bool) {
+	id := d.id
+	d.reportOutcome("Continue in terminal", id, func(ctx context.Context) (string, error) {
+		return d.w.handover(ctx, id, interrupt)
 	})
 }
 

@@ -517,3 +517,61 @@ func TestDetailShowsTimeLeftAndPlanWindows(t *testing.T) {
 		}
 	}
 }
+
+// "Continue in terminal" is offered for a managed session (never a
+// terminal one), enabled by the shared rule; it asks first (a dialog), and
+// what the hand-over did, or why it could not, is shown. The interrupt is
+// the person's choice.
+func TestContinueInTerminalForAManagedSession(t *testing.T) {
+	list := seed()
+	term := list[0]
+	term.ID, term.Name, term.Source, term.AgentSessionID = "t8", "in-tmux", sessions.Observed, "sid-8"
+	e := newEnv(t, append(list, term), nil)
+	type call struct {
+		id        string
+		interrupt bool
+	}
+	var asked []call
+	e.w.handover = func(_ context.Context, id string, interrupt bool) (string, error) {
+		asked = append(asked, call{id, interrupt})
+		if len(asked) == 1 {
+			return "", testError("session a1 was left as it was: cannot open a terminal: no tmux server runs and there is no display")
+		}
+		return "opened tmux window home:1.0 running claude --resume sid-1", nil
+	}
+	d := e.w.detail
+	e.w.ShowSession("t8")
+	if d.handover.Visible() {
+		t.Fatal("Continue in terminal offered for a terminal session")
+	}
+	e.w.ShowSession("a1")
+	managed, _ := e.m.Session("a1")
+	managed.AgentSessionID, managed.InTurn, managed.ProcessAlive = "sid-1", true, true
+	d.show(managed)
+	if !d.handover.Visible() || d.handover.Disabled() {
+		t.Fatalf("Continue in terminal on a managed session: visible %t disabled %t", d.handover.Visible(), d.handover.Disabled())
+	}
+	test.Tap(d.handover)
+	if len(e.w.win.Canvas().Overlays().List()) == 0 {
+		t.Fatal("no confirmation dialog")
+	}
+	if len(asked) != 0 {
+		t.Fatal("handed over before the person confirmed")
+	}
+	d.continueInTerminal(false)
+	if !d.errLabel.Visible() || !strings.Contains(d.errLabel.Text, "left as it was") {
+		t.Fatalf("a failed hand-over shows %q", d.errLabel.Text)
+	}
+	d.continueInTerminal(true)
+	if !d.status.Visible() || !strings.Contains(d.status.Text, "opened tmux window home:1.0") || d.errLabel.Visible() {
+		t.Fatalf("after the hand-over: status %q, error %q", d.status.Text, d.errLabel.Text)
+	}
+	if len(asked) != 2 || asked[0] != (call{"a1", false}) || asked[1] != (call{"a1", true}) {
+		t.Errorf("asked %+v", asked)
+	}
+	managed.AgentSessionID = ""
+	d.show(managed)
+	if !d.handover.Disabled() {
+		t.Error("offered before the agent session id is known")
+	}
+}

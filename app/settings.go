@@ -32,6 +32,7 @@ import (
 // hard; stall_tool_suspect_minutes is in Advanced with the other cadence
 // knobs. Issue 11 adds the switch that resumes terminal sessions whose
 // process died mid-turn: a recovery choice the user makes once, like the nudge.
+// Issue 24 adds the terminal a hand-over opens when no tmux server runs.
 var generalKeys = []string{
 	"supervisor.enabled",
 	"supervisor.auto_recover_enabled",
@@ -40,6 +41,7 @@ var generalKeys = []string{
 	"supervisor.stall_suspect_minutes",
 	"supervisor.stall_hard_minutes",
 	"supervisor.resume_terminal_sessions",
+	"desktop.terminal",
 }
 
 // settingTitles are short human names; the key is shown under each, since
@@ -50,6 +52,7 @@ var settingTitles = map[string]string{
 	"supervisor.nudge_enabled":                 "Continuation nudge",
 	"supervisor.nudge_max_attempts":            "Nudges per incident",
 	"supervisor.resume_terminal_sessions":      "Resume terminal sessions that died mid-turn",
+	"desktop.terminal":                         "Terminal for Continue in terminal",
 	"supervisor.stall_suspect_minutes":         "Suspect a stall after",
 	"supervisor.stall_hard_minutes":            "Interrupt a stalled turn after",
 	"supervisor.tick_seconds":                  "Watchdog tick",

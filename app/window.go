@@ -40,6 +40,10 @@ type Options struct {
 	// says what it did ("Go to terminal"); it runs where the desktop is.
 	// Nil hides the action.
 	FocusTerminal func(ctx context.Context, s sessions.Session) (string, error)
+	// ContinueInTerminal hands a managed session over to a terminal
+	// (waiting for its turn, or interrupting it) and says what it did; it
+	// runs where the desktop is. Nil hides the action.
+	ContinueInTerminal func(ctx context.Context, id string, interrupt bool) (string, error)
 	// NotifyTest sends a sample through every configured push channel
 	// (Settings → Notifications → Send test). Nil hides the button.
 	NotifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
@@ -76,6 +80,8 @@ type Window struct {
 	settingDefs []localapi.SettingDef
 	// focus is Options.FocusTerminal.
 	focus func(ctx context.Context, s sessions.Session) (string, error)
+	// handover is Options.ContinueInTerminal.
+	handover func(ctx context.Context, id string, interrupt bool) (string, error)
 	// notifyTest is Options.NotifyTest.
 	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
 	// pushStatus is Options.PushStatus.
@@ -124,7 +130,7 @@ func NewWindow(a fyne.App, b Backend, s SettingsBackend, m *model.Model, opts Op
 		win: a.NewWindow("Session Supervisor"),
 		b:   recording{Backend: b, put: m.Put}, m: m,
 		s: s, log: opts.Logger, now: opts.Now, dir: opts.OpenDir, agents: opts.Agents, settingDefs: opts.SettingDefs,
-		focus: opts.FocusTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus, cost: opts.Cost, machines: opts.Machines,
+		focus: opts.FocusTerminal, handover: opts.ContinueInTerminal, notifyTest: opts.NotifyTest, pushStatus: opts.PushStatus, cost: opts.Cost, machines: opts.Machines,
 		do:    fyne.Do,
 		async: func(f func()) { go f() },
 		next:  model.NewDeadline(),

@@ -251,6 +251,13 @@ func (c *Client) Resume(ctx context.Context, id string) (sessions.Session, error
 	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/resume", struct{}{}, &out)
 }
 
+// Handover stops a managed session to continue it in a terminal and
+// returns the command that continues it there.
+func (c *Client) Handover(ctx context.Context, id string, req HandoverRequest) (Handover, error) {
+	var out Handover
+	return out, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/handover", req, &out)
+}
+
 // Ack acknowledges a session.
 func (c *Client) Ack(ctx context.Context, id string) (sessions.Session, error) {
 	var out sessions.Session

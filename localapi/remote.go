@@ -417,6 +417,12 @@ func (r *Remote) Resume(ctx context.Context, id string) (sessions.Session, error
 	return r.c.Resume(ctx, id)
 }
 
+// Handover stops a managed session of the supervisor to continue it in a
+// terminal.
+func (r *Remote) Handover(ctx context.Context, id string, req HandoverRequest) (Handover, error) {
+	return r.c.Handover(ctx, id, req)
+}
+
 // List is the settings in force as the supervisor last published them
 // (from memory: the window reads it to draw).
 func (r *Remote) List() []settings.Value {

@@ -57,6 +57,7 @@ type Supervisor interface {
 	NudgeNow(ctx context.Context, id string) (sessions.Session, error)
 	// Resume answers the new managed session, not the resumed one.
 	Resume(ctx context.Context, id string) (sessions.Session, error)
+	Handover(ctx context.Context, id string, req HandoverRequest) (Handover, error)
 	Ack(ctx context.Context, id string) (sessions.Session, error)
 	// Forget removes an ended session, its timeline kept or dropped, and
 	// answers it as it was.
@@ -212,6 +213,14 @@ func (a *API) routes() http.Handler {
 		// Answers the new managed session, not the resumed one.
 		s, err := a.rt.Resume(r.Context(), r.PathValue("id"))
 		respond(w, s, err)
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/handover", func(w http.ResponseWriter, r *http.Request) {
+		var body HandoverRequest
+		if !readJSON(w, r, &body) {
+			return
+		}
+		h, err := a.rt.Handover(r.Context(), r.PathValue("id"), body)
+		respond(w, h, err)
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/ack", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.rt.Ack(r.Context(), r.PathValue("id"))

@@ -9,6 +9,7 @@ package localapi
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
@@ -94,6 +95,33 @@ const (
 	DropTimeline = storage.DropTimeline
 )
 
+// HandoverRequest asks to continue a managed session in a terminal.
+type HandoverRequest struct {
+	// Interrupt stops the turn in flight (as the user's stop) instead of
+	// waiting for it to end.
+	Interrupt bool `json:"interrupt"`
+	// WaitSeconds bounds the wait for the turn to end (0: the default,
+	// DefaultHandoverWait).
+	WaitSeconds int `json:"wait_seconds"`
+}
+
+// DefaultHandoverWait is how long a hand-over waits for the turn in flight
+// to end by itself before it gives up and says so (the session goes on).
+const DefaultHandoverWait = 10 * time.Minute
+
+// Handover is a managed session stopped to continue in a terminal: the
+// command line that continues it (the agent's own resume, with its
+// agents.NAME.command) and the directory it runs in. The caller opens it
+// where the person is (their tmux, their display).
+type Handover struct {
+	Session sessions.Session `json:"session"`
+	Argv    []string         `json:"argv"`
+	Cwd     string           `json:"cwd"`
+	// Stopped says how the process was stopped ("it exited when its input
+	// closed", "it was killed after …").
+	Stopped string `json:"stopped"`
+}
+
 // LaunchRequest asks for a new managed session.
 type LaunchRequest struct {
 	Agent          string `json:"agent"`
@@ -149,6 +177,10 @@ type Commands interface {
 	// Resume resumes a terminal session whose process is gone as a new
 	// managed session (returned).
 	Resume(ctx context.Context, id string) (sessions.Session, error)
+	// Handover stops a managed session's process to continue it in a
+	// terminal (waiting for its turn, or interrupting it) and answers the
+	// command that continues it there.
+	Handover(ctx context.Context, id string, req HandoverRequest) (Handover, error)
 	// SetRecovery is the session's "stop recovering" switch (on: it is
 	// recovered again).
 	SetRecovery(ctx context.Context, id string, on bool) (sessions.Session, error)

@@ -64,6 +64,16 @@ type OrphanReaper interface {
 	ReapOrphan(pid int, stamp string) (bool, error)
 }
 
+// TerminalResumer is optional for a ManagedAgent: how its own interactive
+// CLI continues one of its sessions in a terminal ("Continue in terminal":
+// `claude --resume ID`, `codex resume ID`). The line is command (the
+// agents.NAME.command setting, else the default) and the arguments; an
+// agent whose CLI cannot resume in a terminal, or an id that is not one of
+// its ids, is an error.
+type TerminalResumer interface {
+	TerminalResumeArgs(command, agentSessionID string) ([]string, error)
+}
+
 // Process is one running agent process the app owns.
 type Process interface {
 	PID() int

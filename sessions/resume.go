@@ -22,3 +22,20 @@ func WhyNotResumable(s Session) string {
 	}
 	return ""
 }
+
+// WhyNoHandover says why s cannot be continued in a terminal ("Continue in
+// terminal") ("" when it can, as far as the session tells): a session the
+// app launched, whose agent session id is known, that no other process
+// runs. The runtime refuses with this reason and the views offer the
+// action exactly when it is "".
+func WhyNoHandover(s Session) string {
+	switch {
+	case s.Source != Managed:
+		return "it runs in a terminal already"
+	case s.AgentSessionID == "":
+		return "the agent's own session id is not known yet (its first turn has not started)"
+	case s.SharedWith != "":
+		return fmt.Sprintf("its conversation runs in session %s already", ShortID(s.SharedWith))
+	}
+	return ""
+}

@@ -236,6 +236,16 @@ type Session struct {
 	// ResumedFrom is the session this managed one was resumed from in the
 	// background (a terminal session whose process died mid-turn).
 	ResumedFrom string `json:"resumed_from,omitempty"`
+	// HandoverAt is when the app stopped this managed session's process
+	// to continue it in a terminal ("Continue in terminal"): the first
+	// terminal session of its agent found on its agent session id becomes
+	// this session (same id, same timeline). Zero when no hand-over waits;
+	// cleared once found, or when the app starts its agent again.
+	HandoverAt time.Time `json:"handover_at,omitzero"`
+	// TerminalKey is, for a session handed over to a terminal, its
+	// terminal source's key (sessions.ExternalSession.Key), so the app
+	// finds it again under this id after a restart.
+	TerminalKey string `json:"terminal_key,omitempty"`
 	// SharedWith is another session whose live process runs this one's
 	// agent conversation (the same agent session id): a `claude --resume
 	// ID` typed in a terminal on a conversation the app manages. Two

@@ -15,6 +15,11 @@ import (
 type TimelineDetail struct {
 	// Action is an action's kind (an intent row, a failed nudge).
 	Action string `json:"action,omitempty"`
+	// AgentSession is the agent's own session id a hand-over continues in
+	// a terminal; AgentSessionWas the one the managed session ran, when
+	// the agent's resume made a new one.
+	AgentSession    string `json:"agent_session,omitempty"`
+	AgentSessionWas string `json:"agent_session_was,omitempty"`
 	// Allow is a permission answer; a pointer, as a denial is written.
 	Allow *bool `json:"allow,omitempty"`
 	// By is who caused the row ("user", "supervisor").

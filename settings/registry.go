@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -172,6 +173,9 @@ type Settings struct {
 	AgentCommands map[string]string
 	// SSHCommand is machines.ssh_command.
 	SSHCommand string
+	// Terminal is desktop.terminal: the emulator a hand-over opens when no
+	// tmux server runs ("" finds the desktop's).
+	Terminal string
 	// Push is the notify.* settings of the channels beyond the desktop
 	// and of the escalation's tiers.
 	Push Push
@@ -367,6 +371,10 @@ var coreSettings = []setting{
 	{Def{Key: "machines.ssh_command", Kind: KindString, Default: "ssh",
 		Description: "The ssh program, with any extra options, that reaches other machines' supervisors (`ssh -F ~/.ssh/other_config`, a wrapper)."},
 		func(s *Settings, v parsed) { s.SSHCommand = v.s }},
+	// The emulator "Continue in terminal" opens when no tmux server runs.
+	{Def{Key: "desktop.terminal", Kind: KindString, Format: FormatCommand, Optional: true, Default: "",
+		Description: "The terminal emulator \"Continue in terminal\" opens when no tmux server runs (\"kitty\", \"/usr/bin/konsole\"). Empty: the desktop's ($TERMINAL, x-terminal-emulator, then a common one on PATH)."},
+		func(s *Settings, v parsed) { s.Terminal = v.s }},
 	// Budgets: off by default (empty, 0). A runaway session (a loop of
 	// restarts, a 16-hour turn) is what they bound; the nudge cap bounds
 	// one incident whatever they say.
@@ -539,9 +547,13 @@ func (d Def) Allowed() string {
 	case KindString:
 		what := map[Format]string{FormatURL: "an http or https URL", FormatWebhookURL: "an https URL (plain http only to this machine)",
 			FormatNtfyTopic: "a topic of 1 to 64 letters, digits, - and _", FormatQuietHours: "HH:MM-HH:MM in local time (22:00-07:00)",
-			FormatChoice: "one of " + strings.Join(d.Choices, ", "), FormatDollars: "an amount of dollars (20 or 12.50)"}[d.Format]
+			FormatChoice: "one of " + strings.Join(d.Choices, ", "), FormatDollars: "an amount of dollars (20 or 12.50)",
+			FormatCommand: "a program (a name on PATH or an absolute path) and its options, run without a shell"}[d.Format]
 		if what == "" {
 			what = "a non-empty single line of text"
+		}
+		if d.Optional && d.Format == FormatCommand {
+			return what + ", or nothing (\"\") to find one"
 		}
 		if d.Optional {
 			return what + ", or nothing (\"\") to turn it off"
@@ -929,9 +941,12 @@ const (
 	FormatChoice
 	// FormatDollars: an amount of dollars (ParseDollars).
 	FormatDollars
+	// FormatCommand: a program (a name on PATH or an absolute path) and its
+	// options, split on spaces and run without a shell (CheckCommand).
+	FormatCommand
 )
 
-var formatNames = []string{"", "url", "webhook_url", "ntfy_topic", "quiet_hours", "choice", "dollars"}
+var formatNames = []string{"", "url", "webhook_url", "ntfy_topic", "quiet_hours", "choice", "dollars", "command"}
 
 func (f Format) String() string {
 	if f >= 0 && int(f) < len(formatNames) {
@@ -973,6 +988,23 @@ func (d Def) CheckFormat(text string) error {
 	case FormatDollars:
 		_, err := ParseDollars(text)
 		return err
+	case FormatCommand:
+		return CheckCommand(text)
+	}
+	return nil
+}
+
+// CheckCommand checks a command setting's text: words split on spaces and
+// run as they are, without a shell, so quotes, $, ;, | and the like (which
+// would not mean what they mean in a shell) are refused, and the program is
+// a name on PATH or an absolute path.
+func CheckCommand(text string) error {
+	if i := strings.IndexAny(text, "'\"\\`$;|&<>(){}*?~"); i >= 0 {
+		return fmt.Errorf("%q: the command is split on spaces and run without a shell, so %q means nothing here", text, text[i:i+1])
+	}
+	prog := strings.Fields(text)[0]
+	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		return fmt.Errorf("%q: the program is a name on PATH or an absolute path", prog)
 	}
 	return nil
 }

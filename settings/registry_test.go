@@ -77,6 +77,7 @@ func TestSettingRegistry(t *testing.T) {
 		"notify.webhook.secret",
 		"notify.click_url",
 		"machines.ssh_command",
+		"desktop.terminal",
 		"budget.session_cost_dollars",
 		"budget.session_tokens",
 		"budget.session_recoveries_per_day",
@@ -189,6 +190,7 @@ func TestSetSettingReachesItsField(t *testing.T) {
 		{"sessions.archive_after_days", "0", "0", func(s *Settings) { s.ArchiveAfterDays = 0 }},
 		{"notify.waiting_on_user", "0", "false", func(s *Settings) { s.NotifyWaitingOnUser = false }},
 		{"machines.ssh_command", " ssh -F /tmp/cfg ", "ssh -F /tmp/cfg", func(s *Settings) { s.SSHCommand = "ssh -F /tmp/cfg" }},
+		{"desktop.terminal", " kitty --single-instance ", "kitty --single-instance", func(s *Settings) { s.Terminal = "kitty --single-instance" }},
 		{"agents.claude.command", " /opt/claude/bin/claude ", "/opt/claude/bin/claude", func(s *Settings) { s.AgentCommands["claude"] = "/opt/claude/bin/claude" }},
 		{"notify.push_after_minutes", "0", "0", func(s *Settings) { s.Push.After = 0 }},
 		{"notify.push_waiting_on_user", "yes", "true", func(s *Settings) { s.Push.WaitingOnUser = true }},
@@ -493,6 +495,9 @@ func TestPushSettingsRefuse(t *testing.T) {
 		{"notify.webhook.url", "ftp://hooks.example.com/secretpath", "not an https URL"},
 		{"notify.webhook.format", "teams", "generic, slack, discord"},
 		{"notify.click_url", "javascript:alert(1)", "not an http or https URL"},
+		{"desktop.terminal", "xterm -e 'sh -c x'", "without a shell"},
+		{"desktop.terminal", "kitty; rm -rf x", "without a shell"},
+		{"desktop.terminal", "bin/xterm", "a name on PATH or an absolute path"},
 	} {
 		_, err := svc.Update(context.Background(), tc.key, tc.raw)
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.why) {
@@ -503,7 +508,11 @@ func TestPushSettingsRefuse(t *testing.T) {
 			t.Errorf("%s: the error repeats the secret: %v", tc.key, err)
 		}
 	}
-	// Empty turns an optional setting off; a required one refuses it.
+	// Empty turns an optional setting off (desktop.terminal: finds one); a
+	// required one refuses it.
+	if _, err := svc.Update(context.Background(), "desktop.terminal", ""); err != nil {
+		t.Errorf("clearing desktop.terminal: %v", err)
+	}
 	if _, err := svc.Update(context.Background(), "notify.ntfy.topic", ""); err != nil {
 		t.Errorf("clearing the topic: %v", err)
 	}

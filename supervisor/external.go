@@ -44,6 +44,16 @@ func externalID(agent, key string) string {
 	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
 }
 
+// externalIDLocked is the id of the session a source's key is: a managed
+// session handed over to that terminal keeps its own (aliases).
+func (r *Runtime) externalIDLocked(agent, key string) string {
+	id := externalID(agent, key)
+	if a, ok := r.aliases[id]; ok {
+		return a
+	}
+	return id
+}
+
 // startExternal starts every source's discovery for the loop's lifetime.
 func (r *Runtime) startExternal(ctx context.Context) {
 	for _, src := range r.external {
@@ -66,11 +76,11 @@ func (r *Runtime) startExternal(ctx context.Context) {
 // A session that leaves the list ends through its own Observe stream.
 func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource, list []sessions.ExternalSession) {
 	for _, es := range list {
-		id := externalID(src.Name(), es.Key)
 		// Kept with the session (outside the lock: it reads /proc), so the
 		// next boot can tell this process from one that reused its pid.
 		stamp := startStamp(es.PID)
 		r.mu.Lock()
+		id := r.externalIDLocked(src.Name(), es.Key)
 		if r.ownsPIDLocked(es.PID) {
 			r.mu.Unlock()
 			continue // one of our own processes, registered by the CLI too
@@ -81,6 +91,13 @@ func (r *Runtime) syncExternal(ctx context.Context, src sessions.ExternalSource,
 			continue
 		}
 		now := time.Now()
+		if !known {
+			// A managed session handed over to this terminal becomes it.
+			if h := r.adoptHandoverLocked(src, es, now); h != nil {
+				e, known, id = h, true, h.s.ID
+				r.aliases[externalID(src.Name(), es.Key)] = id
+			}
+		}
 		if !known {
 			created := es.StartedAt
 			if created.IsZero() {

@@ -82,6 +82,9 @@ type Runtime struct {
 	ledger ledger
 	today  localapi.DayUsage
 	sess   map[string]*entry
+	// aliases map the id a terminal source's key would have
+	// (externalID) to the session handed over to it (handover.go).
+	aliases map[string]string
 	// starting are the agent conversations a process is being started on
 	// (claimConversationLocked): two starts on one conversation, decided on
 	// two sessions' queues at once, must not both go ahead.
@@ -172,7 +175,7 @@ func New(opts Options) *Runtime {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{store: opts.Store, bus: localapi.NewBus(), agents: opts.Agents, defaultAgent: opts.DefaultAgent, log: log, sess: map[string]*entry{},
+	r := &Runtime{store: opts.Store, bus: localapi.NewBus(), agents: opts.Agents, defaultAgent: opts.DefaultAgent, log: log, sess: map[string]*entry{}, aliases: map[string]string{},
 		writeTimeout: opts.WriteTimeout, external: opts.External, nudgeVerify: opts.NudgeVerify, bootProbe: probeStored}
 	if r.nudgeVerify <= 0 {
 		r.nudgeVerify = DefaultNudgeVerify
@@ -256,6 +259,9 @@ func (r *Runtime) Boot(ctx context.Context) error {
 	r.ledger = day
 	for _, b := range todo {
 		r.sess[b.e.s.ID] = b.e
+		if b.e.s.TerminalKey != "" {
+			r.aliases[externalID(b.e.s.Agent, b.e.s.TerminalKey)] = b.e.s.ID
+		}
 		if b.rows != nil {
 			// boot_reconciled already records the state change.
 			r.commitRowsLocked(b.e, b.next, b.rows, false, false)
@@ -564,6 +570,9 @@ func (r *Runtime) ensureProcess(e *entry) (Process, error) {
 		return nil, err
 	}
 	r.mu.Lock()
+	// The app runs it again: a hand-over that waited for its terminal
+	// (one that failed to open) is off.
+	e.s.HandoverAt = time.Time{}
 	r.attachLocked(e, proc, resumeID)
 	r.mu.Unlock()
 	return proc, nil

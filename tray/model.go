@@ -42,9 +42,12 @@ const (
 	// ActToggleRecovery is the session's "Stop recovering" switch: its
 	// check shows it off; a click turns it the other way.
 	ActToggleRecovery
+	// ActContinueInTerminal hands a managed session over to a terminal,
+	// waiting for its turn to end (the window offers the interrupt).
+	ActContinueInTerminal
 )
 
-var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume", "go_to_terminal", "toggle_recovery"}
+var actionNames = []string{"none", "open_session", "nudge", "interrupt", "acknowledge", "open_window", "open_settings", "toggle_pause", "quit", "resume", "go_to_terminal", "toggle_recovery", "continue_in_terminal"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -246,6 +249,9 @@ func sessionItem(s sessions.Session, now time.Time) Item {
 			{Label: "Acknowledge", Action: ActAcknowledge, SessionID: s.ID, Disabled: !view.Allows(s, view.Acknowledge)},
 			{Label: "Stop recovering", Action: ActToggleRecovery, SessionID: s.ID, Checkable: true, Checked: s.RecoveryOff},
 		},
+	}
+	if s.Source == sessions.Managed {
+		it.Children = append(it.Children, Item{Label: "Continue in terminal", Action: ActContinueInTerminal, SessionID: s.ID, Disabled: !view.Allows(s, view.ContinueInTerminal)})
 	}
 	if s.Source != sessions.Managed {
 		it.Children = append(it.Children, Item{Label: "Go to terminal", Action: ActGoToTerminal, SessionID: s.ID, Disabled: !view.Allows(s, view.GoToTerminal)})

@@ -377,15 +377,7 @@ func TestGoToTerminalItem(t *testing.T) {
 		s                 sessions.Session
 		present, disabled bool
 	}{{running, true, false}, {gone, true, true}, {managed, false, false}} {
-		var found *Item
-		for _, c := range sessionItem(tc.s, now).Children {
-			if c.Action == ActGoToTerminal {
-				found = &c
-			}
-		}
-		if (found != nil) != tc.present || found != nil && (found.Label != "Go to terminal" || found.SessionID != tc.s.ID || found.Disabled != tc.disabled) {
-			t.Errorf("%s: item %+v, want present %t disabled %t", tc.s.Name, found, tc.present, tc.disabled)
-		}
+		checkChild(t, tc.s, ActGoToTerminal, "Go to terminal", tc.present, tc.disabled)
 	}
 	if ActGoToTerminal.String() != "go_to_terminal" {
 		t.Error(ActGoToTerminal.String())
@@ -509,5 +501,42 @@ func TestSnapshotOfGroups(t *testing.T) {
 	snap := SnapshotOf(m, now)
 	if len(snap.Sessions) != 2 || len(snap.Groups) != 2 || snap.Groups[1].Heading != "devbox — connecting…" || len(snap.Groups[1].Sessions) != 1 {
 		t.Fatalf("snapshot %+v", snap)
+	}
+}
+
+// "Continue in terminal" is on every managed session, enabled by the shared
+// rule (view.Allows: its agent session id known, no other process on its
+// conversation), never on a terminal session.
+func TestContinueInTerminalItem(t *testing.T) {
+	managed := sess("m1", "managed", sessions.Working, func(s *sessions.Session) {
+		s.PID, s.ProcessAlive, s.InTurn, s.AgentSessionID = 4242, true, true, "sid"
+	})
+	starting := sess("m2", "starting", sessions.Working, func(s *sessions.Session) { s.PID, s.ProcessAlive = 4242, true })
+	terminal := sess("t1", "terminal", sessions.Working, func(s *sessions.Session) {
+		s.Source, s.PID, s.ProcessAlive, s.AgentSessionID = sessions.Observed, 4242, true, "sid"
+	})
+	for _, tc := range []struct {
+		s                 sessions.Session
+		present, disabled bool
+	}{{managed, true, false}, {starting, true, true}, {terminal, false, false}} {
+		checkChild(t, tc.s, ActContinueInTerminal, "Continue in terminal", tc.present, tc.disabled)
+	}
+	if ActContinueInTerminal.String() != "continue_in_terminal" {
+		t.Error(ActContinueInTerminal.String())
+	}
+}
+
+// checkChild checks that s's submenu has (or has not) the item of action a,
+// labelled label, for s, disabled or not.
+func checkChild(t *testing.T, s sessions.Session, a Action, label string, present, disabled bool) {
+	t.Helper()
+	var found *Item
+	for _, c := range sessionItem(s, now).Children {
+		if c.Action == a {
+			found = &c
+		}
+	}
+	if (found != nil) != present || found != nil && (found.Label != label || found.SessionID != s.ID || found.Disabled != disabled) {
+		t.Errorf("%s: item %+v, want present %t disabled %t", s.Name, found, present, disabled)
 	}
 }

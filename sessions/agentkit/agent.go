@@ -64,3 +64,10 @@ func (a Agent[D, P]) Start(_ context.Context, o sessions.StartOptions) (sessions
 func (a Agent[D, P]) ReapOrphan(pid int, stamp string) (bool, error) {
 	return a.adapter().ReapOrphan(pid, stamp)
 }
+
+// TerminalResumeArgs is the command line (command, else the default one)
+// that continues the agent's session id interactively in a terminal
+// (sessions.TerminalResumer).
+func (a Agent[D, P]) TerminalResumeArgs(command, id string) ([]string, error) {
+	return a.adapter().Info.ResumeArgs(command, id)
+}

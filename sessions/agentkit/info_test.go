@@ -23,3 +23,16 @@ func TestLookPathNamesTheSetting(t *testing.T) {
 		t.Fatalf("LookPath(sh) = %q, %v", path, err)
 	}
 }
+
+// An agent without a terminal resume says so; one with it gets the default
+// command when the setting is empty.
+func TestResumeArgs(t *testing.T) {
+	i := testDescriber{}.Info()
+	if _, err := i.ResumeArgs("", "abc"); err == nil || !strings.Contains(err.Error(), "Test Agent sessions cannot be continued in a terminal") {
+		t.Fatalf("err = %v", err)
+	}
+	i.TerminalResume = func(id string) []string { return []string{"-r", id} }
+	if got, err := i.ResumeArgs("", "abc"); err != nil || strings.Join(got, " ") != "no-such-agent-cli -r abc" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}

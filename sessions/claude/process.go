@@ -16,7 +16,11 @@ const CommandSetting = "agents.claude.command"
 // agentInfo names Claude Code to the registry (Agent) and says how its command is
 // found.
 var agentInfo = agentkit.Info{Name: "claude", Display: "Claude Code", Command: "claude",
-	Install: "npm install -g @anthropic-ai/claude-code", Setting: CommandSetting}
+	Install: "npm install -g @anthropic-ai/claude-code", Setting: CommandSetting, TerminalResume: TerminalResume}
+
+// TerminalResume: `claude --resume ID` keeps the session id (no
+// --fork-session), measured on 2.1.328 (e2e/terminal_handover_test.go).
+func TerminalResume(id string) []string { return []string{"--resume", id} }
 
 // Process is one running `claude -p` in stream-json mode that the app owns:
 // its stdin takes prompts and control messages, its stdout is decoded into

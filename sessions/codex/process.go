@@ -20,7 +20,15 @@ const CommandSetting = "agents.codex.command"
 // agentInfo names Codex to the registry (Agent) and says how its command is
 // found.
 var agentInfo = agentkit.Info{Name: "codex", Display: "Codex", Command: "codex",
-	Install: "npm install -g @openai/codex", Setting: CommandSetting}
+	Install: "npm install -g @openai/codex", Setting: CommandSetting, TerminalResume: TerminalResume}
+
+// TerminalResume: `codex resume --no-daemon ID` opens the TUI on thread ID
+// (its rollout goes on under the same id). Without a daemon the TUI itself
+// writes, and holds open, its rollout, which pairs it with its session
+// exactly (codexterm) and ends with it; the 0.171.0 default instead copies
+// an app-server daemon into CODEX_HOME on first use that writes the
+// rollouts and outlives the TUI.
+func TerminalResume(id string) []string { return []string{"resume", "--no-daemon", id} }
 
 // readyWait bounds how long a prompt waits for the thread to be opened
 // when no write timeout is set: thread/start answers in well under a second

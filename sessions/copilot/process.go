@@ -25,7 +25,11 @@ const CommandSetting = "agents.copilot.command"
 // agentInfo names Copilot CLI to the registry (Agent) and says how its command is
 // found.
 var agentInfo = agentkit.Info{Name: "copilot", Display: "Copilot CLI", Command: "copilot",
-	Install: "npm install -g @github/copilot", Setting: CommandSetting}
+	Install: "npm install -g @github/copilot", Setting: CommandSetting, TerminalResume: TerminalResume}
+
+// TerminalResume: `copilot --resume=ID` opens the TUI on that session
+// (the one form copilotterm pairs by the id its command line names).
+func TerminalResume(id string) []string { return []string{"--resume=" + id} }
 
 // compactPrompt is Copilot's own slash command: in prompt mode it makes the
 // summarizing model call and rewrites the session's history (measured on

@@ -21,7 +21,11 @@ const CommandSetting = "agents.gemini.command"
 // agentInfo names Gemini CLI to the registry (Agent) and says how its command is
 // found.
 var agentInfo = agentkit.Info{Name: "gemini", Display: "Gemini CLI", Command: "gemini",
-	Install: "npm install -g @google/gemini-cli", Setting: CommandSetting}
+	Install: "npm install -g @google/gemini-cli", Setting: CommandSetting, TerminalResume: TerminalResume}
+
+// TerminalResume: `gemini --resume ID` opens the TUI on that session (the
+// ACP session id is the id --resume takes).
+func TerminalResume(id string) []string { return []string{"--resume", id} }
 
 // readyWait bounds how long a prompt waits for the session to open: the
 // CLI answers initialize about 5 s after it starts (measured on 0.61.0, two

@@ -32,7 +32,10 @@ const CommandSetting = "agents.opencode.command"
 // agentInfo names OpenCode to the registry (Agent) and says how its command is
 // found.
 var agentInfo = agentkit.Info{Name: "opencode", Display: "OpenCode", Command: "opencode",
-	Install: "npm install -g opencode-ai", Setting: CommandSetting}
+	Install: "npm install -g opencode-ai", Setting: CommandSetting, TerminalResume: TerminalResume}
+
+// TerminalResume: `opencode --session ID` opens the TUI on that session.
+func TerminalResume(id string) []string { return []string{"--session", id} }
 
 // startWait bounds how long a prompt waits for the server to listen and the
 // session to be opened: measured 2–6 s for `opencode serve` 1.18.33 on a

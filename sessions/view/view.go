@@ -208,9 +208,12 @@ const (
 	// Forget removes an ended session from the app (its timeline kept or
 	// deleted).
 	Forget
+	// ContinueInTerminal hands a managed session over to a terminal: its
+	// process stopped, the agent's own resume opened in tmux or an emulator.
+	ContinueInTerminal
 )
 
-var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume", "go_to_terminal", "forget"}
+var actionNames = []string{"acknowledge", "interrupt", "nudge", "approve", "deny", "resume", "go_to_terminal", "forget", "continue_in_terminal"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -236,6 +239,9 @@ func (a Action) String() string {
 //     (Resume is offered beside it).
 //   - Forget needs a session that ended: no process, no turn in flight
 //     (the runtime's Forget refuses the others).
+//   - ContinueInTerminal needs a managed session whose agent session id
+//     is known and that no other process runs (sessions.WhyNoHandover, the
+//     runtime's rule); a turn in flight is waited for or interrupted.
 func Allows(s sessions.Session, a Action) bool {
 	switch a {
 	case Acknowledge:
@@ -253,6 +259,8 @@ func Allows(s sessions.Session, a Action) bool {
 		return s.Source != sessions.Managed && s.PID > 0 && s.ProcessAlive
 	case Forget:
 		return !s.ProcessAlive && !s.InTurn
+	case ContinueInTerminal:
+		return sessions.WhyNoHandover(s) == ""
 	}
 	return false
 }

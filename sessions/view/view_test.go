@@ -217,11 +217,17 @@ func TestAllows(t *testing.T) {
 		{"terminal, resumed (idle)", mk("a", sessions.Idle, deadTerminal), map[Action]bool{Nudge: true, Forget: true}},
 		{"managed, running", mk("a", sessions.Idle, func(s *sessions.Session) { s.ProcessAlive, s.PID = true, 4242 }), map[Action]bool{Nudge: true}},
 		{"managed, interrupted", mk("a", sessions.Interrupted, func(s *sessions.Session) { s.AgentSessionID = "sid" }),
-			map[Action]bool{Nudge: true, Acknowledge: true, Forget: true}},
+			map[Action]bool{Nudge: true, Acknowledge: true, Forget: true, ContinueInTerminal: true}},
+		{"managed, working, its agent session known", mk("a", sessions.Working, func(s *sessions.Session) {
+			s.AgentSessionID, s.InTurn, s.ProcessAlive, s.PID = "sid", true, true, 4242
+		}), map[Action]bool{Interrupt: true, ContinueInTerminal: true}},
+		{"managed, its conversation run by a terminal too", mk("a", sessions.Idle, func(s *sessions.Session) {
+			s.AgentSessionID, s.ProcessAlive, s.PID, s.SharedWith = "sid", true, 4242, "b"
+		}), map[Action]bool{Nudge: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume, GoToTerminal, Forget} {
+			for _, a := range []Action{Acknowledge, Interrupt, Nudge, Approve, Deny, Resume, GoToTerminal, Forget, ContinueInTerminal} {
 				if got := Allows(tc.s, a); got != tc.want[a] {
 					t.Errorf("Allows(%s) = %t, want %t", a, got, tc.want[a])
 				}

@@ -126,6 +126,12 @@ const (
 	// back ("resumed_from").
 	TimelineResumedAs   = "resumed_as"
 	TimelineResumedFrom = "resumed_from"
+	// TimelineHandoverStopped records that a managed session's process was
+	// stopped to continue it in a terminal; TimelineHandedOver that the
+	// terminal's process was found and the session continues as it (the
+	// agent session ids it links).
+	TimelineHandoverStopped = "handover_stopped"
+	TimelineHandedOver      = "handed_over"
 	// TimelineSharedConversation records that another session's process
 	// runs this session's conversation (and, with an empty SharedWith, that
 	// it no longer does).

@@ -468,6 +468,17 @@ func (r router) Resume(ctx context.Context, key string) (sessions.Session, error
 	return r.act(key, func(b Backend, id string) (sessions.Session, error) { return b.Resume(ctx, id) })
 }
 
+// Handover continues a session of this machine in a terminal. One of
+// another machine cannot be: its terminal would open there, not where the
+// person is, so it is refused with the way to do it on that machine.
+func (r router) Handover(ctx context.Context, key string, req localapi.HandoverRequest) (localapi.Handover, error) {
+	if machine, id := model.SplitKey(key); machine != "" {
+		return localapi.Handover{}, fmt.Errorf("session %s runs on machine %s: it cannot be continued in a terminal from here (run `session-supervisor handover %s` on %s)",
+			sessions.ShortID(id), machine, sessions.ShortID(id), machine)
+	}
+	return r.f.o.Local.Handover(ctx, key, req)
+}
+
 func (r router) SetRecovery(ctx context.Context, key string, on bool) (sessions.Session, error) {
 	return r.act(key, func(b Backend, id string) (sessions.Session, error) { return b.SetRecovery(ctx, id, on) })
 }

@@ -56,6 +56,10 @@ func (b backend) Forget(_ context.Context, id string, _ localapi.TimelineChoice)
 func (b backend) Resume(_ context.Context, id string) (sessions.Session, error) {
 	return b.rec("resume", id)
 }
+func (b backend) Handover(_ context.Context, id string, _ localapi.HandoverRequest) (localapi.Handover, error) {
+	s, err := b.rec("handover", id)
+	return localapi.Handover{Session: s}, err
+}
 func (b backend) SetRecovery(_ context.Context, id string, on bool) (sessions.Session, error) {
 	return b.rec(fmt.Sprintf("recovery(%v)", on), id)
 }
@@ -203,6 +207,17 @@ func TestActionsGoToTheOwningMachine(t *testing.T) {
 			if s.ID != tc.key {
 				t.Errorf("%s: returned %q, want %q", tc.name, s.ID, tc.key)
 			}
+		}
+		// A hand-over opens a terminal where the person is: a remote
+		// machine's session is refused here, and never reaches it.
+		if _, err := b.Handover(ctx, "s1@gpu", localapi.HandoverRequest{}); err == nil || !strings.Contains(err.Error(), "runs on machine gpu: it cannot be continued in a terminal from here") {
+			t.Errorf("handover of a remote session: %v", err)
+		}
+		if got := w.takeCalls(); got != "" {
+			t.Errorf("a remote hand-over reached %q", got)
+		}
+		if h, err := b.Handover(ctx, "s1", localapi.HandoverRequest{}); err != nil || w.takeCalls() != "local:handover:s1" || h.Session.ID != "s1" {
+			t.Errorf("handover here: %+v, %v", h, err)
 		}
 		rows, err := b.Timeline(ctx, "s1@gpu", 10)
 		if err != nil || len(rows) != 1 || rows[0].SessionID != "s1@gpu" || w.takeCalls() != "gpu:timeline:s1" {
