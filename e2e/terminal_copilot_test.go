@@ -101,6 +101,12 @@ func TestTerminalCopilotRealTUI(t *testing.T) {
 	if r.Name != "run it [[scenario:tool]]" || r.AgentSessionID != s.AgentSessionID {
 		w.fail("the name %q is not the prompt, or the session id changed: %+v", r.Name, r)
 	}
+	// The turn's model calls (session.usage_record in events.jsonl) are
+	// the session's usage.
+	u := w.observed(10*time.Second, "with the turn's usage", func(s sessions.Session) bool { return s.Usage.Total.Total().Output > 0 })
+	if models := u.Usage.Total.Models(); len(models) != 1 || u.Usage.Total.Total().Input <= 0 {
+		w.fail("usage %+v, want one model's input and output", u.Usage.Total)
+	}
 	// The command really ran: its output went back to the model.
 	if reqs := w.h.api.Requests("tool"); len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].ToolOutput, "hi") {
 		w.fail("the fake saw %+v, want the command's output last", reqs)

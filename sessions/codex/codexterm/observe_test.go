@@ -108,7 +108,7 @@ func TestObserveFollowsARealTurn(t *testing.T) {
 	// turn's model, counted by thread as a managed session counts it.
 	want := sessions.UsageReport{Model: "gpt-fake", Tokens: sessions.Tokens{Input: 200, Output: 40}, Mode: sessions.UsageCumulative,
 		Counter: "01a22e80-e47d-7172-8bd1-361677df9952"}
-	if u := usageOf(evs); u == nil || *u != want {
+	if u := observetest.UsageOf(evs); u == nil || *u != want {
 		t.Fatalf("usage %+v, want %+v", u, want)
 	}
 	w.Kill()
@@ -262,14 +262,6 @@ func TestObserveLoopFollowsALaterRollout(t *testing.T) {
 }
 
 // usageOf is the usage report among evs (nil: none).
-func usageOf(evs []sessions.Event) *sessions.UsageReport {
-	for _, e := range evs {
-		if e.Kind == sessions.EvMetrics && e.Usage != nil {
-			return e.Usage
-		}
-	}
-	return nil
-}
 
 // A rollout read again from its start (the app restarted: a new observer)
 // reports the same running total, which the session counts once.
@@ -283,7 +275,7 @@ func TestObservedUsageCountsOnceAcrossObservers(t *testing.T) {
 	for range 2 {
 		w.Observe()
 		evs, _ := w.Step()
-		if usageOf(evs) == nil {
+		if observetest.UsageOf(evs) == nil {
 			t.Fatalf("no usage from %d events", len(evs))
 		}
 		for _, e := range evs {

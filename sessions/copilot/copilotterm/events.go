@@ -53,6 +53,7 @@ var decoded = map[string]bool{
 	"tool.execution_start": true, "tool.execution_complete": true, "session.error": true, "abort": true,
 	"session.compaction_start": true, "session.compaction_complete": true, "assistant.turn_retry": true,
 	"model.call_failure": true, "subagent.started": true, "subagent.completed": true, "subagent.failed": true,
+	"session.usage_record": true,
 }
 
 // Call is a tool call in flight.
@@ -100,6 +101,9 @@ type Summary struct {
 	// Shutdown: the TUI wrote its clean exit.
 	Shutdown    bool
 	FirstPrompt string
+	// Usage is every model call's tokens the file records (one
+	// session.usage_record each), summed by model.
+	Usage sessions.Usage
 }
 
 // maxOpen bounds the lists a broken file could grow.
@@ -233,5 +237,20 @@ func (s *Summary) apply(ev sessions.Event) {
 	case sessions.EvTurnAborted:
 		s.endTurn()
 		s.Aborted = observe.OrDefault(ev.Detail, "aborted")
+	case sessions.EvMetrics:
+		if u := ev.Usage; u != nil {
+			s.Usage = s.Usage.Add(u.Model, u.Tokens)
+		}
 	}
+}
+
+// usageReports is the file's usage as running totals, one counter per
+// session and model: read again (the app restarted) it adds nothing.
+func usageReports(w Workspace, sum *Summary) []sessions.UsageReport {
+	id := observe.OrDefault(w.ID, sum.SessionID)
+	var out []sessions.UsageReport
+	for _, m := range sum.Usage.Models() {
+		out = append(out, sessions.UsageReport{Model: m, Tokens: sum.Usage[m], Mode: sessions.UsageCumulative, Counter: "events " + id + " " + m})
+	}
+	return out
 }

@@ -311,3 +311,36 @@ func TestWatchListsAStartingTUISoon(t *testing.T) {
 		}
 	})
 }
+
+// The model calls' tokens the file records (session.usage_record, one per
+// call) are the session's usage: a running total per model, what the file
+// held when found reported as backfill, a call written while watched as
+// spending.
+func TestObserveUsage(t *testing.T) {
+	w := newWorld(t)
+	ls := readLines(t, "tui_tool.jsonl")
+	head, rest := upTo(t, ls, "session.usage_record")
+	w.append(head)
+	w.Observe()
+	evs, _ := w.Step()
+	want := sessions.UsageReport{Model: "gpt-4.1", Tokens: sessions.Tokens{Input: 100, Output: 20}, Mode: sessions.UsageCumulative,
+		Counter: "events " + sid + " gpt-4.1", Backfill: true}
+	if u := observetest.UsageOf(evs); u == nil || *u != want {
+		t.Fatalf("found: usage %+v, want %+v", u, want)
+	}
+	w.append(lines(rest...))
+	evs, _ = w.Step()
+	want.Tokens, want.Backfill = sessions.Tokens{Input: 200, Output: 40}, false
+	if u := observetest.UsageOf(evs); u == nil || *u != want {
+		t.Fatalf("watched: usage %+v, want %+v", u, want)
+	}
+	// Applied, the session counts each call once.
+	var s sessions.Session
+	for _, u := range []sessions.UsageReport{{Model: "gpt-4.1", Tokens: sessions.Tokens{Input: 100, Output: 20}, Mode: sessions.UsageCumulative, Counter: want.Counter, Backfill: true}, want, want} {
+		s = sessions.Apply(s, sessions.Event{Kind: sessions.EvMetrics, Usage: &u}, time.Now())
+	}
+	if got := s.Usage.Total["gpt-4.1"]; got != (sessions.Tokens{Input: 200, Output: 40}) {
+		t.Errorf("the session's total %+v", got)
+	}
+}
+

@@ -253,5 +253,6 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		// The directory's name is the id `copilot --resume` takes.
 		SessionID: func(w Workspace, sum *Summary) string { return observe.OrDefault(w.ID, sum.SessionID) },
 		Gone:      "the Copilot terminal was closed, or it was killed",
+		Usage:     usageReports,
 	}, s.ProcessAlive, es)
 }

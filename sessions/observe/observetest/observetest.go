@@ -7,6 +7,7 @@ package observetest
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -114,14 +115,26 @@ func (w *World[P, O]) Quiet() {
 type Step func() ([]sessions.Event, bool)
 
 // Observed steps once and returns the one EvObserved it must send (the
-// test fails otherwise).
+// test fails otherwise); usage reports may come beside it (what the file
+// says was spent, checked by the usage tests).
 func Observed(t testing.TB, step Step) sessions.Event {
 	t.Helper()
-	evs, done := step()
+	all, done := step()
+	evs := slices.DeleteFunc(all, func(e sessions.Event) bool { return e.Kind == sessions.EvMetrics && e.Usage != nil })
 	if done || len(evs) != 1 || evs[0].Kind != sessions.EvObserved {
 		t.Fatalf("want one observation, got %+v (done %v)", evs, done)
 	}
 	return evs[0]
+}
+
+// UsageOf is the first usage report among evs (nil when none).
+func UsageOf(evs []sessions.Event) *sessions.UsageReport {
+	for _, e := range evs {
+		if e.Kind == sessions.EvMetrics && e.Usage != nil {
+			return e.Usage
+		}
+	}
+	return nil
 }
 
 // Quiet steps once and fails the test when anything is sent: nothing
