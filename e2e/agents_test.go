@@ -93,9 +93,9 @@ type e2eAgent struct {
 	// reapRecorded: the boot decision records that the supervisor stopped
 	// the dead app's agent process.
 	reapRecorded bool
-	// reportsUsage: the agent's stream reports the turn's tokens (Copilot's
-	// -p stream does not; its events file does), so `usage` lists the
-	// session with what the fake API counted.
+	// reportsUsage: the agent reports the turn's tokens (on its stream, or
+	// Copilot in its events file), so `usage` lists the session with what
+	// the fake API counted.
 	reportsUsage bool
 	// unpinnedTimelines: the suite never pinned the tool and approval
 	// timelines for this agent; they are not asserted.
@@ -433,8 +433,15 @@ func (h *agentE2E) checkUsage(agent string) {
 			} `json:"equivalent_api_cost"`
 		} `json:"rows"`
 	}
-	if err := json.Unmarshal([]byte(h.mustCLI("usage", "--by", "agent", "--json")), &rep); err != nil {
-		h.t.Fatal(err)
+	// A process-per-turn agent's tokens come when its turn's process has
+	// ended (Copilot's, from its events file): shortly after the review.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := json.Unmarshal([]byte(h.mustCLI("usage", "--by", "agent", "--json")), &rep); err != nil {
+			h.t.Fatal(err)
+		}
+		if len(rep.Rows) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(rep.Rows) != 1 || rep.Rows[0].Key != agent || rep.Rows[0].Sessions != 1 || rep.Rows[0].Tokens.Input+rep.Rows[0].Tokens.CacheRead <= 0 ||
 		rep.Rows[0].Tokens.Output <= 0 || rep.Rows[0].Cost.Total <= 0 || rep.Rows[0].Cost.Label != "equivalent API cost" {

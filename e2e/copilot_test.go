@@ -27,8 +27,9 @@ import (
 // every tool allowed (prompt mode asks no one); the turn's process group is
 // Copilot (interrupt is SIGINT to it: Copilot's abort).
 var copilotE2EAgent = &e2eAgent{
-	name:   "copilot",
-	binary: fakeapi.CopilotBinary,
+	name:         "copilot",
+	reportsUsage: true,
+	binary:       fakeapi.CopilotBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
 		api := startFakeAPI(h, fakeapi.Start)
 		proxyURL, refused, closeProxy, err := fakeapi.StartRefusingProxy()

@@ -73,6 +73,10 @@ type Process struct {
 	exitSignal string
 	waited     chan struct{}
 	skipped    int64
+	// backfill is a resumed session's usage as its events.jsonl held it
+	// at the start (spent before this session watched), sent once with
+	// the first turn.
+	backfill []sessions.UsageReport
 }
 
 // turnProc is one turn's `copilot -p` process.
@@ -168,8 +172,15 @@ func Start(opts ProcessOptions) (*Process, error) {
 			return nil, fmt.Errorf("copilot working directory %s: not a directory (%v)", opts.Cwd, err)
 		}
 	}
-	return &Process{opts: opts, path: path, sessionID: id, events: make(chan sessions.Event, 64),
-		stderr: &pipeio.Ring{Max: agentkit.StderrKeep}, waited: make(chan struct{})}, nil
+	p := &Process{opts: opts, path: path, sessionID: id, events: make(chan sessions.Event, 64),
+		stderr: &pipeio.Ring{Max: agentkit.StderrKeep}, waited: make(chan struct{})}
+	if opts.ResumeID != "" {
+		p.backfill = usageReports(EventsPath(opts.Env, id), id)
+		for i := range p.backfill {
+			p.backfill[i].Backfill = true
+		}
+	}
+	return p, nil
 }
 
 // SessionID is Copilot's id for the session.
@@ -288,6 +299,13 @@ func (p *Process) pump(t *turnProc) {
 	if t.compact {
 		p.send(sessions.Event{Kind: sessions.EvCompactionStarted})
 	}
+	p.mu.Lock()
+	backfill := p.backfill
+	p.backfill = nil
+	p.mu.Unlock()
+	for _, u := range backfill {
+		p.send(sessions.Event{Kind: sessions.EvMetrics, Detail: "session.usage_record", Usage: &u})
+	}
 	var ended, failed bool
 	for {
 		line, err := t.dec.Next()
@@ -307,6 +325,11 @@ func (p *Process) pump(t *turnProc) {
 		}
 	}
 	werr := t.cmd.Wait()
+	// The turn's model calls are in the session's events.jsonl, written
+	// by the process that just ended.
+	for _, u := range usageReports(EventsPath(p.opts.Env, p.sessionID), p.sessionID) {
+		p.send(sessions.Event{Kind: sessions.EvMetrics, Detail: "session.usage_record", Usage: &u})
+	}
 	code, sig := proctree.ExitStatus(t.cmd.ProcessState)
 	if werr != nil && t.cmd.ProcessState == nil {
 		code = -1

@@ -250,7 +250,7 @@ func usageReports(w Workspace, sum *Summary) []sessions.UsageReport {
 	id := observe.OrDefault(w.ID, sum.SessionID)
 	var out []sessions.UsageReport
 	for _, m := range sum.Usage.Models() {
-		out = append(out, sessions.UsageReport{Model: m, Tokens: sum.Usage[m], Mode: sessions.UsageCumulative, Counter: "events " + id + " " + m})
+		out = append(out, sessions.UsageReport{Model: m, Tokens: sum.Usage[m], Mode: sessions.UsageCumulative, Counter: copilot.UsageCounter(id, m)})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/copilot"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 	"github.com/session-supervisor/session-supervisor/sessions/observe/observetest"
 )
@@ -324,7 +325,7 @@ func TestObserveUsage(t *testing.T) {
 	w.Observe()
 	evs, _ := w.Step()
 	want := sessions.UsageReport{Model: "gpt-4.1", Tokens: sessions.Tokens{Input: 100, Output: 20}, Mode: sessions.UsageCumulative,
-		Counter: "events " + sid + " gpt-4.1", Backfill: true}
+		Counter: copilot.UsageCounter(sid, "gpt-4.1"), Backfill: true}
 	if u := observetest.UsageOf(evs); u == nil || *u != want {
 		t.Fatalf("found: usage %+v, want %+v", u, want)
 	}
@@ -343,4 +344,3 @@ func TestObserveUsage(t *testing.T) {
 		t.Errorf("the session's total %+v", got)
 	}
 }
-
