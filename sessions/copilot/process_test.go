@@ -103,15 +103,25 @@ func kindsOf(evs []sessions.Event) []sessions.EventKind {
 	return out
 }
 
-func closed(t *testing.T, p *Process) {
+func closed(t *testing.T, p *Process) []sessions.Event {
 	t.Helper()
-	select {
-	case ev, ok := <-p.Events():
-		if ok {
+	var usage []sessions.Event
+	for {
+		select {
+		case ev, ok := <-p.Events():
+			if !ok {
+				return usage
+			}
+			if ev.Kind == sessions.EvMetrics && ev.Usage != nil {
+				// The last turn's tokens, read from the events file
+				// when its process ended.
+				usage = append(usage, ev)
+				continue
+			}
 			t.Fatalf("Events still open: %+v", ev)
+		case <-time.After(30 * time.Second):
+			t.Fatal("Events not closed")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Events not closed")
 	}
 }
 

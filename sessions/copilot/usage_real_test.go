@@ -1,7 +1,6 @@
 package copilot
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
@@ -18,8 +16,9 @@ import (
 // call and a reply with known counts, prints no token counts on stdout
 // (measured on 1.0.102: the JSON output's result has premium requests and
 // durations only); its session file, events.jsonl, has one
-// session.usage_record per model call, which the decoder reads as the
-// calls' usage, cache apart.
+// session.usage_record per model call, which the process reads when the
+// turn's process ends: the calls' usage, cache apart, counted once however
+// often the file is read.
 func TestRealUsage(t *testing.T) {
 	w := newWorld(t)
 	p := w.start(t, "[[scenario:usage]] run it")
@@ -28,28 +27,15 @@ func TestRealUsage(t *testing.T) {
 	for _, e := range seen {
 		s = sessions.Apply(s, e, time.Now())
 	}
-	if err := p.CloseInput(); err != nil {
-		t.Fatal(err)
-	}
-	closed(t, p)
 	if len(s.Usage.Total) != 0 {
 		t.Errorf("stdout carried usage %+v: update the doc (pricing) and this test", s.Usage.Total)
 	}
-
-	home := envValue(w.opts.Env, "HOME")
-	files, _ := filepath.Glob(filepath.Join(home, ".copilot", "session-state", p.SessionID(), "events.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("session file %v under %s", files, home)
-	}
-	f, err := os.Open(files[0])
-	if err != nil {
+	if err := p.CloseInput(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	for _, l := range agenttest.Drain(t, NewDecoder(f, 0)) {
-		for _, e := range l.Events {
-			s = sessions.Apply(s, e, time.Now())
-		}
+	usage := closed(t, p)
+	for _, e := range append(usage, usage...) { // read twice: counted once
+		s = sessions.Apply(s, e, time.Now())
 	}
 	var want sessions.Tokens
 	for _, u := range []fakeserver.Usage{fakeserver.UsageCall, fakeserver.UsageAnswer} {
@@ -57,6 +43,10 @@ func TestRealUsage(t *testing.T) {
 	}
 	if got := (sessions.Usage{fakeapi.Model: want}); !reflect.DeepEqual(s.Usage.Total, got) {
 		t.Errorf("usage from events.jsonl %+v, want %+v", s.Usage.Total, got)
+	}
+	home := envValue(w.opts.Env, "HOME")
+	if got := EventsPath(w.opts.Env, p.SessionID()); got != filepath.Join(home, ".copilot", "session-state", p.SessionID(), "events.jsonl") {
+		t.Errorf("events file %s, want the session's under its HOME", got)
 	}
 }
 

@@ -17,20 +17,24 @@ import (
 // on 1.0.102). A managed session reads them there when a turn's process
 // ends.
 
-// EventsPath is the session's events.jsonl under Copilot's home: the
-// COPILOT_HOME of env (the session's added environment), else of this
-// process, else ~/.copilot.
+// EventsPath is the session's events.jsonl under Copilot's home, as the
+// CLI finds it in its environment (this process's with env, the
+// session's, added): COPILOT_HOME, else HOME's .copilot.
 func EventsPath(env []string, sessionID string) string {
-	home := os.Getenv("COPILOT_HOME")
+	home, user := os.Getenv("COPILOT_HOME"), os.Getenv("HOME")
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "COPILOT_HOME="); ok {
 			home = v
 		}
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			user = v
+		}
 	}
 	if home == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			home = filepath.Join(h, ".copilot")
+		if user == "" {
+			user, _ = os.UserHomeDir()
 		}
+		home = filepath.Join(user, ".copilot")
 	}
 	return filepath.Join(home, "session-state", sessionID, "events.jsonl")
 }

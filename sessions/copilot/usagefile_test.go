@@ -56,12 +56,20 @@ func TestFileUsage(t *testing.T) {
 func TestUsageReports(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("COPILOT_HOME", "/elsewhere")
+	t.Setenv("HOME", "/home/someone")
 	path := EventsPath([]string{"COPILOT_HOME=" + home}, "s-1")
 	if path != filepath.Join(home, "session-state", "s-1", "events.jsonl") {
 		t.Fatalf("path %s", path)
 	}
 	if got := EventsPath(nil, "s-1"); got != "/elsewhere/session-state/s-1/events.jsonl" {
 		t.Errorf("path from this process's COPILOT_HOME: %s", got)
+	}
+	t.Setenv("COPILOT_HOME", "")
+	if got := EventsPath([]string{"HOME=/h"}, "s-1"); got != "/h/.copilot/session-state/s-1/events.jsonl" {
+		t.Errorf("path under the session's HOME: %s", got)
+	}
+	if got := EventsPath(nil, "s-1"); got != "/home/someone/.copilot/session-state/s-1/events.jsonl" {
+		t.Errorf("path under this process's HOME: %s", got)
 	}
 	if got := usageReports(path, "s-1"); got != nil {
 		t.Errorf("no file yet: %+v", got)
