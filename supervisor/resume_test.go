@@ -293,8 +293,16 @@ func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
 	set := settings.Defaults()
 	set.ResumeTerminal = true
 	set.AgentCommands = map[string]string{"claude": g.fake}
-	g.rt.Tick(ctx, set)
-	g.rt.Settle()
+	// A tick passes over a session whose events are being applied (the
+	// observer saying the process went): the loop's next tick takes it,
+	// as here (one tick was not enough on a loaded machine).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		g.rt.Tick(ctx, set)
+		g.rt.Settle()
+		if slices.ContainsFunc(g.rt.Sessions(), func(r sessions.Session) bool { return r.ResumedFrom == s.ID }) || time.Now().After(deadline) {
+			break
+		}
+	}
 	checkResumed(t, g, s, args, "supervisor")
 	rows := dbTimeline(t, g.store, s.ID)
 	if kinds := strings.Join(rowKinds(rows), " "); !strings.Contains(kinds, core.TimelineMarkedInterrupted) {
