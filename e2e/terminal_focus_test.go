@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -250,18 +251,53 @@ func startX11World(t *testing.T, home string) *x11World {
 		}
 	}
 	x.env = append(x.env, "DISPLAY="+x.display, "HOME="+home)
-	x.start("openbox", "--sm-disable")
 	// 10 s was not enough once with four X worlds starting side by side
-	// on a loaded two-core machine.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// on a loaded two-core machine, and once in a full run openbox was
+	// not up after 30 s: one that exits is started again, and what it
+	// said is in the failure.
+	var said strings.Builder
+	var mu sync.Mutex
+	startWM := func() <-chan struct{} {
+		cmd := exec.Command("openbox", "--sm-disable")
+		cmd.Env = x.env
+		out := &lockedWriter{mu: &mu, w: &said}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting openbox: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		return exited
+	}
+	exited := startWM()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if out, err := x.output("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"); err == nil && strings.Contains(out, "window id") {
 			break
 		}
+		select {
+		case <-exited:
+			exited = startWM()
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("openbox did not start")
+			mu.Lock()
+			t.Fatalf("openbox did not start in 60 s; it said: %q", said.String())
 		}
 	}
 	return x
+}
+
+// lockedWriter serialises writes of two streams into one builder.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func (x *x11World) start(name string, args ...string) *exec.Cmd {
