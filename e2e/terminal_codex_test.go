@@ -122,6 +122,25 @@ func TestTerminalCodexRealTUI(t *testing.T) {
 	t.Logf("evidence: %s (%s after the start); usage %+v", r.Evidence, time.Since(w.start).Round(time.Millisecond), u.Usage.Total)
 }
 
+// The plan's windows Codex writes into the rollout's token counts (from
+// the fake's x-codex-* headers: fakeapi.PlanWindowHeader) reach the
+// terminal session as they reach a managed one: the primary window 42%
+// used and resetting in about two hours, the secondary 12%.
+func TestTerminalCodexRealTUIPlanWindows(t *testing.T) {
+	t.Parallel()
+	w := startCodexTUI(t, fakeapi.Config{})
+	start := time.Now()
+	w.submit("plan it [[scenario:plan]]")
+	s := w.observed(60*time.Second, "with its plan windows", func(s sessions.Session) bool { return len(s.RateWindows) == 2 })
+	for _, rw := range s.RateWindows {
+		want := map[string]float64{"primary": 42, "secondary": 12}[rw.Kind]
+		if rw.Used != want || rw.Length == 0 || rw.ResetsAt.Before(start.Add(time.Hour)) {
+			w.fail("window %+v, want %s %v%% used, its length and a reset in hours", rw, rw.Kind, want)
+		}
+	}
+	t.Logf("windows %+v (%s after the prompt)", s.RateWindows, time.Since(start).Round(time.Millisecond))
+}
+
 // Under approval_policy on-request a command that must leave the sandbox
 // is put to the user in the terminal; the rollout shows the call asking
 // for it with no output, and the app shows Waiting on user (permission)

@@ -563,23 +563,42 @@ func (s *state) rateLimits(p *params) {
 // rateWindows are the account's plan windows as Codex reports them (a
 // ChatGPT login's; with an API key both are null, measured with 0.171.0):
 // used percent, length and reset time, the primary (short) window and the
-// secondary (weekly) one. A figure out of range is dropped, not guessed.
+// secondary (weekly) one.
 func rateWindows(p *params) []sessions.RateWindow {
 	var out []sessions.RateWindow
 	for i, w := range []*rateWindow{p.RateLimits.Primary, p.RateLimits.Secondary} {
-		if w == nil || !(w.UsedPercent >= 0 && w.UsedPercent <= 1000) {
+		if w == nil {
 			continue
 		}
-		rw := sessions.RateWindow{Kind: [...]string{"primary", "secondary"}[i], Used: min(w.UsedPercent, 100)}
-		if w.ResetsAt > 0 && w.ResetsAt < 1e11 {
-			rw.ResetsAt = time.Unix(int64(w.ResetsAt), 0).UTC()
+		if rw, ok := PlanWindow(i == 1, w.UsedPercent, w.WindowDurationMins, time.Unix(int64(min(max(w.ResetsAt, 0), 1e11)), 0)); ok {
+			out = append(out, rw)
 		}
-		if w.WindowDurationMins > 0 && w.WindowDurationMins < 1e6 {
-			rw.Length = time.Duration(w.WindowDurationMins * float64(time.Minute))
-		}
-		out = append(out, rw)
 	}
 	return out
+}
+
+// PlanWindow is one of Codex's two plan windows (the primary, short one,
+// or the secondary, weekly one) as a session keeps it, from what Codex
+// reports of it wherever it does (the app-server's account rate limits, a
+// rollout's token_count): its used percent, its length in minutes, its
+// reset time. A figure out of range is dropped, not guessed; ok is false
+// when the used percent is.
+func PlanWindow(secondary bool, usedPercent, windowMins float64, resetsAt time.Time) (sessions.RateWindow, bool) {
+	if !(usedPercent >= 0 && usedPercent <= 1000) {
+		return sessions.RateWindow{}, false
+	}
+	rw := sessions.RateWindow{Kind: "primary", Used: min(usedPercent, 100)}
+	if secondary {
+		rw.Kind = "secondary"
+	}
+	// Unix 0 is no reset time; anything past year 5000 is garbage.
+	if u := resetsAt.Unix(); u > 0 && u < 1e11 {
+		rw.ResetsAt = resetsAt.UTC()
+	}
+	if windowMins > 0 && windowMins < 1e6 {
+		rw.Length = time.Duration(windowMins * float64(time.Minute))
+	}
+	return rw, true
 }
 
 // planProgress counts a plan update's steps by status (pending,

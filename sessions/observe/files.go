@@ -47,6 +47,12 @@ type Files[F any, T any, S interface {
 	// however often it is sent (a running total, sessions.UsageCumulative),
 	// since a file read again reports it again.
 	Usage func(F, S) []sessions.UsageReport
+	// RateWindows, when set, are the plan usage windows the file last
+	// reported (none: nil), called at every look; a window that differs
+	// from the last one sent of its kind goes out as an EvMetrics, unless
+	// it has reset already (an old file's reading says nothing of the
+	// account now).
+	RateWindows func(F, S) []sessions.RateWindow
 }
 
 // Look is what one step of a FileObserver read: the process probe, the
@@ -74,6 +80,8 @@ type FileObserver[F any, T any, S interface {
 	file  Follower[T, S]
 	// usage is the last usage report sent, by counter.
 	usage map[string]sessions.UsageReport
+	// windows is the last plan window sent, by kind.
+	windows map[string]sessions.RateWindow
 	// looked: the first Step is done (its usage reports were backfill).
 	looked bool
 
@@ -160,9 +168,30 @@ func (o *FileObserver[F, T, S]) Step() (evs []sessions.Event, done bool) {
 			evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, AgentSessionID: o.files.SessionID(o.pair, sum), PID: o.es.PID, Usage: &u})
 		}
 	}
+	if o.files.RateWindows != nil {
+		evs = append(evs, o.newWindows(o.files.RateWindows(o.pair, sum), o.files.SessionID(o.pair, sum))...)
+	}
 	o.looked = true
 	if gone {
 		return append(evs, Ended(o.es.PID, o.files.Gone)), true
 	}
 	return evs, false
+}
+
+// newWindows are the events of the windows in ws not sent yet as they are
+// (one window per event), a window that has reset already left out.
+func (o *FileObserver[F, T, S]) newWindows(ws []sessions.RateWindow, id string) []sessions.Event {
+	var evs []sessions.Event
+	now := time.Now()
+	for _, w := range ws {
+		if last, ok := o.windows[w.Kind]; ok && last == w || !w.ResetsAt.IsZero() && !w.ResetsAt.After(now) {
+			continue
+		}
+		if o.windows == nil {
+			o.windows = map[string]sessions.RateWindow{}
+		}
+		o.windows[w.Kind] = w
+		evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, Detail: "rate limits", AgentSessionID: id, PID: o.es.PID, RateWindow: &w})
+	}
+	return evs
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/codex"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
@@ -106,9 +107,25 @@ type rateLimits struct {
 	Secondary *window `json:"secondary"`
 }
 
+// window is one plan window of a token_count's rate_limits: resets_at is
+// unix seconds (0.171.0); older releases wrote resets_in_seconds instead,
+// counted from the record's time.
 type window struct {
-	UsedPercent float64 `json:"used_percent"`
-	ResetsAt    int64   `json:"resets_at"`
+	UsedPercent     float64 `json:"used_percent"`
+	WindowMinutes   float64 `json:"window_minutes"`
+	ResetsAt        int64   `json:"resets_at"`
+	ResetsInSeconds int64   `json:"resets_in_seconds"`
+}
+
+// resets is when the window resets, zero when the record does not say.
+func (w *window) resets(at time.Time) time.Time {
+	switch {
+	case w.ResetsAt > 0 && w.ResetsAt < 1e11:
+		return time.Unix(w.ResetsAt, 0).UTC()
+	case w.ResetsInSeconds > 0 && w.ResetsInSeconds < 1e9 && !at.IsZero():
+		return at.Add(time.Duration(w.ResetsInSeconds) * time.Second).UTC()
+	}
+	return time.Time{}
 }
 
 // Call is a tool call the model made and the CLI has not answered yet.
@@ -153,6 +170,9 @@ type Summary struct {
 	// ResetsAt is when the exhausted rate-limit window lifts (from the
 	// latest token_count), zero when none is known.
 	ResetsAt time.Time
+	// Windows are the plan's usage windows the latest token_count with
+	// any reported (a ChatGPT login's; null with an API key).
+	Windows []sessions.RateWindow
 	// ApprovalPolicy is the latest turn_context's approval_policy.
 	ApprovalPolicy string
 	// Model is the latest turn_context's model.
@@ -236,7 +256,10 @@ func (s *Summary) event(p *payload, at time.Time) {
 		s.InTurn, s.Ended, s.Aborted, s.Failure, s.Open = false, true, observe.OrDefault(p.Reason, "aborted"), nil, nil
 	case "token_count":
 		if rl := p.RateLimits; rl != nil {
-			s.ResetsAt = exhausted(rl)
+			s.ResetsAt = exhausted(rl, at)
+			if ws := planWindows(rl, at); len(ws) > 0 {
+				s.Windows = ws
+			}
 		}
 		if p.Info != nil && p.Info.Total != nil {
 			t := p.Info.Total
@@ -247,17 +270,33 @@ func (s *Summary) event(p *payload, at time.Time) {
 
 // exhausted is the reset of the window that is used up (the later one
 // when both are), zero when none is.
-func exhausted(rl *rateLimits) time.Time {
+func exhausted(rl *rateLimits, at time.Time) time.Time {
 	var reset time.Time
 	for _, w := range []*window{rl.Primary, rl.Secondary} {
-		if w == nil || w.UsedPercent < 100 || w.ResetsAt <= 0 {
+		if w == nil || w.UsedPercent < 100 {
 			continue
 		}
-		if t := time.Unix(w.ResetsAt, 0).UTC(); t.After(reset) {
+		if t := w.resets(at); t.After(reset) {
 			reset = t
 		}
 	}
 	return reset
+}
+
+// planWindows are a token_count's windows as a managed Codex session
+// keeps its account's (codex.PlanWindow): the same kinds, so a thread
+// resumed in the background carries on the same windows.
+func planWindows(rl *rateLimits, at time.Time) []sessions.RateWindow {
+	var out []sessions.RateWindow
+	for i, w := range []*window{rl.Primary, rl.Secondary} {
+		if w == nil {
+			continue
+		}
+		if rw, ok := codex.PlanWindow(i == 1, w.UsedPercent, w.WindowMinutes, w.resets(at)); ok {
+			out = append(out, rw)
+		}
+	}
+	return out
 }
 
 func (s *Summary) item(p *payload) {

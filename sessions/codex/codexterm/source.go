@@ -234,6 +234,9 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		SessionID: func(r Rollout, _ *Summary) string { return r.Meta.ID },
 		Gone:      "the Codex terminal was closed, or it was killed",
 		Usage:     rolloutUsage,
+		// The account's windows from the latest token_count that had
+		// them, as a managed session gets them from the app-server.
+		RateWindows: func(_ Rollout, sum *Summary) []sessions.RateWindow { return sum.Windows },
 	}, s.ProcessAlive, es)
 }
 
