@@ -30,9 +30,13 @@ const (
 	line401        = `{"jsonrpc":"2.0","id":3,"error":{"code":401,"message":"{\"error\":{\"code\":401,\"message\":\"API key not valid. Please pass a valid API key.\",\"status\":\"UNAUTHENTICATED\"}}"}}`
 	line400        = `{"jsonrpc":"2.0","id":3,"error":{"code":400,"message":"{\"error\":{\"code\":400,\"message\":\"The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).\",\"status\":\"INVALID_ARGUMENT\"}}"}}`
 	line429        = `{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).\nSuggested retry after 1s."}}`
-	lineDaily      = `{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"You have exhausted your daily quota on this model."}}`
-	line503        = `{"jsonrpc":"2.0","id":3,"error":{"code":503,"message":"The model is overloaded. Please try again later."}}`
-	lineNotFound   = `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Session not found: bf7a1e56"}}`
+	// line429Hourly is a RetryInfo delay past the CLI's 300 s retry
+	// ceiling: a TerminalQuotaError that keeps the delay in its words
+	// (0.61.0, the fake's quota_hourly scenario).
+	line429Hourly = `{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).\nSuggested retry after 3600s."}}`
+	lineDaily     = `{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"You have exhausted your daily quota on this model."}}`
+	line503       = `{"jsonrpc":"2.0","id":3,"error":{"code":503,"message":"The model is overloaded. Please try again later."}}`
+	lineNotFound  = `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Session not found: bf7a1e56"}}`
 )
 
 // stream decodes lines with a decoder that sent the requests 1-3.
@@ -77,6 +81,8 @@ func TestDecodeStream(t *testing.T) {
 			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.ContextOverflow, time.Time{}},
 		{"rate limit with the CLI's suggested delay", []string{lineNew, line429},
 			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.RateLimit, now.Add(time.Second)},
+		{"rate limit past the CLI's retries: its delay is the reset", []string{lineNew, line429Hourly},
+			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.RateLimit, now.Add(time.Hour)},
 		{"daily quota, no reset given", []string{lineNew, lineDaily},
 			[]sessions.EventKind{sessions.EvSessionInit, sessions.EvTurnFailed}, sessions.RateLimit, time.Time{}},
 		{"overloaded", []string{lineNew, line503},

@@ -224,17 +224,24 @@ func TestProcessRealFailures(t *testing.T) {
 		kind     sessions.FailureKind
 		retryAt  bool
 		attempts int
+		// in is when the reset is due, when the test knows (0: not checked).
+		in time.Duration
 	}{
-		{"429", sessions.RateLimit, true, 2},
-		{"quota", sessions.RateLimit, false, 1},
-		{"too_long", sessions.ContextOverflow, false, 1},
-		{"401", sessions.Auth, false, 0},
-		{"403", sessions.Auth, false, 0},
+		{"429", sessions.RateLimit, true, 2, 0},
+		// A daily quota's RetryInfo does not reach the client: the CLI
+		// replaces the message ("You have exhausted your daily quota").
+		{"quota", sessions.RateLimit, false, 1, 0},
+		// A delay past the CLI's retry ceiling does, in its words.
+		{"quota_hourly", sessions.RateLimit, true, 1, time.Hour},
+		{"too_long", sessions.ContextOverflow, false, 1, 0},
+		{"401", sessions.Auth, false, 0, 0},
+		{"403", sessions.Auth, false, 0, 0},
 	}
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
 	for _, c := range cases {
 		t.Run(c.scenario, func(t *testing.T) {
+			sent := time.Now()
 			if err := p.SendPrompt("[[scenario:" + c.scenario + "]] hi"); err != nil {
 				t.Fatal(err)
 			}
@@ -242,6 +249,9 @@ func TestProcessRealFailures(t *testing.T) {
 			e := last(evs)
 			if e.Kind != sessions.EvTurnFailed || e.Failure.Kind != c.kind || e.Failure.RetryAt.IsZero() == c.retryAt {
 				t.Errorf("got %v %+v, want a %v failure (reset time %v)", e.Kind, e.Failure, c.kind, c.retryAt)
+			}
+			if at := e.Failure.RetryAt; c.in > 0 && (at.Before(sent.Add(c.in-time.Second)) || at.After(time.Now().Add(c.in))) {
+				t.Errorf("reset at %v, want %v after the prompt (%v)", at, c.in, sent)
 			}
 			if n := len(w.api.Requests(c.scenario)); c.attempts > 0 && n != c.attempts {
 				t.Errorf("%d requests, want %d", n, c.attempts)

@@ -224,6 +224,9 @@ func RetryInfo(delay string) string {
 	return fmt.Sprintf(`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":%q}`, delay)
 }
 
+// HourlyRetryDelay is the quota_hourly scenario's RetryInfo delay.
+const HourlyRetryDelay = "3600s"
+
 // The error bodies the built-in scenarios send, as the API words them.
 var (
 	// Body429 is a per-minute rate limit: the CLI retries it (a
@@ -234,6 +237,13 @@ var (
 	BodyDailyQuota = ErrorBody(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota, please check your plan and billing details.",
 		`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}`,
 		RetryInfo("30s"))
+	// BodyHourlyQuota is a limit that lifts in an hour (RetryInfo past
+	// the CLI's 300 s retry ceiling, no daily quota id): the CLI gives up
+	// at once but keeps the delay in its message ("Suggested retry after
+	// 3600s.", a TerminalQuotaError).
+	BodyHourlyQuota = ErrorBody(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).",
+		`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count","quotaId":"GenerateContentPaidTierInputTokensPerModelPerHour"}]}`,
+		RetryInfo(HourlyRetryDelay))
 	BodyTooLong = ErrorBody(400, "INVALID_ARGUMENT", "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).")
 	Body401     = ErrorBody(401, "UNAUTHENTICATED", "API key not valid. Please pass a valid API key.")
 	Body403     = ErrorBody(403, "PERMISSION_DENIED", "Permission denied: Consumer 'api_key:fake' has been suspended.")
@@ -291,6 +301,7 @@ func Builtin() map[string]ScenarioFunc {
 		// settings (general.maxAttempts 2): the third is the supervisor's.
 		"429then_ok":    failThenOK(2, 429, Body429),
 		"quota":         fail(429, BodyDailyQuota),
+		"quota_hourly":  fail(429, BodyHourlyQuota),
 		"too_long":      fail(400, BodyTooLong),
 		"too_long_once": failThenOK(1, 400, BodyTooLong),
 		"401":           fail(401, Body401),
