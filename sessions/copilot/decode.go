@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
@@ -41,6 +42,9 @@ type LineInfo struct {
 type wire struct {
 	Type      string `json:"type"`
 	Ephemeral bool   `json:"ephemeral"`
+	// Timestamp is when the CLI wrote the event (RFC 3339): a rate
+	// limit's "reset in 2 hours" counts from it.
+	Timestamp string `json:"timestamp"`
 	// SessionID and ExitCode are the final `result` line's.
 	SessionID string `json:"sessionId"`
 	ExitCode  *int   `json:"exitCode"`
@@ -286,7 +290,12 @@ func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
 			Detail: sessions.SanitizeMessage(d.Reason)}}, info, nil
 	case kError:
 		t.ended = true
-		return []sessions.Event{{Kind: sessions.EvTurnFailed, Failure: classify(d.ErrorType, d.ErrorCode+" "+d.ProviderErrorType, d.StatusCode, d.Message)}}, info, nil
+		ev := sessions.Event{Kind: sessions.EvTurnFailed, Failure: classify(d.ErrorType, d.ErrorCode+" "+d.ProviderErrorType, d.StatusCode, d.Message)}
+		if ev.Failure.Kind == sessions.RateLimit {
+			at, _ := time.Parse(time.RFC3339Nano, w.Timestamp)
+			ev.Failure.RetryAt, ev.RateWindow = planLimit(d.ErrorCode, d.Message, at)
+		}
+		return []sessions.Event{ev}, info, nil
 	case kAbort:
 		t.ended = true
 		return agentkit.One(sessions.EvTurnAborted, sessions.SanitizeMessage(d.Reason)), info, nil
@@ -331,6 +340,36 @@ func toolName(name string) string {
 		return "tool"
 	}
 	return name
+}
+
+// resetInRE reads when Copilot's own plan limit lifts, as its session.error
+// says it: "You've reached your weekly rate limit. Please wait for your
+// limit to reset in 2 hours." (1.0.102; the CLI words the response's
+// retry-after to the unit: "59 minutes" for 3540 s, "2 hours" for 7200 s).
+var resetInRE = regexp.MustCompile(`(?i)limit to reset in (\d+) (second|minute|hour|day)s?\b`)
+
+// planLimit is the reset of a rate limit Copilot's service put on the
+// account (measured with the CLI's own API: a 429 with errorCode
+// user_weekly_rate_limited and a retry-after), counted from the event's
+// time at: the failure's reset time, and for the weekly limit the weekly
+// window as spent (no usage figure reaches the client: its
+// session.quota_observation is ephemeral and was not printed). A BYOK
+// provider's 429 says no reset (zero, nil).
+func planLimit(errorCode, message string, at time.Time) (time.Time, *sessions.RateWindow) {
+	m := resetInRE.FindStringSubmatch(message)
+	if m == nil || at.IsZero() {
+		return time.Time{}, nil
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n <= 0 || n > 10000 {
+		return time.Time{}, nil
+	}
+	unit := map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[strings.ToLower(m[2])]
+	reset := at.Add(time.Duration(n) * unit).UTC().Truncate(time.Second)
+	if strings.TrimSpace(errorCode) != "user_weekly_rate_limited" {
+		return reset, nil
+	}
+	return reset, &sessions.RateWindow{Kind: "weekly", Used: -1, Status: "rejected", ResetsAt: reset}
 }
 
 // classify turns a session.error into a failure: its errorType first (the

@@ -337,3 +337,40 @@ func TestStartRefusesBadResumeID(t *testing.T) {
 		t.Errorf("new session id %q (%v), want a UUID", p.SessionID(), err)
 	}
 }
+
+// With Copilot's own API (the fake standing in for it), the account's
+// weekly rate limit reaches the session: the turn fails as rate limited
+// with the reset the API's retry-after gave (worded to the hour by the
+// CLI, counted from the event's time), and the weekly window is spent
+// until then. No session.quota_observation is printed (measured: it is
+// ephemeral, and 1.0.102 sends none to -p's stream).
+func TestProcessOwnAPIWeeklyLimit(t *testing.T) {
+	w := newWorld(t)
+	w.opts.Env = fakeapi.CopilotAPIEnv(filepath.Dir(envValue(w.opts.Env, "COPILOT_HOME")), envValue(w.opts.Env, "XDG_CACHE_HOME"),
+		"http://"+w.api.Addr(), envValue(w.opts.Env, "HTTPS_PROXY"))
+	// With its own API the CLI also asks api.github.com (two CONNECTs,
+	// measured): the proxy refuses them, so nothing leaves the machine,
+	// and the turn does not need them.
+	refused := w.refused
+	w.refused = func() int { return 0 }
+	defer func() { t.Logf("%d requests refused by the proxy", refused()) }()
+	sent := time.Now()
+	p := w.start(t, "[[scenario:weekly_limit]] hi")
+	e, seen := next(t, p, sessions.EvTurnFailed)
+	_ = p.CloseInput()
+	var s sessions.Session
+	for _, ev := range seen {
+		s = sessions.Apply(s, ev, time.Now())
+	}
+	want := sent.Add(fakeapi.WeeklyLimitRetryAfter)
+	if f := e.Failure; f.Kind != sessions.RateLimit || f.RetryAt.Before(want.Add(-2*time.Second)) || f.RetryAt.After(time.Now().Add(fakeapi.WeeklyLimitRetryAfter)) {
+		t.Fatalf("failure %+v, want rate limited until about %v", f, want)
+	}
+	if len(s.RateWindows) != 1 || s.RateWindows[0].Kind != "weekly" || !s.RateWindows[0].Rejected() || !s.RateWindows[0].ResetsAt.Equal(e.Failure.RetryAt) {
+		t.Fatalf("windows %+v, want the weekly one spent until %v", s.RateWindows, e.Failure.RetryAt)
+	}
+	if n := len(w.api.Server.Requests(fakeapi.OwnCompletionsPath, "weekly_limit")); n != 1 {
+		t.Errorf("%d requests, want 1 (the CLI does not retry its weekly limit)", n)
+	}
+	t.Logf("%+v; %+v", e.Failure, s.RateWindows[0])
+}

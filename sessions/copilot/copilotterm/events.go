@@ -3,6 +3,7 @@ package copilotterm
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -104,6 +105,9 @@ type Summary struct {
 	// Usage is every model call's tokens the file records (one
 	// session.usage_record each), summed by model.
 	Usage sessions.Usage
+	// Windows are the plan windows the file's failures reported spent
+	// (the weekly rate limit), the latest of each kind.
+	Windows []sessions.RateWindow
 }
 
 // maxOpen bounds the lists a broken file could grow.
@@ -234,6 +238,9 @@ func (s *Summary) apply(ev sessions.Event) {
 		f := ev.Failure
 		s.endTurn()
 		s.Failure = &f
+		if w := ev.RateWindow; w != nil {
+			s.Windows = append(slices.DeleteFunc(s.Windows, func(o sessions.RateWindow) bool { return o.Kind == w.Kind }), *w)
+		}
 	case sessions.EvTurnAborted:
 		s.endTurn()
 		s.Aborted = observe.OrDefault(ev.Detail, "aborted")

@@ -254,5 +254,7 @@ func (s *Source) newObserver(es sessions.ExternalSession) *observer {
 		SessionID: func(w Workspace, sum *Summary) string { return observe.OrDefault(w.ID, sum.SessionID) },
 		Gone:      "the Copilot terminal was closed, or it was killed",
 		Usage:     usageReports,
+		// A spent weekly limit, as a managed session reports it.
+		RateWindows: func(_ Workspace, sum *Summary) []sessions.RateWindow { return sum.Windows },
 	}, s.ProcessAlive, es)
 }

@@ -38,6 +38,26 @@ func HermeticEnv(home, cacheDir, baseURL, proxyURL string) []string {
 	)
 }
 
+// CopilotAPIEnv is HermeticEnv with the fake at baseURL (its root, not
+// URL) as Copilot's own API instead of a BYOK provider: a dummy GitHub
+// token, the account looked up at the fake (COPILOT_DEBUG_GITHUB_API_URL)
+// and the model API it names there, so what the CLI reads only from its
+// own API (its plan's rate limits) can be measured. Not offline: offline
+// mode refuses the GitHub login; every other host still goes to the
+// refusing proxy.
+func CopilotAPIEnv(home, cacheDir, baseURL, proxyURL string) []string {
+	return fakeserver.Env(home, proxyURL,
+		"COPILOT_HOME="+filepath.Join(home, ".copilot"),
+		"XDG_CACHE_HOME="+cacheDir,
+		"COPILOT_AUTO_UPDATE=false",
+		"COPILOT_GITHUB_TOKEN=gho_fake",
+		"COPILOT_DEBUG_GITHUB_API_URL="+baseURL,
+		"COPILOT_API_URL="+baseURL,
+		"COPILOT_MODEL="+Model,
+		"NO_COLOR=1",
+	)
+}
+
 // SharedCacheDir is where the tests let Copilot unpack its runtime: one
 // directory per user, reused across tests and runs.
 func SharedCacheDir() (string, error) {

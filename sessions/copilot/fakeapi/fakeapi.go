@@ -6,8 +6,14 @@
 // the body, so a later prompt of the same session selects its own), so a
 // test selects a scenario by its prompt alone.
 //
-// Everything but POST /v1/chat/completions is a 404, which makes an
-// unexpected endpoint visible in the request log.
+// It also stands in for Copilot's own API (CopilotAPIEnv): the account
+// (GET /copilot_internal/user, whose endpoints point back at the fake),
+// the model catalog (GET /models) and POST /chat/completions, where the
+// CLI reads its plan's rate limits from the answer.
+//
+// Everything else is a 404, which makes an unexpected endpoint visible in
+// the request log (the CLI's telemetry and optional lookups, with its own
+// API, fail there harmlessly).
 package fakeapi
 
 import (
@@ -43,8 +49,47 @@ const CompletionsPath = "/v1/chat/completions"
 
 // Start serves on a free port of 127.0.0.1.
 func Start() (*Server, error) {
-	s := &Server{}
-	return fakeserver.Start(s, &s.Server, "copilot fakeapi", Builtin(), "POST "+CompletionsPath, s.completions, nil)
+	fs, err := fakeserver.Listen("copilot fakeapi", Builtin())
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Server: fs}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+CompletionsPath, s.completions)
+	mux.HandleFunc("POST "+OwnCompletionsPath, s.completions)
+	mux.HandleFunc("GET /copilot_internal/user", s.user)
+	mux.HandleFunc("GET /models", s.models)
+	s.Serve(mux, nil)
+	return s, nil
+}
+
+// OwnCompletionsPath is the completions route of Copilot's own API (the
+// CLI appends it to the account's endpoints.api, no /v1).
+const OwnCompletionsPath = "/chat/completions"
+
+// user is the signed-in account as Copilot's API describes it: a Pro plan
+// whose endpoints are the fake's.
+func (s *Server) user(w http.ResponseWriter, _ *http.Request) {
+	base := "http://" + s.Addr()
+	writeJSON(w, map[string]any{"login": "fake", "copilot_plan": "individual_pro", "chat_enabled": true,
+		"access_type_sku": "plus_monthly_subscriber_quota",
+		"endpoints":       map[string]string{"api": base, "proxy": base, "telemetry": base}})
+}
+
+// models is the catalog: the one model the fake answers as.
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{
+		"id": Model, "name": "GPT-4.1", "object": "model", "vendor": "OpenAI", "version": Model, "model_picker_enabled": true,
+		"supported_endpoints": []string{OwnCompletionsPath}, "billing": map[string]any{"is_premium": false, "multiplier": 0},
+		"capabilities": map[string]any{"family": Model, "type": "chat", "object": "model_capabilities", "tokenizer": "o200k_base",
+			"limits":   map[string]int{"max_context_window_tokens": 128000, "max_output_tokens": 16384, "max_prompt_tokens": 128000},
+			"supports": map[string]bool{"streaming": true, "tool_calls": true, "parallel_tool_calls": true}},
+	}}})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // URL is the provider base URL: Copilot appends /chat/completions.
@@ -173,6 +218,14 @@ const (
 	bodyTooLong = `{"error":{"type":"invalid_request_error","code":"context_length_exceeded","param":"messages","message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 200000 tokens."}}`
 )
 
+// WeeklyLimitRetryAfter is the retry-after of the weekly_limit scenario's
+// 429: Copilot words it to the unit ("reset in 2 hours").
+const WeeklyLimitRetryAfter = 2 * time.Hour
+
+// bodyWeekly is Copilot's own API refusing a turn for the account's
+// weekly rate limit (its error code, as the 1.0.102 CLI reads it).
+const bodyWeekly = `{"error":{"code":"user_weekly_rate_limited","message":"Sorry, you have been rate-limited. Please wait before trying again.","type":"rate_limit"}}`
+
 // RetryAfter429 is the retry-after the 429 scenarios send, in seconds: Copilot
 // waits it between its own retries.
 const RetryAfter429 = 1
@@ -195,8 +248,12 @@ func Builtin() map[string]ScenarioFunc {
 		"429": always(rate),
 		// 429 past Copilot's own retries (it tries six times: measured on
 		// 1.0.102), then answered.
-		"429x6then_ok":  failThen(6, rate),
-		"401":           always(Reply{Status: 401, ErrorBody: body401}),
+		"429x6then_ok": failThen(6, rate),
+		"401":          always(Reply{Status: 401, ErrorBody: body401}),
+		// weekly_limit is the account's weekly rate limit (Copilot's own
+		// API only: CopilotAPIEnv), which the CLI does not retry.
+		"weekly_limit": always(Reply{Status: 429, ErrorBody: bodyWeekly,
+			Header: map[string]string{"retry-after": fmt.Sprint(int(WeeklyLimitRetryAfter.Seconds()))}}),
 		"500":           always(Reply{Status: 500, ErrorBody: body500}),
 		"too_long":      always(Reply{Status: 400, ErrorBody: bodyTooLong}),
 		"too_long_once": failThen(1, Reply{Status: 400, ErrorBody: bodyTooLong}),
