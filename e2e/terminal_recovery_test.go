@@ -165,6 +165,13 @@ func TestTerminalRealCLIRateLimit(t *testing.T) {
 				if !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {
 					w.fail("held with retry at %v, next attempt %v; want the API's reset %v", held.Failure.RetryAt, held.Supervision.NextAttemptAt, reset)
 				}
+				// The transcript's error record names the plan window: the
+				// session shows it spent until the API's reset.
+				at := tc.reset(log[0].At)
+				if i := slices.IndexFunc(held.RateWindows, func(rw sessions.RateWindow) bool { return rw.Kind == "five_hour" }); i < 0 ||
+					!held.RateWindows[i].Rejected() || !held.RateWindows[i].ResetsAt.Equal(at) {
+					w.fail("plan windows %+v, want five_hour spent until %v", held.RateWindows, at)
+				}
 			} else if d := held.Supervision.NextAttemptAt.Sub(reset); d < 0 || d > 2*ptyTick+5*time.Second {
 				w.fail("held until %v, want the backoff after the error, about %v", held.Supervision.NextAttemptAt, reset)
 			}

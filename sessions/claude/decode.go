@@ -549,16 +549,26 @@ func (s *state) rateLimit(w *wire) []sessions.Event {
 		// first call): no window to show.
 		return []sessions.Event{ev}
 	}
-	rw := sessions.RateWindow{Kind: agentkit.Clip(agentkit.OrDefault(info.RateLimitType, "plan")), Status: agentkit.Clip(info.Status), Used: -1}
-	if u := info.Utilization; u != nil && *u >= 0 && *u <= 10 {
-		// A fraction of the window (1.0 is all of it).
-		rw.Used = min(*u*100, 100)
-	}
-	if info.ResetsAt > 0 && info.ResetsAt < 1e11 {
-		rw.ResetsAt = time.Unix(int64(info.ResetsAt), 0).UTC()
-	}
+	rw := PlanWindow(info.RateLimitType, info.Status, info.Utilization, info.ResetsAt)
 	ev.RateWindow = &rw
 	return []sessions.Event{ev}
+}
+
+// PlanWindow is a plan usage window as Claude Code reports it wherever it
+// does (the stream's rate_limit_event, a transcript's API error record's
+// apiErrorParams.rate_limit_info): its type ("five_hour"; "plan" when
+// unnamed), its status, the used fraction when given (1.0 is all of it)
+// and its reset in unix seconds. A figure out of range is dropped.
+func PlanWindow(rateLimitType, status string, utilization *float64, resetsAt float64) sessions.RateWindow {
+	rw := sessions.RateWindow{Kind: agentkit.Clip(agentkit.OrDefault(rateLimitType, "plan")), Status: agentkit.Clip(status), Used: -1}
+	if u := utilization; u != nil && *u >= 0 && *u <= 10 {
+		rw.Used = min(*u*100, 100)
+	}
+	// Unix seconds; anything past year 5000 is garbage.
+	if resetsAt > 0 && resetsAt < 1e11 {
+		rw.ResetsAt = time.Unix(int64(resetsAt), 0).UTC()
+	}
+	return rw
 }
 
 func (s *state) controlRequest(w *wire) ([]sessions.Event, bool) {

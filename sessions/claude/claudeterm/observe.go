@@ -54,6 +54,8 @@ type observer struct {
 	// wakes the loop when its first read ended.
 	usage     *usageFollow
 	usageRead chan struct{}
+	// window is the plan window last sent.
+	window *sessions.RateWindow
 }
 
 // fileGoneGrace is how long a live session's file may stay unreadable
@@ -202,6 +204,11 @@ func (o *observer) step() (evs []sessions.Event, done bool) {
 	gone := known && !alive
 	if !o.emitted || st != o.last || len(lines) > 0 || statusChanged || gone {
 		evs = append(evs, o.observed(st))
+	}
+	if w := o.sum.Window; w != nil && (o.window == nil || *o.window != *w) && (w.ResetsAt.IsZero() || w.ResetsAt.After(time.Now())) {
+		// A window that has reset says nothing of the account now.
+		o.window = w
+		evs = append(evs, sessions.Event{Kind: sessions.EvMetrics, Detail: "rate limits", AgentSessionID: o.file.SessionID, PID: o.file.PID, RateWindow: w})
 	}
 	o.usage.begin()
 	if gone {

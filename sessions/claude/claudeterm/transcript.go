@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
@@ -40,6 +41,9 @@ type Summary struct {
 	APIError *APIError
 	// Retry is the CLI's own retry in progress (system/api_error).
 	Retry *Retry
+	// Window is the plan window the latest usage limit error named
+	// (apiErrorParams.rate_limit_info), kept past the turn: the account's.
+	Window *sessions.RateWindow
 	// Compacting: /compact was run and its boundary is not written yet.
 	Compacting bool
 }
@@ -103,7 +107,10 @@ type record struct {
 	// APIErrorParams.RateLimitInfo.ResetsAt is a usage limit's reset.
 	APIErrorParams struct {
 		RateLimitInfo struct {
-			ResetsAt float64 `json:"resetsAt"`
+			Status        string   `json:"status"`
+			ResetsAt      float64  `json:"resetsAt"`
+			RateLimitType string   `json:"rateLimitType"`
+			Utilization   *float64 `json:"utilization"`
 		} `json:"rate_limit_info"`
 	} `json:"apiErrorParams"`
 }
@@ -215,6 +222,13 @@ func (s *Summary) feedAssistant(r record, at time.Time) {
 		if sec := r.APIErrorParams.RateLimitInfo.ResetsAt; sec > 0 && sec < 95617584000 {
 			s.APIError.ResetsAt = time.Unix(int64(sec), 0)
 		}
+		// The plan window the limit is, as a managed session's stream
+		// reports it (a rate_limit_event): 2.1.328 writes its type with
+		// the rejected status.
+		if info := r.APIErrorParams.RateLimitInfo; info.Status != "" && (info.RateLimitType != "" || info.ResetsAt > 0) {
+			w := claude.PlanWindow(info.RateLimitType, info.Status, info.Utilization, info.ResetsAt)
+			s.Window = &w
+		}
 		s.InTurn, s.Open = false, nil
 		return
 	}
@@ -269,7 +283,7 @@ func (s *Summary) startTurn(prompt string, at time.Time) {
 	if s.FirstPrompt == "" {
 		s.FirstPrompt = prompt
 	}
-	*s = Summary{Records: s.Records, Turns: s.Turns + 1, LastAt: s.LastAt, FirstPrompt: s.FirstPrompt, InTurn: true, PromptAt: at}
+	*s = Summary{Records: s.Records, Turns: s.Turns + 1, LastAt: s.LastAt, FirstPrompt: s.FirstPrompt, InTurn: true, PromptAt: at, Window: s.Window}
 }
 
 func (s *Summary) endTurn() {
