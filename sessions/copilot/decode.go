@@ -350,9 +350,9 @@ var resetInRE = regexp.MustCompile(`(?i)limit to reset in (\d+) (second|minute|h
 
 // planLimit is the reset of a rate limit Copilot's service put on the
 // account (measured with the CLI's own API: a 429 with errorCode
-// user_weekly_rate_limited and a retry-after), counted from the event's
-// time at: the failure's reset time, and for the weekly limit the weekly
-// window as spent (no usage figure reaches the client: its
+// user_weekly_rate_limited or user_global_rate_limited and a retry-after),
+// counted from the event's time at: the failure's reset time, and the
+// account's window as spent (no usage figure reaches the client: its
 // session.quota_observation is ephemeral and was not printed). A BYOK
 // provider's 429 says no reset (zero, nil).
 func planLimit(errorCode, message string, at time.Time) (time.Time, *sessions.RateWindow) {
@@ -366,11 +366,18 @@ func planLimit(errorCode, message string, at time.Time) (time.Time, *sessions.Ra
 	}
 	unit := map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[strings.ToLower(m[2])]
 	reset := at.Add(time.Duration(n) * unit).UTC().Truncate(time.Second)
-	if strings.TrimSpace(errorCode) != "user_weekly_rate_limited" {
+	kind, ok := planLimitKinds[strings.TrimSpace(errorCode)]
+	if !ok {
 		return reset, nil
 	}
-	return reset, &sessions.RateWindow{Kind: "weekly", Used: -1, Status: "rejected", ResetsAt: reset}
+	return reset, &sessions.RateWindow{Kind: kind, Used: -1, Status: "rejected", ResetsAt: reset}
 }
+
+// planLimitKinds are the account's windows by the error code that says one
+// is spent (1.0.102 words them "your weekly rate limit" and "your session
+// rate limit"); a model's own limit (user_model_rate_limited) is no
+// window of the account.
+var planLimitKinds = map[string]string{"user_weekly_rate_limited": "weekly", "user_global_rate_limited": "session"}
 
 // classify turns a session.error into a failure: its errorType first (the
 // CLI's own classification), then its HTTP status, then its words.
