@@ -45,6 +45,10 @@ type e2eOpts struct {
 	// bus, when set, is the session bus the app notifies on (a private
 	// one with the test's notification service); none otherwise.
 	bus string
+	// refusedOK is how many requests the refusing proxy may turn away
+	// without failing the test (Copilot with its own API asks
+	// api.github.com twice; refused, nothing leaves the machine).
+	refusedOK int
 }
 
 // e2eAgent describes one managed agent for the shared scenarios.

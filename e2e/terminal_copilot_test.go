@@ -32,7 +32,11 @@ type copilotTUI struct {
 // startCopilotTUI starts the app (with settings, name-value pairs) and the
 // TUI (with env added to the hermetic environment).
 func startCopilotTUI(t *testing.T, env []string, settings ...string) *copilotTUI {
-	h := copilotE2EStart(t, settings...)
+	return startCopilotTUIOn(t, copilotE2EStart(t, settings...), env)
+}
+
+// startCopilotTUIOn starts the TUI on the app h started.
+func startCopilotTUIOn(t *testing.T, h *cpe2e, env []string) *copilotTUI {
 	bin := fakeapi.CopilotBinary(t)
 	copilotHome := filepath.Join(h.home, ".copilot")
 	if err := os.MkdirAll(copilotHome, 0o700); err != nil {
@@ -127,6 +131,32 @@ func TestTerminalCopilotRealTUI(t *testing.T) {
 		w.fail("the app's own prompt-mode turn was observed as a terminal session: %+v (managed %+v)", observed, m)
 	}
 	t.Logf("evidence: %s (%s after the start)", r.Evidence, time.Since(w.start).Round(time.Millisecond))
+}
+
+// With Copilot's own API (the fake standing in for it: its account, its
+// models, its answers), the account's weekly rate limit reaches the
+// terminal session from events.jsonl: the failure's reset about two hours
+// out and the weekly window spent until then.
+func TestTerminalCopilotRealTUIWeeklyLimit(t *testing.T) {
+	t.Parallel()
+	// With its own API the CLI also asks api.github.com twice (measured,
+	// with -p and the TUI alike): refused by the proxy.
+	h := copilotE2EStartWith(t, e2eOpts{refusedOK: 2})
+	url := "http://" + h.api.Addr()
+	// The BYOK provider and offline mode of the hermetic environment off,
+	// the fake as the CLI's own API (fakeapi.CopilotAPIEnv).
+	w := startCopilotTUIOn(t, h, []string{"COPILOT_OFFLINE=", "COPILOT_PROVIDER_BASE_URL=", "COPILOT_PROVIDER_TYPE=", "COPILOT_PROVIDER_API_KEY=",
+		"COPILOT_GITHUB_TOKEN=gho_fake", "COPILOT_DEBUG_GITHUB_API_URL=" + url, "COPILOT_API_URL=" + url})
+	typed := time.Now()
+	w.typeLine("go [[scenario:weekly_limit]]")
+	s := w.observed(60*time.Second, "rate limited with its weekly window", func(s sessions.Session) bool {
+		return s.Failure.Kind == sessions.RateLimit && len(s.RateWindows) > 0
+	})
+	if at := s.Failure.RetryAt; at.Before(typed.Add(fakeapi.WeeklyLimitRetryAfter-time.Second)) || at.After(time.Now().Add(fakeapi.WeeklyLimitRetryAfter)) ||
+		s.RateWindows[0].Kind != "weekly" || !s.RateWindows[0].Rejected() || !s.RateWindows[0].ResetsAt.Equal(at) {
+		w.fail("failure %+v windows %+v, want the weekly limit spent about two hours from the prompt", s.Failure, s.RateWindows)
+	}
+	t.Logf("%s: %+v; %+v", s.State, s.Failure, s.RateWindows)
 }
 
 // Killed mid-turn (SIGKILL of the terminal's processes while its command
