@@ -357,7 +357,10 @@ func TestProcessOwnAPIWeeklyLimit(t *testing.T) {
 	sent := time.Now()
 	p := w.start(t, "[[scenario:weekly_limit]] hi")
 	e, seen := next(t, p, sessions.EvTurnFailed)
+	// The process ends before the test's directories are removed.
 	_ = p.CloseInput()
+	closed(t, p)
+	_, _, _ = p.Wait()
 	var s sessions.Session
 	for _, ev := range seen {
 		s = sessions.Apply(s, ev, time.Now())
