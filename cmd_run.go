@@ -118,8 +118,13 @@ func cmdRun(c *cli, args []string) error {
 		// A locked screen is a desktop nobody sees.
 		lock := screenLockWatch()
 		pushes := d.pushWhileAway(func() bool { return !lock.Locked(time.Now()) })
-		// The GUI owns the main goroutine until Quit (Fyne requires it).
-		runGUI(guiDeps{src: d.rt, settings: d.settings, dataDir: dir, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request, prices: c.priceTable(),
+		argv, err := windowArgv(dir)
+		if err != nil {
+			_ = d.stop(context.Background())
+			return err
+		}
+		// The tray owns the main goroutine until Quit (macOS requires it).
+		runDesktop(guiDeps{windowArgv: argv, stderr: c.stderr, src: d.rt, settings: d.settings, dataDir: dir, setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request, prices: c.priceTable(),
 			showAtStart: showWindowAtStart(launch, *trayOnly),
 			notifyTest:  func(ctx context.Context) ([]localapi.PushReceipt, error) { return pushes.Test(ctx, nil) },
 			pushStatus:  func() *localapi.PushStatus { st := pushes.Status(); return &st }})
@@ -179,29 +184,40 @@ func showWindowAtStart(launch packaging.Launch, trayOnly bool) bool {
 	return launch.Interactive() && !trayOnly
 }
 
-// runAttached runs the desktop (tray, window, notifications) for a
+// runAttached runs the desktop (tray, notifications, the window process) for a
 // supervisor that runs without a window in another process, through its
 // local API only. It reconnects by itself when the supervisor restarts and
 // says so meanwhile; quitting it leaves the supervisor running.
 func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) error {
+	argv, err := windowArgv(dir)
+	if err != nil {
+		return err
+	}
+	d, stop := c.attach(dir)
+	defer stop()
+	if launch.Interactive() {
+		fmt.Fprintf(c.stderr, "Session Supervisor is running without a window (data directory %s); this desktop attaches to it. Quitting the desktop leaves it running.\n", dir)
+	}
+	d.windowArgv, d.stderr, d.showAtStart = argv, c.stderr, showWindowAtStart(launch, trayOnly)
+	runDesktop(d)
+	return nil
+}
+
+// attach is a desktop part (the attached desktop, the window process) wired
+// to the supervisor of dir through its local API only: a Remote that
+// reconnects by itself, and a quit that Ctrl-C, SIGTERM and c.interrupt
+// request. stop ends its loops and waits for them.
+func (c *cli) attach(dir string) (d guiDeps, stop func()) {
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	remote := localapi.NewRemote(localapi.NewClient(dir), log)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	q := newQuitter()
 	var loops sync.WaitGroup
-	defer loops.Wait()
-	defer cancel()
-	loops.Add(2)
-	go func() {
-		defer loops.Done()
-		remote.Run(ctx)
-	}()
-	go func() {
-		defer loops.Done()
+	loops.Go(func() { remote.Run(ctx) })
+	loops.Go(func() {
 		select {
 		case <-sigs:
 			q.request()
@@ -209,11 +225,11 @@ func (c *cli) runAttached(dir string, launch packaging.Launch, trayOnly bool) er
 			q.request()
 		case <-ctx.Done():
 		}
-	}()
-	if launch.Interactive() {
-		fmt.Fprintf(c.stderr, "Session Supervisor is running without a window (data directory %s); this desktop attaches to it. Quitting the desktop leaves it running.\n", dir)
+	})
+	d = guiDeps{src: remote, settings: remote, dataDir: dir, log: log, quit: q.quit, requestQuit: q.request, prices: c.priceTable(), notifyTest: remote.NotifyTest}
+	return d, func() {
+		cancel()
+		loops.Wait()
+		signal.Stop(sigs)
 	}
-	runGUI(guiDeps{src: remote, settings: remote, dataDir: dir, log: log, quit: q.quit, requestQuit: q.request, prices: c.priceTable(), notifyTest: remote.NotifyTest,
-		showAtStart: showWindowAtStart(launch, trayOnly)})
-	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,9 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"fyne.io/fyne/v2"
-	fyneapp "fyne.io/fyne/v2/app"
-	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/systray"
 
 	"github.com/session-supervisor/session-supervisor/app"
 	"github.com/session-supervisor/session-supervisor/assets"
@@ -79,6 +79,10 @@ type guiDeps struct {
 	// showAtStart shows the window once the app started; otherwise only
 	// the tray shows until the user opens the window.
 	showAtStart bool
+	// windowArgv starts the window process (windowArgv); stderr is
+	// where it writes.
+	windowArgv []string
+	stderr     io.Writer
 	// notifyTest sends a sample through the push channels (Settings →
 	// Notifications → Send test), wherever the supervisor runs.
 	notifyTest func(ctx context.Context) ([]localapi.PushReceipt, error)
@@ -96,20 +100,19 @@ func haveDisplay() bool {
 	return true
 }
 
-// runGUI runs the tray, the window and the notifier on the main goroutine
-// until the user quits (the tray's Quit, closing is only hiding) or quit is
-// closed (Ctrl-C, SIGTERM).
+// runDesktop runs the tray and the notifier until the user quits (the tray's
+// Quit) or quit is closed (Ctrl-C, SIGTERM). The tray is fyne.io/systray
+// driven directly, not Fyne: a desktop showing only its tray runs no GUI
+// toolkit's event loop and maps no GL driver. The window is a process of
+// its own (windowProc, `session-supervisor window`) started when it is
+// asked for and ended with it; quitting ends it too.
 //
-// They render from one model fed by the bus (ui/model), never from the
+// The tray renders from one model fed by the bus (ui/model), never from the
 // database: the same messages the local API streams, so a desktop attached
-// over the API can feed the model the same way. Each loop (the model's
-// feed, the window, the tray, the notifier) runs in a goroutine owned here
-// and awaited before returning.
-func runGUI(d guiDeps) {
-	a := fyneapp.NewWithID(appID)
-	if icon, err := assets.AppIcon(256); err == nil {
-		a.SetIcon(fyne.NewStaticResource("session-supervisor.png", icon))
-	}
+// over the API, and the window process, feed their models the same way.
+// Each loop (the model's feed, the tray, the notifier) runs in a goroutine
+// owned here and awaited before returning.
+func runDesktop(d guiDeps) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	defer func() {
@@ -117,35 +120,20 @@ func runGUI(d guiDeps) {
 		awaitLoops(&loops, d.log)
 	}()
 
-	mdl := model.New()
-	loadPrefs(ctx, d, mdl)
-	feed := d.src.Subscribe(modelBuffer, false)
-	// The subscription starts with a snapshot: applied here, the first
-	// tray menu and window already show every session.
-	mdl.Apply(<-feed.C)
-	loops.Go(func() {
-		defer d.src.Bus().Unsubscribe(feed)
-		// A snapshot follows every settings change the desktop makes and
-		// comes at least once a minute: the desktop's settings are re-read
-		// there, not at each redraw.
-		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, d, mdl) })
-	})
-
-	// The other machines (machines.json) feed the same model under their
-	// own keys, each on goroutines of its own; every action goes to the
-	// machine that owns its session.
 	var notes func(ctx context.Context, machine string, in <-chan localapi.Message)
-	fl := fleet.New(fleet.Options{Local: d.src, Model: mdl, Connect: machineConnector(d), Log: d.log,
-		Notes: func(ctx context.Context, machine string, in <-chan localapi.Message) { notes(ctx, machine, in) }})
-	d.act = fl.Backend()
+	mdl, fl := startModel(ctx, &d, &loops, func(ctx context.Context, machine string, in <-chan localapi.Message) { notes(ctx, machine, in) })
 
-	win := app.NewWindow(a, d.act, d.settings, mdl, app.Options{OpenDir: openDir, Logger: d.log, Agents: agentInfos(), SettingDefs: settingsRegistry.Defs(),
-		FocusTerminal: focusAnyTerminal, ContinueInTerminal: desktopHandover(d), NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices),
-		Machines: fleetMachines{fl}})
-	loops.Go(func() { win.Run(ctx) })
+	win := newWindowProc(d.windowArgv, nil, d.stderr, d.log)
+	// Stopped before the loops are awaited: a loop may be telling it.
+	defer win.Stop(windowStopGrace)
+	open := func(c windowCommand) {
+		if err := win.Send(c); err != nil && !errors.Is(err, errWindowStopped) {
+			d.log.Warn("opening the window", "command", c.Verb, "err", err)
+		}
+	}
 	// A second `run` asks this one to show its window.
 	if d.setShowWindow != nil {
-		d.setShowWindow(func() { fyne.Do(win.Show) })
+		d.setShowWindow(func() { open(windowCommand{Verb: winShow}) })
 		defer d.setShowWindow(nil)
 	} else {
 		// Attached: a second `run` asks the supervisor, which asks us.
@@ -161,21 +149,14 @@ func runGUI(d guiDeps) {
 						return
 					}
 					if m.Type == localapi.MsgShow {
-						fyne.Do(win.Show)
+						open(windowCommand{Verb: winShow})
 					}
 				}
 			}
 		})
 	}
 
-	if desk, ok := a.(desktop.App); ok {
-		tr := tray.New(desk, func(it tray.Item) { trayAction(ctx, d, mdl, win, &loops, it) })
-		// The first menu is set here, on the main goroutine before Run:
-		// Fyne starts the tray when the first menu is set, and quitting
-		// before that crashes inside systray.
-		tr.Show(tray.Build(tray.SnapshotOf(mdl, time.Now())))
-		loops.Go(func() { tr.Run(ctx, mdl) })
-	}
+	tr := tray.New(func(it tray.Item) { trayAction(ctx, d, mdl, open, &loops, it) })
 
 	icon, _ := assets.AppIcon(64)
 	notifier := notify.New(notify.Desktop, icon, nil, d.log)
@@ -190,7 +171,7 @@ func runGUI(d guiDeps) {
 			defer c.Close()
 			loops.Go(func() {
 				for id := range c.Clicks() {
-					fyne.Do(func() { win.ShowSession(id) })
+					open(windowCommand{Verb: winSession, Arg: id})
 				}
 			})
 			loops.Go(func() {
@@ -202,7 +183,7 @@ func runGUI(d guiDeps) {
 					_, err := d.act.Answer(actx, a.SessionID, a.RequestID, a.Allow, "")
 					cancel()
 					if err != nil {
-						win.ShowError(fmt.Errorf("answering from the notification: %w", err))
+						open(windowCommand{Verb: winError, Arg: fmt.Sprintf("answering from the notification: %v", err)})
 					}
 				}
 			})
@@ -213,7 +194,7 @@ func runGUI(d guiDeps) {
 						_, err = focusAnyTerminal(ctx, s)
 					}
 					if err != nil {
-						win.ShowError(fmt.Errorf("go to terminal: %w", err))
+						open(windowCommand{Verb: winError, Arg: fmt.Sprintf("go to terminal: %v", err)})
 					}
 				}
 			})
@@ -238,18 +219,53 @@ func runGUI(d guiDeps) {
 	}
 	loops.Go(func() { fl.Follow(ctx, d.dataDir, machinesReload) })
 
+	if d.showAtStart {
+		open(windowCommand{Verb: winShow})
+	}
+	// The tray follows the model from when systray reports it ready until
+	// the quit; then its menu is removed (ending the click goroutines)
+	// while the bus connection is still up, and only then systray stops.
+	trayCtx, stopTray := context.WithCancel(ctx)
+	trayDone := make(chan struct{})
 	loops.Go(func() {
 		select {
 		case <-d.quit:
-			fyne.Do(a.Quit)
 		case <-ctx.Done():
 		}
+		stopTray()
+		<-trayDone
+		tr.Close()
+		systray.Quit()
 	})
-	if d.showAtStart {
-		a.Lifecycle().SetOnStarted(func() { win.Show() })
-	}
-	a.Run()
+	systray.Run(func() {
+		defer close(trayDone)
+		tr.Run(trayCtx, mdl)
+	}, nil)
 	d.requestQuit()
+}
+
+// startModel makes the model the tray or the window renders from: fed by
+// d.src's stream, with d's settings, and the other machines (machines.json)
+// under their own keys through the fleet, which then carries every action
+// to the machine owning its session (d.act). notes, when set, runs another
+// machine's notifications.
+func startModel(ctx context.Context, d *guiDeps, loops *sync.WaitGroup, notes func(ctx context.Context, machine string, in <-chan localapi.Message)) (*model.Model, *fleet.Fleet) {
+	mdl := model.New()
+	loadPrefs(ctx, *d, mdl)
+	feed := d.src.Subscribe(modelBuffer, false)
+	// The subscription starts with a snapshot: applied here, the first
+	// tray menu and window already show every session.
+	mdl.Apply(<-feed.C)
+	loops.Go(func() {
+		defer d.src.Bus().Unsubscribe(feed)
+		// A snapshot follows every settings change the desktop makes and
+		// comes at least once a minute: the desktop's settings are re-read
+		// there, not at each redraw.
+		mdl.Run(ctx, feed.C, func() { loadPrefs(ctx, *d, mdl) })
+	})
+	fl := fleet.New(fleet.Options{Local: d.src, Model: mdl, Connect: machineConnector(*d), Log: d.log, Notes: notes})
+	d.act = fl.Backend()
+	return mdl, fl
 }
 
 // The subscriptions' queues. Overflowing one costs only incremental
@@ -282,19 +298,19 @@ func loadPrefs(_ context.Context, d guiDeps, mdl *model.Model) {
 	}
 }
 
-// trayAction runs a tray click. Commands run off Fyne's goroutine (in
+// trayAction runs a tray click. Commands run off the tray's goroutine (in
 // loops, awaited at exit) so a slow agent never freezes the menu; their
-// errors are shown in the window.
-func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Window, loops *sync.WaitGroup, it tray.Item) {
+// errors are shown in the window (open starts it when it is not open).
+func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, open func(windowCommand), loops *sync.WaitGroup, it tray.Item) {
 	switch it.Action {
 	case tray.ActOpenWindow:
-		win.Show()
+		open(windowCommand{Verb: winShow})
 		return
 	case tray.ActOpenSettings:
-		win.ShowSettings()
+		open(windowCommand{Verb: winSettings})
 		return
 	case tray.ActOpenSession:
-		win.ShowSession(it.SessionID)
+		open(windowCommand{Verb: winSession, Arg: it.SessionID})
 		return
 	case tray.ActQuit:
 		d.requestQuit()
@@ -337,7 +353,7 @@ func trayAction(ctx context.Context, d guiDeps, mdl *model.Model, win *app.Windo
 		}
 		if err != nil {
 			d.log.Warn("tray action failed", "action", it.Action, "err", err)
-			win.ShowError(fmt.Errorf("%s: %w", it.Label, err))
+			open(windowCommand{Verb: winError, Arg: fmt.Sprintf("%s: %v", it.Label, err)})
 		}
 	})
 }

@@ -90,8 +90,16 @@ func commands() []command {
 	return cmds
 }
 
+// hiddenCommands run but are not listed: the parts of the app it starts
+// itself.
+func hiddenCommands() []command {
+	return []command{
+		{"window", "", "the desktop's window, started by the tray (windowproc.go)", cmdWindow},
+	}
+}
+
 func findCommand(name string) (command, bool) {
-	for _, c := range commands() {
+	for _, c := range append(commands(), hiddenCommands()...) {
 		if c.name == name {
 			return c, true
 		}

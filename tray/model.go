@@ -1,6 +1,6 @@
 // Package tray is the system tray: a pure Build(snapshot) that turns the
-// sessions into a menu model, and a small binding that shows that model with
-// Fyne's system tray. The tray never decides a state; it only shows the one
+// sessions into a menu model, and a small binding that shows that model in the
+// system tray through fyne.io/systray (no Fyne window, no GL). The tray never decides a state; it only shows the one
 // machine the window and the CLI also show.
 package tray
 
@@ -204,9 +204,7 @@ func Build(snap Snapshot) Menu {
 		Item{Label: "Settings…", Action: ActOpenSettings},
 		Item{Label: "Pause supervisor", Action: ActTogglePause, Checkable: true, Checked: snap.Paused},
 		Item{Separator: true},
-		// Fyne appends a Quit of its own only to its copy of the menu, after
-		// the tray was drawn, so the tray would have none; a last item
-		// labelled "Quit" is the one Fyne recognises as its quit item.
+		// The tray's own way out: it quits the app, its window too.
 		Item{Label: "Quit", Action: ActQuit},
 	)
 	return m

@@ -209,16 +209,24 @@ func TestFollowSleepsWhileNothingMoves(t *testing.T) {
 		}
 		m := model.New()
 		m.Apply(localapi.Message{Type: localapi.MsgSnapshot, Sessions: list()})
-		d := &recordingDesktop{}
-		tr := New(d, func(Item) {})
+		// sent is what Tray.Show would hand the tray host: a menu that
+		// differs from the one shown.
+		var sent []Menu
 		ctx, cancel := context.WithCancel(context.Background())
 		var mu sync.Mutex
 		builds := 0
-		counts := func() (int, int) { mu.Lock(); defer mu.Unlock(); return builds, len(d.menus) }
+		counts := func() (int, int) { mu.Lock(); defer mu.Unlock(); return builds, len(sent) }
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			Follow(ctx, m, time.Now, func(menu Menu) { mu.Lock(); defer mu.Unlock(); builds++; tr.Show(menu) })
+			Follow(ctx, m, time.Now, func(menu Menu) {
+				mu.Lock()
+				defer mu.Unlock()
+				builds++
+				if len(sent) == 0 || changed(sent[len(sent)-1], menu) {
+					sent = append(sent, menu)
+				}
+			})
 		}()
 		for range 29 {
 			time.Sleep(time.Minute)
@@ -236,7 +244,7 @@ func TestFollowSleepsWhileNothingMoves(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if got := menuLabels(d.menus[1]); !strings.Contains(strings.Join(got, "\n"), "alpha — Idle · 2h") {
+		if got := labels(sent[1].Items); !strings.Contains(strings.Join(got, "\n"), "alpha — Idle · 2h") {
 			t.Fatalf("the menu after the hour: %q", got)
 		}
 		cancel()
