@@ -251,6 +251,14 @@ func startX11World(t *testing.T, home string) *x11World {
 		}
 	}
 	x.env = append(x.env, "DISPLAY="+x.display, "HOME="+home)
+	startOpenbox(t, x.env)
+	return x
+}
+
+// startOpenbox runs openbox on env's display until the test ends and
+// returns once it manages windows.
+func startOpenbox(t *testing.T, env []string) {
+	t.Helper()
 	// 10 s was not enough once with four X worlds starting side by side
 	// on a loaded two-core machine, and once in a full run openbox was
 	// not up after 30 s: one that exits is started again, and what it
@@ -259,7 +267,7 @@ func startX11World(t *testing.T, home string) *x11World {
 	var mu sync.Mutex
 	startWM := func() <-chan struct{} {
 		cmd := exec.Command("openbox", "--sm-disable")
-		cmd.Env = x.env
+		cmd.Env = env
 		out := &lockedWriter{mu: &mu, w: &said}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -272,8 +280,10 @@ func startX11World(t *testing.T, home string) *x11World {
 	}
 	exited := startWM()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if out, err := x.output("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"); err == nil && strings.Contains(out, "window id") {
-			break
+		xprop := exec.Command("xprop", "-root", "_NET_SUPPORTING_WM_CHECK")
+		xprop.Env = env
+		if out, err := xprop.CombinedOutput(); err == nil && strings.Contains(string(out), "window id") {
+			return
 		}
 		select {
 		case <-exited:
@@ -285,7 +295,6 @@ func startX11World(t *testing.T, home string) *x11World {
 			t.Fatalf("openbox did not start in 60 s; it said: %q", said.String())
 		}
 	}
-	return x
 }
 
 // lockedWriter serialises writes of two streams into one builder.

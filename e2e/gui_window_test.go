@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/termloc"
+)
+
+// The desktop's window is a process of its own (`session-supervisor
+// window`) that exists only while the window is open; the tray process runs
+// no GUI toolkit. Under Xvfb with openbox, the tray read and clicked over
+// D-Bus:
+//  1. `run --tray`: the tray, and no window process;
+//  2. the tray's Open starts one, whose window shows;
+//  3. Open again, Settings… and a second `run` start no second one;
+//  4. closing the window (the window manager's close) ends its process,
+//     the tray stays; Open starts a new one;
+//  5. the tray's Quit ends both.
+func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
+	t.Parallel()
+	requireTools(t, "openbox", "wmctrl", "xprop")
+	d := startDesktop(t)
+	env := append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr, "LANG=en_US.UTF-8", "HOME="+t.TempDir())
+	startOpenbox(t, env)
+	app := startApp(t, d.bin, env, "--data-dir", d.dir, "run", "--tray")
+	pid := app.cmd.Process.Pid
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("app output:\n%s", app.out.String())
+		}
+	})
+	eventually(t, "the tray registration", 30*time.Second, func() bool { return d.sni.first() != "" })
+	dest := fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", pid)
+	clickItem := func(label string) {
+		t.Helper()
+		eventually(t, "clicking "+label, 20*time.Second, func() bool {
+			m, err := getLayout(d.conn, dest, 0)
+			if err != nil {
+				return false
+			}
+			it, ok := findItem(m, label)
+			return ok && click(d.conn, dest, it.ID) == nil
+		})
+	}
+	wmctrl := func(args ...string) string {
+		cmd := exec.Command("wmctrl", args...)
+		cmd.Env = env
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	windowOf := func(p int) (string, bool) { return termloc.WindowOfPID(wmctrl("-l", "-p"), p) }
+
+	// 1. The tray alone.
+	eventually(t, "the tray menu", 20*time.Second, func() bool {
+		m, err := getLayout(d.conn, dest, 0)
+		_, ok := findItem(m, "Open Session Supervisor…")
+		return err == nil && ok
+	})
+	if w := windowProcesses(t, pid); len(w) != 0 {
+		t.Fatalf("the tray alone runs window processes %v", w)
+	}
+
+	// 2. Open.
+	clickItem("Open Session Supervisor…")
+	var child int
+	eventually(t, "one window process", 30*time.Second, func() bool {
+		w := windowProcesses(t, pid)
+		if len(w) == 1 {
+			child = w[0]
+		}
+		return len(w) == 1
+	})
+	eventually(t, "its window on the screen", 60*time.Second, func() bool { _, ok := windowOf(child); return ok })
+	time.Sleep(time.Second)
+	screenshot(t, d.display, "desktop-window-process.png")
+
+	// 3. No second one.
+	clickItem("Open Session Supervisor…")
+	clickItem("Settings…")
+	second := exec.Command(d.bin, "--data-dir", d.dir, "run")
+	second.Env = env
+	if out, err := second.CombinedOutput(); err != nil || !strings.Contains(string(out), "brought its window forward") {
+		t.Fatalf("a second run: %v\n%s", err, out)
+	}
+	time.Sleep(2 * time.Second)
+	if w := windowProcesses(t, pid); len(w) != 1 || w[0] != child {
+		t.Fatalf("after Open, Settings… and a second run: window processes %v, want only %d", w, child)
+	}
+
+	// 4. Closing the window ends its process, not the tray's.
+	win, _ := windowOf(child)
+	wmctrl("-i", "-c", win)
+	eventually(t, "the window process to end", 30*time.Second, func() bool { return !alive(child) })
+	if w := windowProcesses(t, pid); len(w) != 0 {
+		t.Fatalf("window processes %v after the window closed", w)
+	}
+	select {
+	case <-app.exited:
+		t.Fatal("the app exited when its window closed")
+	default:
+	}
+	clickItem("Open Session Supervisor…")
+	eventually(t, "a new window process", 30*time.Second, func() bool {
+		w := windowProcesses(t, pid)
+		if len(w) == 1 {
+			child = w[0]
+		}
+		return len(w) == 1
+	})
+
+	// 5. Quit ends both.
+	clickItem("Quit")
+	select {
+	case <-app.exited:
+		if err := app.cmd.ProcessState; !err.Success() {
+			t.Fatalf("the app exited with %v after Quit", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the app did not quit")
+	}
+	eventually(t, "the window process to end with the app", 10*time.Second, func() bool { return !alive(child) })
+}
+
+// windowProcesses are the live children of pid that run the window.
+func windowProcesses(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after the
+		// last parenthesis.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) > 0 && args[len(args)-1] == "window" {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
