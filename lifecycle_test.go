@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +45,88 @@ func TestDaemonStopLeavesNothingRunning(t *testing.T) {
 	}
 	if _, err := localapi.NewClient(dir).Health(ctx); err == nil {
 		t.Fatal("the API still answers after stop")
+	}
+}
+
+// The desktop's quit leaves nothing behind: the tray (fyne.io/systray on a
+// private session bus), the notifier and the model's loops end, and the
+// window process the tray started (this test binary standing in for it,
+// see TestMain) is gone. A second show while the window lives goes to the
+// same process.
+func TestDesktopQuitLeavesNothingRunning(t *testing.T) {
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		t.Skip("needs dbus-daemon for the tray's session bus")
+	}
+	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1")
+	addr, err := bus.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Process.Kill(); bus.Wait() })
+	line, err := bufio.NewReader(addr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the bus address: %v", err)
+	}
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", strings.TrimSpace(line))
+	t.Setenv("HOME", t.TempDir())
+	told := filepath.Join(t.TempDir(), "told")
+	t.Setenv(windowProcChildEnv, told)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := leakcheck.Take()
+	dir, err := os.MkdirTemp("", "dsk") // short: the socket's path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := startDaemon(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := newQuitter()
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		runDesktop(guiDeps{windowArgv: []string{exe}, stderr: io.Discard, src: d.rt, settings: d.settings, dataDir: dir,
+			setShowWindow: d.api.SetShowWindow, log: log, quit: q.quit, requestQuit: q.request, showAtStart: true})
+	}()
+	lines := func() []string {
+		b, _ := os.ReadFile(told)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	waitFor(t, "the window process shown at start", func() bool { return lines()[0] != "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if res, err := localapi.NewClient(dir).Show(ctx); err != nil || !res.Shown {
+		t.Fatalf("a second run's show: %+v, %v", res, err)
+	}
+	waitFor(t, "the second show told", func() bool { return len(lines()) == 2 })
+	got := lines()
+	pid, _, _ := strings.Cut(got[0], " ")
+	if second, _, _ := strings.Cut(got[1], " "); second != pid || !strings.HasSuffix(got[1], " show") {
+		t.Fatalf("told %q: want both shows in one process", got)
+	}
+
+	q.request()
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the desktop did not return after the quit")
+	}
+	if n, _ := strconv.Atoi(pid); processAlive(n) {
+		t.Fatalf("the window process %s outlived the desktop", pid)
+	}
+	if err := d.stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := before.Leaked(5 * time.Second); len(left) > 0 {
+		t.Fatalf("%d goroutines outlived the quit:\n\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }

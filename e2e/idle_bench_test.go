@@ -23,7 +23,8 @@ import (
 // with BENCH_IDLE_SESSIONS idle managed sessions (the scripted fakeclaude,
 // its turn done) and BENCH_IDLE_PROCS unrelated `sleep` processes on the
 // machine, its CPU (utime+stime from /proc/PID/stat) over
-// BENCH_IDLE_SECONDS and its RSS (VmRSS from /proc/PID/status) at the end.
+// BENCH_IDLE_SECONDS and its RSS (VmRSS from /proc/PID/status) at the end;
+// with the window open, the window's process's too, summed and each.
 // BENCH_IDLE_MODE picks the app: headless (`run --headless`, the default),
 // tray (`run --tray`: the desktop with its window never opened) or window
 // (`run`: the window open, the sessions added while it is); the desktop
@@ -86,8 +87,21 @@ func TestBenchIdle(t *testing.T) {
 		// stops it and writes the heap.
 		_ = h.app.Process.Signal(syscall.SIGUSR1)
 	}
-	cpu, rss := idleCost(t, h.app.Process.Pid, secs)
-	fmt.Printf("bench-idle: mode=%s sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB\n", mode, n, m, secs, cpu, rss)
+	// The desktop's processes: the app and, the window open, the window's
+	// own process; the figures are their sum, then each one's.
+	pids := append([]int{h.app.Process.Pid}, windowProcesses(t, h.app.Process.Pid)...)
+	var cpu, rss float64
+	var parts []string
+	for i, c := range idleCosts(t, secs, pids) {
+		cpu += c.cpu
+		rss += c.rssMB
+		part := "app"
+		if i > 0 {
+			part = "window"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%.3f%%/%.1fMB", part, c.cpu, c.rssMB))
+	}
+	fmt.Printf("bench-idle: mode=%s sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB (%s)\n", mode, n, m, secs, cpu, rss, strings.Join(parts, " "))
 	if profile != "" {
 		_ = h.app.Process.Signal(syscall.SIGUSR2)
 		eventually(t, "the heap profile", 30*time.Second, func() bool {
@@ -136,15 +150,41 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// idleCost is process pid's CPU over the next secs seconds, in percent of
-// one core, and its RSS in MB at the end.
+// idleCost is what the desktop of process pid costs: the CPU of pid and of
+// its window process, if one runs (the desktop's processes), over the next
+// secs seconds, in percent of one core, and their RSS in MB at the end.
 func idleCost(t *testing.T, pid, secs int) (cpu, rssMB float64) {
 	t.Helper()
-	before, at := cpuTicks(t, pid), time.Now()
+	for _, c := range idleCosts(t, secs, append([]int{pid}, windowProcesses(t, pid)...)) {
+		cpu += c.cpu
+		rssMB += c.rssMB
+	}
+	return cpu, rssMB
+}
+
+// processCost is one process's part of an idle cost.
+type processCost struct {
+	pid        int
+	cpu, rssMB float64
+}
+
+// idleCosts is each of pids' CPU over the next secs seconds, in percent of
+// one core, and its RSS in MB at the end.
+func idleCosts(t *testing.T, secs int, pids []int) []processCost {
+	t.Helper()
+	before := make([]int64, len(pids))
+	for i, pid := range pids {
+		before[i] = cpuTicks(t, pid)
+	}
+	at := time.Now()
 	time.Sleep(time.Duration(secs) * time.Second)
-	after, took := cpuTicks(t, pid), time.Since(at)
-	// USER_HZ is 100 on every Linux this runs on.
-	return float64(after-before) / 100 / took.Seconds() * 100, float64(rssKB(t, pid)) / 1024
+	took := time.Since(at)
+	out := make([]processCost, len(pids))
+	for i, pid := range pids {
+		// USER_HZ is 100 on every Linux this runs on.
+		out[i] = processCost{pid: pid, cpu: float64(cpuTicks(t, pid)-before[i]) / 100 / took.Seconds() * 100, rssMB: float64(rssKB(t, pid)) / 1024}
+	}
+	return out
 }
 
 // cpuTicks is the process's user and system time in clock ticks
