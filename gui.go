@@ -225,22 +225,28 @@ func runDesktop(d guiDeps) {
 	// The tray follows the model from when systray reports it ready until
 	// the quit; then its menu is removed (ending the click goroutines)
 	// while the bus connection is still up, and only then systray stops.
+	// A tray that failed to start returns from Run without being ready:
+	// then there is nothing to remove.
 	trayCtx, stopTray := context.WithCancel(ctx)
-	trayDone := make(chan struct{})
+	trayDone, runOver := make(chan struct{}), make(chan struct{})
 	loops.Go(func() {
 		select {
 		case <-d.quit:
 		case <-ctx.Done():
 		}
 		stopTray()
-		<-trayDone
-		tr.Close()
+		select {
+		case <-trayDone:
+			tr.Close()
+		case <-runOver:
+		}
 		systray.Quit()
 	})
 	systray.Run(func() {
 		defer close(trayDone)
 		tr.Run(trayCtx, mdl)
 	}, nil)
+	close(runOver)
 	d.requestQuit()
 }
 
