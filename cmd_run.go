@@ -74,7 +74,7 @@ func cmdRun(c *cli, args []string) error {
 	}
 	defer logFile.Close()
 	// Opt-in, for measuring the idle cost: off unless its variable is set.
-	defer profileHook(log)()
+	defer profileHook(log, "")()
 
 	// Catch Ctrl-C and SIGTERM before anyone can reach the app: from the
 	// first request on, a quit must be the graceful one.

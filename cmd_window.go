@@ -36,6 +36,8 @@ func cmdWindow(c *cli, args []string) error {
 	}
 	d, stop := c.attach(dir)
 	defer stop()
+	// Opt-in, for measuring the window's idle cost (bench-idle).
+	defer profileHook(d.log, "window")()
 	runWindow(d, c.stdin)
 	return nil
 }

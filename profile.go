@@ -20,12 +20,21 @@ const envProfile = "SESSION_SUPERVISOR_PROFILE"
 // signal (profileSignals) starts a CPU profile into DIR/cpu.pprof and the
 // second stops it and writes the heap in use to DIR/heap.pprof, so the
 // profile covers exactly the window a benchmark measures and not the
-// start. It returns the function that stops it (writing what was started).
-func profileHook(log *slog.Logger) (stop func()) {
+// start. A process of the app's other than the first (the window's)
+// writes into DIR/sub. It returns the function that stops it (writing what
+// was started).
+func profileHook(log *slog.Logger, sub string) (stop func()) {
 	dir := os.Getenv(envProfile)
 	start, end := profileSignals()
 	if dir == "" || start == nil {
 		return func() {}
+	}
+	if sub != "" {
+		dir = filepath.Join(dir, sub)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			log.Warn("profile: no directory", "err", err)
+			return func() {}
+		}
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, start, end)

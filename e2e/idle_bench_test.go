@@ -82,14 +82,16 @@ func TestBenchIdle(t *testing.T) {
 	// Let the start settle (the sessions' last rows written, the first
 	// full scans done) before the window opens.
 	time.Sleep(5 * time.Second)
-	if profile != "" {
-		// The app's opt-in hook: SIGUSR1 starts the CPU profile, SIGUSR2
-		// stops it and writes the heap.
-		_ = h.app.Process.Signal(syscall.SIGUSR1)
-	}
 	// The desktop's processes: the app and, the window open, the window's
 	// own process; the figures are their sum, then each one's.
 	pids := append([]int{h.app.Process.Pid}, windowProcesses(t, h.app.Process.Pid)...)
+	if profile != "" {
+		// The app's opt-in hook: SIGUSR1 starts the CPU profile, SIGUSR2
+		// stops it and writes the heap (the window's under window/).
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGUSR1)
+		}
+	}
 	var cpu, rss float64
 	var parts []string
 	for i, c := range idleCosts(t, secs, pids) {
@@ -103,7 +105,9 @@ func TestBenchIdle(t *testing.T) {
 	}
 	fmt.Printf("bench-idle: mode=%s sessions=%d procs=%d window=%ds cpu=%.3f%% rss=%.1fMB (%s)\n", mode, n, m, secs, cpu, rss, strings.Join(parts, " "))
 	if profile != "" {
-		_ = h.app.Process.Signal(syscall.SIGUSR2)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGUSR2)
+		}
 		eventually(t, "the heap profile", 30*time.Second, func() bool {
 			_, err := os.Stat(filepath.Join(profile, "heap.pprof"))
 			return err == nil
