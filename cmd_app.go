@@ -115,12 +115,8 @@ func cmdLs(c *cli, args []string) error {
 	fs := c.newFlags("ls")
 	asJSON := fs.Bool("json", false, "print JSON")
 	all := fs.Bool("all", false, "include the archived sessions")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("ls takes no arguments")
 	}
 	if handled, err := c.lsMachines(*asJSON); handled {
 		return err
@@ -409,12 +405,9 @@ func cmdRecover(c *cli, args []string) error {
 }
 
 func cmdResume(c *cli, args []string) error {
-	pos, err := parseFlags(c.newFlags("resume"), args)
+	id, err := parseSessionID(c.newFlags("resume"), args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("resume takes one session id")
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -422,7 +415,7 @@ func cmdResume(c *cli, args []string) error {
 	}
 	ctx, cancel := launchContext()
 	defer cancel()
-	s, err := cl.Resume(ctx, pos[0])
+	s, err := cl.Resume(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -444,14 +437,11 @@ func (c *cli) answer(name string, args []string, allow bool) error {
 	if !allow {
 		msg = fs.String("message", "", "why, for the agent")
 	}
-	pos, err := parseFlags(fs, args)
+	id, err := parseSessionID(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("%s takes one session id", name)
-	}
-	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
+	return c.sessionAction(id, func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
 		m := ""
 		if !allow {
 			m = cmp.Or(*msg, "The user denied this request.")
@@ -463,12 +453,9 @@ func (c *cli) answer(name string, args []string, allow bool) error {
 func cmdForget(c *cli, args []string) error {
 	fs := c.newFlags("forget")
 	drop := fs.Bool("delete-timeline", false, "delete the session's timeline too")
-	pos, err := parseFlags(fs, args)
+	id, err := parseSessionID(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("forget takes one session id")
 	}
 	timeline := storage.KeepTimeline
 	if *drop {
@@ -480,7 +467,7 @@ func cmdForget(c *cli, args []string) error {
 	}
 	ctx, cancel := requestContext()
 	defer cancel()
-	s, err := cl.Forget(ctx, pos[0], timeline)
+	s, err := cl.Forget(ctx, id, timeline)
 	if err != nil {
 		return err
 	}
@@ -494,14 +481,11 @@ func cmdForget(c *cli, args []string) error {
 
 // simpleAction runs a one-argument session action (interrupt, ack).
 func (c *cli) simpleAction(name string, args []string, act func(*localapi.Client, context.Context, string) (sessions.Session, error)) error {
-	pos, err := parseFlags(c.newFlags(name), args)
+	id, err := parseSessionID(c.newFlags(name), args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("%s takes one session id", name)
-	}
-	return c.sessionAction(pos[0], func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
+	return c.sessionAction(id, func(ctx context.Context, cl *localapi.Client, id string) (sessions.Session, error) {
 		return act(cl, ctx, id)
 	})
 }
@@ -525,12 +509,8 @@ func (c *cli) sessionAction(id string, act func(context.Context, *localapi.Clien
 func cmdWatch(c *cli, args []string) error {
 	fs := c.newFlags("watch")
 	asJSON := fs.Bool("json", false, "print each event as one JSON line")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("watch takes no arguments")
 	}
 	if handled, err := c.watchMachines(*asJSON); handled {
 		return err

@@ -30,12 +30,8 @@ func doctorAgents() []doctor.Agent {
 func cmdDoctor(c *cli, args []string) error {
 	fs := c.newFlags("doctor")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("doctor takes no arguments")
 	}
 	dir, err := c.resolveDataDir()
 	if err != nil {

@@ -84,12 +84,8 @@ func cmdHooks(c *cli, args []string) error {
 	}
 	fs := c.newFlags("hooks " + args[0])
 	asJSON := fs.Bool("json", false, "print JSON (status)")
-	pos, err := parseFlags(fs, args[1:])
-	if err != nil {
+	if err := parseNoArgs(fs, args[1:]); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("hooks %s takes no arguments", args[0])
 	}
 	h, err := c.hookSetup()
 	if err != nil {

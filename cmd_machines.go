@@ -270,12 +270,8 @@ var errNoSupervisor = errors.New("no Session Supervisor runs on this machine")
 func cmdDialStdio(c *cli, args []string) error {
 	fs := c.newFlags("dial-stdio")
 	start := fs.Bool("start", false, "start the user's service when no supervisor runs, and wait for it")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("dial-stdio takes no arguments")
 	}
 	dir, err := c.resolveDataDir()
 	if err != nil {

@@ -71,12 +71,8 @@ func cmdService(c *cli, args []string) error {
 	fs := c.newFlags("service " + sub)
 	headless := fs.Bool("headless", false, "install: run without window or tray (on Linux: start without a desktop session)")
 	asJSON := fs.Bool("json", false, "status: print JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("service %s takes no arguments", sub)
 	}
 	switch sub {
 	case "install", "uninstall", "start", "stop", "restart", "status":

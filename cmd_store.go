@@ -165,12 +165,9 @@ func cmdTimeline(c *cli, args []string) error {
 	fs := c.newFlags("timeline")
 	asJSON := fs.Bool("json", false, "print JSON")
 	limit := fs.Int("limit", 0, "show at most N events (newest)")
-	pos, err := parseFlags(fs, args)
+	id, err := parseSessionID(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("timeline takes one session id")
 	}
 	if *limit < 0 {
 		return usagef("--limit must be 0 (all) or more, got %d", *limit)
@@ -181,12 +178,12 @@ func cmdTimeline(c *cli, args []string) error {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	s, err := st.FindSession(ctx, pos[0])
+	s, err := st.FindSession(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		// A session forgotten with its timeline kept: the rows remain,
 		// found by the full id `forget` printed.
-		if kept, terr := st.Timeline(ctx, pos[0], 1); terr == nil && len(kept) > 0 {
-			s, err = sessions.Session{ID: pos[0]}, nil
+		if kept, terr := st.Timeline(ctx, id, 1); terr == nil && len(kept) > 0 {
+			s, err = sessions.Session{ID: id}, nil
 		}
 	}
 	if err != nil {

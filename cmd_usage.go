@@ -143,12 +143,8 @@ func cmdUsage(c *cli, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	byName := fs.String("by", "session", "group by session, model, agent, day or machine (every configured machine's)")
 	sinceText := fs.String("since", "", "only sessions active since this day (YYYY-MM-DD, local time)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return usagef("usage takes no arguments")
 	}
 	by, err := parseUsageGroup(*byName)
 	if err != nil {

@@ -53,15 +53,12 @@ func handoverSession(ctx context.Context, b handoverer, id string, interrupt boo
 func cmdHandover(c *cli, args []string) error {
 	fs := c.newFlags("handover")
 	interrupt := fs.Bool("interrupt", false, "interrupt the turn in flight instead of waiting for it to end")
-	pos, err := parseFlags(fs, args)
+	id, err := parseSessionID(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("handover takes one session id")
-	}
 	if c.machine != "" {
-		return fmt.Errorf("a session of machine %s cannot be continued in a terminal from here: its terminal would open there (run `session-supervisor handover %s` on %s)", c.machine, pos[0], c.machine)
+		return fmt.Errorf("a session of machine %s cannot be continued in a terminal from here: its terminal would open there (run `session-supervisor handover %s` on %s)", c.machine, id, c.machine)
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -79,7 +76,7 @@ func cmdHandover(c *cli, args []string) error {
 			}
 		}
 	}
-	did, err := handoverSession(ctx, cl, pos[0], *interrupt, terminal)
+	did, err := handoverSession(ctx, cl, id, *interrupt, terminal)
 	if err != nil {
 		return err
 	}

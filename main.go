@@ -225,6 +225,32 @@ func (c *cli) newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// parseNoArgs parses the flags of a command that takes no positional
+// argument; any is a usage error naming the command (the flag set's name).
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("%s takes no arguments", fs.Name())
+	}
+	return nil
+}
+
+// parseSessionID parses the flags of a command that takes exactly one
+// session id and returns it.
+func parseSessionID(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usagef("%s takes one session id", fs.Name())
+	}
+	return pos[0], nil
+}
+
 // parseFlags parses a command's flags, accepting flags after positional
 // arguments too (`timeline ID --json`), which the standard flag package stops at.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
