@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/machines"
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -33,7 +34,7 @@ const (
 
 var usageGroupNames = []string{"session", "model", "agent", "day", "machine"}
 
-func (g usageGroup) String() string { return usageGroupNames[g] }
+func (g usageGroup) String() string { return enum.Name(g, "usageGroup", usageGroupNames) }
 
 func parseUsageGroup(s string) (usageGroup, error) {
 	if i := slices.Index(usageGroupNames, s); i >= 0 {

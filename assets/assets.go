@@ -6,6 +6,8 @@ package assets
 import (
 	"embed"
 	"fmt"
+
+	"github.com/session-supervisor/session-supervisor/enum"
 )
 
 //go:embed icons/*.png
@@ -25,12 +27,7 @@ const (
 
 var iconNames = []string{"attention", "waiting", "recovering", "working", "idle"}
 
-func (i Icon) String() string {
-	if i >= 0 && int(i) < len(iconNames) {
-		return iconNames[i]
-	}
-	return fmt.Sprintf("icon(%d)", int(i))
-}
+func (i Icon) String() string { return enum.Name(i, "icon", iconNames) }
 
 // TrayIcon returns the 64 px PNG for a state icon (Linux trays need PNG).
 func TrayIcon(i Icon) []byte { return mustRead(fmt.Sprintf("icons/%s-64.png", i)) }

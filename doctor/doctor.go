@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
@@ -29,12 +30,7 @@ const (
 
 var statusNames = []string{"ok", "warn", "fail"}
 
-func (s Status) String() string {
-	if s >= 0 && int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
-}
+func (s Status) String() string { return enum.Name(s, "Status", statusNames) }
 
 // MarshalText writes the name: `doctor --json` says "ok", "warn", "fail".
 func (s Status) MarshalText() ([]byte, error) {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -128,15 +129,9 @@ const (
 	recordedToolCall
 )
 
-func (r e2eRecord) String() string {
-	switch r {
-	case recordedPrompt:
-		return "prompt"
-	case recordedToolCall:
-		return "tool call"
-	}
-	return "e2eRecord(" + strconv.Itoa(int(r)) + ")"
-}
+var e2eRecordNames = [...]string{recordedPrompt: "prompt", recordedToolCall: "tool call"}
+
+func (r e2eRecord) String() string { return enum.Name(r, "e2eRecord", e2eRecordNames[:]) }
 
 // resumeLimit is how long a resumed turn of the agent may take.
 func (a *e2eAgent) resumeLimit() time.Duration {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 )
@@ -36,17 +37,9 @@ const (
 	Refused
 )
 
-func (a Access) String() string {
-	switch a {
-	case Full:
-		return "full"
-	case ReadOnly:
-		return "read-only"
-	case Refused:
-		return "refused"
-	}
-	return fmt.Sprintf("access(%d)", int(a))
-}
+var accessNames = [...]string{Full: "full", ReadOnly: "read-only", Refused: "refused"}
+
+func (a Access) String() string { return enum.Name(a, "access", accessNames[:]) }
 
 // maxAncestry bounds the walk up a peer's parents (a process tree is never
 // this deep; a cycle from a reused pid must not loop).

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -38,12 +39,7 @@ const (
 
 var linkNames = [...]string{"connecting", "connected", "reconnecting", "incompatible"}
 
-func (s LinkState) String() string {
-	if s >= 0 && int(s) < len(linkNames) {
-		return linkNames[s]
-	}
-	return fmt.Sprintf("link_state(%d)", int(s))
-}
+func (s LinkState) String() string { return enum.Name(s, "link_state", linkNames[:]) }
 
 // MarshalText writes the lower-case name.
 func (s LinkState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }

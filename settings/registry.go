@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/session-supervisor/session-supervisor/enum"
 )
 
 // Sentinel errors of the settings API.
@@ -55,19 +57,14 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown setting kind %q", b)
 }
 
-func (k Kind) String() string {
-	switch k {
-	case KindBool:
-		return "bool"
-	case KindInt:
-		return "int"
-	case KindMinutes:
-		return "minutes"
-	case KindString:
-		return "string"
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
+var kindNames = [...]string{
+	KindBool:    "bool",
+	KindInt:     "int",
+	KindMinutes: "minutes",
+	KindString:  "string",
 }
+
+func (k Kind) String() string { return enum.Name(k, "kind", kindNames[:]) }
 
 // Policy says what happens to a number outside a setting's range.
 type Policy int

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
@@ -134,14 +135,13 @@ const (
 	QuarantineNewer
 )
 
+var quarantineReasonNames = [...]string{
+	QuarantineCorrupt: "corrupt",
+	QuarantineNewer:   "written by a newer build",
+}
+
 func (r QuarantineReason) String() string {
-	switch r {
-	case QuarantineCorrupt:
-		return "corrupt"
-	case QuarantineNewer:
-		return "written by a newer build"
-	}
-	return fmt.Sprintf("QuarantineReason(%d)", int(r))
+	return enum.Name(r, "QuarantineReason", quarantineReasonNames[:])
 }
 
 // Quarantined is a stored session LoadSessions could not read. Its row is
@@ -229,14 +229,10 @@ const (
 	DropTimeline
 )
 
+var timelineChoiceNames = [...]string{KeepTimeline: "keep timeline", DropTimeline: "drop timeline"}
+
 func (c TimelineChoice) String() string {
-	switch c {
-	case KeepTimeline:
-		return "keep timeline"
-	case DropTimeline:
-		return "drop timeline"
-	}
-	return fmt.Sprintf("TimelineChoice(%d)", int(c))
+	return enum.Name(c, "TimelineChoice", timelineChoiceNames[:])
 }
 
 // Forget deletes a session in its place in a batch (BatchItem.Forget).

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/session-supervisor/session-supervisor/enum"
 )
 
 // Connectivity is what the machine can tell about its own network, for
@@ -30,12 +32,7 @@ const (
 
 var connNames = []string{"unknown", "online", "offline"}
 
-func (c Connectivity) String() string {
-	if int(c) >= 0 && int(c) < len(connNames) {
-		return connNames[c]
-	}
-	return "connectivity(" + strconv.Itoa(int(c)) + ")"
-}
+func (c Connectivity) String() string { return enum.Name(c, "connectivity", connNames) }
 
 // Route flags of the kernel's routing tables (linux/route.h, ipv6_route.h).
 const (

@@ -20,6 +20,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
@@ -98,7 +99,7 @@ const (
 
 var soakPlanNames = [...]string{"complete", "death", "vanish", "stall", "rate_limit", "overflow", "auth", "compaction"}
 
-func (p soakPlan) String() string { return soakPlanNames[p] }
+func (p soakPlan) String() string { return enum.Name(p, "soakPlan", soakPlanNames[:]) }
 
 // soakStore is one runtime's view of the shared memStore. A crashed app
 // writes nothing more: once dead, the view drops every write, so the old

@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 )
@@ -30,15 +30,9 @@ const (
 	Waiting
 )
 
-func (k Kind) String() string {
-	switch k {
-	case NeedsYou:
-		return "needs_you"
-	case Waiting:
-		return "waiting"
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
+var kindNames = [...]string{NeedsYou: "needs_you", Waiting: "waiting"}
+
+func (k Kind) String() string { return enum.Name(k, "kind", kindNames[:]) }
 
 // Incident is one open reason to reach the user.
 type Incident struct {
@@ -100,17 +94,9 @@ const (
 	QuietSummary
 )
 
-func (s Shape) String() string {
-	switch s {
-	case Single:
-		return "single"
-	case Burst:
-		return "burst"
-	case QuietSummary:
-		return "quiet_summary"
-	}
-	return "shape(" + strconv.Itoa(int(s)) + ")"
-}
+var shapeNames = [...]string{Single: "single", Burst: "burst", QuietSummary: "quiet_summary"}
+
+func (s Shape) String() string { return enum.Name(s, "shape", shapeNames[:]) }
 
 // Push is one message for one channel.
 type Push struct {
@@ -323,17 +309,9 @@ const (
 	Refused
 )
 
-func (o Outcome) String() string {
-	switch o {
-	case Delivered:
-		return "delivered"
-	case Failed:
-		return "failed"
-	case Refused:
-		return "refused"
-	}
-	return "outcome(" + strconv.Itoa(int(o)) + ")"
-}
+var outcomeNames = [...]string{Delivered: "delivered", Failed: "failed", Refused: "refused"}
+
+func (o Outcome) String() string { return enum.Name(o, "outcome", outcomeNames[:]) }
 
 // Backoff is the wait before retry n (1-based): 30 s doubling, at most
 // 8 min, so a 30-minute window gets about seven tries.

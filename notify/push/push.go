@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/session-supervisor/session-supervisor/enum"
 )
 
 // Kind is what a message is about. Receivers see it in the generic webhook
@@ -47,20 +49,15 @@ const (
 	Test
 )
 
-// String is the word used on the wire (the generic body's "kind").
-func (k Kind) String() string {
-	switch k {
-	case Escalation:
-		return "escalation"
-	case Waiting:
-		return "waiting"
-	case Summary:
-		return "summary"
-	case Test:
-		return "test"
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
+var kindNames = [...]string{
+	Escalation: "escalation",
+	Waiting:    "waiting",
+	Summary:    "summary",
+	Test:       "test",
 }
+
+// String is the word used on the wire (the generic body's "kind").
+func (k Kind) String() string { return enum.Name(k, "kind", kindNames[:]) }
 
 // Priority is how loudly the phone should ring. ntfy maps it to its 1–5
 // scale; the generic webhook body carries the word.
@@ -76,18 +73,10 @@ const (
 	Urgent
 )
 
+var priorityNames = [...]string{Default: "default", High: "high", Urgent: "urgent"}
+
 // String is the word used on the wire (the generic body's "priority").
-func (p Priority) String() string {
-	switch p {
-	case Default:
-		return "default"
-	case High:
-		return "high"
-	case Urgent:
-		return "urgent"
-	}
-	return fmt.Sprintf("priority(%d)", int(p))
-}
+func (p Priority) String() string { return enum.Name(p, "priority", priorityNames[:]) }
 
 // Message is what a channel sends. Every text field has already passed the
 // app's sanitizer (sessions.SanitizeMessage) before it gets here; channels do

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/enum"
 )
 
 // WebhookFormat is the body a webhook sends: what its receiver understands.
@@ -27,18 +29,10 @@ const (
 	Discord
 )
 
+var webhookFormatNames = [...]string{Generic: "generic", Slack: "slack", Discord: "discord"}
+
 // String is the format's name in settings.
-func (f WebhookFormat) String() string {
-	switch f {
-	case Generic:
-		return "generic"
-	case Slack:
-		return "slack"
-	case Discord:
-		return "discord"
-	}
-	return fmt.Sprintf("format(%d)", int(f))
-}
+func (f WebhookFormat) String() string { return enum.Name(f, "format", webhookFormatNames[:]) }
 
 // ParseWebhookFormat reads a format's name as String writes it (any case).
 func ParseWebhookFormat(s string) (WebhookFormat, error) {

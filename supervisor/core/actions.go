@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
@@ -61,12 +62,7 @@ var actionNames = [...]string{
 }
 
 // String returns the stable lower_snake name.
-func (k ActionKind) String() string {
-	if k > 0 && int(k) < len(actionNames) {
-		return actionNames[k]
-	}
-	return fmt.Sprintf("action_kind(%d)", int(k))
-}
+func (k ActionKind) String() string { return enum.Name(k, "action_kind", actionNames[:]) }
 
 // Valid reports whether k is one of the action kinds.
 func (k ActionKind) Valid() bool { return k > 0 && int(k) < len(actionNames) }

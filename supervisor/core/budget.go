@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 )
 
@@ -28,12 +29,7 @@ const (
 
 var scopeNames = [...]string{ScopeSession: "session", ScopeDaily: "daily"}
 
-func (s BudgetScope) String() string {
-	if s > 0 && int(s) < len(scopeNames) {
-		return scopeNames[s]
-	}
-	return fmt.Sprintf("budget_scope(%d)", int(s))
-}
+func (s BudgetScope) String() string { return enum.Name(s, "budget_scope", scopeNames[:]) }
 
 // BudgetMeasure is what a budget is counted in.
 type BudgetMeasure int
@@ -52,12 +48,7 @@ const (
 
 var measureNames = [...]string{MeasureCost: "cost", MeasureTokens: "token", MeasureRecoveries: "recovery"}
 
-func (m BudgetMeasure) String() string {
-	if m > 0 && int(m) < len(measureNames) {
-		return measureNames[m]
-	}
-	return fmt.Sprintf("budget_measure(%d)", int(m))
-}
+func (m BudgetMeasure) String() string { return enum.Name(m, "budget_measure", measureNames[:]) }
 
 // Budget is a limit in each measure; zero turns that measure off.
 type Budget struct {

@@ -2,8 +2,9 @@ package model
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/enum"
 )
 
 // NextAgeChange is the instant sessions.Age(·, since) next shows another
@@ -53,15 +54,9 @@ const (
 	RedrawDue
 )
 
-func (r Redraw) String() string {
-	switch r {
-	case RedrawChanged:
-		return "changed"
-	case RedrawDue:
-		return "due"
-	}
-	return fmt.Sprintf("redraw(%d)", int(r))
-}
+var redrawNames = [...]string{RedrawChanged: "changed", RedrawDue: "due"}
+
+func (r Redraw) String() string { return enum.Name(r, "redraw", redrawNames[:]) }
 
 // Deadline is where a view tells Pace the next instant one of its texts
 // changes by itself (zero: none, as for a hidden view). A later Set
