@@ -65,24 +65,15 @@ func TestTimelineOrderAndLimit(t *testing.T) {
 	// Appended out of time order. "tie-1" and "tie-2" share a time and
 	// must come newest id first; "half" vs "whole" is the case a trimmed
 	// RFC3339Nano text would mis-sort.
-	for _, e := range []struct {
-		kind string
-		at   time.Time
-	}{
+	appendKindsAt(t, s, []string{"s"}, []kindAt{
 		{"half", whole.Add(500 * time.Millisecond)},
 		{"whole", whole},
 		{"tie-1", whole.Add(time.Minute)},
 		{"tie-2", whole.Add(time.Minute)},
 		{"oldest", whole.Add(-time.Hour)},
 		{"newest", whole.Add(time.Hour)},
-	} {
-		if _, err := s.AppendEvent(ctx, TimelineEvent{SessionID: "s", Time: e.at, Kind: e.kind}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.AppendEvent(ctx, TimelineEvent{SessionID: "other", Time: whole.Add(2 * time.Hour), Kind: "other"}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	appendKindsAt(t, s, []string{"other"}, []kindAt{{"other", whole.Add(2 * time.Hour)}})
 	tests := []struct {
 		session string
 		limit   int
@@ -101,12 +92,8 @@ func TestTimelineOrderAndLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var kinds []string
-		for _, e := range got {
-			kinds = append(kinds, e.Kind)
-		}
-		if strings.Join(kinds, " ") != tt.want {
-			t.Errorf("Timeline(%q, %d) = %q, want %q", tt.session, tt.limit, strings.Join(kinds, " "), tt.want)
+		if kinds := eventKinds(got); kinds != tt.want {
+			t.Errorf("Timeline(%q, %d) = %q, want %q", tt.session, tt.limit, kinds, tt.want)
 		}
 	}
 }
@@ -115,21 +102,12 @@ func TestPruneEvents(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
 	cutoff := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
-	for _, e := range []struct {
-		kind string
-		at   time.Time
-	}{
+	appendKindsAt(t, s, []string{"s1", "s2"}, []kindAt{
 		{"old-a", cutoff.Add(-40 * 24 * time.Hour)},
 		{"old-b", cutoff.Add(-time.Nanosecond)},
 		{"boundary", cutoff}, // not older than the cutoff: kept
 		{"new", cutoff.Add(500 * time.Millisecond)},
-	} {
-		for _, sid := range []string{"s1", "s2"} {
-			if _, err := s.AppendEvent(ctx, TimelineEvent{SessionID: sid, Time: e.at, Kind: e.kind}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	})
 	n, err := s.PruneEvents(ctx, cutoff)
 	if err != nil || n != 4 {
 		t.Fatalf("PruneEvents = %d, %v; want 4", n, err)
@@ -138,12 +116,8 @@ func TestPruneEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
-	for _, e := range got {
-		kinds = append(kinds, e.Kind)
-	}
-	if want := "new new boundary boundary"; strings.Join(kinds, " ") != want {
-		t.Errorf("after prune: %q, want %q", strings.Join(kinds, " "), want)
+	if kinds, want := eventKinds(got), "new new boundary boundary"; kinds != want {
+		t.Errorf("after prune: %q, want %q", kinds, want)
 	}
 	if n, err := s.PruneEvents(ctx, cutoff); err != nil || n != 0 {
 		t.Errorf("second PruneEvents = %d, %v; want 0", n, err)
@@ -313,4 +287,31 @@ func TestTimelineDetailStoredAsWritten(t *testing.T) {
 	if err := json.Unmarshal(got[0].Detail, &d); err != nil || d.Message != "an old row" || d.PID != 4242 || d.Outcome != "ok" {
 		t.Errorf("the old row decoded as %+v (%v)", d, err)
 	}
+}
+
+// kindAt is a timeline event a test appends: its kind, at a chosen time.
+type kindAt struct {
+	kind string
+	at   time.Time
+}
+
+// appendKindsAt appends each event to each of the sessions, in order.
+func appendKindsAt(t *testing.T, s *Store, sessionIDs []string, events []kindAt) {
+	t.Helper()
+	for _, e := range events {
+		for _, sid := range sessionIDs {
+			if _, err := s.AppendEvent(context.Background(), TimelineEvent{SessionID: sid, Time: e.at, Kind: e.kind}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// eventKinds is the events' kinds in order, space-separated.
+func eventKinds(events []TimelineEvent) string {
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, e.Kind)
+	}
+	return strings.Join(kinds, " ")
 }
