@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -194,7 +193,7 @@ func cmdTimeline(c *cli, args []string) error {
 		return err
 	}
 	if *asJSON {
-		rows := make([]timelineRow, len(events))
+		rows := make([]localapi.TimelineRow, len(events))
 		for i, e := range events {
 			rows[i] = toTimelineRow(e)
 		}
@@ -204,23 +203,14 @@ func cmdTimeline(c *cli, args []string) error {
 	return nil
 }
 
-// timelineRow is the documented JSON contract of a timeline row (the
-// README's "JSON output" section): the same keys as the local API's rows.
-type timelineRow struct {
-	ID             int64           `json:"id"`
-	SessionID      string          `json:"session_id"`
-	Time           time.Time       `json:"time"`
-	Kind           string          `json:"kind"`
-	TurnGeneration int64           `json:"turn_generation"`
-	Detail         json.RawMessage `json:"detail"`
-}
-
-func toTimelineRow(e storage.TimelineEvent) timelineRow {
-	d := e.Detail
-	if len(d) == 0 {
-		d = json.RawMessage("{}")
+// toTimelineRow is a row as `timeline --json` prints it, the documented
+// JSON contract (the README's "JSON output" section): the local API's row
+// (the same type, so the same keys), its detail never empty.
+func toTimelineRow(e storage.TimelineEvent) localapi.TimelineRow {
+	if len(e.Detail) == 0 {
+		e.Detail = json.RawMessage("{}")
 	}
-	return timelineRow{ID: e.ID, SessionID: e.SessionID, Time: e.Time, Kind: e.Kind, TurnGeneration: e.TurnGeneration, Detail: d}
+	return e
 }
 
 // printTimeline prints events oldest first (they arrive newest first), one
