@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,7 +313,7 @@ func TestReconcileTransientOutage(t *testing.T) {
 					}
 				}
 			}
-			if !equalDurations(retries, tt.wantRetries) {
+			if !slices.Equal(retries, tt.wantRetries) {
 				t.Errorf("retries at\n %v\nwant\n %v", retries, tt.wantRetries)
 			}
 			switch {
@@ -333,18 +334,6 @@ func TestReconcileTransientOutage(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // One incident, one budget: after a success the next incident starts from
