@@ -194,17 +194,13 @@ func (m *LaunchAgent) Restart(ctx context.Context) error {
 
 // Status implements Manager.
 func (m *LaunchAgent) Status(ctx context.Context) (Status, error) {
-	st := Status{Kind: m.Kind(), UnitPath: m.UnitPath(), State: StateNotInstalled}
-	b, err := os.ReadFile(st.UnitPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
+	st, unit, err := unitStatus(m.Kind(), m.UnitPath())
+	if err != nil || !st.Installed {
+		return st, err
 	}
-	if err != nil {
-		return st, fmt.Errorf("reading %s: %w", st.UnitPath, err)
-	}
-	st.Installed, st.Enabled = true, true
-	st.Current = string(b) == LaunchdPlist(m.spec, m.home) || string(b) == LaunchdPlist(toggleHeadless(m.spec), m.home)
-	st.Command = strings.Join(plistArguments(string(b)), " ")
+	st.Enabled = true
+	st.Current = unit == LaunchdPlist(m.spec, m.home) || unit == LaunchdPlist(toggleHeadless(m.spec), m.home)
+	st.Command = strings.Join(plistArguments(unit), " ")
 	_, running, err := m.loaded(ctx)
 	switch {
 	case err != nil:

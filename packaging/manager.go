@@ -302,3 +302,19 @@ func removeIfEmpty(dir string) bool {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
+
+// unitStatus starts the Status of a manager whose unit is a file: not
+// installed when there is no file at path, else installed, with the
+// file's text for the manager's own checks.
+func unitStatus(kind, path string) (st Status, unit string, err error) {
+	st = Status{Kind: kind, UnitPath: path, State: StateNotInstalled}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, "", nil
+	}
+	if err != nil {
+		return st, "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	st.Installed = true
+	return st, string(b), nil
+}

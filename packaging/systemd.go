@@ -292,17 +292,12 @@ func (m *SystemdUser) control(ctx context.Context, verb string) error {
 
 // Status implements Manager.
 func (m *SystemdUser) Status(ctx context.Context) (Status, error) {
-	st := Status{Kind: m.Kind(), UnitPath: m.UnitPath(), State: StateNotInstalled}
-	b, err := os.ReadFile(st.UnitPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
+	st, unit, err := unitStatus(m.Kind(), m.UnitPath())
+	if err != nil || !st.Installed {
+		return st, err
 	}
-	if err != nil {
-		return st, fmt.Errorf("reading %s: %w", st.UnitPath, err)
-	}
-	st.Installed = true
-	st.Current = string(b) == SystemdUnit(m.spec) || string(b) == SystemdUnit(toggleHeadless(m.spec))
-	st.Command = unitValue(string(b), "ExecStart")
+	st.Current = unit == SystemdUnit(m.spec) || unit == SystemdUnit(toggleHeadless(m.spec))
+	st.Command = unitValue(unit, "ExecStart")
 	state, err := m.query(ctx, "is-active")
 	if err != nil {
 		st.State = StateUnknown
