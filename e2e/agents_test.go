@@ -24,6 +24,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
 
@@ -33,6 +34,7 @@ type e2eReq struct {
 	Status     int
 	UserText   string
 	ToolOutput string
+	At         time.Time
 }
 
 // e2eOpts are the per-test choices an agent's setup may need to honour.
@@ -318,17 +320,18 @@ func startFakeAPI[S interface{ Close() }](h *ce2eHarness, start func() (S, error
 	return api
 }
 
-// startRefusingProxy starts an agent's loopback proxy that refuses every
-// connection (its fakeapi.StartRefusingProxy), closed with the test, and
-// returns its URL.
-func startRefusingProxy(h *ce2eHarness, start func() (string, func(), error)) string {
+// startFakes starts an agent's fake model API and its loopback proxy that
+// refuses every connection (its fakeapi.Start and StartRefusingProxy),
+// both closed with the test, and returns the API and the proxy's URL.
+func startFakes[S interface{ Close() }](h *ce2eHarness, start func() (S, error), startProxy func() (string, func(), error)) (S, string) {
 	h.t.Helper()
-	url, closeProxy, err := start()
+	api := startFakeAPI(h, start)
+	url, closeProxy, err := startProxy()
 	if err != nil {
 		h.t.Fatalf("starting the refusing proxy: %v", err)
 	}
 	h.t.Cleanup(closeProxy)
-	return url
+	return api, url
 }
 
 // e2eReqs converts a fake API's request records with conv.
@@ -338,6 +341,29 @@ func e2eReqs[E any](entries []E, conv func(E) e2eReq) []e2eReq {
 		out = append(out, conv(e))
 	}
 	return out
+}
+
+// agentWithAPI is one agent test's world with its fake API as its own
+// type (each agent's fakeapi.Server), for the agent's own tests.
+type agentWithAPI[S any] struct {
+	*agentE2E
+	api S
+}
+
+// startAgentWithAPI starts a test's world for agent (startAgentE2E) and
+// keeps its fake API typed.
+func startAgentWithAPI[S any](t *testing.T, agent *e2eAgent, o e2eOpts, settings ...string) *agentWithAPI[S] {
+	t.Helper()
+	h := startAgentE2E(t, agent, o, settings...)
+	return &agentWithAPI[S]{agentE2E: h, api: h.api.(S)}
+}
+
+// fakeReqs is what a fake on sessions/fakeserver (every agent's but
+// Claude's) recorded, as the scenarios read it.
+func fakeReqs(entries []fakeserver.Entry) []e2eReq {
+	return e2eReqs(entries, func(e fakeserver.Entry) e2eReq {
+		return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput, At: e.At}
+	})
 }
 
 // orphanAfterKill records, as orphans for the cleanup, the processes of
@@ -725,6 +751,32 @@ func (h *agentE2E) rateLimitDrain(scenario string, agentRetries bool) (held, don
 	return held, done
 }
 
+// rateLimitDrainAtReset is rateLimitDrain for a rate limit that names its
+// reset, window after the first request (to the second): the hold retries
+// at exactly that reset, and the turn is continued then (within a 5 s
+// tick).
+func (h *agentE2E) rateLimitDrainAtReset(scenario string, window time.Duration) {
+	h.t.Helper()
+	held, done := h.rateLimitDrain(scenario, false)
+	reqs := h.requests(scenario)
+	if len(reqs) == 0 {
+		h.t.Fatal("no request reached the fake API")
+	}
+	reset := time.Unix(reqs[0].At.Add(window).Unix(), 0)
+	if !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {
+		h.t.Errorf("hold: retry_at %v next attempt %v, want the API's reset %v", held.Failure.RetryAt, held.Supervision.NextAttemptAt, reset)
+	}
+	var cont ce2eRow
+	for _, r := range h.timeline(done.ID) {
+		if r.Kind == "rate_limit_drain" {
+			cont = r
+		}
+	}
+	if late := cont.Time.Sub(reset); late < 0 || late > 6*time.Second {
+		h.t.Errorf("continued %s after the reset, want at the reset (within a 5 s tick)", late)
+	}
+}
+
 // authEscalated: a 401 is held for an auth resume; with automatic recovery
 // switched off it is escalated. The fake API answers statuses (the agent's
 // own retries); the timeline is asserted when given. It returns the held
@@ -766,6 +818,24 @@ func (h *agentE2E) overflowEscalated(scenario string) sessions.Session {
 		h.t.Errorf("timeline %s, want a compaction tried and the escalation", strings.Join(labels, ", "))
 	}
 	return s
+}
+
+// overflowRetried waits for session id, whose turn overflows, to be
+// compacted and its turn retried to the end (turn generation turns), the
+// incident closed with nothing left failed; its timeline is before, then
+// the failure and the recovery (compaction, retry). It returns the rows.
+func (h *agentE2E) overflowRetried(id string, turns int64, before ...string) []ce2eRow {
+	h.t.Helper()
+	h.waitFor(id, "the retried turn to complete", ce2eReview(turns))
+	// The next tick closes the incident.
+	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
+	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != turns {
+		h.t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
+	}
+	return h.expectTimeline(id, []string{}, append(before,
+		"state_changed:errored", "state_changed:recovering", "overflow_redrive", "state_changed:working",
+		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
+		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")...)
 }
 
 // e2eAuthRetrySettings shorten the wait between two auth resumes (the

@@ -45,7 +45,7 @@ func TestClaudeE2ELostResultCompletedFromTranscript(t *testing.T) {
 		t.Errorf("the turn took %v to complete", took)
 	}
 	t.Logf("completed from the transcript %v after the launch: %s", took.Round(time.Second), s.Evidence)
-	if n := len(h.messagesRequests("tool")); n != 2 {
+	if n := len(claudeMessages(h.api, "tool")); n != 2 {
 		t.Errorf("%d model requests, want 2 (the tool call, the answer after it)", n)
 	}
 	h.expectTimeline(id, []string{"process_started", "prompt_sent"},

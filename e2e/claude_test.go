@@ -33,8 +33,7 @@ var claudeE2EAgent = &e2eAgent{
 	name:         "claude",
 	binary:       fakeapi.ClaudeBinary,
 	setup: func(h *ce2eHarness, o e2eOpts) (any, func(string) []e2eReq) {
-		api := startFakeAPI(h, fakeapi.Start)
-		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
+		api, proxyURL := startFakes(h, fakeapi.Start, fakeapi.StartRefusingProxy)
 		env, _ := o.config.(ce2eOptions)
 		h.env = env.apply(fakeapi.HermeticEnv(h.home, api.URL(), proxyURL))
 		return api, func(scenario string) []e2eReq {
@@ -77,7 +76,7 @@ func claudeMessages(api *fakeapi.Server, scenario string) []fakeapi.Entry {
 // claudeE2EReq is what the shared scenarios read of a request: the text of
 // its last user message, and the tool_result it carries back.
 func claudeE2EReq(e fakeapi.Entry) e2eReq {
-	r := e2eReq{Status: e.Status, UserText: e.Request.LastUserText()}
+	r := e2eReq{Status: e.Status, UserText: e.Request.LastUserText(), At: e.At}
 	for _, b := range e.Request.LastUserMessage().Blocks() {
 		if b.Type == "tool_result" {
 			r.ToolOutput = string(b.Content)
@@ -132,21 +131,12 @@ func (o ce2eOptions) apply(env []string) []string {
 }
 
 // cle2e is one Claude test's world.
-type cle2e struct {
-	*agentE2E
-	api *fakeapi.Server
-}
+type cle2e = agentWithAPI[*fakeapi.Server]
 
 // claudeE2EStart sets up a Claude test's world and starts the app on it.
 func claudeE2EStart(t *testing.T, o ce2eOptions) *cle2e {
 	t.Helper()
-	h := startAgentE2E(t, claudeE2EAgent, e2eOpts{config: o}, o.settings...)
-	return &cle2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
-}
-
-// messagesRequests returns the fake API's /v1/messages requests of one scenario.
-func (h *cle2e) messagesRequests(scenario string) []fakeapi.Entry {
-	return claudeMessages(h.api, scenario)
+	return startAgentWithAPI[*fakeapi.Server](t, claudeE2EAgent, e2eOpts{config: o}, o.settings...)
 }
 
 func ce2eStatuses(es []fakeapi.Entry) []int {
@@ -190,7 +180,7 @@ func TestClaudeE2ERateLimitRetried(t *testing.T) {
 		t.Errorf("while the CLI retried: failure %+v in_turn %v, want rate_limit with a retry time, turn in flight",
 			recovering.Failure, recovering.InTurn)
 	}
-	if got := ce2eStatuses(h.messagesRequests("429then_ok")); !slices.Equal(got, []int{429, 429, 200}) {
+	if got := ce2eStatuses(claudeMessages(h.api, "429then_ok")); !slices.Equal(got, []int{429, 429, 200}) {
 		t.Errorf("the fake API answered %v, want 429, 429, 200", got)
 	}
 	h.expectTimeline(id, []string{"process_started", "prompt_sent"},
@@ -231,7 +221,7 @@ func TestClaudeE2EEscalatedAtOnce(t *testing.T) {
 			if s.Failure.Kind != tc.kind || s.InTurn {
 				t.Errorf("failure %+v in_turn %v, want %s and no turn in flight", s.Failure, s.InTurn, tc.kind)
 			}
-			if got := ce2eStatuses(h.messagesRequests(tc.scenario)); tc.statuses != nil && !tc.statuses(got) {
+			if got := ce2eStatuses(claudeMessages(h.api, tc.scenario)); tc.statuses != nil && !tc.statuses(got) {
 				t.Errorf("the fake API answered %v, want %s", got, tc.want)
 			}
 			h.expectTimeline(id, []string{"process_started", "prompt_sent"}, tc.timeline...)
@@ -278,25 +268,15 @@ func TestClaudeE2EOverflowFirstTurn(t *testing.T) {
 	t.Parallel()
 	h := claudeE2EStart(t, ce2eOptions{settings: ce2eFast})
 	id := h.launch("[[scenario:too_long_once]] hi")
-	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
-	// The next tick closes the incident.
-	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
-	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 3 {
-		t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
-	}
+	rows := h.overflowRetried(id, 3, "state_changed:working")
 	var compact, retried bool
-	for _, e := range h.messagesRequests("too_long_once") {
+	for _, e := range claudeMessages(h.api, "too_long_once") {
 		compact = compact || strings.Contains(e.Request.LastUserText(), "/compact")
 		retried = retried || strings.Contains(e.Request.LastUserText(), core.RetryTurnText)
 	}
 	if !compact || !retried {
 		t.Errorf("the fake API saw /compact %v, the retry %v; want both", compact, retried)
 	}
-	rows := h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working",
-		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
 	if msg := ce2eAfterCompaction(rows); !strings.Contains(msg, "compaction failed (Not enough messages to compact.)") {
 		t.Errorf("after the supervisor's /compact: %q, want the CLI's refusal", msg)
 	}
@@ -312,13 +292,11 @@ func TestClaudeE2EOverflowCompactRetry(t *testing.T) {
 	id := h.launch("[[scenario:too_long_2nd_turn]] first")
 	h.waitFor(id, "the first turn", ce2eReview(1))
 	h.mustCLI("send", id, "second")
-	h.waitFor(id, "the retried turn to complete", ce2eReview(4))
-	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
-	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 4 {
-		t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
-	}
+	rows := h.overflowRetried(id, 4,
+		"state_changed:working", "state_changed:waiting_on_user(review)",
+		"state_changed:working", "state_changed:compacting", "state_changed:working")
 	var compactions int
-	for _, e := range h.messagesRequests("too_long_2nd_turn") {
+	for _, e := range claudeMessages(h.api, "too_long_2nd_turn") {
 		if fakeapi.IsCompaction(e.Request) {
 			compactions++
 		}
@@ -326,12 +304,6 @@ func TestClaudeE2EOverflowCompactRetry(t *testing.T) {
 	if compactions != 1 {
 		t.Errorf("%d compaction requests, want 1", compactions)
 	}
-	rows := h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:waiting_on_user(review)",
-		"state_changed:working", "state_changed:compacting", "state_changed:working", "state_changed:errored",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working",
-		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
 	if msg := ce2eAfterCompaction(rows); msg != "compaction finished; turn continues" {
 		t.Errorf("after the supervisor's /compact: %q, want a finished compaction", msg)
 	}
@@ -358,7 +330,7 @@ func TestClaudeE2ERateLimitDrainBackoff(t *testing.T) {
 	if !s.Failure.IsZero() || s.NeedsAttention {
 		t.Errorf("failure %+v needs_attention %v after the continue", s.Failure, s.NeedsAttention)
 	}
-	if got := ce2eStatuses(h.messagesRequests("429x3then_ok")); !slices.Equal(got, []int{429, 429, 429, 200}) {
+	if got := ce2eStatuses(claudeMessages(h.api, "429x3then_ok")); !slices.Equal(got, []int{429, 429, 429, 200}) {
 		t.Errorf("the fake API answered %v, want three 429s then 200", got)
 	}
 	rows := h.expectTimeline(id, []string{},
@@ -392,36 +364,9 @@ func TestClaudeE2ERateLimitDrainAtReset(t *testing.T) {
 		drop: []string{"ANTHROPIC_API_KEY"},
 		env:  []string{"CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-fake"},
 	})
-	id := h.launch("[[scenario:429unified]] hi")
-	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
-		return s.State == sessions.Recovering && !s.InTurn
-	})
-	reqs := h.messagesRequests("429unified")
-	if len(reqs) == 0 {
-		t.Fatal("no request reached the fake API")
-	}
-	reset := time.Unix(reqs[0].At.Add(fakeapi.UnifiedRateLimitWindow).Unix(), 0)
-	if !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {
-		t.Errorf("hold: retry_at %v next attempt %v, want the API's reset %v", held.Failure.RetryAt, held.Supervision.NextAttemptAt, reset)
-	}
-	s := h.waitFor(id, "the continued turn to complete", ce2eReview(2))
-	if !s.Failure.IsZero() || s.NeedsAttention {
-		t.Errorf("failure %+v needs_attention %v after the continue", s.Failure, s.NeedsAttention)
-	}
-	if got := ce2eStatuses(h.messagesRequests("429unified")); !slices.Equal(got, []int{429, 200}) {
+	h.rateLimitDrainAtReset("429unified", fakeapi.UnifiedRateLimitWindow)
+	if got := ce2eStatuses(claudeMessages(h.api, "429unified")); !slices.Equal(got, []int{429, 200}) {
 		t.Errorf("the fake API answered %v, want 429 (no CLI retry) then 200", got)
-	}
-	rows := h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored",
-		"rate_limit_drain", "rate_limit_drain", "state_changed:working", "state_changed:waiting_on_user(review)")
-	var cont ce2eRow
-	for _, r := range rows {
-		if r.Kind == "rate_limit_drain" {
-			cont = r
-		}
-	}
-	if late := cont.Time.Sub(reset); late < 0 || late > 5*time.Second+time.Second {
-		t.Errorf("continued %s after the reset, want at the reset (within a 5 s tick)", late)
 	}
 	h.stopApp()
 }
@@ -519,7 +464,7 @@ func TestClaudeE2ENetworkOutageWaitedOut(t *testing.T) {
 	}
 	// The next tick closes the incident and refills its budget.
 	h.waitFor(id, "the incident to close", func(s sessions.Session) bool { return s.Supervision == (sessions.Supervision{}) })
-	reqs := h.messagesRequests("cut6then_ok")
+	reqs := claudeMessages(h.api, "cut6then_ok")
 	for i, e := range reqs {
 		if cut := i < fakeapi.CutThenOKCuts; e.Cut != cut {
 			t.Errorf("request %d: cut %v, want %v", i+1, e.Cut, cut)
@@ -579,7 +524,7 @@ func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
 		return m.Type == localapi.MsgEscalation && m.Session != nil && m.Session.ID == id
 	})
 	// Three more ticks: nothing is retried or escalated again.
-	sent := len(h.messagesRequests("cut"))
+	sent := len(claudeMessages(h.api, "cut"))
 	deadline := time.Now().Add(16 * time.Second)
 	for time.Now().Before(deadline) {
 		if s := h.show(id); !s.NeedsAttention || s.State != sessions.Errored {
@@ -587,7 +532,7 @@ func TestClaudeE2ENetworkOutageLongerThanWindowEscalates(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	if n := len(h.messagesRequests("cut")); n != sent {
+	if n := len(claudeMessages(h.api, "cut")); n != sent {
 		t.Errorf("%d requests after the escalation", n-sent)
 	}
 	var escalations int

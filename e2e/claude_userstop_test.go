@@ -23,7 +23,7 @@ func TestClaudeE2EUserStopIgnoredIsEnforced(t *testing.T) {
 	h := claudeE2EStart(t, ce2eOptions{settings: []string{"supervisor.tick_seconds", "5"}})
 	id := h.launch("[[scenario:stall]] wait for it")
 	s := h.waitFor(id, "the stalled request", func(s sessions.Session) bool {
-		return s.State == sessions.Working && s.PID > 0 && s.AgentSessionID != "" && len(h.messagesRequests("stall")) > 0
+		return s.State == sessions.Working && s.PID > 0 && s.AgentSessionID != "" && len(claudeMessages(h.api, "stall")) > 0
 	})
 	if err := syscall.Kill(s.PID, syscall.SIGSTOP); err != nil {
 		t.Fatalf("stopping the CLI: %v", err)

@@ -29,8 +29,7 @@ var codexE2EAgent = &e2eAgent{
 	name:         "codex",
 	binary:       fakeapi.CodexBinary,
 	setup: func(h *ce2eHarness, o e2eOpts) (any, func(string) []e2eReq) {
-		api := startFakeAPI(h, fakeapi.Start)
-		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
+		api, proxyURL := startFakes(h, fakeapi.Start, fakeapi.StartRefusingProxy)
 		cfg, _ := o.config.(fakeapi.Config)
 		if o.longIdle {
 			cfg.StreamIdleTimeout = 5 * time.Minute
@@ -41,9 +40,7 @@ var codexE2EAgent = &e2eAgent{
 		}
 		h.env = fakeapi.HermeticEnv(h.home, codexHome, proxyURL)
 		return api, func(scenario string) []e2eReq {
-			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
-				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
-			})
+			return fakeReqs(api.Requests(scenario))
 		}
 	},
 	sessionIDOK:  func(id string) bool { return id != "" }, // the thread id
@@ -57,20 +54,14 @@ var codexE2EAgent = &e2eAgent{
 }
 
 // cxe2e is one Codex test's world (the terminal suite builds on it too).
-type cxe2e struct {
-	*agentE2E
-	api *fakeapi.Server
-}
+type cxe2e = agentWithAPI[*fakeapi.Server]
 
 // codexE2EStart starts a Codex test's fake Responses API (configured by
 // cfg), CODEX_HOME and app.
 func codexE2EStart(t *testing.T, cfg fakeapi.Config, settings ...string) *cxe2e {
 	t.Helper()
-	h := startAgentE2E(t, codexE2EAgent, e2eOpts{config: cfg}, settings...)
-	return &cxe2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
+	return startAgentWithAPI[*fakeapi.Server](t, codexE2EAgent, e2eOpts{config: cfg}, settings...)
 }
-
-func (h *cxe2e) nudgedCodex(scenario string) bool { return h.nudged(scenario) }
 
 // TestCodexE2E runs the scenarios every managed agent shares: plain reply,
 // command, second prompt, stall, agent killed, app killed.
@@ -136,34 +127,7 @@ func TestCodexE2EAuthEscalated(t *testing.T) {
 func TestCodexE2EUsageLimitAtReset(t *testing.T) {
 	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
-	id := h.launch("[[scenario:usage_limit]] hi")
-	held := h.waitFor(id, "the drain hold", func(s sessions.Session) bool {
-		return s.State == sessions.Recovering && !s.InTurn
-	})
-	reqs := h.api.Requests("usage_limit")
-	if len(reqs) == 0 {
-		t.Fatal("no request reached the fake API")
-	}
-	reset := time.Unix(reqs[0].At.Add(fakeapi.UsageLimitResetSeconds*time.Second).Unix(), 0)
-	if held.Failure.Kind != sessions.RateLimit || !held.Failure.RetryAt.Equal(reset) || !held.Supervision.NextAttemptAt.Equal(reset) {
-		t.Errorf("hold: failure %+v next attempt %v, want rate_limit until the reset %v", held.Failure, held.Supervision.NextAttemptAt, reset)
-	}
-	s := h.waitForWithin(id, "the continued turn to complete", 3*time.Minute, ce2eReview(2))
-	if !s.Failure.IsZero() || s.NeedsAttention {
-		t.Errorf("failure %+v needs_attention %v after the continue", s.Failure, s.NeedsAttention)
-	}
-	rows := h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored",
-		"rate_limit_drain", "rate_limit_drain", "state_changed:working", "state_changed:waiting_on_user(review)")
-	var cont ce2eRow
-	for _, r := range rows {
-		if r.Kind == "rate_limit_drain" {
-			cont = r
-		}
-	}
-	if late := cont.Time.Sub(reset); late < 0 || late > 6*time.Second {
-		t.Errorf("continued %s after the reset, want at the reset (within a 5 s tick)", late)
-	}
+	h.rateLimitDrainAtReset("usage_limit", fakeapi.UsageLimitResetSeconds*time.Second)
 	h.stopApp()
 }
 
@@ -175,11 +139,7 @@ func TestCodexE2EOverflowCompactRetry(t *testing.T) {
 	t.Parallel()
 	h := codexE2EStart(t, fakeapi.Config{}, ce2eFast...)
 	id := h.launch("[[scenario:too_long_once]] hi")
-	h.waitFor(id, "the retried turn to complete", ce2eReview(3))
-	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
-	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 3 {
-		t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
-	}
+	h.overflowRetried(id, 3, "state_changed:working")
 	var retried bool
 	for _, e := range h.api.Requests("too_long_once") {
 		retried = retried || strings.Contains(e.UserText, core.RetryTurnText)
@@ -192,11 +152,6 @@ func TestCodexE2EOverflowCompactRetry(t *testing.T) {
 	if got := h.statuses("too_long_once"); !slices.Equal(got, []int{400, 200, 200}) {
 		t.Errorf("the fake API answered %v, want 400, then the compaction's and the retry's 200", got)
 	}
-	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:errored",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working",
-		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
 

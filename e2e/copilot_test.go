@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
 )
@@ -48,9 +47,7 @@ var copilotE2EAgent = &e2eAgent{
 		}
 		h.env = fakeapi.HermeticEnv(h.home, cache, api.URL(), proxyURL)
 		return api, func(scenario string) []e2eReq {
-			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
-				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
-			})
+			return fakeReqs(api.Requests(scenario))
 		}
 	},
 	newFlags:          []string{"--permission-mode", "bypassPermissions"},
@@ -79,10 +76,7 @@ func waitCopilotPersisted(h *agentE2E, sessionID string, what e2eRecord) {
 }
 
 // cpe2e is one Copilot test's world (the terminal suite builds on it too).
-type cpe2e struct {
-	*agentE2E
-	api *fakeapi.Server
-}
+type cpe2e = agentWithAPI[*fakeapi.Server]
 
 // copilotE2EStart starts a Copilot test's fake API, hermetic environment
 // and app.
@@ -94,17 +88,8 @@ func copilotE2EStart(t *testing.T, settings ...string) *cpe2e {
 // copilotE2EStartWith is copilotE2EStart with options.
 func copilotE2EStartWith(t *testing.T, opts e2eOpts, settings ...string) *cpe2e {
 	t.Helper()
-	h := startAgentE2E(t, copilotE2EAgent, opts, settings...)
-	return &cpe2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
+	return startAgentWithAPI[*fakeapi.Server](t, copilotE2EAgent, opts, settings...)
 }
-
-// newCopilot launches a managed Copilot session in the work directory.
-func (h *cpe2e) newCopilot(prompt string, flags ...string) string {
-	h.t.Helper()
-	return h.launch(prompt, flags...)
-}
-
-func (h *cpe2e) nudgedCopilot(scenario string) bool { return h.nudged(scenario) }
 
 // TestCopilotE2E runs the scenarios every managed agent shares: plain
 // reply (the turn's process exiting is not the session ending), command,
@@ -156,11 +141,7 @@ func TestCopilotE2EOverflowCompactRetry(t *testing.T) {
 	id := h.launch("[[scenario:too_long_second]] hi")
 	h.waitFor(id, "the first reply", ce2eReview(1))
 	h.mustCLI("send", id, "more")
-	h.waitFor(id, "the retried turn to complete", ce2eReview(4))
-	s := h.waitFor(id, "the overflow incident to close", func(s sessions.Session) bool { return s.Supervision.Recovery == "" })
-	if !s.Failure.IsZero() || s.NeedsAttention || s.TurnGeneration != 4 {
-		t.Errorf("failure %+v needs_attention %v turn %d after the retry", s.Failure, s.NeedsAttention, s.TurnGeneration)
-	}
+	h.overflowRetried(id, 4, "state_changed:working", "state_changed:waiting_on_user(review)", "state_changed:working")
 	reqs := h.api.Requests("too_long_second")
 	if len(reqs) != 4 || !strings.Contains(reqs[3].UserText, core.RetryTurnText) {
 		t.Errorf("requests %+v, want the first turn, the overflow, the compaction's summary and the retry", reqs)
@@ -168,12 +149,6 @@ func TestCopilotE2EOverflowCompactRetry(t *testing.T) {
 	if got := h.statuses("too_long_second"); !slices.Equal(got, []int{200, 400, 200, 200}) {
 		t.Errorf("the fake API answered %v, want 200, 400, then the compaction's and the retry's 200", got)
 	}
-	h.expectTimeline(id, []string{},
-		"state_changed:working", "state_changed:waiting_on_user(review)",
-		"state_changed:working", "state_changed:errored",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working",
-		"state_changed:compacting", "state_changed:working", "state_changed:waiting_on_user(review)",
-		"state_changed:recovering", "overflow_redrive", "state_changed:working", "state_changed:waiting_on_user(review)")
 	h.stopApp()
 }
 

@@ -26,8 +26,7 @@ var geminiE2EAgent = &e2eAgent{
 	name:         "gemini",
 	binary:       fakeapi.GeminiBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
-		api := startFakeAPI(h, fakeapi.Start)
-		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
+		api, proxyURL := startFakes(h, fakeapi.Start, fakeapi.StartRefusingProxy)
 		if err := fakeapi.WriteSettings(h.home, fakeapi.Config{}); err != nil {
 			h.t.Fatal(err)
 		}
@@ -37,9 +36,7 @@ var geminiE2EAgent = &e2eAgent{
 			if scenario == "" {
 				entries = api.Log()
 			}
-			return e2eReqs(entries, func(e fakeapi.Entry) e2eReq {
-				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
-			})
+			return fakeReqs(entries)
 		}
 	},
 	newFlags:     []string{"--permission-mode", "bypassPermissions"},
@@ -58,17 +55,13 @@ var geminiE2EAgent = &e2eAgent{
 }
 
 // gme2e is one Gemini test's world (the terminal suite builds on it too).
-type gme2e struct {
-	*agentE2E
-	api *fakeapi.Server
-}
+type gme2e = agentWithAPI[*fakeapi.Server]
 
 // geminiE2EStart starts a Gemini test's fake API, the CLI's settings and
 // the app.
 func geminiE2EStart(t *testing.T, settings ...string) *gme2e {
 	t.Helper()
-	h := startAgentE2E(t, geminiE2EAgent, e2eOpts{}, settings...)
-	return &gme2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
+	return startAgentWithAPI[*fakeapi.Server](t, geminiE2EAgent, e2eOpts{}, settings...)
 }
 
 // TestGeminiE2E runs the scenarios every managed agent shares: plain

@@ -29,16 +29,13 @@ var openCodeE2EAgent = &e2eAgent{
 	name:         "opencode",
 	binary:       fakeapi.OpenCodeBinary,
 	setup: func(h *ce2eHarness, _ e2eOpts) (any, func(string) []e2eReq) {
-		api := startFakeAPI(h, fakeapi.Start)
-		proxyURL := startRefusingProxy(h, fakeapi.StartRefusingProxy)
+		api, proxyURL := startFakes(h, fakeapi.Start, fakeapi.StartRefusingProxy)
 		if err := fakeapi.WriteConfig(h.home, api.URL(), fakeapi.Config{}); err != nil {
 			h.t.Fatal(err)
 		}
 		h.env = fakeapi.HermeticEnv(h.home, proxyURL)
 		return api, func(scenario string) []e2eReq {
-			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
-				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
-			})
+			return fakeReqs(api.Requests(scenario))
 		}
 	},
 	sessionIDOK:       func(id string) bool { return strings.HasPrefix(id, "ses_") },
@@ -59,17 +56,13 @@ func checkOpenCodeOffline(h *agentE2E) {
 }
 
 // oce2e is one OpenCode test's world.
-type oce2e struct {
-	*agentE2E
-	api *fakeapi.Server
-}
+type oce2e = agentWithAPI[*fakeapi.Server]
 
 // openCodeE2EStart starts an OpenCode test's fake API, hermetic HOME and
 // app.
 func openCodeE2EStart(t *testing.T, settings ...string) *oce2e {
 	t.Helper()
-	h := startAgentE2E(t, openCodeE2EAgent, e2eOpts{}, settings...)
-	return &oce2e{agentE2E: h, api: h.api.(*fakeapi.Server)}
+	return startAgentWithAPI[*fakeapi.Server](t, openCodeE2EAgent, e2eOpts{}, settings...)
 }
 
 // TestOpenCodeE2E runs the scenarios every managed agent shares: plain

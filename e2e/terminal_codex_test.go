@@ -242,7 +242,7 @@ func TestTerminalCodexRealTUIKilledMidTurn(t *testing.T) {
 			// the TUI's prompt (the marker is nowhere else), so the app
 			// server resumed the TUI's thread, not a new one.
 			reqs := w.h.api.Requests("slowtool")
-			if len(reqs) < 2 || reqs[0].UserText == core.NudgeText || !w.h.nudgedCodex("slowtool") {
+			if len(reqs) < 2 || reqs[0].UserText == core.NudgeText || !w.h.nudged("slowtool") {
 				w.fail("the fake saw %+v, want the TUI's request, then the nudge", reqs)
 			}
 			// The managed app server is the app's own: never listed as a
@@ -277,7 +277,7 @@ func TestTerminalCodexRealTUIAuthEscalates(t *testing.T) {
 	s := w.observed(30*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
 		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
 	})
-	if !strings.Contains(s.Evidence, "offers no way in") || s.Nudge.Attempts != 0 || w.h.nudgedCodex("401") {
+	if !strings.Contains(s.Evidence, "offers no way in") || s.Nudge.Attempts != 0 || w.h.nudged("401") {
 		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
 	}
 	t.Logf("evidence: %s", s.Evidence)

@@ -77,7 +77,7 @@ func TestTerminalCopilotRealTUI(t *testing.T) {
 	w := startCopilotTUI(t, nil)
 	// A managed session beside it, in the same COPILOT_HOME: its turn's
 	// `copilot` process is the same native binary, in prompt mode.
-	managed := w.h.newCopilot("[[scenario:text]] hi")
+	managed := w.h.launch("[[scenario:text]] hi")
 	w.typeLine("run it [[scenario:tool]]")
 	s := w.observed(30*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working && s.InTurn })
 	t.Logf("working: %s", s.Evidence)
@@ -176,7 +176,7 @@ func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
 	s := w.observed(30*time.Second, "interrupted and escalated", func(s sessions.Session) bool {
 		return s.State == sessions.Interrupted && s.NeedsAttention && !s.ProcessAlive
 	})
-	if s.Nudge.Attempts != 0 || w.h.nudgedCopilot("slowtool") {
+	if s.Nudge.Attempts != 0 || w.h.nudged("slowtool") {
 		w.fail("nudged a terminal Copilot: %+v", s.Nudge)
 	}
 	t.Logf("evidence: %s", s.Evidence)
@@ -186,7 +186,7 @@ func TestTerminalCopilotRealTUIKilledMidTurn(t *testing.T) {
 	r := w.h.waitForWithin(id, "the resumed turn's review", 90*time.Second, func(r sessions.Session) bool {
 		return r.State == sessions.WaitingOnUser && r.WaitReason == sessions.WaitReview
 	})
-	if r.Source != sessions.Managed || r.Agent != "copilot" || r.AgentSessionID != s.AgentSessionID || r.ResumedFrom != s.ID || !w.h.nudgedCopilot("slowtool") {
+	if r.Source != sessions.Managed || r.Agent != "copilot" || r.AgentSessionID != s.AgentSessionID || r.ResumedFrom != s.ID || !w.h.nudged("slowtool") {
 		w.fail("the resumed session: %+v", r)
 	}
 	t.Logf("resumed in the background: %s", r.Evidence)
@@ -204,7 +204,7 @@ func TestTerminalCopilotRealTUIAuthEscalates(t *testing.T) {
 	s := w.observed(60*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
 		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
 	})
-	if !strings.Contains(s.Evidence, "no way in") || s.Nudge.Attempts != 0 || w.h.nudgedCopilot("401") {
+	if !strings.Contains(s.Evidence, "no way in") || s.Nudge.Attempts != 0 || w.h.nudged("401") {
 		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
 	}
 	t.Logf("evidence: %s", s.Evidence)

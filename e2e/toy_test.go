@@ -60,9 +60,7 @@ var toyE2EAgent = &e2eAgent{
 		path := os.Getenv("PATH")
 		h.env = []string{"PATH=" + path, "HOME=" + h.home, "TOY_API_URL=" + api.URL()}
 		return api, func(scenario string) []e2eReq {
-			return e2eReqs(api.Requests(scenario), func(e fakeapi.Entry) e2eReq {
-				return e2eReq{Status: e.Status, UserText: e.UserText, ToolOutput: e.ToolOutput}
-			})
+			return fakeReqs(api.Requests(scenario))
 		}
 	},
 	sessionIDOK:       func(id string) bool { return strings.HasPrefix(id, "toy_") },
