@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
-	"github.com/session-supervisor/session-supervisor/supervisor"
 )
 
 // mustSettingsService is the app's settings service over st, as run builds it.
@@ -124,26 +122,7 @@ func TestSettingsSetReportsTheValueInForce(t *testing.T) {
 // would not reach the app's memory).
 func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
 	dir := shortDir(t)
-	lock, err := storage.AcquireLock(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := storage.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := mustSettingsService(t, st)
-	rt := supervisor.New(supervisor.Options{Store: st})
-	if err := rt.Boot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	api, err := localapi.Listen(rt, svc, dir, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go api.Serve()
-	t.Cleanup(func() { api.Close(); lock.Release() })
+	svc := serveApp(t, dir, nil).settings
 
 	updates, cancel := svc.Subscribe()
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
+	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -273,13 +274,22 @@ func TestServiceStableExecutable(t *testing.T) {
 // `run` does, with the window callback under the test's control.
 func serveFakeApp(t *testing.T, dir string) (*localapi.API, *storage.Lock) {
 	t.Helper()
-	_, api, lock := serveApp(t, dir, nil)
-	return api, lock
+	app := serveApp(t, dir, nil)
+	return app.api, app.lock
+}
+
+// servedApp is what serveApp started: the runtime, the local API, the
+// settings service behind it and the data directory's lock.
+type servedApp struct {
+	rt       *supervisor.Runtime
+	api      *localapi.API
+	settings *settings.Service
+	lock     *storage.Lock
 }
 
 // serveApp is serveFakeApp with what the store holds before the runtime
-// boots (prepare, when set) and the runtime itself.
-func serveApp(t *testing.T, dir string, prepare func(*storage.Store)) (*supervisor.Runtime, *localapi.API, *storage.Lock) {
+// boots (prepare, when set), and all it started.
+func serveApp(t *testing.T, dir string, prepare func(*storage.Store)) servedApp {
 	t.Helper()
 	lock, err := storage.AcquireLock(dir)
 	if err != nil {
@@ -297,13 +307,14 @@ func serveApp(t *testing.T, dir string, prepare func(*storage.Store)) (*supervis
 	if err := rt.Boot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := localapi.Listen(rt, mustSettingsService(t, st), dir, version)
+	svc := mustSettingsService(t, st)
+	api, err := localapi.Listen(rt, svc, dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go api.Serve()
 	t.Cleanup(func() { api.Close(); lock.Release() })
-	return rt, api, lock
+	return servedApp{rt: rt, api: api, settings: svc, lock: lock}
 }
 
 // shortDir is a temporary directory with a path short enough for a unix

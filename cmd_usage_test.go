@@ -155,7 +155,7 @@ func TestRecoverAndUsageByDayThroughTheApp(t *testing.T) {
 	s := sessions.Session{ID: "5e5510a1-0000-4000-8000-000000000001", Name: "budgeted", Agent: "claude", State: sessions.Idle,
 		Evidence: "nothing in flight", CreatedAt: now, UpdatedAt: now}
 	dir := shortDir(t)
-	rt, _, _ := serveApp(t, dir, func(st *storage.Store) {
+	rt := serveApp(t, dir, func(st *storage.Store) {
 		if err := st.SaveSessionWithEvents(ctx, s, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestRecoverAndUsageByDayThroughTheApp(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}).rt
 
 	code, out, errOut := runCLI(t, "--data-dir", dir, "recover", "off", s.ID)
 	if code != 0 || !strings.Contains(out, "budgeted: automatic recovery is off for this session") {
