@@ -86,11 +86,7 @@ func TestQuietHoursThroughNtfy(t *testing.T) {
 	srv := ntfytest.Start(t, ntfytest.Options{Token: token})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	phone, err := ntfytest.Subscribe(ctx, srv.URL, topic, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer phone.Close()
+	phone := srv.Phone(t, topic, token)
 
 	quiet, _ := settings.ParseQuietHours("22:00-07:00")
 	var mu sync.Mutex

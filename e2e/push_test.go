@@ -28,13 +28,7 @@ func TestPushAfterTheDesktop(t *testing.T) {
 
 	const token, topic = "tk_e2etoken0000000000000000000", "supervisor-e2e"
 	srv := ntfytest.Start(t, ntfytest.Options{Token: token})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	phone, err := ntfytest.Subscribe(ctx, srv.URL, topic, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer phone.Close()
+	phone := srv.Phone(t, topic, token)
 
 	const pushAfter = 8 * time.Second
 	h := startAgentE2E(t, claudeE2EAgent, e2eOpts{longIdle: true, bus: busAddr}, append(ce2eFast,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"testing"
 )
 
 // Subscription is a phone's view of a topic: ntfy's JSON stream read over
@@ -57,6 +58,19 @@ func Subscribe(ctx context.Context, baseURL, topic, token string) (*Subscription
 		s.Close()
 		return nil, fmt.Errorf("ntfy subscribe: waiting for the open event: %w", ctx.Err())
 	}
+}
+
+// Phone subscribes to topic on s as a phone does (Subscribe), for the
+// test's length: the stream ends with the test's context and is closed in
+// its cleanup. A refused subscription fails the test.
+func (s *Server) Phone(t testing.TB, topic, token string) *Subscription {
+	t.Helper()
+	sub, err := Subscribe(t.Context(), s.URL, topic, token)
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	t.Cleanup(sub.Close)
+	return sub
 }
 
 // get sends the subscribe (or poll) request and checks its status.
