@@ -12,22 +12,15 @@ import (
 
 // The pure halves: what each channel would send, compared byte for byte.
 
-func mustNtfy(t *testing.T, c NtfyConfig) *ntfyChannel {
+// MustChannel is the channel newChannel makes of c, or the test fails. It
+// is exported for the package's external tests (send_test.go) too.
+func MustChannel[C any](t testing.TB, newChannel func(C) (Channel, error), c C) Channel {
 	t.Helper()
-	ch, err := NewNtfy(c)
+	ch, err := newChannel(c)
 	if err != nil {
-		t.Fatalf("NewNtfy: %v", err)
+		t.Fatalf("making the channel: %v", err)
 	}
-	return ch.(*ntfyChannel)
-}
-
-func mustWebhook(t *testing.T, c WebhookConfig) *webhookChannel {
-	t.Helper()
-	ch, err := NewWebhook(c)
-	if err != nil {
-		t.Fatalf("NewWebhook: %v", err)
-	}
-	return ch.(*webhookChannel)
+	return ch
 }
 
 func TestNtfyRequest(t *testing.T) {
@@ -72,7 +65,7 @@ func TestNtfyRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := mustNtfy(t, c.cfg).request(c.msg)
+			r := MustChannel(t, NewNtfy, c.cfg).(*ntfyChannel).request(c.msg)
 			if r.Method != http.MethodPost || r.URL != c.wantURL {
 				t.Errorf("request %s %s, want POST %s", r.Method, r.URL, c.wantURL)
 			}
@@ -134,7 +127,7 @@ func TestWebhookRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := mustWebhook(t, WebhookConfig{URL: "https://hooks.example.com/services/T/B/X", Format: c.format})
+			w := MustChannel(t, NewWebhook, WebhookConfig{URL: "https://hooks.example.com/services/T/B/X", Format: c.format}).(*webhookChannel)
 			r := w.request(c.msg, at)
 			if r.Method != http.MethodPost || r.URL != "https://hooks.example.com/services/T/B/X" {
 				t.Errorf("request %s %s", r.Method, r.URL)
@@ -166,7 +159,7 @@ func TestDiscordClipKeepsTitleAndLink(t *testing.T) {
 func TestWebhookRequestSigned(t *testing.T) {
 	now := time.Unix(1796200916, 0)
 	for _, f := range []WebhookFormat{Generic, Slack, Discord} {
-		w := mustWebhook(t, WebhookConfig{URL: "http://127.0.0.1:9/h", Format: f, Secret: "s3cret-value"})
+		w := MustChannel(t, NewWebhook, WebhookConfig{URL: "http://127.0.0.1:9/h", Format: f, Secret: "s3cret-value"}).(*webhookChannel)
 		r := w.request(Message{Title: "t", Body: "b"}, now)
 		if got := r.Header.Get(TimestampHeader); got != "1796200916" {
 			t.Errorf("%s: timestamp header %q", f, got)

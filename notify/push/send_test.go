@@ -25,35 +25,6 @@ import (
 // wait bounds a test's waiting on the other side; generous for a busy machine.
 const wait = 20 * time.Second
 
-func ntfyChannel(t *testing.T, c push.NtfyConfig) push.Channel {
-	t.Helper()
-	ch, err := push.NewNtfy(c)
-	if err != nil {
-		t.Fatalf("NewNtfy: %v", err)
-	}
-	return ch
-}
-
-func webhookChannel(t *testing.T, c push.WebhookConfig) push.Channel {
-	t.Helper()
-	ch, err := push.NewWebhook(c)
-	if err != nil {
-		t.Fatalf("NewWebhook: %v", err)
-	}
-	return ch
-}
-
-func subscribe(t *testing.T, srv *ntfytest.Server, topic, token string) *ntfytest.Subscription {
-	t.Helper()
-	// The stream lives as long as its context: the test's.
-	sub, err := ntfytest.Subscribe(t.Context(), srv.URL, topic, token)
-	if err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	t.Cleanup(sub.Close)
-	return sub
-}
-
 func next(t *testing.T, sub *ntfytest.Subscription) ntfytest.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -67,8 +38,8 @@ func next(t *testing.T, sub *ntfytest.Subscription) ntfytest.Event {
 
 func TestNtfyMessagesArriveOnTheStream(t *testing.T) {
 	srv := ntfytest.Start(t, ntfytest.Options{})
-	sub := subscribe(t, srv, "sup-phone", "")
-	ch := ntfyChannel(t, push.NtfyConfig{Server: srv.URL, Topic: "sup-phone"})
+	sub := srv.Phone(t, "sup-phone", "")
+	ch := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: srv.URL, Topic: "sup-phone"})
 	if ch.Name() != "ntfy" {
 		t.Errorf("Name = %q", ch.Name())
 	}
@@ -116,7 +87,7 @@ func TestNtfyTokenRequiredWhenSet(t *testing.T) {
 	if _, err := ntfytest.Subscribe(ctx, srv.URL, "private", ""); !errors.As(err, &se) || se.Status != http.StatusForbidden {
 		t.Fatalf("anonymous subscribe: %v, want 403", err)
 	}
-	sub := subscribe(t, srv, "private", readOnly)
+	sub := srv.Phone(t, "private", readOnly)
 
 	msg := push.Message{Title: "t", Body: "b"}
 	// ntfy answers 403 to anonymous access and 401 to a token it does not
@@ -132,7 +103,7 @@ func TestNtfyTokenRequiredWhenSet(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rc := ntfyChannel(t, push.NtfyConfig{Server: srv.URL, Topic: "private", Token: c.token}).Send(context.Background(), msg)
+			rc := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: srv.URL, Topic: "private", Token: c.token}).Send(context.Background(), msg)
 			if rc.OK || rc.Status != c.status || rc.Retry {
 				t.Errorf("receipt %+v, want status %d, no retry", rc, c.status)
 			}
@@ -144,7 +115,7 @@ func TestNtfyTokenRequiredWhenSet(t *testing.T) {
 			}
 		})
 	}
-	rc := ntfyChannel(t, push.NtfyConfig{Server: srv.URL, Topic: "private", Token: token}).Send(context.Background(), push.Message{Title: "with token", Body: "b"})
+	rc := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: srv.URL, Topic: "private", Token: token}).Send(context.Background(), push.Message{Title: "with token", Body: "b"})
 	if !rc.OK {
 		t.Fatalf("receipt with the token: %+v", rc)
 	}
@@ -200,10 +171,10 @@ func TestNtfyFailuresGiveRetryableReceipts(t *testing.T) {
 			}
 			var sub *ntfytest.Subscription
 			if c.setup != nil {
-				sub = subscribe(t, srv, "t", "")
+				sub = srv.Phone(t, "t", "")
 				c.setup(srv)
 			}
-			ch := ntfyChannel(t, push.NtfyConfig{Server: url, Topic: "t", Timeout: timeout})
+			ch := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: url, Topic: "t", Timeout: timeout})
 			ctx := context.Background()
 			if c.parentCtx > 0 {
 				var cancel context.CancelFunc
@@ -246,8 +217,8 @@ func TestNtfyFailuresGiveRetryableReceipts(t *testing.T) {
 
 func TestNtfyRetryAfterFailureDelivers(t *testing.T) {
 	srv := ntfytest.Start(t, ntfytest.Options{})
-	sub := subscribe(t, srv, "t", "")
-	ch := ntfyChannel(t, push.NtfyConfig{Server: srv.URL, Topic: "t"})
+	sub := srv.Phone(t, "t", "")
+	ch := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: srv.URL, Topic: "t"})
 	srv.FailWith(503)
 	if rc := ch.Send(context.Background(), push.Message{Title: "once"}); rc.OK || !rc.Retry {
 		t.Fatalf("first attempt %+v, want a retryable failure", rc)
@@ -276,7 +247,7 @@ func TestWebhookFormatsArriveSignedAndDecoded(t *testing.T) {
 	for _, f := range []push.WebhookFormat{push.Generic, push.Slack, push.Discord} {
 		t.Run(f.String(), func(t *testing.T) {
 			rcv := webhooktest.Start(t, webhooktest.Options{Format: f, Secret: secret, MaxSkew: time.Minute})
-			ch := webhookChannel(t, push.WebhookConfig{URL: rcv.URL, Format: f, Secret: secret})
+			ch := push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: rcv.URL, Format: f, Secret: secret})
 			rc := ch.Send(context.Background(), msg)
 			if !rc.OK || rc.Channel != "webhook" || rc.Err != "" {
 				t.Fatalf("receipt %+v", rc)
@@ -326,7 +297,7 @@ func TestWebhookSignatureRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rc := webhookChannel(t, push.WebhookConfig{URL: rcv.URL, Secret: c.secret}).Send(context.Background(), push.Message{Title: "t"})
+			rc := push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: rcv.URL, Secret: c.secret}).Send(context.Background(), push.Message{Title: "t"})
 			if rc.OK || rc.Status != http.StatusUnauthorized || rc.Retry {
 				t.Errorf("receipt %+v, want 401 without retry", rc)
 			}
@@ -378,8 +349,8 @@ func TestSecretsNeverInReceipts(t *testing.T) {
 	var cases []sendCase
 	for _, base := range []string{echo.URL, hang.URL, refused} {
 		cases = append(cases,
-			sendCase{"ntfy " + base, ntfyChannel(t, push.NtfyConfig{Server: base, Topic: "t", Token: token, Timeout: 300 * time.Millisecond}), []string{token}},
-			sendCase{"webhook " + base, webhookChannel(t, push.WebhookConfig{URL: base + path + "?token=QUERYSECRET", Secret: "whsec_signing", Timeout: 300 * time.Millisecond}), []string{"WEBHOOKTOKENxyz", "/api/webhooks", "QUERYSECRET", "whsec_signing"}},
+			sendCase{"ntfy " + base, push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: base, Topic: "t", Token: token, Timeout: 300 * time.Millisecond}), []string{token}},
+			sendCase{"webhook " + base, push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: base + path + "?token=QUERYSECRET", Secret: "whsec_signing", Timeout: 300 * time.Millisecond}), []string{"WEBHOOKTOKENxyz", "/api/webhooks", "QUERYSECRET", "whsec_signing"}},
 		)
 	}
 	for _, c := range cases {
@@ -403,7 +374,7 @@ func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 	rcv := webhooktest.Start(t, webhooktest.Options{})
 	redirect := httptest.NewServer(http.RedirectHandler(rcv.URL, http.StatusFound))
 	t.Cleanup(redirect.Close)
-	rc := webhookChannel(t, push.WebhookConfig{URL: redirect.URL + "/h"}).Send(context.Background(), push.Message{Title: "t"})
+	rc := push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: redirect.URL + "/h"}).Send(context.Background(), push.Message{Title: "t"})
 	if rc.OK || rc.Status != http.StatusFound || rc.Retry || !strings.Contains(rc.Err, "redirected") {
 		t.Errorf("receipt %+v, want a 302 reported, not followed", rc)
 	}
@@ -414,7 +385,7 @@ func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 
 func TestWebhookFailureStatuses(t *testing.T) {
 	rcv := webhooktest.Start(t, webhooktest.Options{Format: push.Slack})
-	ch := webhookChannel(t, push.WebhookConfig{URL: rcv.URL, Format: push.Slack})
+	ch := push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: rcv.URL, Format: push.Slack})
 	for _, c := range []struct {
 		status int
 		retry  bool
@@ -433,9 +404,9 @@ func TestHungChannelDoesNotHoldAnother(t *testing.T) {
 	slow := ntfytest.Start(t, ntfytest.Options{})
 	slow.Hang(true)
 	fast := ntfytest.Start(t, ntfytest.Options{})
-	sub := subscribe(t, fast, "t", "")
-	hung := ntfyChannel(t, push.NtfyConfig{Server: slow.URL, Topic: "t"}) // the default 10 s timeout
-	ok := ntfyChannel(t, push.NtfyConfig{Server: fast.URL, Topic: "t"})
+	sub := fast.Phone(t, "t", "")
+	hung := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: slow.URL, Topic: "t"}) // the default 10 s timeout
+	ok := push.MustChannel(t, push.NewNtfy, push.NtfyConfig{Server: fast.URL, Topic: "t"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan push.Receipt, 1)
@@ -468,11 +439,11 @@ func TestWebhookTLS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/api/webhooks/1/TOKENPART"
-	rc := webhookChannel(t, push.WebhookConfig{URL: url, Format: push.Discord}).Send(context.Background(), push.Message{Title: "t"})
+	rc := push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: url, Format: push.Discord}).Send(context.Background(), push.Message{Title: "t"})
 	if rc.OK || rc.Retry || !strings.Contains(rc.Err, "TLS certificate not trusted") || strings.Contains(rc.Err, "TOKENPART") {
 		t.Errorf("untrusted certificate: receipt %+v", rc)
 	}
-	rc = webhookChannel(t, push.WebhookConfig{URL: url, Format: push.Discord, Client: srv.Client()}).Send(context.Background(), push.Message{Title: "t"})
+	rc = push.MustChannel(t, push.NewWebhook, push.WebhookConfig{URL: url, Format: push.Discord, Client: srv.Client()}).Send(context.Background(), push.Message{Title: "t"})
 	if !rc.OK || rc.Status != http.StatusNoContent {
 		t.Errorf("trusting client: receipt %+v", rc)
 	}
