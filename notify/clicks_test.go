@@ -93,6 +93,42 @@ func startService(t *testing.T) (*dbus.Conn, *fakeService, *Clickable) {
 // action; the service reporting that action for its id yields the session
 // the notification was about; a closed one, or another action, yields
 // nothing.
+// emitter emits a signal of the notification interface on server, as the
+// desktop's notification daemon does.
+func emitter(t *testing.T, server *dbus.Conn) func(member string, args ...any) {
+	return func(member string, args ...any) {
+		t.Helper()
+		if err := server.Emit(fdoPath, fdoIface+"."+member, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// received is the next value on ch; the test fails when none comes within
+// 10 s, saying what it waited for.
+func received[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s reported", what)
+	}
+	var zero T
+	return zero
+}
+
+// nothingMore fails the test with failure (a format for the value) when ch
+// holds a value: the signals handled so far must not have sent one.
+func nothingMore[T any](t *testing.T, ch <-chan T, failure string) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		t.Fatalf(failure, v)
+	default:
+	}
+}
+
 func TestClickOpensItsSession(t *testing.T) {
 	server, svc, c := startService(t)
 
@@ -110,29 +146,16 @@ func TestClickOpensItsSession(t *testing.T) {
 		t.Fatalf("actions sent %v, want a default action on each", svc.actions)
 	}
 	svc.mu.Unlock()
-	emit := func(member string, args ...any) {
-		if err := server.Emit(fdoPath, fdoIface+"."+member, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	emit := emitter(t, server)
 	emit("NotificationClosed", uint32(101), uint32(2)) // alpha dismissed
 	emit("ActionInvoked", uint32(101), "default")      // too late: forgotten
 	emit("ActionInvoked", uint32(103), "snooze")       // not the default action
 	emit("ActionInvoked", uint32(102), "default")      // beta clicked
-	select {
-	case got := <-c.Clicks():
-		if got != "sess-b" {
-			t.Fatalf("click opened %q, want sess-b", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no click reported")
+	if got := received(t, c.Clicks(), "click"); got != "sess-b" {
+		t.Fatalf("click opened %q, want sess-b", got)
 	}
 	// Signals are handled in order: the ones before beta's are done.
-	select {
-	case got := <-c.Clicks():
-		t.Fatalf("a second click %q was reported", got)
-	default:
-	}
+	nothingMore(t, c.Clicks(), "a second click %q was reported")
 
 	// A terminal session's notification offers "Go to terminal"; choosing
 	// it yields the session on Terminals, not on Clicks.
@@ -146,19 +169,10 @@ func TestClickOpensItsSession(t *testing.T) {
 		t.Fatalf("actions of a terminal session's notification: %s", got)
 	}
 	emit("ActionInvoked", uint32(104), "terminal")
-	select {
-	case got := <-c.Terminals():
-		if got != "sess-d" {
-			t.Fatalf("Go to terminal for %q, want sess-d", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no Go to terminal reported")
+	if got := received(t, c.Terminals(), "Go to terminal"); got != "sess-d" {
+		t.Fatalf("Go to terminal for %q, want sess-d", got)
 	}
-	select {
-	case got := <-c.Clicks():
-		t.Fatalf("Go to terminal also opened %q", got)
-	default:
-	}
+	nothingMore(t, c.Clicks(), "Go to terminal also opened %q")
 }
 
 // A managed session's permission request offers Allow and Deny for that
@@ -184,35 +198,18 @@ func TestPermissionActions(t *testing.T) {
 	if got[0] != "default,Open,allow,Allow,deny,Deny" || got[1] != "default,Open" {
 		t.Fatalf("actions: %q", got)
 	}
-	emit := func(member string, args ...any) {
-		if err := server.Emit(fdoPath, fdoIface+"."+member, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	emit := emitter(t, server)
 	emit("ActionInvoked", uint32(102), "allow") // no request on beta's
 	emit("ActionInvoked", uint32(101), "deny")
 	emit("ActionInvoked", uint32(101), "allow") // the same notification again: forgotten
-	select {
-	case a := <-c.Answers():
-		if a != (Answer{SessionID: "sess-p", RequestID: "req-7", Allow: false}) {
-			t.Fatalf("answer %+v, want a denial of req-7", a)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no answer reported")
+	if a := received(t, c.Answers(), "answer"); a != (Answer{SessionID: "sess-p", RequestID: "req-7", Allow: false}) {
+		t.Fatalf("answer %+v, want a denial of req-7", a)
 	}
 	// Signals are handled in order: once beta's click arrives, the repeat
 	// before it was handled, and answered nothing.
 	emit("ActionInvoked", uint32(102), "default")
-	select {
-	case <-c.Clicks():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no click reported")
-	}
-	select {
-	case a := <-c.Answers():
-		t.Fatalf("a second answer %+v", a)
-	default:
-	}
+	received(t, c.Clicks(), "click")
+	nothingMore(t, c.Answers(), "a second answer %+v")
 	// A terminal session's request is answered where it runs.
 	if n, _ := NewDecider(nil).Observe(sessions.Session{ID: "t", Source: sessions.Observed, State: sessions.WaitingOnUser,
 		WaitReason: sessions.WaitPermission, TurnGeneration: 1, Permission: &sessions.Permission{RequestID: "r", Tool: "Bash"}}, true); n.RequestID != "" {
