@@ -74,6 +74,26 @@ func TestStatusText(t *testing.T) {
 	}
 }
 
+// checkCase is one way a machine is set up and what one check must then
+// say of it.
+type checkCase struct {
+	name  string
+	setup func(*testing.T, *machine)
+	want  want
+}
+
+// runCheckCases runs check on a new machine set up by each case.
+func runCheckCases(t *testing.T, check string, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMachine(t)
+			tc.setup(t, m)
+			tc.want.verify(t, m.check(t, check))
+		})
+	}
+}
+
 func TestDataDirectory(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -123,11 +143,7 @@ func TestDatabase(t *testing.T) {
 			m.probes.OpenDatabase = func(string) (Database, error) { return nil, err }
 		}
 	}
-	cases := []struct {
-		name  string
-		setup func(*testing.T, *machine)
-		want  want
-	}{
+	cases := []checkCase{
 		{"healthy", func(*testing.T, *machine) {}, want{OK, []string{"supervisor.db: 2.0 KB", "schema version 3 (this build supports", "integrity ok"}, "-"}},
 		{"no file yet", func(t *testing.T, m *machine) {
 			if err := os.Remove(filepath.Join(m.dir, "supervisor.db")); err != nil {
@@ -158,13 +174,7 @@ func TestDatabase(t *testing.T) {
 		{"schema version unreadable", func(_ *testing.T, m *machine) { m.db.versionErr = errors.New("no version") },
 			want{Fail, []string{"no version"}, "-"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := newMachine(t)
-			tc.setup(t, m)
-			tc.want.verify(t, m.check(t, "database"))
-		})
-	}
+	runCheckCases(t, "database", cases)
 	t.Run("closed after reading", func(t *testing.T) {
 		m := newMachine(t)
 		m.run()
@@ -185,11 +195,7 @@ func TestApp(t *testing.T) {
 			m.probes.Lock = func() (LockState, error) { return LockState{Held: true, PID: pid}, nil }
 		}
 	}
-	cases := []struct {
-		name  string
-		setup func(*testing.T, *machine)
-		want  want
-	}{
+	cases := []checkCase{
 		{"today's answer, no tick fields", answer(Health{PID: 7, Version: "1.2.3", HTTPStatus: 200}),
 			want{OK, []string{"running (pid 7, version 1.2.3), answering on ", "supervisor.sock"}, "-"}},
 		{"ticking", answer(Health{PID: 7, Version: "1.2.3", HTTPStatus: 200, State: "ok", LastTick: now.Add(-4 * time.Second)}),
@@ -214,13 +220,7 @@ func TestApp(t *testing.T) {
 			m.probes.Lock = func() (LockState, error) { return LockState{}, errors.New("eio") }
 		}, want{Warn, []string{"not running"}, ""}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := newMachine(t)
-			tc.setup(t, m)
-			tc.want.verify(t, m.check(t, "app"))
-		})
-	}
+	runCheckCases(t, "app", cases)
 	t.Run("no data directory: nothing is asked", func(t *testing.T) {
 		m := newMachine(t)
 		m.opts.DataDir = filepath.Join(t.TempDir(), "none")
