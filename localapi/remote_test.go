@@ -218,21 +218,18 @@ func TestRemoteFollowsHealthWhileConnected(t *testing.T) {
 		if got := now(); got != "Connected to the supervisor" {
 			t.Fatalf("after connecting: %q", got)
 		}
-		src.mu.Lock()
-		src.status = "stalled"
-		src.mu.Unlock()
-		time.Sleep(healthEvery)
-		synctest.Wait()
-		if got := now(); got != "Supervisor stalled" {
-			t.Fatalf("after the loop stalled: %q", got)
-		}
-		src.mu.Lock()
-		src.status = ""
-		src.mu.Unlock()
-		time.Sleep(healthEvery)
-		synctest.Wait()
-		if got := now(); got != "Connected to the supervisor" {
-			t.Fatalf("after the loop recovered: %q", got)
+		for _, step := range []struct{ status, want, after string }{
+			{"stalled", "Supervisor stalled", "the loop stalled"},
+			{"", "Connected to the supervisor", "the loop recovered"},
+		} {
+			src.mu.Lock()
+			src.status = step.status
+			src.mu.Unlock()
+			time.Sleep(healthEvery)
+			synctest.Wait()
+			if got := now(); got != step.want {
+				t.Fatalf("after %s: %q", step.after, got)
+			}
 		}
 		cancel()
 		<-done

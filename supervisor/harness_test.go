@@ -199,21 +199,24 @@ func (rec *recorder) messages() []localapi.Message {
 
 // states is every published value of session id, in order.
 func (rec *recorder) states(id string) []sessions.Session {
-	var out []sessions.Session
-	for _, m := range rec.messages() {
-		if m.Type == localapi.MsgSession && m.Session.ID == id {
-			out = append(out, *m.Session)
-		}
-	}
-	return out
+	return published(rec, func(m localapi.Message) (*sessions.Session, bool) {
+		return m.Session, m.Type == localapi.MsgSession && m.Session.ID == id
+	})
 }
 
 // rows is every timeline row published for session id, in order.
 func (rec *recorder) rows(id string) []localapi.TimelineRow {
-	var out []localapi.TimelineRow
+	return published(rec, func(m localapi.Message) (*localapi.TimelineRow, bool) {
+		return m.Event, m.Type == localapi.MsgTimeline && m.Event.SessionID == id
+	})
+}
+
+// published is what pick takes of each recorded message, in order.
+func published[T any](rec *recorder, pick func(localapi.Message) (*T, bool)) []T {
+	var out []T
 	for _, m := range rec.messages() {
-		if m.Type == localapi.MsgTimeline && m.Event.SessionID == id {
-			out = append(out, *m.Event)
+		if v, ok := pick(m); ok {
+			out = append(out, *v)
 		}
 	}
 	return out
