@@ -1,38 +1,22 @@
 package doctor
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// requireAnyTool returns the first of names on PATH; without any it skips,
-// or fails where the tools are required (make test, CI).
-func requireAnyTool(t *testing.T, names ...string) string {
-	t.Helper()
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	msg := fmt.Sprintf("none of %v is installed (make test installs them through packaging/install-deps.sh)", names)
-	if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
+	"github.com/session-supervisor/session-supervisor/requiretool"
+)
 
 // TestRealSessionBus asks a private dbus-daemon through the real probes
 // (gdbus or dbus-send): a bus that can start a notification daemon on
 // demand but has no tray host, found through $XDG_RUNTIME_DIR/bus.
 func TestRealSessionBus(t *testing.T) {
-	daemon := requireAnyTool(t, "dbus-daemon")
-	requireAnyTool(t, "gdbus", "dbus-send")
+	daemon := requiretool.Any(t, "dbus-daemon")
+	requiretool.Any(t, "gdbus", "dbus-send")
 	dir, err := os.MkdirTemp("", "bus")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
 )
@@ -45,7 +46,7 @@ type sshServer struct {
 // "refusedkey" (a client key the server does not know).
 func startSSHD(t *testing.T) *sshServer {
 	t.Helper()
-	sshd := requireAnyTool(t, "sshd", "/usr/sbin/sshd")
+	sshd := requiretool.Any(t, "sshd", "/usr/sbin/sshd")
 	requireTools(t, "ssh", "ssh-keygen")
 	dir, err := os.MkdirTemp("", "sshd")
 	if err != nil {

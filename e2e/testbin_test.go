@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/requiretool"
 )
 
 var (
@@ -95,30 +97,12 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// requireAnyTool returns the first of names found on PATH. When none is,
-// the test fails under `make test` (E2E_REQUIRED) or CI, where the
-// packages are installed first and a skip would hide a broken set-up, and
-// skips elsewhere, naming what is missing.
-func requireAnyTool(t *testing.T, names ...string) string {
-	t.Helper()
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	msg := fmt.Sprintf("none of %v is installed (make test installs them through packaging/install-deps.sh)", names)
-	if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// requireTools requires every one of names (see requireAnyTool).
+// requireTools requires every one of names (requiretool.Any: a test
+// fails where they are required, and skips elsewhere).
 func requireTools(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		requireAnyTool(t, n)
+		requiretool.Any(t, n)
 	}
 }
 
