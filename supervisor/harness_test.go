@@ -22,6 +22,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -130,8 +131,8 @@ func (a *scriptAgent) Start(_ context.Context, o StartOptions) (Process, error) 
 	env := append([]string{"FAKE_CLAUDE_SCRIPT=" + a.script}, o.Env...)
 	a.mu.Unlock()
 	p, err := claude.Start(claude.ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: env, WriteTimeout: o.WriteTimeout,
-		Launch: claude.LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
+		Options: agentkit.Options{Command: o.Command, Cwd: o.Cwd, Env: env, WriteTimeout: o.WriteTimeout},
+		Launch:  claude.LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,9 @@
 //     sessions.OrphanReaper) made from an adapter's Info, start and reaper;
 //   - Start and Child: its process in a group of its own, stdin with a write
 //     deadline, the stderr tail, how it ended;
+//   - Pipe, Options and Pump: an agent driven over stdin and stdout around
+//     its decoder (its events, counters, request ids, the decode loop),
+//     and the Gate a prompt waits at until the conversation is open;
 //   - Liveness: whether that process still runs (pid and start stamp, through
 //     procscan.Probe), for the runtime's probe at every tick;
 //   - LineReader and Counters: bounded line framing of its stdout, and

@@ -2,8 +2,6 @@ package claude
 
 import (
 	"strconv"
-	"sync/atomic"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
@@ -26,36 +24,21 @@ func TerminalResume(id string) []string { return []string{"--resume", id} }
 // its stdin takes prompts and control messages, its stdout is decoded into
 // sessions.Events.
 type Process struct {
-	// Child is the process itself: PID, Signal, Wait, Alive, StderrTail.
-	*agentkit.Child
-	dec    *Decoder
-	events chan sessions.Event
-
-	reqSeq atomic.Int64
+	// Pipe is the process (PID, Signal, Wait, Alive, StderrTail), its
+	// events, its counters and its stdin.
+	*agentkit.Pipe
+	dec *Decoder
 }
 
 // ProcessOptions says how to start one Claude Code process.
 type ProcessOptions struct {
-	// Command is the executable, from the setting agents.claude.command.
-	Command string
-	Cwd     string
-	// Env is added to the inherited environment.
-	Env []string
-	// MaxLine bounds one stdout line (0: DefaultMaxLine).
-	MaxLine int
-	// WriteTimeout bounds one write to stdin (0: none): a Claude Code that
-	// stops reading its input fails the write with os.ErrDeadlineExceeded
-	// instead of blocking the caller forever.
-	WriteTimeout time.Duration
-	Launch       LaunchOptions
+	agentkit.Options
+	Launch LaunchOptions
 }
 
 // launch starts Claude Code in stream-json mode from the registry's options.
 func launch(o sessions.StartOptions) (*Process, error) {
-	return Start(ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		Launch: LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID},
-	})
+	return Start(ProcessOptions{Options: agentkit.OptionsOf(o), Launch: LaunchOptions{PermissionMode: o.PermissionMode, ResumeID: o.ResumeID}})
 }
 
 // Start launches Claude Code in opts.Cwd, in its own process group so that
@@ -64,55 +47,25 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if err := opts.Launch.Validate(); err != nil {
 		return nil, err
 	}
-	path, err := agentInfo.LookPath(opts.Command)
+	child, err := agentInfo.StartPipe(opts.Options, Args(opts.Launch))
 	if err != nil {
 		return nil, err
 	}
-	child, err := agentkit.Start(agentkit.Spec{Agent: "claude", Path: path, Args: Args(opts.Launch),
-		Cwd: opts.Cwd, Env: opts.Env, Stdin: true, WriteTimeout: opts.WriteTimeout})
-	if err != nil {
-		return nil, err
-	}
-	p := &Process{Child: child, events: make(chan sessions.Event, 64)}
-	p.dec = NewDecoder(child.Stdout, opts.MaxLine)
-	go p.decode()
+	p := &Process{dec: NewDecoder(child.Stdout, opts.MaxLine)}
+	p.Pipe = agentkit.NewPipe(child, p.dec.Stats)
+	go agentkit.Pump(p.Pipe, p.dec.Next, func(l Line) ([]sessions.Event, []byte) { return l.Events, nil }, nil)
 	return p, nil
 }
 
-// decode feeds decoded events to Events until stdout ends.
-func (p *Process) decode() {
-	defer close(p.events)
-	for {
-		line, err := p.dec.Next()
-		if err != nil {
-			return
-		}
-		for _, ev := range line.Events {
-			p.events <- ev
-		}
-	}
-}
-
-// Events yields the decoded stream; closed when stdout ends.
-func (p *Process) Events() <-chan sessions.Event { return p.events }
-
-// SkippedLines counts malformed, unknown and oversize lines.
-func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
-
-// Stats are the decoder's counters.
-func (p *Process) Stats() Counters { return p.dec.Stats() }
-
-func (p *Process) write(line []byte) error { return p.Input.WriteLine(line) }
-
 // SendPrompt sends a user message: a new turn, or part of the running one.
-func (p *Process) SendPrompt(text string) error { return p.write(UserMessage(text)) }
+func (p *Process) SendPrompt(text string) error { return p.Write(UserMessage(text)) }
 
 // Compact runs Claude Code's /compact command, which works as a prompt.
-func (p *Process) Compact() error { return p.write(UserMessage("/compact")) }
+func (p *Process) Compact() error { return p.Write(UserMessage("/compact")) }
 
 // Interrupt sends the interrupt control request.
 func (p *Process) Interrupt() error {
-	return p.write(InterruptRequest("interrupt_" + strconv.FormatInt(p.reqSeq.Add(1), 10)))
+	return p.Write(InterruptRequest("interrupt_" + strconv.FormatInt(p.NextID(), 10)))
 }
 
 // AnswerPermission answers a can_use_tool request. Allowing sends the
@@ -125,8 +78,5 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, message
 			input = []byte("{}")
 		}
 	}
-	return p.write(PermissionResponse(perm.RequestID, allow, message, input))
+	return p.Write(PermissionResponse(perm.RequestID, allow, message, input))
 }
-
-// CloseInput closes stdin: the turn in flight finishes, then claude exits.
-func (p *Process) CloseInput() error { return p.Input.Close() }

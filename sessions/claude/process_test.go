@@ -52,7 +52,7 @@ func startFake(t *testing.T, script string) *Process {
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(ProcessOptions{Command: buildFake(t), Cwd: t.TempDir(), Env: []string{"FAKE_CLAUDE_SCRIPT=" + path}})
+	p, err := Start(ProcessOptions{Options: agentkit.Options{Command: buildFake(t), Cwd: t.TempDir(), Env: []string{"FAKE_CLAUDE_SCRIPT=" + path}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestProcessAliveProbe(t *testing.T) {
 }
 
 func TestStartMissingCommandNamesTheSetting(t *testing.T) {
-	_, err := Start(ProcessOptions{Command: "/nonexistent/claude", Cwd: t.TempDir()})
+	_, err := Start(ProcessOptions{Options: agentkit.Options{Command: "/nonexistent/claude", Cwd: t.TempDir()}})
 	if err == nil || !strings.Contains(err.Error(), CommandSetting) {
 		t.Fatalf("err = %v, want it to name %s", err, CommandSetting)
 	}

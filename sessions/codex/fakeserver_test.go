@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
@@ -81,8 +82,8 @@ func startScripted(t *testing.T, env ...string) (*Process, func() []string) {
 	t.Helper()
 	self := agenttest.Self(t)
 	log := filepath.Join(t.TempDir(), "requests.log")
-	p := agenttest.Started(t, Start, ProcessOptions{Command: self, Cwd: t.TempDir(), WriteTimeout: 5 * time.Second,
-		Env: append([]string{"FAKE_CODEX_LOG=" + log}, env...)})
+	p := agenttest.Started(t, Start, ProcessOptions{Options: agentkit.Options{Command: self, Cwd: t.TempDir(), WriteTimeout: 5 * time.Second,
+		Env: append([]string{"FAKE_CODEX_LOG=" + log}, env...)}})
 	read := func() []string {
 		b, _ := os.ReadFile(log)
 		return strings.Split(strings.TrimSpace(string(b)), "\n")

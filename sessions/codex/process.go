@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
@@ -39,33 +37,17 @@ const readyWait = time.Minute
 // thread: its stdin takes JSON-RPC requests, its stdout is decoded into
 // sessions.Events.
 type Process struct {
-	// Child is the process itself: PID, Signal, Wait, Alive, StderrTail.
-	*agentkit.Child
-	dec    *Decoder
-	events chan sessions.Event
-
-	// ready is closed when the thread is open (or failed to open, or the
-	// stream ended): a prompt needs the thread's id.
-	ready     chan struct{}
-	readyOnce sync.Once
+	// Pipe is the process (PID, Signal, Wait, Alive, StderrTail), its
+	// events, its counters, its stdin and the ids of its requests.
+	*agentkit.Pipe
+	dec *Decoder
 
 	writeTimeout time.Duration
-
-	mu     sync.Mutex // guards nextID
-	nextID int64
 }
 
 // ProcessOptions says how to start one `codex app-server`.
 type ProcessOptions struct {
-	// Command is the executable, from the setting agents.codex.command.
-	Command string
-	Cwd     string
-	// Env is added to the inherited environment.
-	Env []string
-	// MaxLine bounds one stdout line (0: DefaultMaxLine).
-	MaxLine int
-	// WriteTimeout bounds one write to stdin (0: none).
-	WriteTimeout time.Duration
+	agentkit.Options
 	// ApprovalPolicy is Codex's approval policy for the thread ("" keeps
 	// the user's config).
 	ApprovalPolicy string
@@ -99,10 +81,7 @@ func ApprovalPolicy(mode string) string {
 
 // launch starts the Codex CLI (`codex app-server`) and opens (or resumes) the thread from the registry's options.
 func launch(o sessions.StartOptions) (*Process, error) {
-	return Start(ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		ApprovalPolicy: ApprovalPolicy(o.PermissionMode), ResumeID: o.ResumeID,
-	})
+	return Start(ProcessOptions{Options: agentkit.OptionsOf(o), ApprovalPolicy: ApprovalPolicy(o.PermissionMode), ResumeID: o.ResumeID})
 }
 
 // Start launches `codex app-server` in opts.Cwd, in its own process group,
@@ -116,25 +95,19 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !threadRE.MatchString(opts.ResumeID) {
 		return nil, fmt.Errorf("codex launch options: invalid thread id %q", agentkit.Clip(opts.ResumeID))
 	}
-	path, err := agentInfo.LookPath(opts.Command)
+	child, err := agentInfo.StartPipe(opts.Options, Args())
 	if err != nil {
 		return nil, err
 	}
-	child, err := agentkit.Start(agentkit.Spec{Agent: "codex", Path: path, Args: Args(),
-		Cwd: opts.Cwd, Env: opts.Env, Stdin: true, WriteTimeout: opts.WriteTimeout})
-	if err != nil {
-		return nil, err
-	}
-	p := &Process{Child: child, events: make(chan sessions.Event, 64),
-		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
-	p.dec = NewDecoder(child.Stdout, opts.MaxLine)
-	go p.decode()
+	p := &Process{dec: NewDecoder(child.Stdout, opts.MaxLine), writeTimeout: opts.WriteTimeout}
+	p.Pipe = agentkit.NewPipe(child, p.dec.Stats)
+	go agentkit.Pump(p.Pipe, p.dec.Next, func(l Line) ([]sessions.Event, []byte) { return l.Events, l.Reply }, p.afterLine)
 	version := opts.Version
 	if version == "" {
 		version = "dev"
 	}
 	if err := p.call(methodInitialize, func(id int64) []byte { return InitializeRequest(id, version) }); err == nil {
-		err = p.write(InitializedNotification())
+		err = p.Write(InitializedNotification())
 		if err == nil {
 			err = p.call(methodThreadStart, func(id int64) []byte {
 				if opts.ResumeID != "" {
@@ -160,73 +133,33 @@ func Args() []string { return []string{"app-server"} }
 // call registers a request's id with the decoder (so its answer can be
 // read), then writes it.
 func (p *Process) call(method string, line func(id int64) []byte) error {
-	p.mu.Lock()
-	p.nextID++
-	id := p.nextID
-	p.mu.Unlock()
+	id := p.NextID()
 	p.dec.expect(id, method)
-	return p.write(line(id))
+	return p.Write(line(id))
 }
 
-// decode feeds decoded events to Events until stdout ends, answering the
-// server requests this client does not serve.
-func (p *Process) decode() {
-	defer close(p.events)
-	defer p.markReady()
-	for {
-		line, err := p.dec.Next()
-		if err != nil {
-			return
-		}
-		if line.Reply != nil {
-			_ = p.write(line.Reply)
-		}
-		for _, ev := range line.Events {
-			if ev.Kind == sessions.EvSessionInit {
-				p.markReady()
-			}
-			p.events <- ev
-		}
-		if p.dec.threadFailed() != "" {
-			p.markReady()
-		}
-		for _, text := range p.dec.takeRefused() {
-			if thread, _ := p.dec.threadID(); thread != "" {
-				_ = p.startTurn(thread, text)
-			}
+// afterLine follows each line up: a thread that failed to open lets the
+// prompts waiting for it fail, and a prompt whose steer Codex refused
+// starts a turn of its own.
+func (p *Process) afterLine(Line) {
+	if p.dec.threadFailed() != "" {
+		p.Ready.Open()
+	}
+	for _, text := range p.dec.takeRefused() {
+		if thread, _ := p.dec.threadID(); thread != "" {
+			_ = p.startTurn(thread, text)
 		}
 	}
 }
-
-func (p *Process) markReady() { p.readyOnce.Do(func() { close(p.ready) }) }
 
 // thread waits until the thread is open and returns its id.
 func (p *Process) thread() (string, error) {
-	wait := p.bound()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-p.ready:
-	case <-t.C:
-		return "", fmt.Errorf("codex opened no thread within %s: %w", wait, os.ErrDeadlineExceeded)
+	if err := p.Ready.Wait(p.bound(), "codex", "thread"); err != nil {
+		return "", err
 	}
 	id, failed := p.dec.threadID()
-	if id == "" {
-		return "", fmt.Errorf("codex could not open the thread: %s", agentkit.OrDefault(failed, "the process ended"))
-	}
-	return id, nil
+	return agentkit.Opened("codex", "thread", id, failed)
 }
-
-// Events yields the decoded stream; closed when stdout ends.
-func (p *Process) Events() <-chan sessions.Event { return p.events }
-
-// SkippedLines counts malformed, unknown and oversize lines.
-func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
-
-// Stats are the decoder's counters.
-func (p *Process) Stats() Counters { return p.dec.Stats() }
-
-func (p *Process) write(line []byte) error { return p.Input.WriteLine(line) }
 
 // SendPrompt starts a turn with text, or steers the turn in flight with it
 // (turn/steer), as a prompt written mid-turn does for Claude Code. A prompt
@@ -246,12 +179,9 @@ func (p *Process) SendPrompt(text string) error {
 		t.Stop()
 	}
 	if turn := p.dec.activeTurn(); turn != "" {
-		p.mu.Lock()
-		p.nextID++
-		id := p.nextID
-		p.mu.Unlock()
+		id := p.NextID()
 		p.dec.expectSteer(id, text)
-		return p.write(TurnSteerRequest(id, thread, turn, text))
+		return p.Write(TurnSteerRequest(id, thread, turn, text))
 	}
 	return p.startTurn(thread, text)
 }
@@ -300,11 +230,8 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ strin
 	if raw == nil {
 		raw = rawID(perm.RequestID)
 	}
-	return p.write(ApprovalResponse(raw, method, allow))
+	return p.Write(ApprovalResponse(raw, method, allow))
 }
-
-// CloseInput closes stdin: app-server exits at the end of its input.
-func (p *Process) CloseInput() error { return p.Input.Close() }
 
 // expect records that request id of method was sent.
 func (d *Decoder) expect(id int64, method string) {

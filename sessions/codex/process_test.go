@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 )
@@ -230,7 +231,7 @@ func TestWriteTimeoutOnAnAgentThatDoesNotRead(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := agenttest.Started(t, Start, ProcessOptions{Command: script, Cwd: t.TempDir(), WriteTimeout: 300 * time.Millisecond})
+	p := agenttest.Started(t, Start, ProcessOptions{Options: agentkit.Options{Command: script, Cwd: t.TempDir(), WriteTimeout: 300 * time.Millisecond}})
 	start := time.Now()
 	err := p.SendPrompt(strings.Repeat("x", 4<<20))
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -259,7 +260,7 @@ func TestPromptWaitsForTheThreadBounded(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(ProcessOptions{Command: script, Cwd: t.TempDir(), WriteTimeout: 200 * time.Millisecond})
+	p, err := Start(ProcessOptions{Options: agentkit.Options{Command: script, Cwd: t.TempDir(), WriteTimeout: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,11 +271,11 @@ func TestPromptWaitsForTheThreadBounded(t *testing.T) {
 }
 
 func TestStartMissingCommandNamesTheSetting(t *testing.T) {
-	_, err := Start(ProcessOptions{Command: "/nowhere/codex", Cwd: t.TempDir()})
+	_, err := Start(ProcessOptions{Options: agentkit.Options{Command: "/nowhere/codex", Cwd: t.TempDir()}})
 	if err == nil || !strings.Contains(err.Error(), CommandSetting) {
 		t.Errorf("err %v, want it to name %s", err, CommandSetting)
 	}
-	if _, err := Start(ProcessOptions{Command: "sh", ResumeID: "-rf"}); err == nil {
+	if _, err := Start(ProcessOptions{Options: agentkit.Options{Command: "sh"}, ResumeID: "-rf"}); err == nil {
 		t.Error("a resume id that looks like a flag was accepted")
 	}
 }
@@ -299,7 +300,7 @@ func TestRealKilledMidTurnReadsDead(t *testing.T) {
 	w.api.Handle("hang", func(int, string) fakeapi.Reply { return fakeapi.Reply{Stall: true} })
 	// A loaded machine (make test runs the packages side by side) can take
 	// more than the default 10 s to open the thread.
-	p := w.start(t, ProcessOptions{WriteTimeout: 30 * time.Second})
+	p := w.start(t, ProcessOptions{Options: agentkit.Options{WriteTimeout: 30 * time.Second}})
 	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
@@ -100,20 +99,13 @@ type turnProc struct {
 
 // ProcessOptions says how to run the session's turns.
 type ProcessOptions struct {
-	// Command is the executable, from the setting agents.copilot.command.
-	Command string
-	Cwd     string
-	// Env is added to the inherited environment.
-	Env []string
+	// Options: WriteTimeout bounds writing a prompt to a turn's stdin.
+	agentkit.Options
 	// PermissionMode is the session's permission mode (see PermissionArgs).
 	PermissionMode string
 	// ResumeID continues an existing Copilot session; empty starts a new
 	// one with a fresh id.
 	ResumeID string
-	// MaxLine bounds one stdout line (0: DefaultMaxLine).
-	MaxLine int
-	// WriteTimeout bounds writing a prompt to a turn's stdin (0: none).
-	WriteTimeout time.Duration
 }
 
 // sessionRE is a Copilot session id: a UUID (ids it prints, and the ones
@@ -147,10 +139,7 @@ func Args(sessionID, permissionMode string) []string {
 // launch prepares a Copilot CLI session from the registry's options (its first
 // process starts with the first prompt).
 func launch(o sessions.StartOptions) (*Process, error) {
-	return Start(ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		PermissionMode: o.PermissionMode, ResumeID: o.ResumeID,
-	})
+	return Start(ProcessOptions{Options: agentkit.OptionsOf(o), PermissionMode: o.PermissionMode, ResumeID: o.ResumeID})
 }
 
 // Start prepares the session: it resolves the command and the session id;

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/copilot/fakeapi"
 )
@@ -39,8 +40,8 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	w := &world{api: api, refused: refused, opts: ProcessOptions{Command: bin, Cwd: t.TempDir(),
-		Env: fakeapi.HermeticEnv(home, cache, api.URL(), proxy), PermissionMode: "bypassPermissions", WriteTimeout: 10 * time.Second}}
+	w := &world{api: api, refused: refused, opts: ProcessOptions{PermissionMode: "bypassPermissions", Options: agentkit.Options{Command: bin, Cwd: t.TempDir(),
+		Env: fakeapi.HermeticEnv(home, cache, api.URL(), proxy), WriteTimeout: 10 * time.Second}}}
 	t.Cleanup(func() {
 		if n := w.refused(); n != 0 {
 			t.Errorf("the CLI tried to leave loopback %d times (refused by the proxy)", n)
@@ -326,13 +327,13 @@ func TestPermissionArgs(t *testing.T) {
 }
 
 func TestStartRefusesBadResumeID(t *testing.T) {
-	if _, err := Start(ProcessOptions{Command: "sh", ResumeID: "--yolo"}); err == nil {
+	if _, err := Start(ProcessOptions{Options: agentkit.Options{Command: "sh"}, ResumeID: "--yolo"}); err == nil {
 		t.Error("a resume id that is a flag was accepted")
 	}
-	if _, err := Start(ProcessOptions{Command: "no-such-copilot-here"}); err == nil || !strings.Contains(err.Error(), CommandSetting) {
+	if _, err := Start(ProcessOptions{Options: agentkit.Options{Command: "no-such-copilot-here"}}); err == nil || !strings.Contains(err.Error(), CommandSetting) {
 		t.Errorf("missing command: %v", err)
 	}
-	p, err := Start(ProcessOptions{Command: "sh"})
+	p, err := Start(ProcessOptions{Options: agentkit.Options{Command: "sh"}})
 	if err != nil || !sessionRE.MatchString(p.SessionID()) {
 		t.Errorf("new session id %q (%v), want a UUID", p.SessionID(), err)
 	}

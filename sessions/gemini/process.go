@@ -45,23 +45,15 @@ const noCompaction = "context overflow: Gemini CLI takes no compaction request o
 // session: its stdin takes JSON-RPC requests, its stdout is decoded into
 // sessions.Events.
 type Process struct {
-	// Child is the process itself: PID, Signal, Wait, Alive, StderrTail.
-	*agentkit.Child
+	// Pipe is the process (PID, Signal, Wait, Alive, StderrTail), its
+	// events (written by the decode loop and by Compact), its counters,
+	// its stdin and the ids of its requests.
+	*agentkit.Pipe
 	dec *Decoder
-
-	// events is written by the decode loop and by Compact; emitMu and
-	// eventsClosed keep a late Compact from sending on a closed channel.
-	events       chan sessions.Event
-	emitMu       sync.Mutex
-	eventsClosed bool
-
-	ready     chan struct{}
-	readyOnce sync.Once
 
 	writeTimeout time.Duration
 
-	mu     sync.Mutex // guards nextID and queued
-	nextID int64
+	mu sync.Mutex // guards queued
 	// queued holds prompts sent while a turn runs: a second session/prompt
 	// would abort the first (0.61.0 aborts the pending prompt), so they are
 	// sent as the next turn when this one ends.
@@ -70,15 +62,7 @@ type Process struct {
 
 // ProcessOptions says how to start one `gemini --acp`.
 type ProcessOptions struct {
-	// Command is the executable, from the setting agents.gemini.command.
-	Command string
-	Cwd     string
-	// Env is added to the inherited environment.
-	Env []string
-	// MaxLine bounds one stdout line (0: DefaultMaxLine).
-	MaxLine int
-	// WriteTimeout bounds one write to stdin (0: none).
-	WriteTimeout time.Duration
+	agentkit.Options
 	// ApprovalMode is the CLI's --approval-mode ("" keeps the user's
 	// settings).
 	ApprovalMode string
@@ -118,10 +102,7 @@ func Args(approvalMode string) []string {
 
 // launch starts the Gemini CLI (`gemini --acp`) and opens (or loads) the session from the registry's options.
 func launch(o sessions.StartOptions) (*Process, error) {
-	return Start(ProcessOptions{
-		Command: o.Command, Cwd: o.Cwd, Env: o.Env, WriteTimeout: o.WriteTimeout,
-		ApprovalMode: ApprovalMode(o.PermissionMode), ResumeID: o.ResumeID,
-	})
+	return Start(ProcessOptions{Options: agentkit.OptionsOf(o), ApprovalMode: ApprovalMode(o.PermissionMode), ResumeID: o.ResumeID})
 }
 
 // Start launches `gemini --acp` in opts.Cwd, in its own process group, and
@@ -135,33 +116,27 @@ func Start(opts ProcessOptions) (*Process, error) {
 	if opts.ResumeID != "" && !sessionRE.MatchString(opts.ResumeID) {
 		return nil, fmt.Errorf("gemini launch options: invalid session id %q", agentkit.Clip(opts.ResumeID))
 	}
-	path, err := agentInfo.LookPath(opts.Command)
+	child, err := agentInfo.StartPipe(opts.Options, Args(opts.ApprovalMode))
 	if err != nil {
 		return nil, err
 	}
-	child, err := agentkit.Start(agentkit.Spec{Agent: "gemini", Path: path, Args: Args(opts.ApprovalMode),
-		Cwd: opts.Cwd, Env: opts.Env, Stdin: true, WriteTimeout: opts.WriteTimeout})
-	if err != nil {
-		return nil, err
-	}
-	p := &Process{Child: child, events: make(chan sessions.Event, 64),
-		writeTimeout: opts.WriteTimeout, ready: make(chan struct{})}
-	p.dec = NewDecoder(child.Stdout, opts.MaxLine)
-	go p.decode()
+	p := &Process{dec: NewDecoder(child.Stdout, opts.MaxLine), writeTimeout: opts.WriteTimeout}
+	p.Pipe = agentkit.NewPipe(child, p.dec.Stats)
+	go agentkit.Pump(p.Pipe, p.dec.Next, func(l Line) ([]sessions.Event, []byte) { return l.Events, l.Reply }, p.afterLine)
 	err = p.call(methodInitialize, InitializeRequest)
 	if err == nil {
 		if opts.ResumeID != "" {
-			id := p.id()
+			id := p.NextID()
 			p.dec.expectLoad(id, opts.ResumeID)
 			if wait := loadDelay(chatsHome(opts.Env), opts.ResumeID, time.Now()); wait > 0 {
 				go func() {
 					time.Sleep(wait)
-					if p.write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd)) != nil {
+					if p.Write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd)) != nil {
 						_ = p.CloseInput()
 					}
 				}()
 			} else {
-				err = p.write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd))
+				err = p.Write(SessionLoadRequest(id, opts.ResumeID, opts.Cwd))
 			}
 		} else {
 			err = p.call(methodSessionNew, func(id int64) []byte { return SessionNewRequest(id, opts.Cwd) })
@@ -175,47 +150,23 @@ func Start(opts ProcessOptions) (*Process, error) {
 	return p, nil
 }
 
-func (p *Process) id() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.nextID++
-	return p.nextID
-}
-
 // call registers a request's id with the decoder (so its answer can be
 // read), then writes it.
 func (p *Process) call(method string, line func(id int64) []byte) error {
-	id := p.id()
+	id := p.NextID()
 	p.dec.expect(id, method)
-	return p.write(line(id))
+	return p.Write(line(id))
 }
 
-// decode feeds decoded events to Events until stdout ends, answering the
-// requests this client does not serve and sending the prompts queued
-// behind a turn once it ends.
-func (p *Process) decode() {
-	defer p.closeEvents()
-	defer p.markReady()
-	for {
-		line, err := p.dec.Next()
-		if err != nil {
-			return
-		}
-		if line.Reply != nil {
-			_ = p.write(line.Reply)
-		}
-		for _, ev := range line.Events {
-			if ev.Kind == sessions.EvSessionInit {
-				p.markReady()
-			}
-			p.emit(ev)
-		}
-		if _, failed := p.dec.session(); failed != "" {
-			p.markReady()
-		}
-		if line.TurnDone {
-			p.sendQueued()
-		}
+// afterLine follows each line up: a session that failed to open lets the
+// prompts waiting for it fail, and the prompts queued behind a turn are
+// sent once it ends.
+func (p *Process) afterLine(line Line) {
+	if _, failed := p.dec.session(); failed != "" {
+		p.Ready.Open()
+	}
+	if line.TurnDone {
+		p.sendQueued()
 	}
 }
 
@@ -232,47 +183,22 @@ func (p *Process) sendQueued() {
 		return
 	}
 	if err := p.startTurn(sid, strings.Join(texts, "\n\n")); err != nil {
-		p.emit(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.OtherFailure,
+		p.Emit(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.OtherFailure,
 			Message: sessions.SanitizeMessage("the queued prompt could not be sent: " + err.Error())}})
 		return
 	}
 	// The app recorded the prompt as added to the turn that just ended;
 	// this is the turn it starts (Apply's rule for a queued prompt).
-	p.emit(sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: sid, Detail: "queued prompt sent as a new turn"})
+	p.Emit(sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: sid, Detail: "queued prompt sent as a new turn"})
 }
-
-func (p *Process) emit(ev sessions.Event) {
-	p.emitMu.Lock()
-	defer p.emitMu.Unlock()
-	if !p.eventsClosed {
-		p.events <- ev
-	}
-}
-
-func (p *Process) closeEvents() {
-	p.emitMu.Lock()
-	defer p.emitMu.Unlock()
-	p.eventsClosed = true
-	close(p.events)
-}
-
-func (p *Process) markReady() { p.readyOnce.Do(func() { close(p.ready) }) }
 
 // session waits until the session is open and returns its id.
 func (p *Process) session() (string, error) {
-	wait := p.bound()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-p.ready:
-	case <-t.C:
-		return "", fmt.Errorf("gemini opened no session within %s: %w", wait, os.ErrDeadlineExceeded)
+	if err := p.Ready.Wait(p.bound(), "gemini", "session"); err != nil {
+		return "", err
 	}
 	id, failed := p.dec.session()
-	if id == "" {
-		return "", fmt.Errorf("gemini could not open the session: %s", agentkit.OrDefault(failed, "the process ended"))
-	}
-	return id, nil
+	return agentkit.Opened("gemini", "session", id, failed)
 }
 
 func (p *Process) bound() time.Duration {
@@ -281,17 +207,6 @@ func (p *Process) bound() time.Duration {
 	}
 	return readyWait
 }
-
-// Events yields the decoded stream; closed when stdout ends.
-func (p *Process) Events() <-chan sessions.Event { return p.events }
-
-// SkippedLines counts malformed, unknown and oversize lines.
-func (p *Process) SkippedLines() int { return int(p.dec.Stats().Skipped()) }
-
-// Stats are the decoder's counters.
-func (p *Process) Stats() Counters { return p.dec.Stats() }
-
-func (p *Process) write(line []byte) error { return p.Input.WriteLine(line) }
 
 // SendPrompt starts a turn with text; a prompt sent while a turn runs is
 // queued and starts the next turn when this one ends.
@@ -328,7 +243,7 @@ func (p *Process) Interrupt() error {
 	p.mu.Lock()
 	p.queued = nil
 	p.mu.Unlock()
-	return p.write(CancelNotification(sid))
+	return p.Write(CancelNotification(sid))
 }
 
 // AnswerPermission answers session/request_permission: allow picks the
@@ -339,19 +254,16 @@ func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ strin
 	if allow {
 		option = agentkit.OrDefault(req.allow, req.allowAll)
 	}
-	return p.write(PermissionResponse(rawOf(req, perm.RequestID), option))
+	return p.Write(PermissionResponse(rawOf(req, perm.RequestID), option))
 }
 
 // Compact cannot compact (see noCompaction): the turn the supervisor
 // started for it fails at once with the reason, so the overflow is
 // escalated to a person instead of being retried unchanged.
 func (p *Process) Compact() error {
-	p.emit(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.OtherFailure, Message: noCompaction}})
+	p.Emit(sessions.Event{Kind: sessions.EvTurnFailed, Failure: sessions.Failure{Kind: sessions.OtherFailure, Message: noCompaction}})
 	return nil
 }
-
-// CloseInput closes stdin: `gemini --acp` exits at the end of its input.
-func (p *Process) CloseInput() error { return p.Input.Close() }
 
 // chatsHome is the home directory the CLI keeps its chats under: HOME as the
 // process will see it (the last value in env wins, as for exec).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/gemini/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
@@ -41,8 +42,8 @@ func newRealWorld(t *testing.T) *realWorld {
 
 func (w *realWorld) start(t *testing.T, mode, resume string) *Process {
 	t.Helper()
-	return agenttest.Started(t, Start, ProcessOptions{Command: w.bin, Cwd: w.cwd, Env: w.env, ApprovalMode: mode, ResumeID: resume,
-		WriteTimeout: 30 * time.Second})
+	return agenttest.Started(t, Start, ProcessOptions{ApprovalMode: mode, ResumeID: resume,
+		Options: agentkit.Options{Command: w.bin, Cwd: w.cwd, Env: w.env, WriteTimeout: 30 * time.Second}})
 }
 
 // collect reads events until one satisfies stop (or the stream ends, or a

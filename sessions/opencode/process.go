@@ -71,9 +71,8 @@ type Process struct {
 	signal  string
 	waitErr error
 
-	// ready is closed when the session is open (or could not be).
-	ready     chan struct{}
-	readyOnce sync.Once
+	// ready opens when the session is open (or could not be).
+	ready *agentkit.Gate
 
 	mu       sync.Mutex // guards the fields below
 	base     string
@@ -176,7 +175,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 	p := &Process{
 		Child: child, events: make(chan sessions.Event, 64),
 		password: password, bound: bound, ctx: ctx, cancel: cancel,
-		exited: make(chan struct{}), ready: make(chan struct{}),
+		exited: make(chan struct{}), ready: agentkit.NewGate(),
 		// Loopback only: never through a proxy from the environment.
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}},
 	}
@@ -294,7 +293,7 @@ func (p *Process) open(listening <-chan string, opts ProcessOptions) (io.ReadClo
 	p.mu.Lock()
 	p.session = id
 	p.mu.Unlock()
-	p.markReady()
+	p.ready.Open()
 	p.events <- sessions.Event{Kind: sessions.EvSessionInit, AgentSessionID: id, Detail: "session " + how}
 	return resp.Body, nil
 }
@@ -322,10 +321,8 @@ func (p *Process) fail(err error) {
 	p.mu.Lock()
 	p.startErr = err
 	p.mu.Unlock()
-	p.markReady()
+	p.ready.Open()
 }
-
-func (p *Process) markReady() { p.readyOnce.Do(func() { close(p.ready) }) }
 
 // stop ends the server: SIGTERM, then SIGKILL after stopGrace. It returns at
 // once.
@@ -356,22 +353,15 @@ func (p *Process) stop() {
 
 // sessionID waits until the session is open and returns its id.
 func (p *Process) sessionID() (string, error) {
-	t := time.NewTimer(max(p.bound, startWait))
-	defer t.Stop()
-	select {
-	case <-p.ready:
-	case <-t.C:
-		return "", fmt.Errorf("opencode opened no session within %s: %w", max(p.bound, startWait), os.ErrDeadlineExceeded)
+	if err := p.ready.Wait(max(p.bound, startWait), "opencode", "session"); err != nil {
+		return "", err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.session == "" {
-		if p.startErr != nil {
-			return "", p.startErr
-		}
-		return "", errors.New("opencode could not open the session: the process ended")
+	if p.session == "" && p.startErr != nil {
+		return "", p.startErr
 	}
-	return p.session, nil
+	return agentkit.Opened("opencode", "session", p.session, "")
 }
 
 func (p *Process) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
