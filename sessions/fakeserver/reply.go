@@ -1,5 +1,10 @@
 package fakeserver
 
+import (
+	"encoding/json"
+	"net/http"
+)
+
 // Reply is what one request to an OpenAI-style fake gets (Codex's
 // Responses API, Copilot's and OpenCode's chat completions); each fake
 // sends the fields its wire can carry.
@@ -106,4 +111,39 @@ func ToolScenarios() map[string]ScenarioFunc {
 			return Reply{Command: "sleep 60; echo done"}
 		},
 	}
+}
+
+// Answer is how an OpenAI-style fake's model route answers a request it
+// has read into e (its Scenario, ToolOutput, UserText, Tools): the
+// scenario's attempt is counted and asked for its reply, the request is
+// logged with its method, path, attempt and status, and the reply's
+// headers are set. A reply that is not a 200 is sent as its error body;
+// stream says the fake now streams rep, attempt n, in its own wire format.
+func Answer(s *Server[ScenarioFunc], w http.ResponseWriter, r *http.Request, e Entry) (rep Reply, n int, stream bool) {
+	n, fn := s.Attempt(e.Scenario)
+	rep = fn(n, e.ToolOutput)
+	e.Method, e.Path, e.Attempt, e.Status = r.Method, r.URL.Path, n, Status(rep.Status)
+	s.Record(e)
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
+	if e.Status != http.StatusOK {
+		WriteError(w, e.Status, rep.ErrorBody)
+		return rep, n, false
+	}
+	return rep, n, true
+}
+
+// ReadRequest reads a model request of an OpenAI-style fake: its body into
+// req (the part of it the fake reads; a body that is not JSON leaves req
+// as it is) and the scenario its marker names. When the body cannot be
+// read the request is answered 400 and ok is false.
+func ReadRequest[T any](w http.ResponseWriter, r *http.Request, req *T) (scenario string, ok bool) {
+	body, err := ReadBody(r)
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return "", false
+	}
+	_ = json.Unmarshal(body, req)
+	return Scenario(body), true
 }

@@ -1,9 +1,11 @@
 package fakeserver
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -224,5 +226,144 @@ func TestEnv(t *testing.T) {
 				t.Fatalf("Env = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// What the chat fakes read of a request: the tool result it ends with
+// ("(empty)" for one that printed nothing, "" for none) and the last user
+// message's text, whether content is a string or a list of parts.
+func TestChatRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, body    string
+		toolOut, user string
+		tools         int
+	}{
+		{name: "plain prompt", body: `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`,
+			user: "hi"},
+		{name: "parts", body: `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"tools":[{},{}]}`,
+			user: "ab", tools: 2},
+		{name: "tool result last", body: `{"messages":[{"role":"user","content":"run"},{"role":"assistant","content":""},{"role":"tool","content":"hi\n"}]}`,
+			toolOut: "hi\n", user: "run"},
+		{name: "empty tool result", body: `{"messages":[{"role":"user","content":"run"},{"role":"tool","content":""}]}`,
+			toolOut: "(empty)", user: "run"},
+		{name: "tool result not last", body: `{"messages":[{"role":"tool","content":"old"},{"role":"user","content":"next"}]}`,
+			user: "next"},
+		{name: "no messages", body: `{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var req ChatRequest
+			if err := json.Unmarshal([]byte(tc.body), &req); err != nil {
+				t.Fatal(err)
+			}
+			if got := req.ToolOutput(); got != tc.toolOut {
+				t.Errorf("ToolOutput = %q, want %q", got, tc.toolOut)
+			}
+			if got := req.UserText(); got != tc.user {
+				t.Errorf("UserText = %q, want %q", got, tc.user)
+			}
+			if len(req.Tools) != tc.tools {
+				t.Errorf("%d tools, want %d", len(req.Tools), tc.tools)
+			}
+		})
+	}
+}
+
+// Answer counts the scenario's attempt, logs the request with its status
+// and sets the reply's headers; an error reply is written with its body
+// and not streamed.
+func TestAnswer(t *testing.T) {
+	s, err := Listen("test fake", map[string]ScenarioFunc{
+		DefaultScenario: Always(Reply{Text: "hi"}),
+		"fail":          FailThen(1, Reply{Status: 429, ErrorBody: `{"error":"slow down"}`, Header: map[string]string{"retry-after": "1"}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	for _, tc := range []struct {
+		scenario   string
+		wantStream bool
+		wantN      int
+		wantCode   int
+		wantBody   string
+		wantRetry  string
+	}{
+		{scenario: "fail", wantN: 1, wantCode: 429, wantBody: `{"error":"slow down"}`, wantRetry: "1"},
+		{scenario: "fail", wantN: 2, wantStream: true, wantCode: 200},
+		{scenario: "unknown", wantN: 1, wantStream: true, wantCode: 200},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		rep, n, stream := Answer(s, w, r, Entry{Scenario: tc.scenario, ToolOutput: "out", UserText: "u"})
+		if stream != tc.wantStream || n != tc.wantN || w.Code != tc.wantCode || w.Body.String() != tc.wantBody ||
+			w.Header().Get("retry-after") != tc.wantRetry {
+			t.Errorf("%s: stream %v, attempt %d, %d %q retry-after %q; want %v, %d, %d %q %q", tc.scenario,
+				stream, n, w.Code, w.Body, w.Header().Get("retry-after"), tc.wantStream, tc.wantN, tc.wantCode, tc.wantBody, tc.wantRetry)
+		}
+		if tc.wantStream && rep.Text == "" {
+			t.Errorf("%s: streamed reply %+v has no text", tc.scenario, rep)
+		}
+	}
+	log := s.Log()
+	if len(log) != 3 {
+		t.Fatalf("%d requests logged, want 3", len(log))
+	}
+	want := Entry{Method: "POST", Path: "/v1/chat/completions", Scenario: "fail", Attempt: 1, Status: 429, ToolOutput: "out", UserText: "u"}
+	if got := log[0]; got.At.IsZero() || func() Entry { got.At = want.At; return got }() != want {
+		t.Errorf("logged %+v, want %+v", log[0], want)
+	}
+}
+
+// The event stream a fake writes: 200, uncached, each event its name when
+// it has one and its JSON data, ended by a blank line in the fake's line
+// ending, and the OpenAI end of stream.
+func TestSSE(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		crlf  bool
+		event string
+		want  string
+	}{
+		{name: "data only", want: "data: {\"a\":1}\n\ndata: [DONE]\n\n"},
+		{name: "named event", event: "response.created", want: "event: response.created\ndata: {\"a\":1}\n\ndata: [DONE]\n\n"},
+		{name: "crlf", crlf: true, want: "data: {\"a\":1}\r\n\r\ndata: [DONE]\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			e := StartSSE(w, tc.crlf)
+			e.Send(tc.event, map[string]int{"a": 1})
+			e.Done()
+			if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || w.Header().Get("Cache-Control") != "no-cache" {
+				t.Errorf("status %d, headers %v; want 200, an uncached event stream", w.Code, w.Header())
+			}
+			if got := w.Body.String(); got != tc.want {
+				t.Errorf("stream %q, want %q", got, tc.want)
+			}
+			if !w.Flushed {
+				t.Error("events were not flushed")
+			}
+		})
+	}
+}
+
+// Break does nothing for a reply that neither stalls nor cuts; a cut is a
+// break (the recorder cannot be hijacked, so nothing is dropped); a stall
+// holds until the server closes.
+func TestBreak(t *testing.T) {
+	s, err := Listen("test fake", map[string]ScenarioFunc{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Break(httptest.NewRecorder(), false, false) {
+		t.Error("Break reported a break for a plain reply")
+	}
+	if !s.Break(httptest.NewRecorder(), false, true) {
+		t.Error("a cut was not reported as a break")
+	}
+	done := make(chan bool)
+	go func() { done <- s.Break(httptest.NewRecorder(), true, false) }()
+	s.Close()
+	if !<-done {
+		t.Error("a stall was not reported as a break")
 	}
 }

@@ -87,65 +87,36 @@ func (r *request) lastUserText() string {
 }
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	body, err := fakeserver.ReadBody(r)
-	if err != nil {
-		http.Error(w, "read", http.StatusBadRequest)
+	var req request
+	scenario, ok := fakeserver.ReadRequest(w, r, &req)
+	if !ok {
 		return
 	}
-	scenario := fakeserver.Scenario(body)
-	var req request
-	_ = json.Unmarshal(body, &req)
 	if strings.HasPrefix(req.lastUserText(), titlePrompt) {
 		// The TUI's side request for a thread title quotes the prompt, and
 		// with it the marker: filed under the prompt's scenario it would
 		// race the turn's own request for the scenario's first attempt.
 		scenario = TitleScenario
 	}
-	var toolOut string
-	if n := len(req.Input); n > 0 && req.Input[n-1].Type == "function_call_output" {
+	last := len(req.Input) - 1
+	toolOut := fakeserver.ToolResult(last >= 0 && req.Input[last].Type == "function_call_output", func() string {
 		var str string
-		if json.Unmarshal(req.Input[n-1].Output, &str) == nil {
-			toolOut = str
-		} else {
-			toolOut = string(req.Input[n-1].Output)
+		if json.Unmarshal(req.Input[last].Output, &str) == nil {
+			return str
 		}
-		if toolOut == "" {
-			toolOut = "(empty)"
-		}
+		return string(req.Input[last].Output)
+	})
+	if rep, n, ok := fakeserver.Answer(s.Server, w, r, Entry{Scenario: scenario, ToolOutput: toolOut, UserText: req.lastUserText()}); ok {
+		s.stream(w, rep, n)
 	}
-	n, fn := s.Attempt(scenario)
-	rep := fn(n, toolOut)
-	status := fakeserver.Status(rep.Status)
-	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: req.lastUserText()})
-	for k, v := range rep.Header {
-		w.Header().Set(k, v)
-	}
-	if status != http.StatusOK {
-		fakeserver.WriteError(w, status, rep.ErrorBody)
-		return
-	}
-	s.stream(w, rep, n)
 }
 
 func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
+	sse := fakeserver.StartSSE(w, false)
 	respID := fmt.Sprintf("resp_%d_%d", time.Now().UnixNano(), n)
-	send := func(v map[string]any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", v["type"], b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	send := func(v map[string]any) { sse.Send(v["type"].(string), v) }
 	send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID}})
-	if rep.Stall {
-		s.Stall(nil)
-		return
-	}
-	if rep.Cut {
-		fakeserver.Cut(w)
+	if s.Break(w, rep.Stall, rep.Cut) {
 		return
 	}
 	var item map[string]any

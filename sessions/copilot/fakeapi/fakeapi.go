@@ -19,7 +19,6 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"regexp"
@@ -100,75 +99,23 @@ func (s *Server) Requests(scenario string) []Entry {
 	return s.Server.Requests(CompletionsPath, scenario)
 }
 
-// request is the part of a chat completions request the fake reads.
-type request struct {
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-}
-
-// text is a message's content: a string, or an array of text parts.
-func text(raw json.RawMessage) string {
-	var str string
-	if json.Unmarshal(raw, &str) == nil {
-		return str
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
 // datetimeRE is the timestamp Copilot puts before every prompt.
 var datetimeRE = regexp.MustCompile(`^\s*<current_datetime>[^<]*</current_datetime>\s*`)
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	body, err := fakeserver.ReadBody(r)
-	if err != nil {
-		http.Error(w, "read", http.StatusBadRequest)
+	var req fakeserver.ChatRequest
+	scenario, ok := fakeserver.ReadRequest(w, r, &req)
+	if !ok {
 		return
 	}
-	scenario := fakeserver.Scenario(body)
-	var req request
-	_ = json.Unmarshal(body, &req)
-	var toolOut, userText string
-	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
-		toolOut = text(req.Messages[n-1].Content)
-		if toolOut == "" {
-			toolOut = "(empty)"
-		}
+	userText := strings.TrimSpace(datetimeRE.ReplaceAllString(req.UserText(), ""))
+	if rep, n, ok := fakeserver.Answer(s.Server, w, r, Entry{Scenario: scenario, ToolOutput: req.ToolOutput(), UserText: userText}); ok {
+		s.stream(w, rep, n)
 	}
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			userText = strings.TrimSpace(datetimeRE.ReplaceAllString(text(req.Messages[i].Content), ""))
-			break
-		}
-	}
-	n, fn := s.Attempt(scenario)
-	rep := fn(n, toolOut)
-	status := fakeserver.Status(rep.Status)
-	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status, ToolOutput: toolOut, UserText: userText})
-	for k, v := range rep.Header {
-		w.Header().Set(k, v)
-	}
-	if status != http.StatusOK {
-		fakeserver.WriteError(w, status, rep.ErrorBody)
-		return
-	}
-	s.stream(w, rep, n)
 }
 
 func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	sse := fakeserver.StartSSE(w, false)
 	id := fmt.Sprintf("chatcmpl_%d_%d", time.Now().UnixNano(), n)
 	send := func(delta map[string]any, finish any, usage any) {
 		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": Model,
@@ -176,19 +123,10 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 		if usage != nil {
 			chunk["usage"] = usage
 		}
-		b, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
+		sse.Send("", chunk)
 	}
 	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
-	if rep.Stall {
-		s.Stall(nil)
-		return
-	}
-	if rep.Cut {
-		fakeserver.Cut(w)
+	if s.Break(w, rep.Stall, rep.Cut) {
 		return
 	}
 	finish := "stop"
@@ -201,10 +139,7 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply, n int) {
 		send(map[string]any{"content": rep.Text}, nil, nil)
 	}
 	send(map[string]any{}, finish, fakeserver.ChatUsage(rep))
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	sse.Done()
 }
 
 // Model is the model name the fake reports and the tests configure.

@@ -165,16 +165,8 @@ func chunk(parts []map[string]any, finish string, u fakeserver.Usage) map[string
 }
 
 func (s *Server) stream(w http.ResponseWriter, rep Reply) {
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	send := func(v map[string]any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	sse := fakeserver.StartSSE(w, true)
+	send := func(v map[string]any) { sse.Send("", v) }
 	prompt := rep.PromptTokens
 	if prompt <= 0 {
 		prompt = 10
@@ -185,12 +177,9 @@ func (s *Server) stream(w http.ResponseWriter, rep Reply) {
 	}
 	none := fakeserver.Usage{}
 	switch {
-	case rep.Stall:
+	case rep.Stall || rep.Cut:
 		send(chunk([]map[string]any{{"text": "Looking"}}, "", none))
-		s.Stall(nil)
-	case rep.Cut:
-		send(chunk([]map[string]any{{"text": "Looking"}}, "", none))
-		fakeserver.Cut(w)
+		s.Break(w, rep.Stall, rep.Cut)
 	case rep.Command != "":
 		send(chunk([]map[string]any{{"functionCall": map[string]any{
 			"name": "run_shell_command", "args": map[string]any{"command": rep.Command, "description": "run the command"}}}}, "STOP", u))

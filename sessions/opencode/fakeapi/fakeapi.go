@@ -16,7 +16,6 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -57,81 +56,25 @@ func (s *Server) Requests(scenario string) []Entry {
 	return s.Server.Requests("/v1/chat/completions", scenario)
 }
 
-// message is one chat message: content is a string or a list of parts.
-type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-func (m message) text() string {
-	var str string
-	if json.Unmarshal(m.Content, &str) == nil {
-		return str
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(m.Content, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
-type request struct {
-	Messages []message        `json:"messages"`
-	Tools    []map[string]any `json:"tools"`
-}
-
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	body, err := fakeserver.ReadBody(r)
-	if err != nil {
-		http.Error(w, "read", http.StatusBadRequest)
+	var req fakeserver.ChatRequest
+	scenario, ok := fakeserver.ReadRequest(w, r, &req)
+	if !ok {
 		return
 	}
-	var req request
-	_ = json.Unmarshal(body, &req)
-	scenario := fakeserver.Scenario(body)
-	if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].text(), "title generator") {
+	if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].Text(), "title generator") {
 		scenario = TitleScenario
 	}
-	var toolOut, userText string
-	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
-		toolOut = req.Messages[n-1].text()
-		if toolOut == "" {
-			toolOut = "(empty)"
-		}
+	e := Entry{Scenario: scenario, ToolOutput: req.ToolOutput(), UserText: req.UserText(), Tools: len(req.Tools)}
+	if rep, n, ok := fakeserver.Answer(s.Server, w, r, e); ok {
+		s.stream(r, w, rep, n)
 	}
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			userText = req.Messages[i].text()
-			break
-		}
-	}
-	n, fn := s.Attempt(scenario)
-	rep := fn(n, toolOut)
-	status := fakeserver.Status(rep.Status)
-	s.Record(Entry{Method: r.Method, Path: r.URL.Path, Scenario: scenario, Attempt: n, Status: status,
-		ToolOutput: toolOut, UserText: userText, Tools: len(req.Tools)})
-	for k, v := range rep.Header {
-		w.Header().Set(k, v)
-	}
-	if status != http.StatusOK {
-		fakeserver.WriteError(w, status, rep.ErrorBody)
-		return
-	}
-	s.stream(r, w, rep, n)
 }
 
 // stream writes the chat.completion.chunk SSE stream the OpenAI SDK parses:
 // deltas, a finish_reason, a usage chunk, [DONE].
 func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int) {
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	sse := fakeserver.StartSSE(w, false)
 	id := fmt.Sprintf("chatcmpl_%d_%d", time.Now().UnixNano(), n)
 	created := time.Now().Unix()
 	send := func(choices []any, extra map[string]any) {
@@ -139,11 +82,7 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int
 		for k, x := range extra {
 			v[k] = x
 		}
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
+		sse.Send("", v)
 	}
 	choice := func(delta map[string]any, finish any) []any {
 		return []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
@@ -171,10 +110,7 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, rep Reply, n int
 		send(choice(map[string]any{}, "stop"), nil)
 	}
 	send([]any{}, map[string]any{"usage": fakeserver.ChatUsage(rep)})
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	sse.Done()
 }
 
 // The error bodies an OpenAI-compatible API sends. The overflow message is
