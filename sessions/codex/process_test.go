@@ -61,31 +61,6 @@ func (w *realWorld) start(t *testing.T, o ProcessOptions) *Process {
 	return agenttest.Started(t, Start, o)
 }
 
-// until reads events until one satisfies cond and returns all read so far.
-func until(t *testing.T, p *Process, what string, cond func(sessions.Event) bool) []sessions.Event {
-	t.Helper()
-	var seen []sessions.Event
-	timeout := time.After(60 * time.Second)
-	for {
-		select {
-		case ev, ok := <-p.Events():
-			if !ok {
-				t.Fatalf("the stream ended before %s; events %v\nstderr: %s", what, kindsOf(seen), p.StderrTail())
-			}
-			seen = append(seen, ev)
-			if cond(ev) {
-				return seen
-			}
-		case <-timeout:
-			t.Fatalf("no %s within 60 s; events %v", what, kindsOf(seen))
-		}
-	}
-}
-
-func is(k sessions.EventKind) func(sessions.Event) bool {
-	return func(e sessions.Event) bool { return e.Kind == k }
-}
-
 func kindsOf(events []sessions.Event) string {
 	var parts []string
 	for _, e := range events {
@@ -115,7 +90,7 @@ func TestRealPlainReplyThenSecondTurn(t *testing.T) {
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
 		t.Fatal(err)
 	}
-	seen := until(t, p, "the first turn's end", func(e sessions.Event) bool {
+	seen := agenttest.Until(t, p, "the first turn's end", func(e sessions.Event) bool {
 		return e.Kind == sessions.EvTurnCompleted || e.Kind == sessions.EvTurnFailed
 	})
 	var thread string
@@ -132,7 +107,7 @@ func TestRealPlainReplyThenSecondTurn(t *testing.T) {
 	if err := p.SendPrompt("[[scenario:tool]] again"); err != nil {
 		t.Fatal(err)
 	}
-	seen = until(t, p, "the second turn's end", func(e sessions.Event) bool {
+	seen = agenttest.Until(t, p, "the second turn's end", func(e sessions.Event) bool {
 		return e.Kind == sessions.EvTurnCompleted || e.Kind == sessions.EvTurnFailed
 	})
 	if got := significant(seen); strings.Join(got, ",") != "tool_started command,tool_finished command,turn_completed" {
@@ -158,7 +133,7 @@ func TestRealPlainReplyThenSecondTurn(t *testing.T) {
 	if err := p2.SendPrompt("[[scenario:text]] after resume"); err != nil {
 		t.Fatal(err)
 	}
-	seen = until(t, p2, "the resumed turn's end", is(sessions.EvTurnCompleted))
+	seen = agenttest.Until(t, p2, "the resumed turn's end", agenttest.Is(sessions.EvTurnCompleted))
 	var resumed string
 	for _, e := range seen {
 		if e.Kind == sessions.EvSessionInit {
@@ -181,15 +156,15 @@ func TestRealInterruptThenNextTurn(t *testing.T) {
 	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
 		t.Fatal(err)
 	}
-	until(t, p, "the turn to start", func(e sessions.Event) bool { return e.Detail == "turn started" })
+	agenttest.Until(t, p, "the turn to start", func(e sessions.Event) bool { return e.Detail == "turn started" })
 	if err := p.Interrupt(); err != nil {
 		t.Fatal(err)
 	}
-	until(t, p, "the abort", is(sessions.EvTurnAborted))
+	agenttest.Until(t, p, "the abort", agenttest.Is(sessions.EvTurnAborted))
 	if err := p.SendPrompt("[[scenario:text]] next"); err != nil {
 		t.Fatal(err)
 	}
-	until(t, p, "the next turn", is(sessions.EvTurnCompleted))
+	agenttest.Until(t, p, "the next turn", agenttest.Is(sessions.EvTurnCompleted))
 }
 
 func TestRealApprovalAcceptedAndDeclined(t *testing.T) {
@@ -200,7 +175,7 @@ func TestRealApprovalAcceptedAndDeclined(t *testing.T) {
 			if err := p.SendPrompt("[[scenario:write]] make it"); err != nil {
 				t.Fatal(err)
 			}
-			seen := until(t, p, "the approval request", is(sessions.EvWaitingOnUser))
+			seen := agenttest.Until(t, p, "the approval request", agenttest.Is(sessions.EvWaitingOnUser))
 			ask := seen[len(seen)-1]
 			if ask.Reason != sessions.WaitPermission || ask.Permission == nil || ask.Permission.Tool != "command" {
 				t.Fatalf("asked %+v", ask)
@@ -208,7 +183,7 @@ func TestRealApprovalAcceptedAndDeclined(t *testing.T) {
 			if err := p.AnswerPermission(*ask.Permission, allow, ""); err != nil {
 				t.Fatal(err)
 			}
-			seen = until(t, p, "the turn's end", is(sessions.EvTurnCompleted))
+			seen = agenttest.Until(t, p, "the turn's end", agenttest.Is(sessions.EvTurnCompleted))
 			for _, e := range seen {
 				if e.Kind == sessions.EvUserAnswered {
 					t.Errorf("our own answer came back as withdrawn: %+v", e)
@@ -304,6 +279,6 @@ func TestRealKilledMidTurnReadsDead(t *testing.T) {
 	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
 		t.Fatal(err)
 	}
-	until(t, p, "the turn to start", func(e sessions.Event) bool { return e.Detail == "turn started" })
+	agenttest.Until(t, p, "the turn to start", func(e sessions.Event) bool { return e.Detail == "turn started" })
 	agenttest.KillReadsDead(t, p)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
@@ -28,7 +29,7 @@ func TestRealUsage(t *testing.T) {
 				if err := p.SendPrompt(prompt); err != nil {
 					t.Fatal(err)
 				}
-				for _, e := range until(t, p, "the turn's end", is(sessions.EvTurnCompleted)) {
+				for _, e := range agenttest.Until(t, p, "the turn's end", agenttest.Is(sessions.EvTurnCompleted)) {
 					s = sessions.Apply(s, e, time.Now())
 				}
 				// The usage notification may follow turn/completed: read

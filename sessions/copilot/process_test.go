@@ -75,25 +75,12 @@ func (w *world) stalled(t *testing.T) *Process {
 	return p
 }
 
-// next reads events until one of kind arrives (or Events closes).
+// next reads events until one of kind arrives (failing when Events closes
+// first or none comes within 90 s) and returns it with all it read.
 func next(t *testing.T, p *Process, kind sessions.EventKind) (sessions.Event, []sessions.Event) {
 	t.Helper()
-	var seen []sessions.Event
-	timeout := time.After(90 * time.Second)
-	for {
-		select {
-		case ev, ok := <-p.Events():
-			if !ok {
-				t.Fatalf("Events closed before %v; saw %v", kind, kindsOf(seen))
-			}
-			seen = append(seen, ev)
-			if ev.Kind == kind {
-				return ev, seen
-			}
-		case <-timeout:
-			t.Fatalf("no %v within 90 s; saw %v (stderr %q)", kind, kindsOf(seen), p.StderrTail())
-		}
-	}
+	seen := agenttest.UntilWithin(t, p, kind.String(), 90*time.Second, agenttest.Is(kind))
+	return seen[len(seen)-1], seen
 }
 
 func kindsOf(evs []sessions.Event) []sessions.EventKind {

@@ -46,26 +46,11 @@ func (w *realWorld) start(t *testing.T, mode, resume string) *Process {
 		Options: agentkit.Options{Command: w.bin, Cwd: w.cwd, Env: w.env, WriteTimeout: 30 * time.Second}})
 }
 
-// collect reads events until one satisfies stop (or the stream ends, or a
-// minute passes), returning them all.
+// collect reads events until one satisfies stop or the stream ends
+// (agenttest.Collect), failing after 90 s.
 func collect(t *testing.T, p *Process, stop func(sessions.Event) bool) []sessions.Event {
 	t.Helper()
-	var out []sessions.Event
-	deadline := time.After(90 * time.Second)
-	for {
-		select {
-		case ev, ok := <-p.Events():
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-			if stop(ev) {
-				return out
-			}
-		case <-deadline:
-			t.Fatalf("no final event within 90 s; got %v; stderr %q", kinds(out), p.StderrTail())
-		}
-	}
+	return agenttest.Collect(t, p, 90*time.Second, stop)
 }
 
 func kinds(evs []sessions.Event) []string {

@@ -76,19 +76,7 @@ func startFake(t *testing.T, mode string, o ProcessOptions) *Process {
 // drain reads the events until the channel closes (or fails after a minute).
 func drain(t *testing.T, p *Process) []sessions.Event {
 	t.Helper()
-	var out []sessions.Event
-	deadline := time.After(time.Minute)
-	for {
-		select {
-		case ev, ok := <-p.Events():
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-		case <-deadline:
-			t.Fatalf("the event stream did not end; events so far: %s", kinds(out))
-		}
-	}
+	return agenttest.Collect(t, p, time.Minute, nil)
 }
 
 // TestProcessLifecycle: how the process ends, for each way a server can

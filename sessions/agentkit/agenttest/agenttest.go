@@ -76,19 +76,46 @@ func ExitsAtEndOfInput(t testing.TB, p sessions.Process) {
 // ends first or nothing matches within a minute.
 func Until(t testing.TB, p sessions.Process, what string, cond func(sessions.Event) bool) []sessions.Event {
 	t.Helper()
-	var seen []sessions.Event
-	limit := time.After(time.Minute)
+	return UntilWithin(t, p, what, time.Minute, cond)
+}
+
+// UntilWithin is Until with its own time limit, for an agent whose turn
+// takes longer than a minute on a loaded machine.
+func UntilWithin(t testing.TB, p sessions.Process, what string, limit time.Duration, cond func(sessions.Event) bool) []sessions.Event {
+	t.Helper()
+	seen, ended := read(t, p, what, limit, cond)
+	if ended {
+		t.Fatalf("the stream ended before %s; events %v\nstderr: %s", what, Kinds(seen), p.StderrTail())
+	}
+	return seen
+}
+
+// Collect reads p's events until one satisfies stop (nil: none does) or the
+// stream ends, and returns all it read, failing t when neither happens
+// within limit.
+func Collect(t testing.TB, p sessions.Process, limit time.Duration, stop func(sessions.Event) bool) []sessions.Event {
+	t.Helper()
+	out, _ := read(t, p, "end of the stream", limit, stop)
+	return out
+}
+
+// read reads p's events until one satisfies stop (nil: none does) or the
+// stream ends (ended), failing t, with what it waited for, when neither
+// happens within limit.
+func read(t testing.TB, p sessions.Process, what string, limit time.Duration, stop func(sessions.Event) bool) (events []sessions.Event, ended bool) {
+	t.Helper()
+	timeout := time.After(limit)
 	for {
 		select {
 		case ev, ok := <-p.Events():
 			if !ok {
-				t.Fatalf("the stream ended before %s; events %v\nstderr: %s", what, Kinds(seen), p.StderrTail())
+				return events, true
 			}
-			if seen = append(seen, ev); cond(ev) {
-				return seen
+			if events = append(events, ev); stop != nil && stop(ev) {
+				return events, false
 			}
-		case <-limit:
-			t.Fatalf("no %s within a minute; events %v", what, Kinds(seen))
+		case <-timeout:
+			t.Fatalf("no %s within %s; events %v\nstderr: %s", what, limit, Kinds(events), p.StderrTail())
 		}
 	}
 }
