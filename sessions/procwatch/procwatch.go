@@ -13,10 +13,16 @@
 // at every scan (a fork then exec, a CLI setting its title) and an older
 // one's every Recheck (a wrapper's late `exec claude`).
 //
-// One loop (Run) scans every interval for the whole app; a source that was
-// woken by its files asks for a fresher look (Fresh), which costs one more
-// incremental scan, so a new terminal session is not found later than it
-// was when each source read the table itself.
+// One loop (Run) scans for the whole app; a source that was woken by its
+// files asks for a fresher look (Fresh), which costs one more incremental
+// scan, so a new terminal session is not found later than it was when each
+// source read the table itself. The files are the fast path: an agent's
+// CLI writes under its home as it starts. The loop scans every interval
+// only while the table holds a young process of a kernel name a subscriber
+// may want (its name or command line may still change: a Node CLI setting
+// its title, a wrapper starting its agent); otherwise every Slow, the safety net
+// for a process that wrote no file. Listing the table was most of an idle
+// app's cost, and it grows with every process on the machine.
 package procwatch
 
 import (
@@ -38,9 +44,13 @@ type Proc = procscan.Proc
 const (
 	DefaultYoung   = 5 * time.Second
 	DefaultRecheck = 30 * time.Second
-	// DefaultInterval is the loop's scan interval (Run): the longest a new
-	// or gone process goes unseen by a source that nothing else woke.
+	// DefaultInterval is the loop's scan interval (Run) while a young
+	// process a subscriber may want is in the table.
 	DefaultInterval = 2 * time.Second
+	// DefaultSlow is the loop's interval otherwise: the longest a new or
+	// gone process goes unseen by a source that nothing else woke (its
+	// files, or its own poll while it has processes).
+	DefaultSlow = 10 * time.Second
 )
 
 // Reader is how a table reads the process table (procscan's functions by
@@ -62,8 +72,9 @@ func System() Reader {
 // Table is the process table as its last scan saw it. Make it with New.
 type Table struct {
 	// Young and Recheck: see the package comment (defaults DefaultYoung,
-	// DefaultRecheck).
-	Young, Recheck time.Duration
+	// DefaultRecheck). Slow is the loop's interval while nothing in the
+	// table is young and wanted (default DefaultSlow).
+	Young, Recheck, Slow time.Duration
 
 	r Reader
 
@@ -79,6 +90,12 @@ type Table struct {
 	// read only when a subscriber may want it.
 	named map[string]int
 	any   int
+	// urgent: the last scan left a young live process of a wanted name
+	// (Run scans every interval then, not every Slow).
+	urgent bool
+	// scanned has a value after every scan: Run arms its timer again
+	// from it (a Fresh moves the loop's next scan).
+	scanned chan struct{}
 }
 
 // entry is what the table keeps of one pid.
@@ -100,7 +117,7 @@ type Stats struct {
 
 // New is an empty table over r.
 func New(r Reader) *Table {
-	return &Table{r: r, procs: map[int]*entry{}, subs: map[*Sub]struct{}{}, named: map[string]int{}}
+	return &Table{r: r, procs: map[int]*entry{}, subs: map[*Sub]struct{}{}, named: map[string]int{}, scanned: make(chan struct{}, 1)}
 }
 
 // Stats is what the table has read so far.
@@ -124,28 +141,55 @@ func (t *Table) recheck() time.Duration {
 	return DefaultRecheck
 }
 
-// Run scans now and then every interval (DefaultInterval when zero) until
-// ctx ends: the one loop that keeps the table current. A scan asked for in
-// between (Fresh) moves the next one: the timer is armed for interval
-// after the last scan, whoever made it.
+func (t *Table) slow() time.Duration {
+	if t.Slow > 0 {
+		return t.Slow
+	}
+	return DefaultSlow
+}
+
+// Run scans now and then again and again until ctx ends: the one loop
+// that keeps the table current. It waits interval (DefaultInterval when
+// zero) after a scan that left a young process of a wanted name, else
+// Slow (nextScan). A scan asked for in between (Fresh) moves the next
+// one: the timer is armed again from the last scan, whoever made it.
 func (t *Table) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
+	slow := max(t.slow(), interval)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-t.scanned:
 		case <-timer.C:
+			t.Fresh(interval)
+			// The loop's own scan signals too: drained, as the timer is
+			// armed from it below (a later scan signals again).
+			select {
+			case <-t.scanned:
+			default:
+			}
 		}
-		t.Fresh(interval)
 		t.mu.Lock()
-		next := interval - time.Since(t.last)
+		next := nextScan(time.Since(t.last), t.urgent, interval, slow)
 		t.mu.Unlock()
-		timer.Reset(max(next, 0))
+		timer.Reset(next)
 	}
+}
+
+// nextScan is how long the loop waits for its next scan, since the last
+// one: fast after a scan that left a young process of a wanted name
+// (urgent), else slow.
+func nextScan(since time.Duration, urgent bool, fast, slow time.Duration) time.Duration {
+	wait := slow
+	if urgent {
+		wait = fast
+	}
+	return max(wait-since, 0)
 }
 
 // Fresh scans unless the last scan is younger than maxAge, and returns the
@@ -173,10 +217,17 @@ func (t *Table) Scan() error {
 func (t *Table) scan(now time.Time) {
 	t.last = now
 	t.stats.Scans++
+	defer func() {
+		select {
+		case t.scanned <- struct{}{}:
+		default:
+		}
+	}()
 	listed, err := t.r.List()
 	if t.err = err; err != nil {
 		return
 	}
+	t.urgent = false
 	var changed []*entry // new, exec'd or gone (live false)
 	// Each entry listed is marked with the scan's number: the ones left
 	// with an older one are gone (no set of the listed pids to make and
@@ -190,6 +241,11 @@ func (t *Table) scan(now time.Time) {
 		}
 		if c := t.look(l, e, now); c != nil {
 			changed = append(changed, c...)
+		}
+		// Only a young process is read at every scan, so only one just
+		// looked at can make the next scan urgent.
+		if e := t.procs[l.PID]; e.live && t.isYoung(e.p, now) && t.wanted(e.p.Comm) {
+			t.urgent = true
 		}
 	}
 	for pid, e := range t.procs {

@@ -254,52 +254,112 @@ func TestFailedListKeepsTable(t *testing.T) {
 	}
 }
 
-// The loop: one scan every interval, a new process delivered within it, a
-// scan asked for in between (Fresh) moving the next one, and nothing more
-// while nothing changes; it ends with its context.
-func TestRunDelivers(t *testing.T) {
+// The loop's wait after a scan: the fast interval while the last scan
+// left a young process of a wanted name, the safety net's otherwise, less
+// the time since that scan (a Fresh in between moves the next one).
+func TestNextScan(t *testing.T) {
+	const fast, slow = 2 * time.Second, 10 * time.Second
+	for _, c := range []struct {
+		name   string
+		since  time.Duration
+		urgent bool
+		want   time.Duration
+	}{
+		{"just scanned, nothing young: the safety net", 0, false, slow},
+		{"just scanned, a young wanted process: fast", 0, true, fast},
+		{"a Fresh 3 s ago, nothing young", 3 * time.Second, false, 7 * time.Second},
+		{"a Fresh 1.5 s ago, a young wanted process", 1500 * time.Millisecond, true, 500 * time.Millisecond},
+		{"overdue: at once", 12 * time.Second, false, 0},
+		{"overdue while urgent: at once", 3 * time.Second, true, 0},
+	} {
+		if got := nextScan(c.since, c.urgent, fast, slow); got != c.want {
+			t.Errorf("%s: nextScan(%v, %v) = %v, want %v", c.name, c.since, c.urgent, got, c.want)
+		}
+	}
+}
+
+// The loop: a scan at once, then every Slow while nothing in the table is
+// young and wanted (a new process no file announced is found by that
+// safety net); a scan asked for in between (Fresh: a source woken by its
+// files) delivers at once and moves the next one; a young process of a
+// wanted name has the loop scan every interval until it is no longer
+// young (a CLI changing its command line is seen within the interval),
+// an unwanted one does not; a gone process is delivered; it ends with its
+// context.
+func TestRunSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
+		f.start(1, "bash", time.Now().Add(-time.Hour), "bash")
 		tab := New(f.reader())
+		tab.Slow = 10 * time.Second
 		sub := tab.Subscribe([]string{"codex"}, named("codex"))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { tab.Run(ctx, 2*time.Second); close(done) }()
 		synctest.Wait()
-		if n := tab.Stats().Scans; n != 1 {
-			t.Fatalf("%d scans at the start", n)
-		}
 		start := time.Now()
-		time.Sleep(500 * time.Millisecond)
-		f.start(5, "codex", time.Now(), "codex")
+		scansAt := func(d time.Duration, want int) {
+			t.Helper()
+			time.Sleep(d - time.Since(start))
+			synctest.Wait()
+			if got := tab.Stats().Scans; got != want {
+				t.Fatalf("at %v: %d scans, want %d", time.Since(start), got, want)
+			}
+		}
+		scansAt(0, 1)
+		// A young process of no wanted name: the loop stays slow.
+		f.start(9, "sleep", time.Now(), "sleep", "9")
+		scansAt(9900*time.Millisecond, 1)
+		// A codex no file announced: found by the safety net at 10 s.
+		time.Sleep(50 * time.Millisecond)
+		f.start(5, "codex", time.Now().Add(-time.Minute), "codex")
 		<-sub.C()
-		if d := time.Since(start); d != 2*time.Second {
-			t.Fatalf("delivered after %v, want at the next scan (2s)", d)
+		if d := time.Since(start); d != 10*time.Second {
+			t.Fatalf("an unannounced codex delivered after %v, want at the safety net's scan (10s)", d)
 		}
 		if c := sub.Changes(); !slices.Equal(pids(c.New), []int{5}) {
 			t.Fatalf("changes %+v", c)
 		}
-		// Fresh at 2.5 s: the loop's next scan is at 4.5 s, not 4 s.
-		time.Sleep(500 * time.Millisecond)
-		if err := tab.Fresh(100 * time.Millisecond); err != nil {
+		scansAt(10*time.Second, 2)
+		// A source woken by a young codex's files at 13 s: delivered at
+		// once, and the loop then scans every 2 s while it is young (under
+		// 5 s old: at 15 and 17 s; at 19 s it is not, and the next scan
+		// is the safety net's at 29 s).
+		scansAt(13*time.Second, 2)
+		f.start(6, "codex", time.Now(), "codex")
+		if err := tab.Fresh(500 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		scans := tab.Stats().Scans
-		time.Sleep(1900 * time.Millisecond)
-		if got := tab.Stats().Scans; got != scans {
-			t.Fatalf("the loop scanned %d times before its moved deadline", got-scans)
+		<-sub.C()
+		if c := sub.Changes(); !slices.Equal(pids(c.New), []int{6}) {
+			t.Fatalf("after the Fresh: changes %+v", c)
 		}
-		time.Sleep(200 * time.Millisecond)
-		if got := tab.Stats().Scans; got != scans+1 {
-			t.Fatalf("%d scans after the moved deadline, want 1", got-scans)
+		scansAt(13*time.Second, 3)
+		// Its command line changes at 14 s: seen at 15 s.
+		scansAt(14*time.Second, 3)
+		f.exec(6, "codex", "codex", "resume")
+		<-sub.C()
+		if d := time.Since(start); d != 15*time.Second {
+			t.Fatalf("a young codex's new command line delivered at %v, want 15s", d)
 		}
+		if c := sub.Changes(); len(c.New) != 1 || !slices.Equal(c.New[0].Argv, []string{"codex", "resume"}) {
+			t.Fatalf("changes %+v", c)
+		}
+		scansAt(15*time.Second, 4)
+		scansAt(17*time.Second, 5)
+		scansAt(19*time.Second, 6)
+		scansAt(28900*time.Millisecond, 6)
+		scansAt(29*time.Second, 7)
 		// Fresh answers from memory while the last scan is recent.
 		tab.Fresh(time.Second)
-		if got := tab.Stats().Scans; got != scans+1 {
-			t.Fatal("Fresh scanned though the last scan was recent")
-		}
+		scansAt(29*time.Second, 7)
+		// A codex exits: its source's own poll (Fresh) or the safety net
+		// tells.
 		f.exit(5)
 		<-sub.C()
+		if d := time.Since(start); d != 39*time.Second {
+			t.Fatalf("a gone codex delivered at %v, want 39s", d)
+		}
 		if c := sub.Changes(); !slices.Equal(pids(c.Gone), []int{5}) {
 			t.Fatalf("changes %+v", c)
 		}
