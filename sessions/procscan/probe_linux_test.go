@@ -52,3 +52,33 @@ func TestProbeRealChild(t *testing.T) {
 		t.Errorf("pid 0: %v, want unknown", got)
 	}
 }
+
+// The last pid handed out, from /proc/loadavg's fifth field: a line cut
+// short or not a pid is unknown; on this machine it moves when a process
+// starts.
+func TestLastPID(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want int
+		ok   bool
+	}{
+		{"0.52 0.58 0.59 1/467 12345\n", 12345, true},
+		{"0.52 0.58 0.59 1/467\n", 0, false},
+		{"0.52 0.58 0.59 1/467 x\n", 0, false},
+		{"", 0, false},
+	} {
+		if got, ok := parseLastPID([]byte(c.line)); got != c.want || ok != c.ok {
+			t.Errorf("parseLastPID(%q) = %d, %v, want %d, %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+	before, ok := LastPID()
+	if !ok {
+		t.Fatal("the last pid is not read")
+	}
+	if err := exec.Command("true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	if after, ok := LastPID(); !ok || after == before {
+		t.Fatalf("a process started, the last pid stayed %d (%v)", after, ok)
+	}
+}

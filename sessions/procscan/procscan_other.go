@@ -14,6 +14,9 @@ func PIDs() ([]int, error) { return nil, ErrNotProbed }
 // List cannot read the process table on this platform yet.
 func List() ([]Listed, error) { return nil, ErrNotProbed }
 
+// LastPID is not read on this platform: a table lists at every look.
+func LastPID() (int, bool) { return 0, false }
+
 // Lister lists the process table again and again (List; nothing on this
 // platform yet).
 type Lister struct{}

@@ -16,13 +16,14 @@
 // One loop (Run) scans for the whole app; a source that was woken by its
 // files asks for a fresher look (Fresh), which costs one more incremental
 // scan, so a new terminal session is not found later than it was when each
-// source read the table itself. The files are the fast path: an agent's
-// CLI writes under its home as it starts. The loop scans every interval
-// only while the table holds a young process of a kernel name a subscriber
-// may want (its name or command line may still change: a Node CLI setting
-// its title, a wrapper starting its agent); otherwise every Slow, the safety net
-// for a process that wrote no file. Listing the table was most of an idle
-// app's cost, and it grows with every process on the machine.
+// source read the table itself. Listing the table was most of an idle
+// app's cost, and it grows with every process on the machine, so the loop
+// looks every interval but lists only when it may find something: when a
+// pid was handed out since its last listing (Reader.LastPID: a new
+// process), or while the table holds a young process of a kernel name a
+// subscriber may want (its name or command line may still change: a Node
+// CLI setting its title, a wrapper starting its agent); otherwise every
+// Slow, the safety net for what starts no process (an exit, a late exec).
 package procwatch
 
 import (
@@ -44,12 +45,13 @@ type Proc = procscan.Proc
 const (
 	DefaultYoung   = 5 * time.Second
 	DefaultRecheck = 30 * time.Second
-	// DefaultInterval is the loop's scan interval (Run) while a young
-	// process a subscriber may want is in the table.
+	// DefaultInterval is how often the loop looks (Run): the longest a new
+	// process goes unseen by a source that nothing else woke.
 	DefaultInterval = 2 * time.Second
-	// DefaultSlow is the loop's interval otherwise: the longest a new or
-	// gone process goes unseen by a source that nothing else woke (its
-	// files, or its own poll while it has processes).
+	// DefaultSlow is the loop's listing interval when no pid was handed
+	// out and nothing young is wanted: the longest a gone process goes
+	// unseen by a source that nothing else woke (its files, or its own
+	// poll while it has processes).
 	DefaultSlow = 10 * time.Second
 )
 
@@ -59,6 +61,9 @@ type Reader struct {
 	List    func() ([]procscan.Listed, error)
 	Stat    func(pid int) (Proc, procscan.State)
 	Cmdline func(pid int) ([]string, bool)
+	// LastPID is the pid handed out last, false when unknown (nil: never
+	// known); the loop lists at every look while it is unknown.
+	LastPID func() (int, bool)
 }
 
 // System reads this machine's process table.
@@ -66,7 +71,7 @@ func System() Reader {
 	// One Lister per table: its buffers are reused from scan to scan (a
 	// table lists under its lock, never two at once).
 	var l procscan.Lister
-	return Reader{List: l.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline}
+	return Reader{List: l.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline, LastPID: procscan.LastPID}
 }
 
 // Table is the process table as its last scan saw it. Make it with New.
@@ -93,6 +98,10 @@ type Table struct {
 	// urgent: the last scan left a young live process of a wanted name
 	// (Run scans every interval then, not every Slow).
 	urgent bool
+	// lastPID is the pid handed out last as read before the last
+	// listing (lastKnown false: unknown).
+	lastPID   int
+	lastKnown bool
 	// scanned has a value after every scan: Run arms its timer again
 	// from it (a Fresh moves the loop's next scan).
 	scanned chan struct{}
@@ -148,11 +157,13 @@ func (t *Table) slow() time.Duration {
 	return DefaultSlow
 }
 
-// Run scans now and then again and again until ctx ends: the one loop
-// that keeps the table current. It waits interval (DefaultInterval when
-// zero) after a scan that left a young process of a wanted name, else
-// Slow (nextScan). A scan asked for in between (Fresh) moves the next
-// one: the timer is armed again from the last scan, whoever made it.
+// Run scans now, then looks every interval (DefaultInterval when zero)
+// until ctx ends: the one loop that keeps the table current. A look scans
+// when a pid was handed out since the last scan, while the last scan left
+// a young process of a wanted name, or once the last scan is Slow old
+// (scanNow); else it costs one read of the last pid. A scan asked for in
+// between (Fresh) moves the next look: the timer is armed again from the
+// last scan, whoever made it.
 func (t *Table) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultInterval
@@ -166,7 +177,7 @@ func (t *Table) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.scanned:
 		case <-timer.C:
-			t.Fresh(interval)
+			t.tick(interval, slow)
 			// The loop's own scan signals too: drained, as the timer is
 			// armed from it below (a later scan signals again).
 			select {
@@ -175,21 +186,46 @@ func (t *Table) Run(ctx context.Context, interval time.Duration) {
 			}
 		}
 		t.mu.Lock()
-		next := nextScan(time.Since(t.last), t.urgent, interval, slow)
+		next := interval - time.Since(t.last)
 		t.mu.Unlock()
+		if next <= 0 {
+			next = interval // looked without scanning: again in interval
+		}
 		timer.Reset(next)
 	}
 }
 
-// nextScan is how long the loop waits for its next scan, since the last
-// one: fast after a scan that left a young process of a wanted name
-// (urgent), else slow.
-func nextScan(since time.Duration, urgent bool, fast, slow time.Duration) time.Duration {
-	wait := slow
-	if urgent {
-		wait = fast
+// tick is one look of the loop: a scan when scanNow says so.
+func (t *Table) tick(interval, slow time.Duration) {
+	pid, known := t.lastPid()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	forked := !known || !t.lastKnown || pid != t.lastPID
+	if t.last.IsZero() || scanNow(time.Since(t.last), t.urgent, forked, interval, slow) {
+		t.scan(time.Now())
 	}
-	return max(wait-since, 0)
+}
+
+// lastPid reads the pid handed out last (false: unknown).
+func (t *Table) lastPid() (int, bool) {
+	if t.r.LastPID == nil {
+		return 0, false
+	}
+	return t.r.LastPID()
+}
+
+// scanNow tells whether a look of the loop scans, since the last scan:
+// not before fast (a Fresh just scanned); then when a pid was handed out
+// since (forked: a new process to find) or the last scan left a young
+// process of a wanted name (urgent); else once it is slow old.
+func scanNow(since time.Duration, urgent, forked bool, fast, slow time.Duration) bool {
+	switch {
+	case since >= slow:
+		return true
+	case since < fast:
+		return false
+	}
+	return urgent || forked
 }
 
 // Fresh scans unless the last scan is younger than maxAge, and returns the
@@ -223,6 +259,9 @@ func (t *Table) scan(now time.Time) {
 		default:
 		}
 	}()
+	// Read before the listing: a process started after it is found at the
+	// next look.
+	t.lastPID, t.lastKnown = t.lastPid()
 	listed, err := t.r.List()
 	if t.err = err; err != nil {
 		return

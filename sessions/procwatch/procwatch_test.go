@@ -20,6 +20,8 @@ type fakeTable struct {
 	procs map[int]fakeProc
 	ino   uint64
 	stats int
+	// forks counts the processes started: the last pid handed out.
+	forks int
 }
 
 type fakeProc struct {
@@ -36,6 +38,7 @@ func (f *fakeTable) start(pid int, comm string, started time.Time, argv ...strin
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ino++
+	f.forks++
 	f.procs[pid] = fakeProc{ino: f.ino, p: Proc{PID: pid, Comm: comm, Argv: argv, Started: started, Stamp: strconv.FormatInt(started.UnixMilli(), 10)}}
 }
 
@@ -82,6 +85,11 @@ func (f *fakeTable) reader() Reader {
 			defer f.mu.Unlock()
 			fp, ok := f.procs[pid]
 			return slices.Clone(fp.p.Argv), ok && len(fp.p.Argv) > 0
+		},
+		LastPID: func() (int, bool) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.forks, true
 		},
 	}
 }
@@ -254,42 +262,44 @@ func TestFailedListKeepsTable(t *testing.T) {
 	}
 }
 
-// The loop's wait after a scan: the fast interval while the last scan
-// left a young process of a wanted name, the safety net's otherwise, less
-// the time since that scan (a Fresh in between moves the next one).
-func TestNextScan(t *testing.T) {
+// Whether a look of the loop lists the table: never within the fast
+// interval of the last scan (a Fresh just scanned), always once the last
+// is slow old, and in between when a pid was handed out (or it cannot be
+// told) or the last scan left a young process of a wanted name.
+func TestScanNow(t *testing.T) {
 	const fast, slow = 2 * time.Second, 10 * time.Second
 	for _, c := range []struct {
-		name   string
-		since  time.Duration
-		urgent bool
-		want   time.Duration
+		name           string
+		since          time.Duration
+		urgent, forked bool
+		want           bool
 	}{
-		{"just scanned, nothing young: the safety net", 0, false, slow},
-		{"just scanned, a young wanted process: fast", 0, true, fast},
-		{"a Fresh 3 s ago, nothing young", 3 * time.Second, false, 7 * time.Second},
-		{"a Fresh 1.5 s ago, a young wanted process", 1500 * time.Millisecond, true, 500 * time.Millisecond},
-		{"overdue: at once", 12 * time.Second, false, 0},
-		{"overdue while urgent: at once", 3 * time.Second, true, 0},
+		{"nothing started, nothing young: no listing", 2 * time.Second, false, false, false},
+		{"a pid handed out: listed", 2 * time.Second, false, true, true},
+		{"a young wanted process: listed", 4 * time.Second, true, false, true},
+		{"a Fresh scanned a second ago: not yet, whatever started", time.Second, true, true, false},
+		{"the safety net: listed though nothing started", 10 * time.Second, false, false, true},
+		{"just under the safety net: not yet", 9 * time.Second, false, false, false},
 	} {
-		if got := nextScan(c.since, c.urgent, fast, slow); got != c.want {
-			t.Errorf("%s: nextScan(%v, %v) = %v, want %v", c.name, c.since, c.urgent, got, c.want)
+		if got := scanNow(c.since, c.urgent, c.forked, fast, slow); got != c.want {
+			t.Errorf("%s: scanNow(%v, urgent %v, forked %v) = %v, want %v", c.name, c.since, c.urgent, c.forked, got, c.want)
 		}
 	}
 }
 
-// The loop: a scan at once, then every Slow while nothing in the table is
-// young and wanted (a new process no file announced is found by that
-// safety net); a scan asked for in between (Fresh: a source woken by its
-// files) delivers at once and moves the next one; a young process of a
-// wanted name has the loop scan every interval until it is no longer
-// young (a CLI changing its command line is seen within the interval),
-// an unwanted one does not; a gone process is delivered; it ends with its
-// context.
+// The loop: a scan at once, then a look every interval that lists only
+// when a process was started since (a new process is found within the
+// interval), while a young process of a wanted name is in the table (its
+// new command line is seen within the interval), or once the last scan is
+// Slow old (an exit, which starts nothing, is found by that safety net);
+// a scan asked for in between (Fresh: a source woken by its files)
+// delivers at once and moves the next one; it ends with its context.
 func TestRunSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		f.start(1, "bash", time.Now().Add(-time.Hour), "bash")
+		old := time.Now().Add(-time.Hour)
+		f.start(1, "bash", old, "bash")
+		f.start(5, "codex", old, "codex")
 		tab := New(f.reader())
 		tab.Slow = 10 * time.Second
 		sub := tab.Subscribe([]string{"codex"}, named("codex"))
@@ -298,71 +308,68 @@ func TestRunSchedule(t *testing.T) {
 		go func() { tab.Run(ctx, 2*time.Second); close(done) }()
 		synctest.Wait()
 		start := time.Now()
-		scansAt := func(d time.Duration, want int) {
-			t.Helper()
+		at := func(d time.Duration) {
 			time.Sleep(d - time.Since(start))
 			synctest.Wait()
+		}
+		scansAt := func(d time.Duration, want int) {
+			t.Helper()
+			at(d)
 			if got := tab.Stats().Scans; got != want {
 				t.Fatalf("at %v: %d scans, want %d", time.Since(start), got, want)
 			}
 		}
-		scansAt(0, 1)
-		// A young process of no wanted name: the loop stays slow.
-		f.start(9, "sleep", time.Now(), "sleep", "9")
-		scansAt(9900*time.Millisecond, 1)
-		// A codex no file announced: found by the safety net at 10 s.
-		time.Sleep(50 * time.Millisecond)
-		f.start(5, "codex", time.Now().Add(-time.Minute), "codex")
-		<-sub.C()
-		if d := time.Since(start); d != 10*time.Second {
-			t.Fatalf("an unannounced codex delivered after %v, want at the safety net's scan (10s)", d)
+		delivered := func(what string, want time.Duration) Changes {
+			t.Helper()
+			<-sub.C()
+			if d := time.Since(start); d != want {
+				t.Fatalf("%s delivered at %v, want %v", what, d, want)
+			}
+			return sub.Changes()
 		}
+		scansAt(0, 1)
 		if c := sub.Changes(); !slices.Equal(pids(c.New), []int{5}) {
+			t.Fatalf("first changes %+v", c)
+		}
+		<-sub.C()
+		// A process of no wanted name starts: listed at the next look (2
+		// s), then nothing until the safety net (12 s).
+		f.start(9, "sleep", time.Now(), "sleep", "9")
+		scansAt(2*time.Second, 2)
+		// The codex exits at 3 s: nothing started, so the safety net's
+		// scan at 12 s finds it gone.
+		at(3 * time.Second)
+		f.exit(5)
+		if c := delivered("a gone codex", 12*time.Second); !slices.Equal(pids(c.Gone), []int{5}) {
 			t.Fatalf("changes %+v", c)
 		}
-		scansAt(10*time.Second, 2)
-		// A source woken by a young codex's files at 13 s: delivered at
-		// once, and the loop then scans every 2 s while it is young (under
-		// 5 s old: at 15 and 17 s; at 19 s it is not, and the next scan
-		// is the safety net's at 29 s).
-		scansAt(13*time.Second, 2)
+		scansAt(12*time.Second, 3)
+		// A codex starts at 13 s: listed at the look at 14 s; young and
+		// wanted, it is read at every look while under 5 s old (16 and
+		// 18 s: its new command line at 15 s is seen at 16 s), then the
+		// loop is quiet again.
+		at(13 * time.Second)
 		f.start(6, "codex", time.Now(), "codex")
+		if c := delivered("a new codex", 14*time.Second); !slices.Equal(pids(c.New), []int{6}) {
+			t.Fatalf("changes %+v", c)
+		}
+		at(15 * time.Second)
+		f.exec(6, "codex", "codex", "resume")
+		if c := delivered("a young codex's new command line", 16*time.Second); len(c.New) != 1 || !slices.Equal(c.New[0].Argv, []string{"codex", "resume"}) {
+			t.Fatalf("changes %+v", c)
+		}
+		scansAt(18*time.Second, 6)
+		scansAt(24900*time.Millisecond, 6)
+		// A Fresh at 25 s scans; the next look is 2 s after it, and with
+		// nothing started the next scan is the safety net's at 35 s.
+		at(25 * time.Second)
 		if err := tab.Fresh(500 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		<-sub.C()
-		if c := sub.Changes(); !slices.Equal(pids(c.New), []int{6}) {
-			t.Fatalf("after the Fresh: changes %+v", c)
-		}
-		scansAt(13*time.Second, 3)
-		// Its command line changes at 14 s: seen at 15 s.
-		scansAt(14*time.Second, 3)
-		f.exec(6, "codex", "codex", "resume")
-		<-sub.C()
-		if d := time.Since(start); d != 15*time.Second {
-			t.Fatalf("a young codex's new command line delivered at %v, want 15s", d)
-		}
-		if c := sub.Changes(); len(c.New) != 1 || !slices.Equal(c.New[0].Argv, []string{"codex", "resume"}) {
-			t.Fatalf("changes %+v", c)
-		}
-		scansAt(15*time.Second, 4)
-		scansAt(17*time.Second, 5)
-		scansAt(19*time.Second, 6)
-		scansAt(28900*time.Millisecond, 6)
-		scansAt(29*time.Second, 7)
-		// Fresh answers from memory while the last scan is recent.
-		tab.Fresh(time.Second)
-		scansAt(29*time.Second, 7)
-		// A codex exits: its source's own poll (Fresh) or the safety net
-		// tells.
-		f.exit(5)
-		<-sub.C()
-		if d := time.Since(start); d != 39*time.Second {
-			t.Fatalf("a gone codex delivered at %v, want 39s", d)
-		}
-		if c := sub.Changes(); !slices.Equal(pids(c.Gone), []int{5}) {
-			t.Fatalf("changes %+v", c)
-		}
+		scansAt(25*time.Second, 7)
+		tab.Fresh(time.Second) // answered from memory
+		scansAt(34900*time.Millisecond, 7)
+		scansAt(35*time.Second, 8)
 		cancel()
 		<-done
 	})
