@@ -306,9 +306,9 @@ func ScanOnce[P any](f ProcFilter[P]) ([]P, error) {
 
 // freshAge is how recent the shared table's last scan must be when a
 // source lists its processes: a source woken by its files (a TUI starting
-// writes under its home) looks at once, the fast path; the loop scans
-// every 2 s only while a young process of a wanted name is in the table,
-// else every 10 s (procwatch.DefaultSlow, the safety net).
+// writes under its home) looks at once, the fast path; the loop lists
+// within 2 s of a new process, else every 10 s (procwatch.DefaultSlow,
+// the safety net).
 const freshAge = 500 * time.Millisecond
 
 // ProcSource is the common half of a process-table source: its
