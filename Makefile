@@ -190,10 +190,11 @@ e2e: test-deps $(CLIS)
 # 40 to 30.7 min once, but two timing-bound scenarios failed there.)
 test: test-deps
 	$(MAKE) --no-print-directory -j4 --output-sync=line build $(CLIS) $(TOOLS)/staticcheck $(GOVULNCHECK) $(VULNDB)/index/modules.json
-	$(MAKE) --no-print-directory -j3 --output-sync=line suites lint-beside
+	$(MAKE) --no-print-directory -j3 suites lint-beside
 
 # The end-to-end suite, then the unit tests (the Windows check may still be
-# compiling beside them, at nice 19).
+# compiling beside them, at nice 19). The make above them does not sync its
+# output, so each suite's progress shows as it runs (lint-beside syncs its own).
 suites:
 	$(MAKE) --no-print-directory e2e
 	$(MAKE) --no-print-directory unit
