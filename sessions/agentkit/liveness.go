@@ -29,10 +29,12 @@ type Liveness struct {
 	deadSince time.Time
 }
 
-// NewLiveness follows pid through the platform's process table
-// (procscan.Probe: Linux /proc, macOS sysctl, Windows the process object).
+// NewLiveness follows pid, a child of this process, through the
+// platform's process table (procscan.ProbeChild: on Linux one waitid that
+// reaps nothing, elsewhere procscan.Probe: macOS sysctl, Windows the
+// process object).
 func NewLiveness(pid int) *Liveness {
-	return &Liveness{pid: pid, probe: procscan.Probe}
+	return &Liveness{pid: pid, probe: procscan.ProbeChild}
 }
 
 // Alive reports whether the process still runs; known is false whenever

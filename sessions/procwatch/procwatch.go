@@ -42,9 +42,16 @@ type Proc = procscan.Proc
 
 // The defaults: a process is read at every scan while it is younger than
 // DefaultYoung, and every DefaultRecheck after that.
+//
+// The recheck is the table's one cost that grows with every process on the
+// machine, however idle (a stat read of each, 600 on a developer's desktop:
+// at 30 s it was a third of an idle app's CPU), and what it finds is rare:
+// a process that exec'd another program after it was DefaultYoung old (a
+// fork or a script's `exec claude` is seen young). A terminal CLI found
+// that way is found at most DefaultRecheck late.
 const (
 	DefaultYoung   = 5 * time.Second
-	DefaultRecheck = 30 * time.Second
+	DefaultRecheck = 5 * time.Minute
 	// DefaultInterval is how often the loop looks (Run): the longest a new
 	// process goes unseen by a source that nothing else woke.
 	DefaultInterval = 2 * time.Second
@@ -202,7 +209,7 @@ func (t *Table) tick(interval, slow time.Duration) {
 	defer t.mu.Unlock()
 	forked := !known || !t.lastKnown || pid != t.lastPID
 	if t.last.IsZero() || scanNow(time.Since(t.last), t.urgent, forked, interval, slow) {
-		t.scan(time.Now())
+		t.scanAfter(time.Now(), pid, known)
 	}
 }
 
@@ -251,6 +258,15 @@ func (t *Table) Scan() error {
 // scan is one incremental scan at now; t.mu is held. A failed listing
 // keeps the table as it was (no process is taken for gone).
 func (t *Table) scan(now time.Time) {
+	// Read before the listing: a process started after it is found at the
+	// next look.
+	pid, known := t.lastPid()
+	t.scanAfter(now, pid, known)
+}
+
+// scanAfter is scan with the last pid handed out already read (the loop's
+// look read it to decide).
+func (t *Table) scanAfter(now time.Time, lastPID int, lastKnown bool) {
 	t.last = now
 	t.stats.Scans++
 	defer func() {
@@ -259,9 +275,7 @@ func (t *Table) scan(now time.Time) {
 		default:
 		}
 	}()
-	// Read before the listing: a process started after it is found at the
-	// next look.
-	t.lastPID, t.lastKnown = t.lastPid()
+	t.lastPID, t.lastKnown = lastPID, lastKnown
 	listed, err := t.r.List()
 	if t.err = err; err != nil {
 		return

@@ -1,0 +1,82 @@
+package procscan
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// waitExited blocks until the child pid has exited, reaping nothing (its
+// Wait still sees the exit).
+func waitExited(t *testing.T, pid int) {
+	t.Helper()
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatalf("waitid %d: %v", pid, err)
+	}
+}
+
+// TestProbeChild follows a real child through its life: running, exited
+// but not reaped (gone, and its Wait still gets the exit status), reaped
+// (gone, read from /proc); a process that is not a child is read from
+// /proc.
+func TestProbeChild(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "read x; exit 7")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	steps := []struct {
+		name string
+		do   func()
+		want State
+	}{
+		{"running", func() {}, Running},
+		{"exited, not reaped", func() { stdin.Close(); waitExited(t, pid) }, Gone},
+		{"reaped", func() {
+			if err := cmd.Wait(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 7 {
+				t.Fatalf("the probe took the exit status from Wait: %v, %v", err, cmd.ProcessState)
+			}
+		}, Gone},
+	}
+	for _, s := range steps {
+		s.do()
+		if _, got := ProbeChild(pid); got != s.want {
+			t.Fatalf("%s: ProbeChild = %v, want %v", s.name, got, s.want)
+		}
+	}
+	// Not a child of this process: its parent is.
+	if p, got := ProbeChild(os.Getppid()); got != Running || p.Stamp == "" {
+		t.Fatalf("the parent: %v %+v, want running with its stamp (read from /proc)", got, p)
+	}
+	if _, got := ProbeChild(0); got != Unknown {
+		t.Fatalf("pid 0: %v", got)
+	}
+}
+
+// BenchmarkProbeChild against BenchmarkProbeOfAChild: the liveness probe of
+// a running agent the app started, as a child's waitid and as a read of its
+// /proc stat.
+func BenchmarkProbeChild(b *testing.B) { benchmarkChild(b, ProbeChild) }
+
+func BenchmarkProbeOfAChild(b *testing.B) { benchmarkChild(b, Probe) }
+
+func benchmarkChild(b *testing.B, probe func(int) (Proc, State)) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for b.Loop() {
+		if _, st := probe(cmd.Process.Pid); st != Running {
+			b.Fatalf("the child: %v", st)
+		}
+	}
+}
