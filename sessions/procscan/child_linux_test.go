@@ -3,6 +3,7 @@ package procscan
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -77,6 +78,67 @@ func benchmarkChild(b *testing.B, probe func(int) (Proc, State)) {
 	for b.Loop() {
 		if _, st := probe(cmd.Process.Pid); st != Running {
 			b.Fatalf("the child: %v", st)
+		}
+	}
+}
+
+// isProcess tells a process's own pid from its threads' ids, which /proc
+// answers for too; NewProcess finds a process started since a LastPID.
+func TestIsProcessAndNewProcess(t *testing.T) {
+	if !isProcess(os.Getpid()) {
+		t.Fatal("this process is not a process")
+	}
+	tids, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := 0
+	for _, d := range tids {
+		if id, _ := strconv.Atoi(d.Name()); id != os.Getpid() {
+			threads++
+			if isProcess(id) {
+				t.Fatalf("thread %d is taken for a process", id)
+			}
+		}
+	}
+	if threads == 0 {
+		t.Fatal("no thread to check (the Go runtime starts several)")
+	}
+	from, ok := LastPID()
+	if !ok {
+		t.Fatal("no last pid")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	to, _ := LastPID()
+	if found, known := NewProcess(from, to); known && !found {
+		t.Fatalf("sleep %d started in (%d, %d] is not found", cmd.Process.Pid, from, to)
+	} else if !known && to-from <= MaxNewProbe && to >= from {
+		t.Fatalf("NewProcess(%d, %d) cannot tell", from, to)
+	}
+}
+
+// BenchmarkNewProcess looks at the last MaxNewProbe ids handed out (most
+// gone or threads, as on a busy machine), against BenchmarkList, the
+// listing of the whole table it saves.
+func BenchmarkNewProcess(b *testing.B) {
+	to, ok := LastPID()
+	if !ok {
+		b.Fatal("no last pid")
+	}
+	for b.Loop() {
+		NewProcess(to-MaxNewProbe, to)
+	}
+}
+
+func BenchmarkList(b *testing.B) {
+	var l Lister
+	for b.Loop() {
+		if _, err := l.List(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

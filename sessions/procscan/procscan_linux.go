@@ -274,6 +274,21 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	return buf[:n], nil
 }
 
+// readHead reads what of a /proc file fits in buf, in one read.
+func readHead(path string, buf []byte) ([]byte, error) {
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err != syscall.EINTR {
+			return buf[:max(n, 0)], err
+		}
+	}
+}
+
 // openRetry opens path, again when a signal interrupted the call (the Go
 // runtime's preemption signals do).
 func openRetry(path string, mode int) (int, error) {
@@ -399,4 +414,42 @@ func parseLastPID(b []byte) (int, bool) {
 	}
 	pid, err := strconv.Atoi(string(f[4]))
 	return pid, err == nil && pid > 0
+}
+
+// NewProcess tells whether a process (not a thread) was started with one of
+// the ids the kernel handed out after from, up to to (two LastPIDs) and
+// still runs, known false when it cannot tell (see newProcessIn). Threads
+// and processes share the ids, and on a desktop most ids handed out are a
+// browser's or a runtime's threads: a table that saw the listing at from
+// has nothing new to list when none of them is a process. An id that no
+// longer exists costs one failed open; one that does, a read of its status.
+func NewProcess(from, to int) (found, known bool) {
+	return newProcessIn(from, to, MaxNewProbe, isProcess)
+}
+
+// isProcess tells whether id is a running process's own pid: its status's
+// Tgid is itself (a thread's is its process's pid, and /proc/ID answers
+// for a thread too, though it is not listed).
+func isProcess(id int) bool {
+	var buf [256]byte // Tgid is the status's fourth line: its head will do
+	b, err := readHead(procPath(id, "status"), buf[:])
+	if err != nil {
+		return false
+	}
+	tgid, ok := statusField(b, "Tgid:")
+	return ok && tgid == id
+}
+
+// statusField reads a number field of a /proc/PID/status text.
+func statusField(b []byte, name string) (int, bool) {
+	i := bytes.Index(b, []byte("\n"+name))
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+1+len(name):]
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	n, err := strconv.Atoi(string(bytes.TrimSpace(rest)))
+	return n, err == nil
 }

@@ -17,6 +17,9 @@ func List() ([]Listed, error) { return nil, ErrNotProbed }
 // LastPID is not read on this platform: a table lists at every look.
 func LastPID() (int, bool) { return 0, false }
 
+// NewProcess cannot tell on this platform.
+func NewProcess(from, to int) (found, known bool) { return false, false }
+
 // Lister lists the process table again and again (List; nothing on this
 // platform yet).
 type Lister struct{}

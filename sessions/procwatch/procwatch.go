@@ -19,8 +19,8 @@
 // source read the table itself. Listing the table was most of an idle
 // app's cost, and it grows with every process on the machine, so the loop
 // looks every interval but lists only when it may find something: when a
-// pid was handed out since its last listing (Reader.LastPID: a new
-// process), or while the table holds a young process of a kernel name a
+// pid was handed out since its last listing (Reader.LastPID) to a process
+// that still runs, not to a thread (Reader.NewProcess), or while the table holds a young process of a kernel name a
 // subscriber may want (its name or command line may still change: a Node
 // CLI setting its title, a wrapper starting its agent); otherwise every
 // Slow, the safety net for what starts no process (an exit, a late exec).
@@ -71,6 +71,10 @@ type Reader struct {
 	// LastPID is the pid handed out last, false when unknown (nil: never
 	// known); the loop lists at every look while it is unknown.
 	LastPID func() (int, bool)
+	// NewProcess tells whether a process (not a thread) that still runs
+	// has one of the ids handed out after from up to to, known false when
+	// it cannot tell (nil: never known); the loop lists when it cannot.
+	NewProcess func(from, to int) (found, known bool)
 }
 
 // System reads this machine's process table.
@@ -78,7 +82,7 @@ func System() Reader {
 	// One Lister per table: its buffers are reused from scan to scan (a
 	// table lists under its lock, never two at once).
 	var l procscan.Lister
-	return Reader{List: l.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline, LastPID: procscan.LastPID}
+	return Reader{List: l.List, Stat: procscan.Probe, Cmdline: procscan.Cmdline, LastPID: procscan.LastPID, NewProcess: procscan.NewProcess}
 }
 
 // Table is the process table as its last scan saw it. Make it with New.
@@ -208,6 +212,15 @@ func (t *Table) tick(interval, slow time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	forked := !known || !t.lastKnown || pid != t.lastPID
+	if forked && known && t.lastKnown && t.r.NewProcess != nil {
+		// Ids were handed out; on a desktop most go to threads (a
+		// browser's, a runtime's), which the listing does not show: when
+		// none is a process that still runs, there is nothing to list,
+		// and the next look counts from here.
+		if found, ok := t.r.NewProcess(t.lastPID, pid); ok && !found {
+			forked, t.lastPID = false, pid
+		}
+	}
 	if t.last.IsZero() || scanNow(time.Since(t.last), t.urgent, forked, interval, slow) {
 		t.scanAfter(time.Now(), pid, known)
 	}

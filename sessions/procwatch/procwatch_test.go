@@ -28,6 +28,8 @@ type fakeProc struct {
 	ino    uint64
 	p      Proc
 	zombie bool
+	// fork is the id handed out when it started (LastPID's count).
+	fork int
 }
 
 func newFake() *fakeTable { return &fakeTable{procs: map[int]fakeProc{}} }
@@ -39,7 +41,14 @@ func (f *fakeTable) start(pid int, comm string, started time.Time, argv ...strin
 	defer f.mu.Unlock()
 	f.ino++
 	f.forks++
-	f.procs[pid] = fakeProc{ino: f.ino, p: Proc{PID: pid, Comm: comm, Argv: argv, Started: started, Stamp: strconv.FormatInt(started.UnixMilli(), 10)}}
+	f.procs[pid] = fakeProc{ino: f.ino, fork: f.forks, p: Proc{PID: pid, Comm: comm, Argv: argv, Started: started, Stamp: strconv.FormatInt(started.UnixMilli(), 10)}}
+}
+
+// thread starts a thread of some process: an id handed out, no process.
+func (f *fakeTable) thread() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forks++
 }
 
 // exec makes pid run another program: same pid, start and inode.
@@ -90,6 +99,16 @@ func (f *fakeTable) reader() Reader {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			return f.forks, true
+		},
+		NewProcess: func(from, to int) (bool, bool) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for _, fp := range f.procs {
+				if fp.fork > from && fp.fork <= to {
+					return true, true
+				}
+			}
+			return false, true
 		},
 	}
 }
@@ -370,6 +389,47 @@ func TestRunSchedule(t *testing.T) {
 		tab.Fresh(time.Second) // answered from memory
 		scansAt(34900*time.Millisecond, 7)
 		scansAt(35*time.Second, 8)
+		cancel()
+		<-done
+	})
+}
+
+// Ids handed out to threads alone make a look list nothing (NewProcess
+// finds no process among them); a process started among threads is listed
+// at the next look, and one that was gone by then is nothing to list.
+func TestRunSkipsThreads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.start(1, "bash", time.Now().Add(-time.Hour), "bash")
+		tab := New(f.reader())
+		tab.Slow = time.Minute
+		sub := tab.Subscribe([]string{"codex"}, named("codex"))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { tab.Run(ctx, 2*time.Second); close(done) }()
+		start := time.Now()
+		steps := []struct {
+			name  string
+			do    func()
+			scans int
+		}{
+			{"the first scan", func() {}, 1},
+			{"threads started", func() { f.thread(); f.thread() }, 1},
+			{"a process started among threads", func() { f.thread(); f.start(7, "codex", time.Now().Add(-time.Minute), "codex"); f.thread() }, 2},
+			{"a process that was gone by the look", func() { f.start(8, "true", time.Now(), "true"); f.exit(8); f.thread() }, 2},
+			{"nothing started", func() {}, 2},
+		}
+		for i, st := range steps {
+			st.do()
+			time.Sleep(time.Duration(i)*2*time.Second + time.Second - time.Since(start))
+			synctest.Wait()
+			if got := tab.Stats().Scans; got != st.scans {
+				t.Fatalf("%s: %d scans, want %d", st.name, got, st.scans)
+			}
+		}
+		if got := pids(sub.Procs()); !slices.Equal(got, []int{7}) {
+			t.Fatalf("the codex started among threads: %v", got)
+		}
 		cancel()
 		<-done
 	})
