@@ -158,9 +158,9 @@ func TestObserveFollowsTurnsClearAndExit(t *testing.T) {
 		t.Fatalf("first event %+v %+v", ev, ev.Observed)
 	}
 	g.transcript("sid-1", recToolUse)
-	if ev := waitObserved(t, ch, sessions.Working); ev.Observed.Tool != "Bash" {
-		t.Fatalf("want the open tool, got %+v", ev.Observed)
-	}
+	observetest.WaitObservedThat(t, ch, "working with the open tool", func(o *sessions.ObservedState) bool {
+		return o.State == sessions.Working && o.Tool == "Bash"
+	})
 	g.transcript("sid-1", recToolResult, recEnd)
 	f.Status = "idle"
 	g.register(f)

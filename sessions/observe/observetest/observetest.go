@@ -206,10 +206,27 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 // state, and returns it.
 func WaitObserved(t testing.TB, ch <-chan sessions.Event, want sessions.State) sessions.Event {
 	t.Helper()
+	return WaitObservedThat(t, ch, want.String(), func(o *sessions.ObservedState) bool { return o.State == want })
+}
+
+// WaitObservedThat reads an observer's events until one's observation
+// satisfies ok (what names it in the failure), 10 s at most: an observer
+// may say the same thing again before it says the next (a poll, a late
+// file event), so the event after a change need not be the change.
+func WaitObservedThat(t testing.TB, ch <-chan sessions.Event, what string, ok func(*sessions.ObservedState) bool) sessions.Event {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
 	for {
-		ev := Recv(t, ch, "event")
-		if ev.Kind == sessions.EvObserved && ev.Observed.State == want {
-			return ev
+		select {
+		case ev, open := <-ch:
+			if !open {
+				t.Fatalf("waiting for %s: the events ended", what)
+			}
+			if ev.Kind == sessions.EvObserved && ok(ev.Observed) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no observation of %s within 10 s", what)
 		}
 	}
 }
