@@ -172,6 +172,9 @@ type layoutNode struct {
 	Children   []dbus.Variant
 }
 
+// toMenu is the menu as a tray host shows it: an item whose "visible"
+// property is false (a place the tray keeps for a session to come) is left
+// out, with its submenu.
 func toMenu(n layoutNode) menuItem {
 	m := menuItem{ID: n.ID}
 	if v, ok := n.Properties["label"]; ok {
@@ -180,6 +183,9 @@ func toMenu(n layoutNode) menuItem {
 	for _, c := range n.Children {
 		var child layoutNode
 		if err := dbus.Store([]any{c.Value()}, &child); err == nil {
+			if v, ok := child.Properties["visible"].Value().(bool); ok && !v {
+				continue
+			}
 			m.Children = append(m.Children, toMenu(child))
 		}
 	}
