@@ -3,11 +3,8 @@
 package tray
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,27 +130,7 @@ func startSystray(t *testing.T) (*dbus.Conn, string) {
 		t.Skip("systray runs once per process: this run (of -count>1) is not the first")
 	}
 	systrayRan = true
-	requiretool.Any(t, "dbus-daemon")
-	dir, err := os.MkdirTemp("", "sst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	daemon := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
-		"--address=unix:path="+filepath.Join(dir, "bus"))
-	out, err := daemon.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := daemon.Start(); err != nil {
-		t.Fatalf("starting dbus-daemon: %v", err)
-	}
-	t.Cleanup(func() { _ = daemon.Process.Kill(); _ = daemon.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the bus address: %v", err)
-	}
-	addr = strings.TrimSpace(addr)
+	addr := requiretool.SessionBus(t)
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
 
 	host, err := dbus.Connect(addr)
