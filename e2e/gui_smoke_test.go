@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/session-supervisor/session-supervisor/requiretool"
 )
 
 // The desktop smoke test runs the real app (tray, window, notifier) under
@@ -25,26 +27,6 @@ import (
 // notification service and the StatusNotifierWatcher names, so it sees
 // exactly what a desktop would: the notifications the app sends and the menu
 // it exports (com.canonical.dbusmenu), which it reads and clicks.
-
-// startBus starts a private session bus and returns its address.
-func startBus(t *testing.T) string {
-	t.Helper()
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
-		"--address=unix:path="+filepath.Join(shortTempDir(t), "bus"))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting dbus-daemon: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the bus address: %v", err)
-	}
-	return strings.TrimSpace(addr)
-}
 
 // startXvfb starts a virtual display and returns its DISPLAY value.
 func startXvfb(t *testing.T) string {
@@ -172,6 +154,9 @@ type layoutNode struct {
 	Children   []dbus.Variant
 }
 
+// toMenu is the menu as a tray host shows it: an item whose "visible"
+// property is false (a place the tray keeps for a session to come) is left
+// out, with its submenu.
 func toMenu(n layoutNode) menuItem {
 	m := menuItem{ID: n.ID}
 	if v, ok := n.Properties["label"]; ok {
@@ -180,6 +165,9 @@ func toMenu(n layoutNode) menuItem {
 	for _, c := range n.Children {
 		var child layoutNode
 		if err := dbus.Store([]any{c.Value()}, &child); err == nil {
+			if v, ok := child.Properties["visible"].Value().(bool); ok && !v {
+				continue
+			}
 			m.Children = append(m.Children, toMenu(child))
 		}
 	}
@@ -261,7 +249,7 @@ func startDesktop(t *testing.T) *desktopWorld {
 	t.Helper()
 	requireTools(t, "Xvfb", "dbus-daemon")
 	bin, fake := testBinaries(t)
-	d := &desktopWorld{t: t, bin: bin, busAddr: startBus(t), display: startXvfb(t)}
+	d := &desktopWorld{t: t, bin: bin, busAddr: requiretool.SessionBus(t), display: startXvfb(t)}
 	conn, err := dbus.Connect(d.busAddr)
 	if err != nil {
 		t.Fatalf("connecting to the test bus: %v", err)

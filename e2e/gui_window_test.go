@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,13 +22,15 @@ import (
 //  2. the tray's Open starts one, whose window shows;
 //  3. Open again, Settings… and a second `run` start no second one;
 //  4. closing the window (the window manager's close) ends its process,
-//     the tray stays; Open starts a new one;
+//     the tray stays; Open, clicked once by the id read before a session
+//     appeared (the menu changed meanwhile), starts a new one;
 //  5. the tray's Quit ends both.
 func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
 	t.Parallel()
 	requireTools(t, "openbox", "wmctrl", "xprop")
 	d := startDesktop(t)
-	env := append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr, "LANG=en_US.UTF-8", "HOME="+t.TempDir())
+	env := append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr, "LANG=en_US.UTF-8", "HOME="+t.TempDir(),
+		"FAKE_CLAUDE_SCRIPT="+d.script)
 	startOpenbox(t, env)
 	app := startApp(t, d.bin, env, "--data-dir", d.dir, "run", "--tray")
 	pid := app.cmd.Process.Pid
@@ -106,20 +109,53 @@ func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
 		t.Fatal("the app exited when its window closed")
 	default:
 	}
-	// Clicked again until it shows: systray hands a click only to an item
-	// whose goroutine waits for it, and an item made anew by a rebuild
-	// may not wait yet (a second Open is harmless, as step 3 shows).
-	clicks := 0
-	eventually(t, "a new window process", 60*time.Second, func() bool {
-		if w := windowProcesses(t, pid); len(w) == 1 {
-			child = w[0]
-			t.Logf("the window reopened after %d clicks", clicks)
-			return true
+	// A click is not lost to a change of the menu (issue 26): a tray host
+	// that read the layout, then saw a session appear before its click
+	// went out, clicks Open by the id it read. The tray keeps that id (the
+	// session shows in a place kept for it), so one click opens the window.
+	var menu menuItem
+	listing := func(name string) func() bool {
+		return func() bool {
+			m, err := getLayout(d.conn, dest, 0)
+			if err != nil {
+				return false
+			}
+			menu = m
+			return slices.ContainsFunc(m.Children, func(it menuItem) bool { return strings.Contains(it.Label, " "+name+" — ") })
 		}
-		clicks++
-		clickItem("Open Session Supervisor…")
-		time.Sleep(2 * time.Second)
-		return false
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last tray menu read: %q", labelsOf(menu))
+		}
+	})
+	newSession := func(name string) {
+		t.Helper()
+		if out, err := d.cli("new", "--cwd", d.cwd, "--name", name, "build it"); err != nil {
+			t.Fatalf("new %s: %v\n%s", name, err, out)
+		}
+		eventually(t, "the tray listing "+name, 30*time.Second, listing(name))
+	}
+	// (The first session adds the sessions' section and its separator,
+	// which rebuilds the menu; the race is about the next.)
+	newSession("first")
+	open, ok := findItem(menu, "Open Session Supervisor…")
+	if !ok {
+		t.Fatalf("no Open in the menu %q", labelsOf(menu))
+	}
+	newSession("second")
+	if now, ok := findItem(menu, "Open Session Supervisor…"); !ok || now.ID != open.ID {
+		t.Fatalf("Open's id %d after a session appeared, %d before: a click by the id read before is lost", now.ID, open.ID)
+	}
+	if err := click(d.conn, dest, open.ID); err != nil {
+		t.Fatalf("clicking Open by the id read before the change: %v", err)
+	}
+	eventually(t, "a new window process after one click by the old id", 30*time.Second, func() bool {
+		w := windowProcesses(t, pid)
+		if len(w) == 1 {
+			child = w[0]
+		}
+		return len(w) == 1
 	})
 
 	// 5. Quit ends both.

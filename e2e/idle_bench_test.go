@@ -16,6 +16,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
@@ -127,7 +128,7 @@ func TestBenchIdle(t *testing.T) {
 func benchDesktop(t *testing.T) *desktopWorld {
 	t.Helper()
 	requireTools(t, "Xvfb", "dbus-daemon")
-	d := &desktopWorld{t: t, busAddr: startBus(t), display: startXvfb(t)}
+	d := &desktopWorld{t: t, busAddr: requiretool.SessionBus(t), display: startXvfb(t)}
 	conn, err := dbus.Connect(d.busAddr)
 	if err != nil {
 		t.Fatalf("connecting to the test bus: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/session-supervisor/session-supervisor/notify/push/ntfytest"
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
@@ -185,7 +186,7 @@ func TestAllowFromTheNotification(t *testing.T) {
 func startNotifications(t *testing.T) (string, *dbus.Conn, *notifications) {
 	t.Helper()
 	requireTools(t, "dbus-daemon")
-	busAddr := startBus(t)
+	busAddr := requiretool.SessionBus(t)
 	conn, err := dbus.Connect(busAddr)
 	if err != nil {
 		t.Fatalf("connecting to the test bus: %v", err)

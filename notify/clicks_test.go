@@ -1,10 +1,6 @@
 package notify
 
 import (
-	"bufio"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +8,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
@@ -30,41 +27,11 @@ func (f *fakeService) Notify(app string, replaces uint32, icon, summary, body st
 	return uint32(100 + len(f.calls)), nil
 }
 
-func privateBus(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("dbus-daemon is required (make test-deps installs it): %v", err)
-		}
-		t.Skip("dbus-daemon is not installed (make test-deps installs it)")
-	}
-	dir, err := os.MkdirTemp("", "ssn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
-		"--address=unix:path="+filepath.Join(dir, "bus"))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(addr)
-}
-
 // startService plays the notification service on a private bus and
 // connects a Clickable to it.
 func startService(t *testing.T) (*dbus.Conn, *fakeService, *Clickable) {
 	t.Helper()
-	addr := privateBus(t)
+	addr := requiretool.SessionBus(t)
 	server, err := dbus.Connect(addr)
 	if err != nil {
 		t.Fatal(err)

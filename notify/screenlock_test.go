@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/session-supervisor/session-supervisor/requiretool"
 )
 
 type fakeScreenSaver struct{ active atomic.Bool }
@@ -16,7 +18,7 @@ func (f *fakeScreenSaver) GetActive() (bool, *dbus.Error) { return f.active.Load
 // none on the bus it is unknown (taken as unlocked); the watch asks again
 // only after its TTL.
 func TestScreenLocked(t *testing.T) {
-	addr := privateBus(t)
+	addr := requiretool.SessionBus(t)
 	client, err := dbus.Connect(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -65,8 +65,18 @@ type Item struct {
 	Checked   bool
 	Disabled  bool
 	Separator bool
-	Children  []Item
+	// Hidden keeps a place for an item that shows only at times (a
+	// session, More…, the link or the day's line), with nothing else set.
+	// The tray host only ever sees items appended at the end of the menu
+	// or of a submenu, so a section in the middle holds a place for
+	// everything it may show: a session coming or going then shows or
+	// hides a place, and every other item keeps its id (see Reconcile).
+	Hidden   bool
+	Children []Item
 }
+
+// hidden is a place showing nothing.
+var hidden = Item{Hidden: true}
 
 // Menu is the whole tray: its icon and its items.
 type Menu struct {
@@ -174,21 +184,22 @@ func Build(snap Snapshot) Menu {
 		header += " (supervisor paused)"
 	}
 	m := Menu{Icon: Aggregate(list), Tooltip: "Session Supervisor — " + header}
+	// The header's three places: the link, the summary, the day's line.
+	link, today := hidden, hidden
 	if snap.Link != "" {
 		m.Tooltip = "Session Supervisor — " + snap.Link
-		m.Items = append(m.Items, Item{Label: snap.Link, Disabled: true})
+		link = Item{Label: snap.Link, Disabled: true}
 	}
-	m.Items = append(m.Items, Item{Label: header, Disabled: true})
 	if snap.Today != nil {
-		m.Items = append(m.Items, Item{Label: TodayLine(*snap.Today), Disabled: true})
+		today = Item{Label: TodayLine(*snap.Today), Disabled: true}
 	}
-	m.Items = append(m.Items, Item{Separator: true})
+	m.Items = append(m.Items, link, Item{Label: header, Disabled: true}, today, Item{Separator: true})
 
-	if len(snap.Groups) == 0 {
+	if len(snap.Groups) == 0 && len(list) > 0 {
+		// No session, no section: a separator cannot be hidden, so the
+		// first session to come (and the last to go) rebuilds the menu.
 		m.Items = append(m.Items, sessionItems(list, snap.Now)...)
-		if len(list) > 0 {
-			m.Items = append(m.Items, Item{Separator: true})
-		}
+		m.Items = append(m.Items, Item{Separator: true})
 	}
 	for _, g := range snap.Groups {
 		// Each machine's heading, then its sessions (capped per machine:
@@ -211,24 +222,28 @@ func Build(snap Snapshot) Menu {
 }
 
 // sessionItems lists sessions, the first MaxTopLevel at the top level and
-// the rest under "More…".
+// the rest under "More…": always MaxTopLevel+1 places, those unused hidden,
+// so sessions coming and going leave the items around them where they are.
 func sessionItems(list []sessions.Session, now time.Time) []Item {
 	top, rest := list, []sessions.Session(nil)
 	if len(list) > MaxTopLevel {
 		top, rest = list[:MaxTopLevel], list[MaxTopLevel:]
 	}
-	var items []Item
+	items := make([]Item, 0, MaxTopLevel+1)
 	for _, s := range top {
 		items = append(items, sessionItem(s, now))
 	}
+	for len(items) < MaxTopLevel {
+		items = append(items, hidden)
+	}
+	more := hidden
 	if len(rest) > 0 {
-		more := Item{Label: fmt.Sprintf("More… (%d)", len(rest))}
+		more = Item{Label: fmt.Sprintf("More… (%d)", len(rest))}
 		for _, s := range rest {
 			more.Children = append(more.Children, sessionItem(s, now))
 		}
-		items = append(items, more)
 	}
-	return items
+	return append(items, more)
 }
 
 // SessionLabel is "● name — State · 12m".

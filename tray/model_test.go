@@ -72,9 +72,14 @@ func TestHeader(t *testing.T) {
 	}
 }
 
+// labels are items' labels as a tray host shows them (no hidden place),
+// "---" for a separator.
 func labels(items []Item) []string {
 	var out []string
 	for _, it := range items {
+		if it.Hidden {
+			continue
+		}
 		if it.Separator {
 			out = append(out, "---")
 			continue
@@ -113,13 +118,14 @@ func TestBuildMenu(t *testing.T) {
 	if m.Icon != assets.IconAttention {
 		t.Errorf("icon %s, want attention", m.Icon)
 	}
-	if !m.Items[0].Disabled {
+	shown := visible(m.Items)
+	if !shown[0].Disabled {
 		t.Error("the header must not be clickable")
 	}
 	// Submenus: actions enabled where they make sense.
 	sub := func(i int) map[string]Item {
 		out := map[string]Item{}
-		for _, c := range m.Items[i].Children {
+		for _, c := range shown[i].Children {
 			out[c.Label] = c
 		}
 		return out
@@ -144,7 +150,7 @@ func TestBuildMenu(t *testing.T) {
 			t.Errorf("%s: %+v, want action %s disabled %v", tc.name, tc.item, tc.action, tc.disabled)
 		}
 	}
-	pause := m.Items[len(m.Items)-3]
+	pause := shown[len(shown)-3]
 	if pause.Action != ActTogglePause || !pause.Checkable || pause.Checked {
 		t.Errorf("pause item %+v", pause)
 	}
@@ -188,8 +194,8 @@ func TestBuildCapsLongLists(t *testing.T) {
 	if more == nil || more.Label != "More… (5)" || len(more.Children) != 5 {
 		t.Fatalf("More item = %+v", more)
 	}
-	if m.Items[2].SessionID != "s14" {
-		t.Errorf("first session %q, want the one needing attention", m.Items[2].SessionID)
+	if first := visible(m.Items)[2]; first.SessionID != "s14" {
+		t.Errorf("first session %q, want the one needing attention", first.SessionID)
 	}
 }
 
@@ -321,7 +327,7 @@ func TestFollowRendersTheModel(t *testing.T) {
 			close(done)
 		}()
 		synctest.Wait()
-		if len(menus) != 1 || menus[0].Items[2].Label != "▶ alpha — Working · 12m" {
+		if len(menus) != 1 || visible(menus[0].Items)[2].Label != "▶ alpha — Working · 12m" {
 			t.Fatalf("first menu: %d menus %q", len(menus), labels(menus[len(menus)-1].Items))
 		}
 		s := sess("a", "alpha", sessions.Errored, attention)
@@ -335,7 +341,7 @@ func TestFollowRendersTheModel(t *testing.T) {
 			t.Fatalf("%d menus after one burst, want 2", len(menus))
 		}
 		last := menus[1]
-		if last.Icon != assets.IconAttention || !strings.HasSuffix(last.Items[0].Label, "(supervisor paused)") {
+		if last.Icon != assets.IconAttention || !strings.HasSuffix(visible(last.Items)[0].Label, "(supervisor paused)") {
 			t.Fatalf("after the burst: icon %s, %q", last.Icon, labels(last.Items))
 		}
 		cancel()
@@ -422,7 +428,7 @@ func TestBuildTodayAndRecoverySwitch(t *testing.T) {
 			if line != tt.want {
 				t.Fatalf("line after the header %q, want %q (menu %q)", line, tt.want, got)
 			}
-			if tt.want != "" && !m.Items[1].Disabled {
+			if tt.want != "" && !visible(m.Items)[1].Disabled {
 				t.Error("the day's line must not be clickable")
 			}
 			var sw *Item
@@ -440,7 +446,7 @@ func TestBuildTodayAndRecoverySwitch(t *testing.T) {
 	}
 	on := sess("w1", "refactor", sessions.Working, nil)
 	m := Build(Snapshot{Sessions: []sessions.Session{on}, Now: now})
-	for _, c := range m.Items[2].Children {
+	for _, c := range visible(m.Items)[2].Children {
 		if c.Action == ActToggleRecovery && c.Checked {
 			t.Fatalf("a session recovered as usual shows the switch checked: %+v", c)
 		}
@@ -466,7 +472,7 @@ func TestBuildGroupsByMachine(t *testing.T) {
 		t.Errorf("icon %s, want attention: the remote session needs the user", m.Icon)
 	}
 	var got []string
-	for _, it := range m.Items {
+	for _, it := range visible(m.Items) {
 		switch {
 		case it.Separator:
 			got = append(got, "--")
@@ -490,7 +496,7 @@ func TestBuildGroupsByMachine(t *testing.T) {
 		t.Errorf("menu:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The remote session's actions carry its key, which routes them.
-	for _, c := range m.Items[6].Children {
+	for _, c := range visible(m.Items)[6].Children {
 		if c.SessionID != "b@devbox" {
 			t.Errorf("%q acts on %q, want b@devbox", c.Label, c.SessionID)
 		}

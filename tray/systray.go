@@ -10,6 +10,7 @@ import (
 	"fyne.io/systray"
 
 	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/ui/model"
 )
 
@@ -26,7 +27,11 @@ type Tray struct {
 	lastIcon assets.Icon
 	last     Menu
 	shown    bool
-	// root mirrors last.Items: the systray items shown and the Item each
+	// places is what the systray items show now, hidden places included
+	// (Reconcile's last plan): it may hold more than last.Items, places
+	// a shorter submenu no longer uses.
+	places []Item
+	// root mirrors places: the systray items shown and the Item each
 	// stands for now (an update in place changes the Item, not the
 	// systray item, so a click reads it under mu).
 	root []*node
@@ -40,6 +45,7 @@ type Tray struct {
 type node struct {
 	mi       *systray.MenuItem
 	item     Item
+	parent   *node
 	children []*node
 }
 
@@ -54,11 +60,11 @@ func New(onAction func(Item)) *Tray {
 }
 
 // Show replaces the tray's icon and menu; call it from one goroutine at a
-// time (Run's). An unchanged model is not re-sent. A menu of the same shape
-// as the shown one (the usual change: an age, a state, a check) updates the
-// items in place, keeping their ids, so a menu the user has open stays open
-// and the tray host re-reads only what changed; any other change rebuilds
-// the menu.
+// time (Run's). An unchanged model is not re-sent. The shown items are
+// brought to the new menu in place (Reconcile), keeping their ids: a menu
+// the user has open stays open, the tray host re-reads only what changed,
+// and a click it sends for an item it read before the change still
+// arrives. Only a change Reconcile cannot place rebuilds the menu.
 func (t *Tray) Show(m Menu) {
 	if t.shown && !changed(t.last, m) {
 		return
@@ -76,116 +82,214 @@ func (t *Tray) Show(m Menu) {
 		// Fyne sets one too); on macOS a title would show beside the icon.
 		systray.SetTitle("Session Supervisor")
 	}
-	if !first && SameShape(t.last.Items, m.Items) {
-		t.mu.Lock()
-		update(t.root, m.Items)
-		t.mu.Unlock()
-	} else {
+	plan, ok := Reconcile(t.places, m.Items)
+	if !ok {
 		t.clear()
-		t.mu.Lock()
-		t.root = t.add(nil, m.Items)
-		t.mu.Unlock()
+		plan = m.Items
 	}
-	t.last, t.shown = m, true
+	t.mu.Lock()
+	if !ok {
+		t.root = nil
+	}
+	t.root = t.apply(nil, nil, t.root, plan)
+	t.mu.Unlock()
+	t.places, t.last, t.shown = plan, m, true
 }
 
 // changed reports whether m differs from the shown menu last: a menu
 // rebuilt from an unchanged model is not sent again.
 func changed(last, m Menu) bool { return !reflect.DeepEqual(last, m) }
 
-// add creates list's items under parent (the top level when nil).
-func (t *Tray) add(parent *systray.MenuItem, list []Item) []*node {
-	out := make([]*node, 0, len(list))
-	for _, it := range list {
-		if it.Separator {
-			if parent != nil {
-				parent.AddSeparator()
-			} else {
-				systray.AddSeparator()
-			}
-			out = append(out, &node{item: it})
+// apply brings the shown items nodes (under parent, the top level when
+// nil) to plan, one of Reconcile's: each place keeps its systray item and
+// changes only what differs; plan's places beyond the shown ones are
+// created. The caller holds mu.
+func (t *Tray) apply(parent *systray.MenuItem, up *node, nodes []*node, plan []Item) []*node {
+	for i, it := range plan {
+		if i >= len(nodes) {
+			nodes = append(nodes, t.add(parent, up, it))
 			continue
 		}
-		var mi *systray.MenuItem
-		switch {
-		case parent != nil && it.Checkable:
-			mi = parent.AddSubMenuItemCheckbox(it.Label, "", it.Checked)
-		case parent != nil:
-			mi = parent.AddSubMenuItem(it.Label, "")
-		case it.Checkable:
-			mi = systray.AddMenuItemCheckbox(it.Label, "", it.Checked)
-		default:
-			mi = systray.AddMenuItem(it.Label, "")
-		}
-		if it.Disabled {
-			mi.Disable()
-		}
-		n := &node{mi: mi, item: it}
-		n.children = t.add(mi, it.Children)
-		out = append(out, n)
-		t.clicks.Add(1)
-		go func() {
-			defer t.clicks.Done()
-			for range mi.ClickedCh {
-				t.mu.Lock()
-				cur := n.item
-				t.mu.Unlock()
-				if cur.Action != ActNone && !cur.Disabled {
-					t.onAction(cur)
-				}
-			}
-		}()
-	}
-	return out
-}
-
-// update brings shown items of the same shape to list, touching only what
-// differs.
-func update(shown []*node, list []Item) {
-	for i, n := range shown {
-		it := list[i]
+		n := nodes[i]
 		if n.mi != nil {
-			if it.Label != n.item.Label {
-				n.mi.SetTitle(it.Label)
-			}
-			if it.Disabled != n.item.Disabled {
-				if it.Disabled {
-					n.mi.Disable()
-				} else {
-					n.mi.Enable()
-				}
-			}
-			if it.Checked != n.item.Checked {
-				if it.Checked {
-					n.mi.Check()
-				} else {
-					n.mi.Uncheck()
-				}
-			}
+			change(n.mi, n.item, it)
 		}
-		update(n.children, it.Children)
+		n.children = t.apply(n.mi, n, n.children, it.Children)
 		n.item = it
 	}
+	return nodes
 }
 
-// SameShape reports whether b can be shown by updating a's items in place:
-// the same items at every level, separators and check boxes where they were
-// (a check box is made one when created, on Linux), and submenus where
-// submenus were. Labels, checks, enabled states and actions may differ.
-func SameShape(a, b []Item) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Separator != y.Separator || x.Checkable != y.Checkable || (len(x.Children) == 0) != (len(y.Children) == 0) {
-			return false
+// add creates it (and its submenu) at the end of parent (the top level when
+// nil) and starts the goroutine that waits on its clicks.
+func (t *Tray) add(parent *systray.MenuItem, up *node, it Item) *node {
+	if it.Separator {
+		if parent != nil {
+			parent.AddSeparator()
+		} else {
+			systray.AddSeparator()
 		}
-		if !SameShape(x.Children, y.Children) {
-			return false
+		return &node{item: it, parent: up}
+	}
+	var mi *systray.MenuItem
+	switch {
+	case parent != nil && it.Checkable:
+		mi = parent.AddSubMenuItemCheckbox(it.Label, "", it.Checked)
+	case parent != nil:
+		mi = parent.AddSubMenuItem(it.Label, "")
+	case it.Checkable:
+		mi = systray.AddMenuItemCheckbox(it.Label, "", it.Checked)
+	default:
+		mi = systray.AddMenuItem(it.Label, "")
+	}
+	if it.Disabled {
+		mi.Disable()
+	}
+	if it.Hidden {
+		mi.Hide()
+	}
+	n := &node{mi: mi, item: it, parent: up}
+	for _, c := range it.Children {
+		n.children = append(n.children, t.add(mi, n, c))
+	}
+	t.clicks.Add(1)
+	go func() {
+		defer t.clicks.Done()
+		for range mi.ClickedCh {
+			t.mu.Lock()
+			cur, ok := clickable(n)
+			t.mu.Unlock()
+			if ok {
+				t.onAction(cur)
+			}
+		}
+	}()
+	return n
+}
+
+// clickable is what a click on n acts on: the item n shows now, unless it
+// shows nothing to act on (hidden, itself or a menu above it: a tray host
+// may click an id it read before the place was hidden; disabled; or no
+// action). The caller holds mu.
+func clickable(n *node) (Item, bool) {
+	for p := n; p != nil; p = p.parent {
+		if p.item.Hidden {
+			return Item{}, false
 		}
 	}
-	return true
+	return n.item, n.item.Action != ActNone && !n.item.Disabled
+}
+
+// change updates mi, showing was, to show it (same kind: Reconcile's
+// plan), touching only what differs: each change is a re-read for the tray
+// host.
+func change(mi *systray.MenuItem, was, it Item) {
+	if it.Hidden {
+		if !was.Hidden {
+			mi.Hide()
+		}
+		return
+	}
+	if it.Label != was.Label {
+		mi.SetTitle(it.Label)
+	}
+	if it.Disabled != was.Disabled {
+		if it.Disabled {
+			mi.Disable()
+		} else {
+			mi.Enable()
+		}
+	}
+	if it.Checked != was.Checked {
+		if it.Checked {
+			mi.Check()
+		} else {
+			mi.Uncheck()
+		}
+	}
+	if was.Hidden {
+		mi.Show()
+	}
+}
+
+// kind is what a place is made as, which it stays: systray makes a check
+// box one when it creates it (on Linux), and a separator has no item to
+// change at all.
+type kind int
+
+const (
+	kindPlain kind = iota
+	kindCheck
+	kindSeparator
+)
+
+var kindNames = []string{"plain", "check", "separator"}
+
+func (k kind) String() string { return enum.Name(k, "kind", kindNames) }
+
+func kindOf(it Item) kind {
+	switch {
+	case it.Separator:
+		return kindSeparator
+	case it.Checkable:
+		return kindCheck
+	}
+	return kindPlain
+}
+
+// Reconcile plans how the shown places (what the tray shows now, hidden
+// places included: the last plan) come to show next without removing an
+// item, so every item keeps its id. systray can hide and show an item and
+// append one at the end of the top level or of a submenu, nothing else;
+// so, level by level, place i shows next's item i (retitled, enabled,
+// checked, shown or hidden as need be; a place hidden keeps what it
+// showed), shown places beyond next's are hidden, and next's items beyond
+// the shown ones are appended. Build keeps a place for everything a section
+// in the middle may show (Item.Hidden), so the usual changes (a session
+// coming or going, the link, the day's line, a submenu's Resume) fit.
+//
+// It reports false, and the menu is rebuilt, when a place's kind would
+// change (a separator, a check box or a plain item where another was), a
+// separator would have to go, or an item that shows would keep an empty
+// submenu.
+func Reconcile(shown, next []Item) ([]Item, bool) {
+	if len(shown) == 0 && len(next) == 0 {
+		return nil, true
+	}
+	plan := make([]Item, 0, max(len(shown), len(next)))
+	for i, it := range next {
+		if i >= len(shown) {
+			plan = append(plan, it)
+			continue
+		}
+		was := shown[i]
+		if kindOf(was) != kindOf(it) {
+			return nil, false
+		}
+		if it.Hidden {
+			was.Hidden = true
+			plan = append(plan, was)
+			continue
+		}
+		if len(it.Children) == 0 && len(was.Children) > 0 {
+			return nil, false
+		}
+		children, ok := Reconcile(was.Children, it.Children)
+		if !ok {
+			return nil, false
+		}
+		it.Children = children
+		plan = append(plan, it)
+	}
+	for i := len(next); i < len(shown); i++ {
+		was := shown[i]
+		if was.Separator {
+			return nil, false
+		}
+		was.Hidden = true
+		plan = append(plan, was)
+	}
+	return plan, true
 }
 
 // clear removes the shown items. Each is removed itself (with its
@@ -209,6 +313,7 @@ func (t *Tray) Close() {
 	t.mu.Lock()
 	t.root = nil
 	t.mu.Unlock()
+	t.places = nil
 	t.clicks.Wait()
 }
 
