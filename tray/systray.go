@@ -274,6 +274,16 @@ func Reconcile(shown, next []Item) ([]Item, bool) {
 		if len(it.Children) == 0 && len(was.Children) > 0 {
 			return nil, false
 		}
+		if was.SessionID != "" && it.SessionID != "" && was.SessionID != it.SessionID {
+			// The place shows another session now (one came, went or
+			// was sorted above it): the actions it showed are hidden
+			// and this session's appended, with ids of their own, so a
+			// click a host read for the session shown before (its
+			// Interrupt) is not taken for this one's.
+			it.Children = append(hiddenAll(was.Children), it.Children...)
+			plan = append(plan, it)
+			continue
+		}
 		children, ok := Reconcile(was.Children, it.Children)
 		if !ok {
 			return nil, false
@@ -290,6 +300,16 @@ func Reconcile(shown, next []Item) ([]Item, bool) {
 		plan = append(plan, was)
 	}
 	return plan, true
+}
+
+// hiddenAll is items, each hidden (what it showed kept).
+func hiddenAll(items []Item) []Item {
+	out := make([]Item, len(items))
+	for i, it := range items {
+		it.Hidden = true
+		out[i] = it
+	}
+	return out
 }
 
 // clear removes the shown items. Each is removed itself (with its

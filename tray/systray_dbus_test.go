@@ -81,15 +81,18 @@ func TestTrayOverDBus(t *testing.T) {
 
 	// beta goes: the sessions move up a place (most urgent first), so
 	// beta's place now shows alpha and alpha's last place is hidden. A
-	// click by an id read before acts on what its item shows now: on the
-	// hidden place, nothing; on beta's former Open, alpha's Open.
+	// click by an id read before acts on nothing there: not on the hidden
+	// place, and not on alpha through beta's former Open (the place's
+	// actions for alpha are new items). alpha's Open as the host reads it
+	// now acts on alpha.
 	betaOpen := two.find(t, "● beta").find(t, "Open")
 	alphaOpen := two.find(t, "○ alpha").find(t, "Open")
-	show("the second session gone", alpha)
+	now1 := show("the second session gone", alpha)
 	click(alphaOpen.ID)
 	click(betaOpen.ID)
+	click(now1.find(t, "○ alpha").find(t, "Open").ID)
 	if it := acted(); it.Action != ActOpenSession || it.SessionID != "a" {
-		t.Fatalf("the Open in beta's former place did %s on %q, want open_session on alpha", it.Action, it.SessionID)
+		t.Fatalf("alpha's Open did %s on %q, want open_session on alpha", it.Action, it.SessionID)
 	}
 
 	// A submenu grows (Resume in the background) and shrinks, in place.

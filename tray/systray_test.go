@@ -153,6 +153,44 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
+// A place that comes to show another session hides the actions it showed
+// and appends the new session's: a click on an id read for the session
+// before acts on nothing, never on the session now shown there; the next
+// plan shows the session's actions in the first places again.
+func TestReconcileAnotherSessionsActions(t *testing.T) {
+	with := func(list ...sessions.Session) []Item { return Build(Snapshot{Now: now, Sessions: list}).Items }
+	alpha := sess("a", "alpha", sessions.Idle, nil)
+	beta := sess("b", "beta", sessions.Idle, nil)
+	shown := with(alpha, beta)
+	place := indexOf(shown, SessionLabel(alpha, now))
+	plan, ok := Reconcile(shown, with(beta))
+	if !ok || plan[place].SessionID != "b" {
+		t.Fatalf("alpha gone: ok %v, its place shows %+v", ok, plan[place])
+	}
+	before := shown[place].Children
+	got := plan[place].Children
+	if len(got) != len(before)+len(before) {
+		t.Fatalf("the place's actions: %d, want alpha's %d hidden and beta's appended", len(got), len(before))
+	}
+	for i, was := range before {
+		if !got[i].Hidden || got[i].SessionID != "a" || got[i].Action != was.Action {
+			t.Errorf("action %d: %+v, want alpha's %v hidden", i, got[i], was.Action)
+		}
+		if c, ok := clickable(&node{item: got[i], parent: &node{item: plan[place]}}); ok {
+			t.Errorf("a click on alpha's %v would act on %+v", was.Action, c)
+		}
+	}
+	for i, it := range got[len(before):] {
+		if it.Hidden || it.SessionID != "b" {
+			t.Errorf("appended action %d: %+v, want beta's shown", i, it)
+		}
+	}
+	again, ok := Reconcile(plan, with(beta))
+	if !ok || len(again[place].Children) != len(got) || again[place].Children[0].Hidden || again[place].Children[0].SessionID != "b" || !again[place].Children[len(before)].Hidden {
+		t.Fatalf("the next plan: ok %v, %+v", ok, again[place].Children)
+	}
+}
+
 func indexOf(items []Item, label string) int {
 	for i, it := range items {
 		if it.Label == label {
