@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestDecodeStream(t *testing.T) {
 			for _, e := range evs {
 				got = append(got, e.Kind)
 			}
-			if !equalKinds(got, c.want) {
+			if !slices.Equal(got, c.want) {
 				t.Fatalf("kinds %v, want %v", got, c.want)
 			}
 			lastEv := evs[len(evs)-1]
@@ -113,18 +114,6 @@ func TestDecodeStream(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalKinds(a, b []sessions.EventKind) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestDecodePermissionAnswer: the answer picks the CLI's own option ids.
@@ -167,7 +156,7 @@ func TestDecodeLoadReplay(t *testing.T) {
 		}
 	}
 	want := []sessions.EventKind{sessions.EvMetrics, sessions.EvMetrics, sessions.EvSessionInit, sessions.EvActivity}
-	if !equalKinds(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("kinds %v, want %v", got, want)
 	}
 }
