@@ -219,11 +219,10 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
-	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
+	var info LineInfo
 	var w wire
-	trimmed, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
-	if skip != agentkit.SkipNone {
-		info.Skip, info.Detail = skip, detail
+	trimmed, ok, err := info.Unmarshal(line, &w, ErrMalformed)
+	if !ok {
 		return nil, info, err
 	}
 	info.Type, info.Subtype, info.SessionID = w.Type, w.Subtype, w.SessionID

@@ -292,15 +292,14 @@ func seedLines(f *testing.F) {
 
 func FuzzDecodeLine(f *testing.F) {
 	seedLines(f)
-	f.Fuzz(func(t *testing.T, line []byte) {
-		events, info, err := DecodeLine(line)
-		agenttest.CheckDecodedLine(t, events, info.Skip, info, err, ErrMalformed, ErrUnknown)
-		for _, e := range events {
-			if e.Kind == sessions.EvWaitingOnUser && (e.Reason == sessions.NoWait || e.Permission == nil) {
-				t.Fatalf("waiting without a reason or request: %+v", e)
+	agenttest.FuzzDecodeLine(f, DecodeLine, func(i LineInfo) agentkit.SkipReason { return i.Skip }, ErrMalformed, ErrUnknown,
+		func(t *testing.T, _ []byte, events []sessions.Event) {
+			for _, e := range events {
+				if e.Kind == sessions.EvWaitingOnUser && (e.Reason == sessions.NoWait || e.Permission == nil) {
+					t.Fatalf("waiting without a reason or request: %+v", e)
+				}
 			}
-		}
-	})
+		})
 }
 
 // FuzzDecoder feeds arbitrary bytes as a whole stream through a small line

@@ -220,28 +220,17 @@ func FuzzDecodeLine(f *testing.F) {
 		lineEndTurn, lineCancelled, line401, line400, line429, lineDaily, line503, lineNotFound, "", "{", "[]"} {
 		f.Add([]byte(l))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		evs, info, err := DecodeLine(line)
-		if err != nil && info.Skip == agentkit.SkipNone {
-			t.Errorf("error %v without a skip reason", err)
-		}
-		if info.Skip != agentkit.SkipNone && len(evs) > 0 {
-			t.Errorf("skipped line produced %d events", len(evs))
-		}
-		for _, e := range evs {
-			if e.Kind == sessions.EvUnknown {
-				t.Error("an unknown event kind")
+	agenttest.FuzzDecodeLine(f, DecodeLine, func(i LineInfo) agentkit.SkipReason { return i.Skip }, ErrMalformed, ErrUnknown,
+		func(t *testing.T, line []byte, _ []sessions.Event) {
+			// A stream of the same line twice must not panic either.
+			d := NewDecoder(bytes.NewReader(append(append(append([]byte{}, line...), '\n'), line...)), 1<<10)
+			d.expect(3, methodPrompt)
+			for {
+				if _, err := d.Next(); err != nil {
+					break
+				}
 			}
-		}
-		// A stream of the same line twice must not panic either.
-		d := NewDecoder(bytes.NewReader(append(append(append([]byte{}, line...), '\n'), line...)), 1<<10)
-		d.expect(3, methodPrompt)
-		for {
-			if _, err := d.Next(); err != nil {
-				break
-			}
-		}
-	})
+		})
 }
 
 // TestLoadDelay: a session/load waits for the next minute only when the
