@@ -205,43 +205,37 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 // SendPrompt starts a turn with text, or queues it for the next turn when
 // one is in flight (Copilot reads no input mid-turn).
 func (p *Process) SendPrompt(text string) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return pipeio.ErrInputClosed
-	}
-	if p.cur != nil {
-		p.queued = append(p.queued, text)
-		p.mu.Unlock()
-		return nil
-	}
-	stdin, err := p.startLocked(false, false)
-	p.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return p.writePrompt(stdin, text)
+	return p.turn(false, text, pipeio.ErrInputClosed, func() { p.queued = append(p.queued, text) })
 }
 
 // Compact runs Copilot's /compact as a turn of its own: at once between
 // turns, or as soon as the turn's process in flight has exited.
 func (p *Process) Compact() error {
+	return p.turn(true, compactPrompt, errors.New("copilot can compact only in an open session"), func() { p.compactNext = true })
+}
+
+// turn starts a turn's process (compact: a /compact turn) and writes text
+// to it, at once between turns. With a turn in flight it calls later
+// (under the lock) to leave a note for when that turn's process has
+// exited, since a process takes no input mid-turn; a closed session fails
+// with closed.
+func (p *Process) turn(compact bool, text string, closed error, later func()) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return errors.New("copilot can compact only in an open session")
+		return closed
 	}
 	if p.cur != nil {
-		p.compactNext = true
+		later()
 		p.mu.Unlock()
 		return nil
 	}
-	stdin, err := p.startLocked(true, false)
+	stdin, err := p.startLocked(compact, false)
 	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return p.writePrompt(stdin, compactPrompt)
+	return p.writePrompt(stdin, text)
 }
 
 // startLocked starts one turn's process and returns its stdin, for the
