@@ -15,7 +15,8 @@
 //   - LineReader and Counters: bounded line framing of its stdout, and
 //     LineDecoder, a line protocol's decoder but for what a line means;
 //   - the small helpers protocol decoders use (UnmarshalLine and
-//     Frame.Unmarshal, Clip, RPCID, Remember, One).
+//     Frame.Unmarshal, Clip, RPCID, Remember, One), and the request side's
+//     (JSONLine, a line for the agent's stdin; RawRPCID, a kept id as JSON).
 //
 // An adapter keeps only its protocol: the arguments, the requests it writes
 // and the decoding of each line into sessions.Events.

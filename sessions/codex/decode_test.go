@@ -271,12 +271,12 @@ func TestApprovalResponses(t *testing.T) {
 		{"item/permissions/requestApproval", true, `{"id":7,"error":{"code":-32000,"message":"declined by the user"}}`},
 	}
 	for _, tt := range tests {
-		if got := strings.TrimSpace(string(ApprovalResponse(rawID("7"), tt.method, tt.allow))); got != tt.want {
+		if got := strings.TrimSpace(string(ApprovalResponse(agentkit.RawRPCID("7"), tt.method, tt.allow))); got != tt.want {
 			t.Errorf("%s allow=%v: %s, want %s", tt.method, tt.allow, got, tt.want)
 		}
 	}
-	if got := string(rawID("s8")); got != `"s8"` {
-		t.Errorf("rawID(s8) = %s", got)
+	if got := string(agentkit.RawRPCID("s8")); got != `"s8"` {
+		t.Errorf("RawRPCID(s8) = %s", got)
 	}
 }
 

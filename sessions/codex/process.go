@@ -228,7 +228,7 @@ func (p *Process) Interrupt() error {
 func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ string) error {
 	method, raw := p.dec.answer(perm.RequestID)
 	if raw == nil {
-		raw = rawID(perm.RequestID)
+		raw = agentkit.RawRPCID(perm.RequestID)
 	}
 	return p.Write(ApprovalResponse(raw, method, allow))
 }
