@@ -354,31 +354,33 @@ func (p *Process) pump(t *turnProc) {
 	case p.compactNext:
 		// Before queued prompts: they go to the compacted context.
 		p.compactNext = false
-		stdin, err := p.startLocked(true, false)
-		if err != nil {
-			// Said where a start failure is read: the stderr tail.
-			_, _ = fmt.Fprintf(p.stderr, "starting the compaction: %v\n", err)
-			p.exitCode = -1
-			p.finishLocked()
-			break
-		}
-		p.mu.Unlock()
-		_ = p.writePrompt(stdin, compactPrompt) // its pump reports a compaction that never ran
+		p.nextLocked(true, false, compactPrompt, "the compaction")
 		return
 	case len(p.queued) > 0:
 		text := strings.Join(p.queued, "\n\n")
 		p.queued = nil
-		stdin, err := p.startLocked(false, true)
-		if err != nil {
-			p.exitCode = -1
-			p.finishLocked()
-			break
-		}
-		p.mu.Unlock()
-		_ = p.writePrompt(stdin, text) // its pump reports a turn that never ran
+		p.nextLocked(false, true, text, "the queued turn")
 		return
 	}
 	p.mu.Unlock()
+}
+
+// nextLocked starts the turn that waited for the one whose process exited
+// (compact: the compaction; queued: the queued prompts) and writes its
+// text, unlocking p.mu. A start that fails ends the session, said where a
+// start failure is read (the stderr tail); a write that fails is its
+// pump's to report, as a turn that never ran.
+func (p *Process) nextLocked(compact, queued bool, text, what string) {
+	stdin, err := p.startLocked(compact, queued)
+	if err != nil {
+		_, _ = fmt.Fprintf(p.stderr, "starting %s: %v\n", what, err)
+		p.exitCode = -1
+		p.finishLocked()
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	_ = p.writePrompt(stdin, text)
 }
 
 // send delivers one event. Only a turn's pump sends, and Events is closed
