@@ -14,7 +14,9 @@
 //     procscan.Probe), for the runtime's probe at every tick;
 //   - LineReader and Counters: bounded line framing of its stdout, and
 //     LineDecoder, a line protocol's decoder but for what a line means;
-//   - the small helpers protocol decoders use (Clip, RPCID, Remember, One).
+//   - the small helpers protocol decoders use (UnmarshalLine and
+//     Frame.Unmarshal, Clip, RPCID, Remember, One), and the request side's
+//     (JSONLine, a line for the agent's stdin; RawRPCID, a kept id as JSON).
 //
 // An adapter keeps only its protocol: the arguments, the requests it writes
 // and the decoding of each line into sessions.Events.

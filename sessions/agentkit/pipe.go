@@ -166,6 +166,17 @@ func (g *Gate) Wait(bound time.Duration, agent, what string) error {
 	}
 }
 
+// Opened waits at the gate (Wait) and answers the conversation's id as
+// Opened does, from what open reads once the gate is passed: the id, or
+// why the agent could not open it.
+func (g *Gate) Opened(bound time.Duration, agent, what string, open func() (id, failed string)) (string, error) {
+	if err := g.Wait(bound, agent, what); err != nil {
+		return "", err
+	}
+	id, failed := open()
+	return Opened(agent, what, id, failed)
+}
+
 // Opened is the conversation's id once the gate is passed: id, or when it is
 // empty an error that agent could not open what, for the reason failed (the
 // agent's own words) or, without one, because the process ended.

@@ -76,6 +76,46 @@ func TestOpened(t *testing.T) {
 	}
 }
 
+// Gate.Opened is the prompt's way to the conversation: the wait at the
+// gate, then the id read once it is passed (never before: it is not known
+// yet), or why there is none.
+func TestGateOpened(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		open       bool // the gate opens after a second
+		id, failed string
+		want       string
+		wantErr    string
+	}{
+		{name: "opened", open: true, id: "t-1", want: "t-1"},
+		{name: "failed to open", open: true, failed: "model not found", wantErr: "codex could not open the thread: model not found"},
+		{name: "never opened", wantErr: "codex opened no thread within 10s: i/o timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := NewGate()
+				if tc.open {
+					time.AfterFunc(time.Second, g.Open)
+				}
+				read := false
+				got, err := g.Opened(10*time.Second, "codex", "thread", func() (string, string) {
+					if !tc.open {
+						t.Error("the id was read at a gate never opened")
+					}
+					read = true
+					return tc.id, tc.failed
+				})
+				if got != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
+					t.Errorf("Opened = %q, %v; want %q, %q", got, err, tc.want, tc.wantErr)
+				}
+				if read != tc.open {
+					t.Errorf("the id read: %t, want %t", read, tc.open)
+				}
+			})
+		})
+	}
+}
+
 // The pipe's events are what was emitted, in order, until CloseEvents; an
 // event emitted after it (a late Compact) is dropped instead of panicking on
 // the closed channel. Request ids count from 1; the counters are the

@@ -42,3 +42,13 @@ func UnmarshalLine(line []byte, v any, malformed error) (trimmed []byte, skip Sk
 	}
 	return trimmed, SkipNone, "", nil
 }
+
+// Unmarshal is UnmarshalLine for a decoder whose line info embeds this
+// Frame: the frame takes the line's size and, for a skipped line, the skip
+// and its words. ok is false for a skipped line: the decoder returns its
+// info as it stands, with err.
+func (f *Frame) Unmarshal(line []byte, v any, malformed error) (trimmed []byte, ok bool, err error) {
+	f.Size = len(line)
+	trimmed, f.Skip, f.Detail, err = UnmarshalLine(line, v, malformed)
+	return trimmed, f.Skip == SkipNone, err
+}

@@ -7,6 +7,8 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
+// TestUnmarshalLine: a line trimmed and decoded, or skipped with its reason,
+// alone and into a decoder's frame (Frame.Unmarshal).
 func TestUnmarshalLine(t *testing.T) {
 	errBad := errors.New("bad line")
 	type obj struct {
@@ -32,6 +34,18 @@ func TestUnmarshalLine(t *testing.T) {
 		}
 		if tt.fails && (!errors.Is(err, errBad) || detail == "") {
 			t.Errorf("UnmarshalLine(%q): error %v, detail %q; want one wrapping %v and a detail", tt.line, err, detail, errBad)
+		}
+		// A decoder's line info: the frame says the same, with the size.
+		var f Frame
+		var fv obj
+		ftrimmed, ok, ferr := f.Unmarshal([]byte(tt.line), &fv, errBad)
+		want := Frame{Size: len(tt.line), Skip: tt.skip, Detail: detail}
+		if string(ftrimmed) != tt.trimmed || ok != (tt.skip == SkipNone) || (ferr != nil) != tt.fails || f != want || fv.A != tt.a {
+			t.Errorf("Frame.Unmarshal(%q) = %q, %t, %v (frame %+v, A %q); want %q, %t, error %v, frame %+v, A %q",
+				tt.line, ftrimmed, ok, ferr, f, fv.A, tt.trimmed, tt.skip == SkipNone, tt.fails, want, tt.a)
+		}
+		if tt.fails && !errors.Is(ferr, errBad) {
+			t.Errorf("Frame.Unmarshal(%q): error %v, want one wrapping %v", tt.line, ferr, errBad)
 		}
 	}
 }

@@ -95,12 +95,7 @@ type wire struct {
 	ParentToolUseID *string `json:"parent_tool_use_id"`
 
 	// rate_limit_event.
-	RateLimitInfo struct {
-		Status        string   `json:"status"`
-		ResetsAt      float64  `json:"resetsAt"`
-		RateLimitType string   `json:"rateLimitType"`
-		Utilization   *float64 `json:"utilization"`
-	} `json:"rate_limit_info"`
+	RateLimitInfo RateLimitInfo `json:"rate_limit_info"`
 
 	// result.
 	IsError        bool     `json:"is_error"`
@@ -224,11 +219,10 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, error) {
-	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
+	var info LineInfo
 	var w wire
-	trimmed, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
-	if skip != agentkit.SkipNone {
-		info.Skip, info.Detail = skip, detail
+	trimmed, ok, err := info.Unmarshal(line, &w, ErrMalformed)
+	if !ok {
 		return nil, info, err
 	}
 	info.Type, info.Subtype, info.SessionID = w.Type, w.Subtype, w.SessionID
@@ -549,24 +543,35 @@ func (s *state) rateLimit(w *wire) []sessions.Event {
 		// first call): no window to show.
 		return []sessions.Event{ev}
 	}
-	rw := PlanWindow(info.RateLimitType, info.Status, info.Utilization, info.ResetsAt)
+	rw := PlanWindow(info)
 	ev.RateWindow = &rw
 	return []sessions.Event{ev}
 }
 
-// PlanWindow is a plan usage window as Claude Code reports it wherever it
-// does (the stream's rate_limit_event, a transcript's API error record's
-// apiErrorParams.rate_limit_info): its type ("five_hour"; "plan" when
-// unnamed), its status, the used fraction when given (1.0 is all of it)
-// and its reset in unix seconds. A figure out of range is dropped.
-func PlanWindow(rateLimitType, status string, utilization *float64, resetsAt float64) sessions.RateWindow {
-	rw := sessions.RateWindow{Kind: agentkit.Clip(agentkit.OrDefault(rateLimitType, "plan")), Status: agentkit.Clip(status), Used: -1}
-	if u := utilization; u != nil && *u >= 0 && *u <= 10 {
+// RateLimitInfo is a plan usage window as Claude Code reports it wherever
+// it does: the stream's rate_limit_event and a transcript's API error
+// record (apiErrorParams.rate_limit_info) carry the same object.
+type RateLimitInfo struct {
+	// Status is Claude's verdict ("allowed", "allowed_warning", "rejected").
+	Status string `json:"status"`
+	// ResetsAt is the window's reset in unix seconds.
+	ResetsAt float64 `json:"resetsAt"`
+	// RateLimitType names the window ("five_hour"; empty: unnamed).
+	RateLimitType string `json:"rateLimitType"`
+	// Utilization is the used fraction when given (1.0 is all of it).
+	Utilization *float64 `json:"utilization"`
+}
+
+// PlanWindow is the window info reports: its type ("plan" when unnamed),
+// its status, its use and its reset. A figure out of range is dropped.
+func PlanWindow(info RateLimitInfo) sessions.RateWindow {
+	rw := sessions.RateWindow{Kind: agentkit.Clip(agentkit.OrDefault(info.RateLimitType, "plan")), Status: agentkit.Clip(info.Status), Used: -1}
+	if u := info.Utilization; u != nil && *u >= 0 && *u <= 10 {
 		rw.Used = min(*u*100, 100)
 	}
 	// Unix seconds; anything past year 5000 is garbage.
-	if resetsAt > 0 && resetsAt < 1e11 {
-		rw.ResetsAt = time.Unix(int64(resetsAt), 0).UTC()
+	if info.ResetsAt > 0 && info.ResetsAt < 1e11 {
+		rw.ResetsAt = time.Unix(int64(info.ResetsAt), 0).UTC()
 	}
 	return rw
 }

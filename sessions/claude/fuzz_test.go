@@ -23,18 +23,17 @@ func seedLines(f *testing.F) {
 
 func FuzzDecodeLine(f *testing.F) {
 	seedLines(f)
-	f.Fuzz(func(t *testing.T, line []byte) {
-		events, info, err := DecodeLine(line)
-		agenttest.CheckDecodedLine(t, events, info.Skip, info, err, ErrMalformed, ErrUnknown)
-		for _, e := range events {
-			if e.Kind == sessions.EvWaitingOnUser && e.Reason == sessions.NoWait {
-				t.Fatalf("waiting without a reason: %+v", e)
+	agenttest.FuzzDecodeLine(f, DecodeLine, func(i LineInfo) agentkit.SkipReason { return i.Skip }, ErrMalformed, ErrUnknown,
+		func(t *testing.T, _ []byte, events []sessions.Event) {
+			for _, e := range events {
+				if e.Kind == sessions.EvWaitingOnUser && e.Reason == sessions.NoWait {
+					t.Fatalf("waiting without a reason: %+v", e)
+				}
+				if e.Delay < 0 || e.Delay > maxRetryDelay {
+					t.Fatalf("delay out of range: %v", e.Delay)
+				}
 			}
-			if e.Delay < 0 || e.Delay > maxRetryDelay {
-				t.Fatalf("delay out of range: %v", e.Delay)
-			}
-		}
-	})
+		})
 }
 
 // FuzzDecoder feeds arbitrary bytes as a whole stream through a small line

@@ -3,7 +3,6 @@ package claude
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
@@ -59,7 +58,7 @@ func UserMessage(text string) []byte {
 	l.Type = "user"
 	l.Message.Role = "user"
 	l.Message.Content = []textBlock{{Type: "text", Text: text}}
-	return encodeLine(l)
+	return agentkit.JSONLine(l)
 }
 
 // InterruptRequest is the stdin line that interrupts the turn in flight. The
@@ -70,7 +69,7 @@ func InterruptRequest(requestID string) []byte {
 	l.Type = "control_request"
 	l.RequestID = requestID
 	l.Request.Subtype = "interrupt"
-	return encodeLine(l)
+	return agentkit.JSONLine(l)
 }
 
 // PermissionResponse answers the can_use_tool request requestID. Allowing
@@ -91,20 +90,5 @@ func PermissionResponse(requestID string, allow bool, message string, updatedInp
 	} else {
 		l.Response.Response = permissionDecision{Behavior: "deny", Message: agentkit.OrDefault(message, denyDefault)}
 	}
-	return encodeLine(l)
-}
-
-// encodeLine renders v as one JSON line. HTML escaping is off so prompts
-// reach the model byte for byte; JSON never emits a raw newline inside a
-// value, so the line cannot be split.
-func encodeLine(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// The values are fixed structs of strings plus validated raw JSON:
-		// encoding cannot fail, so a failure is a bug here, not bad input.
-		panic(fmt.Sprintf("claude: encode stdin line: %v", err))
-	}
-	return buf.Bytes()
+	return agentkit.JSONLine(l)
 }

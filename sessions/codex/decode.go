@@ -221,11 +221,9 @@ func DecodeLine(line []byte) (events []sessions.Event, info LineInfo, err error)
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) {
-	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
+	var info LineInfo
 	var w wire
-	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
-	if skip != agentkit.SkipNone {
-		info.Skip, info.Detail = skip, detail
+	if _, ok, err := info.Unmarshal(line, &w, ErrMalformed); !ok {
 		return nil, info, nil, err
 	}
 	info.Method = w.Method

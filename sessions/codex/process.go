@@ -142,7 +142,7 @@ func (p *Process) call(method string, line func(id int64) []byte) error {
 // prompts waiting for it fail, and a prompt whose steer Codex refused
 // starts a turn of its own.
 func (p *Process) afterLine(Line) {
-	if p.dec.threadFailed() != "" {
+	if _, failed := p.dec.threadID(); failed != "" {
 		p.Ready.Open()
 	}
 	for _, text := range p.dec.takeRefused() {
@@ -154,11 +154,7 @@ func (p *Process) afterLine(Line) {
 
 // thread waits until the thread is open and returns its id.
 func (p *Process) thread() (string, error) {
-	if err := p.Ready.Wait(p.bound(), "codex", "thread"); err != nil {
-		return "", err
-	}
-	id, failed := p.dec.threadID()
-	return agentkit.Opened("codex", "thread", id, failed)
+	return p.Ready.Opened(p.bound(), "codex", "thread", p.dec.threadID)
 }
 
 // SendPrompt starts a turn with text, or steers the turn in flight with it
@@ -228,7 +224,7 @@ func (p *Process) Interrupt() error {
 func (p *Process) AnswerPermission(perm sessions.Permission, allow bool, _ string) error {
 	method, raw := p.dec.answer(perm.RequestID)
 	if raw == nil {
-		raw = rawID(perm.RequestID)
+		raw = agentkit.RawRPCID(perm.RequestID)
 	}
 	return p.Write(ApprovalResponse(raw, method, allow))
 }
@@ -281,16 +277,11 @@ func (d *Decoder) takeRefused() []string {
 	return out
 }
 
+// threadID is the open thread's id, or why it could not be opened.
 func (d *Decoder) threadID() (id, failed string) {
 	st := d.Lock()
 	defer d.Unlock()
 	return st.thread, st.threadErr
-}
-
-func (d *Decoder) threadFailed() string {
-	st := d.Lock()
-	defer d.Unlock()
-	return st.threadErr
 }
 
 // activeTurn is the turn in flight, "" between turns.

@@ -1,10 +1,9 @@
 package codex
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"strconv"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // The JSON-RPC methods this client calls, as `codex app-server` 0.171.0
@@ -57,14 +56,16 @@ func userInput(text string) []textInput {
 
 // InitializeRequest is the handshake every connection starts with.
 func InitializeRequest(id int64, version string) []byte {
-	return encodeLine(rpcRequest{ID: id, Method: methodInitialize, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodInitialize, Params: map[string]any{
 		"clientInfo":   map[string]any{"name": clientName, "title": "Session Supervisor", "version": version},
 		"capabilities": nil,
 	}})
 }
 
 // InitializedNotification completes the handshake.
-func InitializedNotification() []byte { return encodeLine(rpcNotification{Method: "initialized"}) }
+func InitializedNotification() []byte {
+	return agentkit.JSONLine(rpcNotification{Method: "initialized"})
+}
 
 // ThreadStartRequest starts a new thread in cwd; approvalPolicy, when set,
 // is Codex's approval policy for it.
@@ -73,7 +74,7 @@ func ThreadStartRequest(id int64, cwd, approvalPolicy string) []byte {
 	if approvalPolicy != "" {
 		p["approvalPolicy"] = approvalPolicy
 	}
-	return encodeLine(rpcRequest{ID: id, Method: methodThreadStart, Params: p})
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodThreadStart, Params: p})
 }
 
 // ThreadResumeRequest loads thread from Codex's rollout and continues it.
@@ -82,30 +83,30 @@ func ThreadResumeRequest(id int64, thread, cwd, approvalPolicy string) []byte {
 	if approvalPolicy != "" {
 		p["approvalPolicy"] = approvalPolicy
 	}
-	return encodeLine(rpcRequest{ID: id, Method: methodThreadResume, Params: p})
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodThreadResume, Params: p})
 }
 
 // TurnStartRequest starts a turn with one text prompt.
 func TurnStartRequest(id int64, thread, text string) []byte {
-	return encodeLine(rpcRequest{ID: id, Method: methodTurnStart, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodTurnStart, Params: map[string]any{
 		"threadId": thread, "input": userInput(text)}})
 }
 
 // TurnSteerRequest adds a prompt to the turn in flight.
 func TurnSteerRequest(id int64, thread, turn, text string) []byte {
-	return encodeLine(rpcRequest{ID: id, Method: methodTurnSteer, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodTurnSteer, Params: map[string]any{
 		"threadId": thread, "expectedTurnId": turn, "input": userInput(text)}})
 }
 
 // TurnInterruptRequest aborts the turn in flight.
 func TurnInterruptRequest(id int64, thread, turn string) []byte {
-	return encodeLine(rpcRequest{ID: id, Method: methodTurnInterrupt, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodTurnInterrupt, Params: map[string]any{
 		"threadId": thread, "turnId": turn}})
 }
 
 // CompactRequest compacts the thread's context.
 func CompactRequest(id int64, thread string) []byte {
-	return encodeLine(rpcRequest{ID: id, Method: methodCompact, Params: map[string]any{"threadId": thread}})
+	return agentkit.JSONLine(rpcRequest{ID: id, Method: methodCompact, Params: map[string]any{"threadId": thread}})
 }
 
 // ApprovalResponse answers a server request of method with allow or deny.
@@ -126,7 +127,7 @@ func ApprovalResponse(rawID json.RawMessage, method string, allow bool) []byte {
 	default:
 		return errorReply(rawID, -32000, "declined by the user")
 	}
-	return encodeLine(rpcResult{ID: rawID, Result: result})
+	return agentkit.JSONLine(rpcResult{ID: rawID, Result: result})
 }
 
 func errorReply(rawID json.RawMessage, code int, msg string) []byte {
@@ -134,17 +135,7 @@ func errorReply(rawID json.RawMessage, code int, msg string) []byte {
 	e.ID = rawID
 	e.Error.Code = code
 	e.Error.Message = msg
-	return encodeLine(e)
-}
-
-// rawID renders a request id the app kept as a string back into JSON: a
-// number when it is one, else a string.
-func rawID(id string) json.RawMessage {
-	if _, err := strconv.ParseInt(id, 10, 64); err == nil {
-		return json.RawMessage(id)
-	}
-	b, _ := json.Marshal(id)
-	return b
+	return agentkit.JSONLine(e)
 }
 
 func pick(b bool, yes, no string) string {
@@ -152,16 +143,4 @@ func pick(b bool, yes, no string) string {
 		return yes
 	}
 	return no
-}
-
-// encodeLine renders v as one JSON line, HTML escaping off so prompts reach
-// the model byte for byte.
-func encodeLine(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("codex: encode stdin line: %v", err))
-	}
-	return buf.Bytes()
 }

@@ -227,11 +227,9 @@ func DecodeLine(line []byte) ([]sessions.Event, LineInfo, error) {
 }
 
 func (t *turn) decode(line []byte) ([]sessions.Event, LineInfo, error) {
-	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
+	var info LineInfo
 	var w wire
-	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
-	if skip != agentkit.SkipNone {
-		info.Skip, info.Detail = skip, detail
+	if _, ok, err := info.Unmarshal(line, &w, ErrMalformed); !ok {
 		return nil, info, err
 	}
 	info.Type = w.Type

@@ -205,24 +205,18 @@ func FuzzDecodeLine(f *testing.F) {
 			f.Add(line)
 		}
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		evs, info, err := DecodeLine(line)
-		if (err != nil) != (info.Skip == agentkit.SkipMalformed || info.Skip == agentkit.SkipUnknown) {
-			t.Fatalf("err %v with skip %v", err, info.Skip)
-		}
-		if len(evs) > 0 && info.Skip != agentkit.SkipNone {
-			t.Fatalf("events from a skipped line")
-		}
-		for _, ev := range evs {
-			if ev.Kind == sessions.EvTurnFailed && ev.Failure.Kind == sessions.NoFailure {
-				t.Fatalf("a failed turn without a failure kind")
+	agenttest.FuzzDecodeLine(f, DecodeLine, func(i LineInfo) agentkit.SkipReason { return i.Skip }, ErrMalformed, ErrUnknown,
+		func(t *testing.T, line []byte, evs []sessions.Event) {
+			for _, ev := range evs {
+				if ev.Kind == sessions.EvTurnFailed && ev.Failure.Kind == sessions.NoFailure {
+					t.Fatalf("a failed turn without a failure kind")
+				}
 			}
-		}
-		// The stream decoder must agree with DecodeLine on a lone line.
-		d := NewDecoder(bytes.NewReader(line), 0)
-		l, derr := d.Next()
-		if derr == nil && len(l.Events) != len(evs) {
-			t.Fatalf("stream decoded %d events, DecodeLine %d", len(l.Events), len(evs))
-		}
-	})
+			// The stream decoder must agree with DecodeLine on a lone line.
+			d := NewDecoder(bytes.NewReader(line), 0)
+			l, derr := d.Next()
+			if derr == nil && len(l.Events) != len(evs) {
+				t.Fatalf("stream decoded %d events, DecodeLine %d", len(l.Events), len(evs))
+			}
+		})
 }

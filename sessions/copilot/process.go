@@ -205,43 +205,37 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 // SendPrompt starts a turn with text, or queues it for the next turn when
 // one is in flight (Copilot reads no input mid-turn).
 func (p *Process) SendPrompt(text string) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return pipeio.ErrInputClosed
-	}
-	if p.cur != nil {
-		p.queued = append(p.queued, text)
-		p.mu.Unlock()
-		return nil
-	}
-	stdin, err := p.startLocked(false, false)
-	p.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return p.writePrompt(stdin, text)
+	return p.turn(false, text, pipeio.ErrInputClosed, func() { p.queued = append(p.queued, text) })
 }
 
 // Compact runs Copilot's /compact as a turn of its own: at once between
 // turns, or as soon as the turn's process in flight has exited.
 func (p *Process) Compact() error {
+	return p.turn(true, compactPrompt, errors.New("copilot can compact only in an open session"), func() { p.compactNext = true })
+}
+
+// turn starts a turn's process (compact: a /compact turn) and writes text
+// to it, at once between turns. With a turn in flight it calls later
+// (under the lock) to leave a note for when that turn's process has
+// exited, since a process takes no input mid-turn; a closed session fails
+// with closed.
+func (p *Process) turn(compact bool, text string, closed error, later func()) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return errors.New("copilot can compact only in an open session")
+		return closed
 	}
 	if p.cur != nil {
-		p.compactNext = true
+		later()
 		p.mu.Unlock()
 		return nil
 	}
-	stdin, err := p.startLocked(true, false)
+	stdin, err := p.startLocked(compact, false)
 	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return p.writePrompt(stdin, compactPrompt)
+	return p.writePrompt(stdin, text)
 }
 
 // startLocked starts one turn's process and returns its stdin, for the
@@ -360,31 +354,33 @@ func (p *Process) pump(t *turnProc) {
 	case p.compactNext:
 		// Before queued prompts: they go to the compacted context.
 		p.compactNext = false
-		stdin, err := p.startLocked(true, false)
-		if err != nil {
-			// Said where a start failure is read: the stderr tail.
-			_, _ = fmt.Fprintf(p.stderr, "starting the compaction: %v\n", err)
-			p.exitCode = -1
-			p.finishLocked()
-			break
-		}
-		p.mu.Unlock()
-		_ = p.writePrompt(stdin, compactPrompt) // its pump reports a compaction that never ran
+		p.nextLocked(true, false, compactPrompt, "the compaction")
 		return
 	case len(p.queued) > 0:
 		text := strings.Join(p.queued, "\n\n")
 		p.queued = nil
-		stdin, err := p.startLocked(false, true)
-		if err != nil {
-			p.exitCode = -1
-			p.finishLocked()
-			break
-		}
-		p.mu.Unlock()
-		_ = p.writePrompt(stdin, text) // its pump reports a turn that never ran
+		p.nextLocked(false, true, text, "the queued turn")
 		return
 	}
 	p.mu.Unlock()
+}
+
+// nextLocked starts the turn that waited for the one whose process exited
+// (compact: the compaction; queued: the queued prompts) and writes its
+// text, unlocking p.mu. A start that fails ends the session, said where a
+// start failure is read (the stderr tail); a write that fails is its
+// pump's to report, as a turn that never ran.
+func (p *Process) nextLocked(compact, queued bool, text, what string) {
+	stdin, err := p.startLocked(compact, queued)
+	if err != nil {
+		_, _ = fmt.Fprintf(p.stderr, "starting %s: %v\n", what, err)
+		p.exitCode = -1
+		p.finishLocked()
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	_ = p.writePrompt(stdin, text)
 }
 
 // send delivers one event. Only a turn's pump sends, and Events is closed

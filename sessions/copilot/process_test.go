@@ -246,6 +246,34 @@ func TestProcessPromptDuringTurnQueued(t *testing.T) {
 	closed(t, p)
 }
 
+// TestProcessQueuedTurnThatCannotStart: a queued prompt whose process
+// cannot start (the command gone between turns) ends the session: Events
+// closes, Wait reports -1, and the stderr tail says which start failed.
+func TestProcessQueuedTurnThatCannotStart(t *testing.T) {
+	w := newWorld(t)
+	wrapper := filepath.Join(t.TempDir(), "copilot")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec '"+w.opts.Command+"' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.opts.Command = wrapper
+	p := w.start(t, "[[scenario:tool]] run it")
+	next(t, p, sessions.EvToolStarted)
+	if err := os.Remove(wrapper); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendPrompt("[[scenario:text]] and then this"); err != nil {
+		t.Fatal(err)
+	}
+	next(t, p, sessions.EvTurnCompleted)
+	closed(t, p)
+	if code, _, err := p.Wait(); err != nil || code != -1 {
+		t.Errorf("Wait = %d, %v; want -1", code, err)
+	}
+	if tail := p.StderrTail(); !strings.Contains(tail, "starting the queued turn") {
+		t.Errorf("stderr tail %q does not say the queued turn could not start", tail)
+	}
+}
+
 // TestProcessCompactAsTheTurnEnds: the supervisor decides on a turn's
 // result line, which Copilot prints before its process exits; a compaction
 // asked for then is not refused but runs as soon as that process is gone

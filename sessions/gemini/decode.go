@@ -150,12 +150,10 @@ func (s *state) now() time.Time {
 }
 
 func (s *state) decode(line []byte) ([]sessions.Event, LineInfo, []byte, error) {
-	info := LineInfo{Frame: agentkit.Frame{Size: len(line)}}
+	var info LineInfo
 	s.turnDone = false
 	var w wire
-	_, skip, detail, err := agentkit.UnmarshalLine(line, &w, ErrMalformed)
-	if skip != agentkit.SkipNone {
-		info.Skip, info.Detail = skip, detail
+	if _, ok, err := info.Unmarshal(line, &w, ErrMalformed); !ok {
 		return nil, info, nil, err
 	}
 	info.Method = w.Method

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestDecodeStream(t *testing.T) {
 			for _, e := range evs {
 				got = append(got, e.Kind)
 			}
-			if !equalKinds(got, c.want) {
+			if !slices.Equal(got, c.want) {
 				t.Fatalf("kinds %v, want %v", got, c.want)
 			}
 			lastEv := evs[len(evs)-1]
@@ -113,18 +114,6 @@ func TestDecodeStream(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalKinds(a, b []sessions.EventKind) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestDecodePermissionAnswer: the answer picks the CLI's own option ids.
@@ -167,7 +156,7 @@ func TestDecodeLoadReplay(t *testing.T) {
 		}
 	}
 	want := []sessions.EventKind{sessions.EvMetrics, sessions.EvMetrics, sessions.EvSessionInit, sessions.EvActivity}
-	if !equalKinds(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("kinds %v, want %v", got, want)
 	}
 }
@@ -231,28 +220,17 @@ func FuzzDecodeLine(f *testing.F) {
 		lineEndTurn, lineCancelled, line401, line400, line429, lineDaily, line503, lineNotFound, "", "{", "[]"} {
 		f.Add([]byte(l))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		evs, info, err := DecodeLine(line)
-		if err != nil && info.Skip == agentkit.SkipNone {
-			t.Errorf("error %v without a skip reason", err)
-		}
-		if info.Skip != agentkit.SkipNone && len(evs) > 0 {
-			t.Errorf("skipped line produced %d events", len(evs))
-		}
-		for _, e := range evs {
-			if e.Kind == sessions.EvUnknown {
-				t.Error("an unknown event kind")
+	agenttest.FuzzDecodeLine(f, DecodeLine, func(i LineInfo) agentkit.SkipReason { return i.Skip }, ErrMalformed, ErrUnknown,
+		func(t *testing.T, line []byte, _ []sessions.Event) {
+			// A stream of the same line twice must not panic either.
+			d := NewDecoder(bytes.NewReader(append(append(append([]byte{}, line...), '\n'), line...)), 1<<10)
+			d.expect(3, methodPrompt)
+			for {
+				if _, err := d.Next(); err != nil {
+					break
+				}
 			}
-		}
-		// A stream of the same line twice must not panic either.
-		d := NewDecoder(bytes.NewReader(append(append(append([]byte{}, line...), '\n'), line...)), 1<<10)
-		d.expect(3, methodPrompt)
-		for {
-			if _, err := d.Next(); err != nil {
-				break
-			}
-		}
-	})
+		})
 }
 
 // TestLoadDelay: a session/load waits for the next minute only when the

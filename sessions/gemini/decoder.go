@@ -119,5 +119,5 @@ func rawOf(p pendingRequest, id string) json.RawMessage {
 	if p.raw != nil {
 		return p.raw
 	}
-	return rawID(id)
+	return agentkit.RawRPCID(id)
 }

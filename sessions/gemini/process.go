@@ -194,11 +194,7 @@ func (p *Process) sendQueued() {
 
 // session waits until the session is open and returns its id.
 func (p *Process) session() (string, error) {
-	if err := p.Ready.Wait(p.bound(), "gemini", "session"); err != nil {
-		return "", err
-	}
-	id, failed := p.dec.session()
-	return agentkit.Opened("gemini", "session", id, failed)
+	return p.Ready.Opened(p.bound(), "gemini", "session", p.dec.session)
 }
 
 func (p *Process) bound() time.Duration {

@@ -281,16 +281,24 @@ func TestProcessRealQueuedPrompt(t *testing.T) {
 	}
 }
 
-// TestReapOrphanReal: the real `gemini --acp` mid-turn (which does not exit
-// when its input closes) is recognized and stopped; a program that is not
-// gemini --acp is left alone.
-func TestReapOrphanReal(t *testing.T) {
-	w := newRealWorld(t)
-	p := w.start(t, "yolo", "")
+// hangingTurn is the real `gemini --acp` in a world of its own, mid-turn:
+// its prompt is the fake's hang scenario (the model stream never ends), and
+// the turn's first activity has come.
+func hangingTurn(t *testing.T) *Process {
+	t.Helper()
+	p := newRealWorld(t).start(t, "yolo", "")
 	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
 		t.Fatal(err)
 	}
 	collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
+	return p
+}
+
+// TestReapOrphanReal: the real `gemini --acp` mid-turn (which does not exit
+// when its input closes) is recognized and stopped; a program that is not
+// gemini --acp is left alone.
+func TestReapOrphanReal(t *testing.T) {
+	p := hangingTurn(t)
 	if err := p.CloseInput(); err != nil {
 		t.Fatal(err)
 	}
@@ -333,11 +341,6 @@ func TestIsGeminiACP(t *testing.T) {
 // passed, so the runtime interrupts the session at its next tick even when
 // a survivor holds stdout open and no exit event comes.
 func TestProcessRealKilledMidTurnReadsDead(t *testing.T) {
-	w := newRealWorld(t)
-	p := w.start(t, "yolo", "")
-	if err := p.SendPrompt("[[scenario:hang]] go"); err != nil {
-		t.Fatal(err)
-	}
-	collect(t, p, func(e sessions.Event) bool { return e.Kind == sessions.EvActivity })
+	p := hangingTurn(t)
 	agenttest.KillReadsDead(t, p)
 }

@@ -2,7 +2,8 @@ package gemini
 
 import (
 	"encoding/json"
-	"strconv"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 )
 
 // The Agent Client Protocol methods this client calls, as `gemini --acp`
@@ -52,7 +53,7 @@ type rpcErrorReply struct {
 // and no terminal: the CLI then reads and writes files and runs commands
 // itself, as it does in a terminal, and only asks for permission.
 func InitializeRequest(id int64) []byte {
-	return encodeLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodInitialize, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodInitialize, Params: map[string]any{
 		"protocolVersion": protocolVersion,
 		"clientCapabilities": map[string]any{
 			"fs":       map[string]bool{"readTextFile": false, "writeTextFile": false},
@@ -63,7 +64,7 @@ func InitializeRequest(id int64) []byte {
 
 // SessionNewRequest opens a new session in cwd.
 func SessionNewRequest(id int64, cwd string) []byte {
-	return encodeLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodSessionNew, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodSessionNew, Params: map[string]any{
 		"cwd": cwd, "mcpServers": []any{},
 	}})
 }
@@ -71,14 +72,14 @@ func SessionNewRequest(id int64, cwd string) []byte {
 // SessionLoadRequest reopens an earlier session (the CLI replays its
 // history as session/update notifications before it answers).
 func SessionLoadRequest(id int64, sessionID, cwd string) []byte {
-	return encodeLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodSessionLoad, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodSessionLoad, Params: map[string]any{
 		"sessionId": sessionID, "cwd": cwd, "mcpServers": []any{},
 	}})
 }
 
 // PromptRequest starts a turn with text.
 func PromptRequest(id int64, sessionID, text string) []byte {
-	return encodeLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodPrompt, Params: map[string]any{
+	return agentkit.JSONLine(rpcRequest{JSONRPC: "2.0", ID: id, Method: methodPrompt, Params: map[string]any{
 		"sessionId": sessionID,
 		"prompt":    []map[string]string{{"type": "text", "text": text}},
 	}})
@@ -87,7 +88,7 @@ func PromptRequest(id int64, sessionID, text string) []byte {
 // CancelNotification aborts the turn in flight; the CLI answers the prompt
 // with stopReason "cancelled".
 func CancelNotification(sessionID string) []byte {
-	return encodeLine(rpcNotification{JSONRPC: "2.0", Method: methodCancel, Params: map[string]string{"sessionId": sessionID}})
+	return agentkit.JSONLine(rpcNotification{JSONRPC: "2.0", Method: methodCancel, Params: map[string]string{"sessionId": sessionID}})
 }
 
 // PermissionResponse answers session/request_permission with the chosen
@@ -97,29 +98,12 @@ func PermissionResponse(id json.RawMessage, optionID string) []byte {
 	if optionID != "" {
 		outcome = map[string]string{"outcome": "selected", "optionId": optionID}
 	}
-	return encodeLine(rpcResult{JSONRPC: "2.0", ID: id, Result: map[string]any{"outcome": outcome}})
+	return agentkit.JSONLine(rpcResult{JSONRPC: "2.0", ID: id, Result: map[string]any{"outcome": outcome}})
 }
 
 // errorReply refuses a request this client does not serve.
 func errorReply(id json.RawMessage, code int, msg string) []byte {
 	r := rpcErrorReply{JSONRPC: "2.0", ID: id}
 	r.Error.Code, r.Error.Message = code, msg
-	return encodeLine(r)
-}
-
-func rawID(id string) json.RawMessage {
-	if _, err := strconv.ParseInt(id, 10, 64); err == nil {
-		return json.RawMessage(id)
-	}
-	b, _ := json.Marshal(id)
-	return b
-}
-
-func encodeLine(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Every value above is made of strings, numbers and maps.
-		panic("gemini: encoding a request: " + err.Error())
-	}
-	return append(b, '\n')
+	return agentkit.JSONLine(r)
 }

@@ -71,10 +71,7 @@ func WakeWhile(ctx context.Context, notify Notify, poll time.Duration, dirs func
 			case <-also:
 			case <-tick:
 			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
+			Poke(out)
 		}
 	}()
 	return out
@@ -92,13 +89,21 @@ func Merge(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
 			case <-a:
 			case <-b:
 			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
+			Poke(out)
 		}
 	}()
 	return out
+}
+
+// Poke sends a wake-up on ch (buffered: one) unless one is pending. A
+// wake-up says only that something may have changed, and its receiver
+// looks at what is there now, so a burst coalesces into one and the
+// sender never blocks.
+func Poke(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // subscribe starts notify for dirs until the returned stop is called.

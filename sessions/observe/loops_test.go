@@ -11,6 +11,26 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 )
 
+// Poke never blocks its sender: the first of a burst is pending for the
+// receiver, the rest coalesce into it, and once it is taken the next poke
+// is pending again.
+func TestPoke(t *testing.T) {
+	ch := make(chan struct{}, 1)
+	for _, burst := range []int{0, 1, 5, 1} {
+		for range burst {
+			Poke(ch)
+		}
+		pending := 0
+		for len(ch) > 0 {
+			<-ch
+			pending++
+		}
+		if want := min(burst, 1); pending != want {
+			t.Errorf("after %d pokes %d wake-ups pending, want %d", burst, pending, want)
+		}
+	}
+}
+
 // Wake follows the directories it is given (moving the watch when they
 // change), wakes on a notification at once and on the poll otherwise, and
 // coalesces a burst into one pending wake.

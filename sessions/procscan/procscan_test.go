@@ -4,6 +4,7 @@ package procscan
 
 import (
 	"encoding/binary"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,19 +188,27 @@ func TestZombie(t *testing.T) {
 	}
 }
 
-// Named takes several kernel names (a program that renames its main
-// thread shows that name, not its executable's), and StdinTerminal tells a
-// process fed by a pipe from one reading a terminal.
-func TestNamedSeveralAndStdinTerminal(t *testing.T) {
-	cmd := exec.Command("sleep", "300")
-	stdin, err := cmd.StdinPipe()
+// startFed starts name with args, its stdin a pipe the test writes to; it
+// is killed and reaped at the end.
+func startFed(t *testing.T, name string, args ...string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	return cmd, in
+}
+
+// Named takes several kernel names (a program that renames its main
+// thread shows that name, not its executable's), and StdinTerminal tells a
+// process fed by a pipe from one reading a terminal.
+func TestNamedSeveralAndStdinTerminal(t *testing.T) {
+	cmd, _ := startFed(t, "sleep", "300")
 	procs, err := Named("no-such-name", "sleep")
 	if err != nil {
 		t.Fatal(err)
@@ -234,15 +243,7 @@ func TestNamedSeveralAndStdinTerminal(t *testing.T) {
 
 // Children counts a real process's live children: none, then one.
 func TestChildren(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "read line; sleep 300")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	cmd, in := startFed(t, "sh", "-c", "read line; sleep 300")
 	if n, known := Children(cmd.Process.Pid); n != 0 || !known {
 		t.Fatalf("before: %d, %v", n, known)
 	}

@@ -28,6 +28,7 @@ package procwatch
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -504,12 +505,7 @@ func (s *Sub) C() <-chan struct{} { return s.c }
 func (s *Sub) Procs() []Proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Proc, 0, len(s.set))
-	for _, p := range s.set {
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b Proc) int { return a.PID - b.PID })
-	return out
+	return slices.SortedFunc(maps.Values(s.set), byPID)
 }
 
 // Changes is what changed in the set since the last call (the first call:
@@ -528,15 +524,14 @@ func (s *Sub) Changes() Changes {
 			c.Gone = append(c.Gone, o)
 		}
 	}
-	s.seen = make(map[int]Proc, len(s.set))
-	for pid, p := range s.set {
-		s.seen[pid] = p
-	}
-	byPID := func(a, b Proc) int { return a.PID - b.PID }
+	s.seen = maps.Clone(s.set)
 	slices.SortFunc(c.New, byPID)
 	slices.SortFunc(c.Gone, byPID)
 	return c
 }
+
+// byPID orders processes by pid (a subscriber's lists are read in order).
+func byPID(a, b Proc) int { return a.PID - b.PID }
 
 // Close ends the subscription: the table no longer delivers to it.
 func (s *Sub) Close() {

@@ -8,6 +8,7 @@
 package termloc
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -275,44 +276,49 @@ type Pane struct {
 
 // ParsePanes reads list-panes -a -F PaneFormat.
 func ParsePanes(out string) ([]Pane, error) {
-	var panes []Pane
-	for _, line := range strings.Split(out, "\n") {
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) != 5 {
-			return nil, fmt.Errorf("termloc: list-panes line %q: want 5 fields", line)
-		}
+	return parseRows(out, "list-panes", 5, func(f []string) (Pane, error) {
 		w, err1 := strconv.Atoi(f[2])
 		p, err2 := strconv.Atoi(f[3])
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("termloc: list-panes line %q: window or pane not a number", line)
+			return Pane{}, errors.New("window or pane not a number")
 		}
-		panes = append(panes, Pane{TTY: f[0], Session: f[1], Window: w, Pane: p, PaneID: f[4]})
-	}
-	return panes, nil
+		return Pane{TTY: f[0], Session: f[1], Window: w, Pane: p, PaneID: f[4]}, nil
+	})
 }
 
 // ParseClients reads list-clients -F ClientFormat.
 func ParseClients(out string) ([]Client, error) {
-	var clients []Client
+	return parseRows(out, "list-clients", 4, func(f []string) (Client, error) {
+		pid, err := strconv.Atoi(f[1])
+		if err != nil {
+			return Client{}, fmt.Errorf("pid: %w", err)
+		}
+		act, _ := strconv.ParseInt(f[3], 10, 64) // absent on old tmux: 0
+		return Client{TTY: f[0], PID: pid, Session: f[2], Activity: act}, nil
+	})
+}
+
+// parseRows reads the output of a tmux list command (what) given a -F
+// format of n tab-separated fields: one row a line, blank lines skipped,
+// each made a T by row. A line of another width, or one row refuses, fails
+// the whole list: a format tmux did not fill as asked is not guessed at.
+func parseRows[T any](out, what string, n int, row func(f []string) (T, error)) ([]T, error) {
+	var rows []T
 	for _, line := range strings.Split(out, "\n") {
 		if line == "" {
 			continue
 		}
 		f := strings.Split(line, "\t")
-		if len(f) != 4 {
-			return nil, fmt.Errorf("termloc: list-clients line %q: want 4 fields", line)
+		if len(f) != n {
+			return nil, fmt.Errorf("termloc: %s line %q: want %d fields", what, line, n)
 		}
-		pid, err := strconv.Atoi(f[1])
+		r, err := row(f)
 		if err != nil {
-			return nil, fmt.Errorf("termloc: list-clients line %q: pid: %w", line, err)
+			return nil, fmt.Errorf("termloc: %s line %q: %w", what, line, err)
 		}
-		act, _ := strconv.ParseInt(f[3], 10, 64) // absent on old tmux: 0
-		clients = append(clients, Client{TTY: f[0], PID: pid, Session: f[2], Activity: act})
+		rows = append(rows, r)
 	}
-	return clients, nil
+	return rows, nil
 }
 
 // PaneOf is the pane whose tty is tty.

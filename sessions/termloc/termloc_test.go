@@ -3,6 +3,7 @@ package termloc
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -93,17 +94,28 @@ func TestParseTmux(t *testing.T) {
 	if _, ok := PaneOf(panes, "/dev/pts/9"); ok {
 		t.Error("found a pane for a tty no pane has")
 	}
-	for _, bad := range []string{"/dev/pts/1\tw\t0\t0", "/dev/pts/1\tw\tx\t0\t%1"} {
-		if _, err := ParsePanes(bad); err == nil {
-			t.Errorf("ParsePanes(%q) took a malformed line", bad)
-		}
-	}
 	clients, err := ParseClients("/dev/pts/7\t99\twork\t1700000000\n/dev/pts/8\t98\tother\t\n")
 	if err != nil || len(clients) != 2 || clients[0] != (Client{TTY: "/dev/pts/7", PID: 99, Session: "work", Activity: 1700000000}) || clients[1].Activity != 0 {
 		t.Fatalf("ParseClients = %+v, %v", clients, err)
 	}
-	if _, err := ParseClients("/dev/pts/7\tx\tw\t1"); err == nil {
-		t.Error("ParseClients took a pid that is not a number")
+	panesErr := func(out string) error { _, err := ParsePanes(out); return err }
+	clientsErr := func(out string) error { _, err := ParseClients(out); return err }
+	// A malformed line fails the whole list, and the error names the
+	// command, the line and what is wrong with it.
+	for _, tc := range []struct {
+		name  string
+		parse func(string) error
+		out   string
+		says  string
+	}{
+		{"a pane line short of a field", panesErr, "/dev/pts/1\tw\t0\t0", `list-panes line "/dev/pts/1\tw\t0\t0": want 5 fields`},
+		{"a window that is not a number", panesErr, "/dev/pts/1\tw\tx\t0\t%1", `list-panes line "/dev/pts/1\tw\tx\t0\t%1": window or pane not a number`},
+		{"a client line short of a field", clientsErr, "/dev/pts/7\t99\tw", `list-clients line "/dev/pts/7\t99\tw": want 4 fields`},
+		{"a pid that is not a number", clientsErr, "/dev/pts/8\t98\tw\t1\n/dev/pts/7\tx\tw\t1", `list-clients line "/dev/pts/7\tx\tw\t1": pid:`},
+	} {
+		if err := tc.parse(tc.out); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.says)
+		}
 	}
 }
 
@@ -264,7 +276,7 @@ func TestPlan(t *testing.T) {
 			if tc.partial == "" && partial != nil || tc.partial != "" && (partial == nil || !strings.Contains(partial.Error(), tc.partial)) {
 				t.Errorf("partial %v, want %q", partial, tc.partial)
 			}
-			if !equalKinds(kinds, tc.steps) || client != tc.client {
+			if !slices.Equal(kinds, tc.steps) || client != tc.client {
 				t.Errorf("steps %v (client %q), want %v (client %q)", kinds, client, tc.steps, tc.client)
 			}
 		})
@@ -297,18 +309,6 @@ func TestTabFromEnv(t *testing.T) {
 	if !(&Tab{Emulator: EmulatorWezTerm}).Fits("wezterm-gui") || (&Tab{Emulator: EmulatorKitty}).Fits("xterm") || (*Tab)(nil).Fits("kitty") {
 		t.Error("Fits matches the wrong emulators")
 	}
-}
-
-func equalKinds(a, b []StepKind) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestKindStrings(t *testing.T) {

@@ -29,10 +29,26 @@ func SeedLines(f *testing.F, extra ...string) {
 	}
 }
 
+// FuzzDecodeLine is the fuzz target of an adapter's DecodeLine (decode):
+// whatever a line of f's corpus or of the fuzzer holds, its decoding keeps
+// what CheckDecodedLine checks (skip is the skip its info says), and what
+// more checks of the line and its events (nil: nothing more).
+func FuzzDecodeLine[I any](f *testing.F, decode func([]byte) ([]sessions.Event, I, error), skip func(I) agentkit.SkipReason,
+	malformed, unknown error, more func(t *testing.T, line []byte, events []sessions.Event)) {
+	f.Fuzz(func(t *testing.T, line []byte) {
+		events, info, err := decode(line)
+		CheckDecodedLine(t, events, skip(info), info, err, malformed, unknown)
+		if more != nil {
+			more(t, line, events)
+		}
+	})
+}
+
 // CheckDecodedLine checks what every line decoder promises for one line: an
-// error is malformed or unknown, and a line that failed yields no events and
-// says why; a line skipped for another reason than being empty failed; no
-// event is of an unknown kind. info is the line's info, printed on failure.
+// error is malformed or unknown, and comes with that skip; a line skipped
+// for another reason than being empty failed; a skipped line yields no
+// events; no event is of an unknown kind. info is the line's info, printed
+// on failure.
 func CheckDecodedLine(t testing.TB, events []sessions.Event, skip agentkit.SkipReason, info any, err, malformed, unknown error) {
 	t.Helper()
 	switch {
@@ -40,11 +56,14 @@ func CheckDecodedLine(t testing.TB, events []sessions.Event, skip agentkit.SkipR
 		if !errors.Is(err, malformed) && !errors.Is(err, unknown) {
 			t.Fatalf("unexpected error class: %v", err)
 		}
-		if len(events) != 0 || skip == agentkit.SkipNone {
-			t.Fatalf("skipped line with events %v or no reason %+v", events, info)
+		if skip != agentkit.SkipMalformed && skip != agentkit.SkipUnknown {
+			t.Fatalf("error %v with skip %q: %+v", err, skip, info)
 		}
 	case skip != agentkit.SkipNone && skip != agentkit.SkipEmpty:
 		t.Fatalf("skip %q without an error", skip)
+	}
+	if skip != agentkit.SkipNone && len(events) != 0 {
+		t.Fatalf("skipped line (%q) with events %v: %+v", skip, events, info)
 	}
 	for _, e := range events {
 		if e.Kind == sessions.EvUnknown {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // Hook events are the optional second witness (`session-supervisor hooks
@@ -198,10 +200,7 @@ func (h *hookHub) deliver(ev HookEvent) {
 	h.state.Last = ev.At
 	for s := range h.subs {
 		if s.sid == ev.SessionID || s.sid == "*" {
-			select {
-			case s.ch <- struct{}{}:
-			default:
-			}
+			observe.Poke(s.ch)
 		}
 	}
 	h.scheduleFlushLocked()

@@ -124,6 +124,21 @@ func (c *fakeOldCLI) transcript(t *testing.T, sid string, lines ...string) {
 	f.Close()
 }
 
+// listed waits for a list (what names it in the failure) in which the
+// CLI's process is listed and ok holds of its entry (nil: any), and returns
+// that entry: a Watch may send lists without it first (its first scan, a
+// grace, a transcript not written yet).
+func (c *fakeOldCLI) listed(t *testing.T, lists <-chan []sessions.ExternalSession, what string, ok func(sessions.ExternalSession) bool) sessions.ExternalSession {
+	t.Helper()
+	for {
+		for _, l := range observetest.Recv(t, lists, what) {
+			if l.PID == c.cmd.Process.Pid && (ok == nil || ok(l)) {
+				return l
+			}
+		}
+	}
+}
+
 func findProc(t *testing.T, pid int) (ClaudeProc, bool) {
 	t.Helper()
 	procs, err := ListClaudeProcs()
@@ -174,26 +189,13 @@ func TestProcessTableSession(t *testing.T) {
 	os.Chtimes(c.src.TranscriptPath(c.cwd, "old-session"), past, past)
 
 	lists := observetest.Watch(t, c.src)
-	var es sessions.ExternalSession
-	for es.PID != c.cmd.Process.Pid {
-		for _, l := range observetest.Recv(t, lists, "a list with the old CLI") {
-			if l.PID == c.cmd.Process.Pid {
-				es = l
-			}
-		}
-	}
+	es := c.listed(t, lists, "a list with the old CLI", nil)
 	if !strings.HasPrefix(es.Key, fmt.Sprintf("proc-%d-", es.PID)) || es.AgentSessionID != "" || es.Cwd != c.cwd {
 		t.Fatalf("discovered %+v", es)
 	}
 	// The first prompt writes its transcript: the list now names it.
 	c.transcript(t, "sid-7", `{"type":"user","message":{"role":"user","content":"# Fix the flaky test\nplease"}}`)
-	for es.AgentSessionID != "sid-7" {
-		for _, l := range observetest.Recv(t, lists, "the list naming its transcript") {
-			if l.PID == c.cmd.Process.Pid {
-				es = l
-			}
-		}
-	}
+	es = c.listed(t, lists, "the list naming its transcript", func(l sessions.ExternalSession) bool { return l.AgentSessionID == "sid-7" })
 	if alive, known := c.src.Alive(es); !alive || !known {
 		t.Fatalf("Alive: %v %v", alive, known)
 	}
@@ -277,13 +279,7 @@ func TestProcessTableGrace(t *testing.T) {
 			t.Fatalf("listed within the grace: %+v", l)
 		}
 	}
-	for {
-		for _, l := range observetest.Recv(t, lists, "the list once the grace is over") {
-			if l.PID == c.cmd.Process.Pid {
-				return
-			}
-		}
-	}
+	c.listed(t, lists, "the list once the grace is over", nil)
 }
 
 // An unreadable session registry (here a plain file where the directory
@@ -295,13 +291,7 @@ func TestProcessTableWhenRegistryUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lists := observetest.Watch(t, c.src)
-	for {
-		for _, l := range observetest.Recv(t, lists, "a list with the CLI") {
-			if l.PID == c.cmd.Process.Pid {
-				return
-			}
-		}
-	}
+	c.listed(t, lists, "a list with the CLI", nil)
 }
 
 // With the process table shared (its one loop scanning, the source reading
@@ -318,15 +308,8 @@ func TestProcessTableShared(t *testing.T) {
 	const grace = 700 * time.Millisecond
 	c.src.Table, c.src.TablePoll, c.src.TableGrace = tab, time.Hour, grace
 	lists := observetest.Watch(t, c.src)
-	for {
-		for _, l := range observetest.Recv(t, lists, "a list with the old CLI") {
-			if l.PID != c.cmd.Process.Pid {
-				continue
-			}
-			if age := time.Since(l.StartedAt); age < grace-50*time.Millisecond || age > grace+time.Second {
-				t.Fatalf("listed %v after its start, want after its grace of %v", age, grace)
-			}
-			return
-		}
+	l := c.listed(t, lists, "a list with the old CLI", nil)
+	if age := time.Since(l.StartedAt); age < grace-50*time.Millisecond || age > grace+time.Second {
+		t.Fatalf("listed %v after its start, want after its grace of %v", age, grace)
 	}
 }

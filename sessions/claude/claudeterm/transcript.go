@@ -106,12 +106,7 @@ type record struct {
 	} `json:"message"`
 	// APIErrorParams.RateLimitInfo.ResetsAt is a usage limit's reset.
 	APIErrorParams struct {
-		RateLimitInfo struct {
-			Status        string   `json:"status"`
-			ResetsAt      float64  `json:"resetsAt"`
-			RateLimitType string   `json:"rateLimitType"`
-			Utilization   *float64 `json:"utilization"`
-		} `json:"rate_limit_info"`
+		RateLimitInfo claude.RateLimitInfo `json:"rate_limit_info"`
 	} `json:"apiErrorParams"`
 }
 
@@ -226,7 +221,7 @@ func (s *Summary) feedAssistant(r record, at time.Time) {
 		// reports it (a rate_limit_event): 2.1.328 writes its type with
 		// the rejected status.
 		if info := r.APIErrorParams.RateLimitInfo; info.Status != "" && (info.RateLimitType != "" || info.ResetsAt > 0) {
-			w := claude.PlanWindow(info.RateLimitType, info.Status, info.Utilization, info.ResetsAt)
+			w := claude.PlanWindow(info)
 			s.Window = &w
 		}
 		s.InTurn, s.Open = false, nil

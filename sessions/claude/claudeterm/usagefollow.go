@@ -2,6 +2,7 @@ package claudeterm
 
 import (
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/sessions/observe"
 )
 
 // usageFollow counts the followed transcript's usage for its session: the
@@ -48,10 +49,7 @@ func (u *usageFollow) begin() {
 	go func() {
 		defer func() {
 			close(u.ready)
-			select {
-			case u.read <- struct{}{}:
-			default:
-			}
+			observe.Poke(u.read)
 		}()
 		coldReads <- struct{}{}
 		defer func() { <-coldReads }()

@@ -101,10 +101,7 @@ func TestArgs(t *testing.T) {
 func FuzzDecodeLine(f *testing.F) {
 	agenttest.SeedLines(f, `{"type":"session","session_id":"toy_1"}`, `{"type":"tool_start","id":"c","name":"bash"}`,
 		`{"type":"turn_end","cancelled":true}`, `{"type":"error","status":"429"}`, `{"type":7}`, `[]`, ``)
-	f.Fuzz(func(t *testing.T, line []byte) {
-		evs, skip, err := DecodeLine(line)
-		agenttest.CheckDecodedLine(t, evs, skip, string(line), err, ErrMalformed, ErrUnknown)
-	})
+	agenttest.FuzzDecodeLine(f, DecodeLine, func(s agentkit.SkipReason) agentkit.SkipReason { return s }, ErrMalformed, ErrUnknown, nil)
 }
 
 // TestAdapterUnder300Lines keeps what docs/development.md claims: the whole
