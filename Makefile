@@ -12,6 +12,12 @@ LDFLAGS := -X main.version=$(VERSION)
 # drawn from the system's fonts where it has one (e2e/testbin_test.go builds
 # the tests' app the same way).
 APP_TAGS := no_emoji
+# Our patch of Fyne's event loop (packaging/fyneoverlay: it sleeps while the
+# window is idle instead of ticking 60 times a second), compiled in with
+# -overlay by every build of the app. cmd/fyne-overlay prepares it for the
+# Fyne go.mod selects (found with the go command, the copy made once) and
+# prints the JSON's path; a build without it runs upstream's loop.
+FYNE_OVERLAY = -overlay "$$($(GO) run ./cmd/fyne-overlay bin/fyne-overlay)"
 STATICCHECK_VERSION := v0.7.0
 TOOLS := $(CURDIR)/.cache/bin
 # govulncheck, pinned, reads an offline vulnerability database built from a
@@ -69,7 +75,7 @@ test-deps:
 	@./packaging/install-deps.sh test
 
 build: deps
-	$(GO) build -tags '$(APP_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(GO) build -tags '$(APP_TAGS)' $(FYNE_OVERLAY) -ldflags '$(LDFLAGS)' -o $(BIN) .
 	$(MAKE) --no-print-directory hook
 
 # The Claude Code hook (`session-supervisor hooks install`) beside the app:
@@ -237,10 +243,10 @@ package-linux: build
 # upstream code, unchanged until Fyne or go-gl is bumped: build-windows
 # (the shipped binary) is what to run then.
 check-windows: test-deps
-	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -tags '$(APP_TAGS) ci' -o /dev/null .
+	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -tags '$(APP_TAGS) ci' $(FYNE_OVERLAY) -o /dev/null .
 
 build-windows: test-deps
-	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -tags '$(APP_TAGS)' -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WINDOWS_BIN) .
+	GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc $(GO) build -tags '$(APP_TAGS)' $(FYNE_OVERLAY) -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WINDOWS_BIN) .
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -15,9 +15,10 @@ import (
 
 // The desktop's window runs in a process of its own, `session-supervisor
 // window`, that exists only while the window is open: Fyne's event loop
-// polls 60 times a second and its GL context maps tens of megabytes for as
-// long as a Fyne app runs, shown or not, so the tray process never starts
-// Fyne at all. The tray process (windowProc) starts the child when a window
+// runs (upstream's polls 60 times a second; ours, packaging/fyneoverlay,
+// sleeps while the window is idle but still wakes 4 times a second) and its
+// GL context maps tens of megabytes for as long as a Fyne app runs, shown
+// or not, so the tray process never starts Fyne at all. The tray process (windowProc) starts the child when a window
 // is asked for and tells it what to show over the child's stdin, one
 // command a line; the child ends when its window is closed or its stdin
 // reaches EOF (the tray quit or died).

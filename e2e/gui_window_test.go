@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,7 +20,8 @@ import (
 // no GUI toolkit. Under Xvfb with openbox, the tray read and clicked over
 // D-Bus:
 //  1. `run --tray`: the tray, and no window process;
-//  2. the tray's Open starts one, whose window shows;
+//  2. the tray's Open starts one, whose window shows; left still, it
+//     takes a click and a key at once (its event loop sleeps when idle);
 //  3. Open again, Settings… and a second `run` start no second one;
 //  4. closing the window (the window manager's close) ends its process,
 //     the tray stays; Open, clicked once by the id read before a session
@@ -27,7 +29,7 @@ import (
 //  5. the tray's Quit ends both.
 func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
 	t.Parallel()
-	requireTools(t, "openbox", "wmctrl", "xprop")
+	requireTools(t, "openbox", "wmctrl", "xprop", "xdotool", "import")
 	d := startDesktop(t)
 	env := append(os.Environ(), "DISPLAY="+d.display, "DBUS_SESSION_BUS_ADDRESS="+d.busAddr, "LANG=en_US.UTF-8", "HOME="+t.TempDir(),
 		"FAKE_CLAUDE_SCRIPT="+d.script)
@@ -84,6 +86,31 @@ func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
 	time.Sleep(time.Second)
 	screenshot(t, d.display, "desktop-window-process.png")
 
+	// 2b. The idle window still takes a click and a key at once: its event
+	// loop sleeps when nothing happens (packaging/fyneoverlay) and input
+	// wakes it. Each waits until the window has been still for 2 s, then
+	// its pixels must change within 1 s of the input.
+	win, _ := windowOf(child)
+	xdotool := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("xdotool", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("xdotool %v: %v\n%s", args, err, out)
+		}
+	}
+	// A click on the states filter (the list's top left) opens its menu;
+	// Escape closes it. Both are cheap to draw (the Settings tab's first
+	// build takes seconds on a loaded machine, with Fyne's loop as it
+	// was too).
+	reactsWhenIdle(t, env, win, "a click on the states filter", func() { xdotool("mousemove", "--window", win, "88", "61", "click", "1") })
+	screenshot(t, d.display, "desktop-window-idle-click.png")
+	// A key goes to the window with the input focus (the click gave it;
+	// made sure before the window is left still).
+	xdotool("windowfocus", "--sync", win)
+	reactsWhenIdle(t, env, win, "the Escape key", func() { xdotool("key", "Escape") })
+	screenshot(t, d.display, "desktop-window-idle-key.png")
+
 	// 3. No second one.
 	clickItem("Open Session Supervisor…")
 	clickItem("Settings…")
@@ -98,7 +125,7 @@ func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
 	}
 
 	// 4. Closing the window ends its process, not the tray's.
-	win, _ := windowOf(child)
+	win, _ = windowOf(child)
 	wmctrl("-i", "-c", win)
 	eventually(t, "the window process to end", 30*time.Second, func() bool { return !alive(child) })
 	if w := windowProcesses(t, pid); len(w) != 0 {
@@ -169,6 +196,47 @@ func TestDesktopWindowIsAProcessOfItsOwn(t *testing.T) {
 		t.Fatal("the app did not quit")
 	}
 	eventually(t, "the window process to end with the app", 10*time.Second, func() bool { return !alive(child) })
+}
+
+// reactsWhenIdle waits until window win's pixels have not changed for 2 s,
+// does act and fails unless they change within 1 s of it.
+func reactsWhenIdle(t *testing.T, env []string, win, what string, act func()) {
+	t.Helper()
+	capture := func() []byte {
+		t.Helper()
+		cmd := exec.Command("import", "-window", win, "rgb:-")
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("capturing window %s: %v", win, err)
+		}
+		return out
+	}
+	before, still := capture(), time.Now()
+	for deadline := time.Now().Add(30 * time.Second); time.Since(still) < 2*time.Second; {
+		if time.Now().After(deadline) {
+			t.Fatalf("window %s never stayed still for 2 s", win)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if now := capture(); !bytes.Equal(now, before) {
+			before, still = now, time.Now()
+		}
+	}
+	start := time.Now()
+	act()
+	for time.Since(start) < time.Second {
+		if !bytes.Equal(capture(), before) {
+			t.Logf("%s showed %v after it, on a window still for 2 s", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+	}
+	// Late or never: say which.
+	for time.Since(start) < 10*time.Second {
+		if !bytes.Equal(capture(), before) {
+			t.Fatalf("%s on a window still for 2 s: it showed only %v after it", what, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	t.Fatalf("%s on a window still for 2 s: nothing changed in 10 s", what)
 }
 
 // windowProcesses are the live children of pid that run the window.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/packaging/fyneoverlay"
 	"github.com/session-supervisor/session-supervisor/requiretool"
 )
 
@@ -43,7 +44,11 @@ func testBinaries(t *testing.T) (app, fake string) {
 			out, testBuildErr = goBuild(dir, name, pkg, flags...)
 			return out
 		}
-		testBins.app = build("session-supervisor", "..", "-tags", appTags)
+		var flags []string
+		if flags, testBuildErr = appBuildFlags(dir, appTags); testBuildErr != nil {
+			return
+		}
+		testBins.app = build("session-supervisor", "..", flags...)
 		testBins.fake = build("fakeclaude", "../sessions/claude/fakeclaude")
 		// The Claude Code hook, beside the app (where `hooks install` looks).
 		build("session-supervisor-hook", "../cmd/session-supervisor-hook")
@@ -56,6 +61,25 @@ func testBinaries(t *testing.T) (app, fake string) {
 
 // appTags are the app's build tags, as the Makefile's APP_TAGS.
 const appTags = "no_emoji"
+
+var (
+	overlayOnce sync.Once
+	overlayPath string
+	overlayErr  error
+)
+
+// appBuildFlags are the go build flags of an app build with tags, as the
+// Makefile's: our patched Fyne (packaging/fyneoverlay), prepared once per
+// test process in dir.
+func appBuildFlags(dir, tags string) ([]string, error) {
+	overlayOnce.Do(func() {
+		overlayPath, overlayErr = fyneoverlay.Write("..", filepath.Join(dir, "fyne-overlay"))
+	})
+	if overlayErr != nil {
+		return nil, overlayErr
+	}
+	return []string{"-tags", tags, "-overlay", overlayPath}, nil
+}
 
 // testBinDir is where the test binaries go: one directory per user and
 // checkout, so two checkouts testing at once do not replace each other's

@@ -29,8 +29,12 @@ func toyBinaries(t testing.TB) (app, cli string) {
 	t.Helper()
 	toyBuildOnce.Do(func() {
 		dir, err := testBinDir()
+		var flags []string
 		if err == nil {
-			toyBins.app, err = goBuild(dir, "session-supervisor-toy", "..", "-tags", "toyagent,"+appTags)
+			flags, err = appBuildFlags(dir, "toyagent,"+appTags)
+		}
+		if err == nil {
+			toyBins.app, err = goBuild(dir, "session-supervisor-toy", "..", flags...)
 		}
 		if err == nil {
 			// Named toy: its ReapOrphan knows the toy by its program's name.

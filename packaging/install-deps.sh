@@ -18,9 +18,9 @@ build_pkgs=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-d
 # control; 9 MB) under openbox (an EWMH window manager),
 # raised through wmctrl and read back with xprop (x11-utils); the
 # remote-machines tests reach a second supervisor through a real OpenSSH
-# server on 127.0.0.1.
+# server on 127.0.0.1. The window is clicked and typed into with xdotool.
 test_pkgs=(xvfb dbus dbus-x11 imagemagick npm gcc-mingw-w64-x86-64-win32
-  tmux xterm kitty openbox wmctrl x11-utils openssh-server openssh-client)
+  tmux xterm kitty openbox wmctrl x11-utils openssh-server openssh-client xdotool)
 
 case "$profile" in
   build) want=("${build_pkgs[@]}") ;;
