@@ -108,8 +108,8 @@ lint: lint-static vulncheck
 lint-static: $(TOOLS)/staticcheck
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags '$(APP_TAGS)' ./...
-	$(TOOLS)/staticcheck -tags '$(APP_TAGS)' ./...
+	$(GO) vet -tags '$(APP_TAGS)' $(FYNE_OVERLAY) ./...
+	GOFLAGS=-overlay="$$($(GO) run ./cmd/fyne-overlay bin/fyne-overlay)" $(TOOLS)/staticcheck -tags '$(APP_TAGS)' ./...
 
 # In binary mode, on the binaries as shipped: a source scan type-checks
 # every dependency from source (modernc's SQLite alone is tens of MB), which
@@ -202,7 +202,7 @@ e2e: test-deps $(CLIS)
 # on the supervisor's clock rather than on a core, runs with the lint and
 # the Windows check beside it at nice 19: pure compiles and analyses,
 # nothing timed, that take only the cycles the suite leaves idle (the vet
-# and the binaries share one compile: both build with the app's tags). The
+# and the binaries share one compile: both build with the app's tags and the Fyne overlay). The
 # unit tests follow the suite, not beside it: some drive real CLIs against
 # deadlines. (Unit tests beside the suite took a cold make test from about
 # 40 to 30.7 min once, but two timing-bound scenarios failed there.) Their
