@@ -5,16 +5,13 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // waitExited blocks until the child pid has exited, reaping nothing (its
 // Wait still sees the exit).
 func waitExited(t *testing.T, pid int) {
 	t.Helper()
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+	if _, err := waitidNoReap(pid, 0); err != nil {
 		t.Fatalf("waitid %d: %v", pid, err)
 	}
 }
