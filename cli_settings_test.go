@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -121,7 +122,7 @@ func TestSettingsSetReportsTheValueInForce(t *testing.T) {
 // change is in force in the app at once (a write to the database alone
 // would not reach the app's memory).
 func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
-	dir := shortDir(t)
+	dir := shortdir.New(t, "ss")
 	svc := serveApp(t, dir, nil).settings
 
 	updates, cancel := svc.Subscribe()

@@ -19,6 +19,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
 )
@@ -317,23 +318,11 @@ func serveApp(t *testing.T, dir string, prepare func(*storage.Store)) servedApp 
 	return servedApp{rt: rt, api: api, settings: svc, lock: lock}
 }
 
-// shortDir is a temporary directory with a path short enough for a unix
-// socket (t.TempDir under a long test name can pass the 108-byte limit).
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func TestServiceSecondRunShowsTheFirst(t *testing.T) {
 	old := handOverWait
 	handOverWait = 300 * time.Millisecond
 	t.Cleanup(func() { handOverWait = old })
-	dir := shortDir(t)
+	dir := shortdir.New(t, "ss")
 	api, _ := serveFakeApp(t, dir)
 	shown := make(chan struct{}, 1)
 	api.SetShowWindow(func() { shown <- struct{}{} })

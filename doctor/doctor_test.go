@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/packaging"
+	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -282,11 +283,7 @@ func TestParseHealth(t *testing.T) {
 // TestSocketHealth asks a real HTTP server on a real unix socket, the way
 // doctor asks the app, including a 503 answer.
 func TestSocketHealth(t *testing.T) {
-	dir, err := os.MkdirTemp("", "dr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t, "dr")
 	socket := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {

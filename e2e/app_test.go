@@ -25,6 +25,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -49,11 +50,7 @@ func newAppE2E(t *testing.T, script string) *appE2E {
 	t.Helper()
 	bin, fake := testBinaries(t)
 	// Short: the socket path must stay under the unix limit.
-	dir, err := os.MkdirTemp("", "sse2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t, "sse2e")
 	scriptPath := filepath.Join(t.TempDir(), "script.json")
 	reapAtCleanup(t, dir)
 	if err := os.WriteFile(scriptPath, []byte(script), 0o600); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
 )
 
@@ -254,11 +255,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
 	// A short path: unix socket paths are limited to ~108 bytes and
 	// t.TempDir() embeds the test's name.
-	dir, err := os.MkdirTemp("", "ss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t, "ss")
 	st, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)
