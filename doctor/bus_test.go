@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/requiretool"
-	"github.com/session-supervisor/session-supervisor/shortdir"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // TestRealSessionBus asks a private dbus-daemon through the real probes
@@ -18,7 +18,7 @@ import (
 func TestRealSessionBus(t *testing.T) {
 	daemon := requiretool.Any(t, "dbus-daemon")
 	requiretool.Any(t, "gdbus", "dbus-send")
-	dir := shortdir.New(t, "bus")
+	dir := testdir.Short(t, "bus")
 	services := filepath.Join(dir, "services")
 	if err := os.MkdirAll(services, 0o755); err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/packaging"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // want is what a check must say: its status, and pieces of its detail and
@@ -283,7 +283,7 @@ func TestParseHealth(t *testing.T) {
 // TestSocketHealth asks a real HTTP server on a real unix socket, the way
 // doctor asks the app, including a 503 answer.
 func TestSocketHealth(t *testing.T) {
-	dir := shortdir.New(t, "dr")
+	dir := testdir.Short(t, "dr")
 	socket := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {

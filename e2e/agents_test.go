@@ -25,8 +25,8 @@ import (
 	"github.com/session-supervisor/session-supervisor/enum"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // e2eReq is the part of a fake API's request record the shared scenarios
@@ -159,7 +159,7 @@ func startAgentE2E(t *testing.T, a *e2eAgent, o e2eOpts, settings ...string) *ag
 	t.Helper()
 	bin := a.binary(t)
 	appBin, _ := testBinaries(t)
-	data := shortdir.New(t, "sse")
+	data := testdir.Short(t, "sse")
 	h := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir()}
 	// The app inherits h.env and the CLI inherits the app's.
 	api, reqs := a.setup(h, o)

@@ -25,8 +25,8 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // ae2eWait bounds every wait; reaching it fails the test.
@@ -50,7 +50,7 @@ func newAppE2E(t *testing.T, script string) *appE2E {
 	t.Helper()
 	bin, fake := testBinaries(t)
 	// Short: the socket path must stay under the unix limit.
-	dir := shortdir.New(t, "sse2e")
+	dir := testdir.Short(t, "sse2e")
 	scriptPath := filepath.Join(t.TempDir(), "script.json")
 	reapAtCleanup(t, dir)
 	if err := os.WriteFile(scriptPath, []byte(script), 0o600); err != nil {

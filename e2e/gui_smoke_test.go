@@ -20,7 +20,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/session-supervisor/session-supervisor/requiretool"
-	"github.com/session-supervisor/session-supervisor/shortdir"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The desktop smoke test runs the real app (tray, window, notifier) under
@@ -57,7 +57,7 @@ func startXvfb(t *testing.T) string {
 // limited to about 108 bytes and t.TempDir() paths can be long.
 func shortTempDir(t *testing.T) string {
 	t.Helper()
-	dir := shortdir.New(t, "ss")
+	dir := testdir.Short(t, "ss")
 	reapAtCleanup(t, dir)
 	return dir
 }

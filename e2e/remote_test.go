@@ -26,7 +26,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
-	"github.com/session-supervisor/session-supervisor/shortdir"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // sshServer is one test's sshd and the client configuration that reaches
@@ -49,7 +49,7 @@ func startSSHD(t *testing.T) *sshServer {
 	t.Helper()
 	sshd := requiretool.Any(t, "sshd", "/usr/sbin/sshd")
 	requireTools(t, "ssh", "ssh-keygen")
-	dir := shortdir.New(t, "sshd")
+	dir := testdir.Short(t, "sshd")
 	keygen := func(name string) {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, name)).CombinedOutput(); err != nil {
 			t.Fatalf("ssh-keygen %s: %v\n%s", name, err, out)
@@ -190,7 +190,7 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	srv := startSSHD(t)
 	remote := startAgentE2E(t, claudeE2EAgent, e2eOpts{})
 	appBin, _ := testBinaries(t)
-	data := shortdir.New(t, "ssl")
+	data := testdir.Short(t, "ssl")
 	local := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir(),
 		env: append(os.Environ(), "HOME="+t.TempDir())}
 	t.Cleanup(local.cleanup)
@@ -201,7 +201,7 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	local.mustCLI("machines", "add", "wronghostkey", "wronghostkey", "--command", onRemote)
 	local.mustCLI("machines", "add", "refusedkey", "refusedkey", "--command", onRemote)
 	local.mustCLI("machines", "add", "noapp", "good", "--command", "/nonexistent/session-supervisor")
-	idle := shortdir.New(t, "ssi")
+	idle := testdir.Short(t, "ssi")
 	local.mustCLI("machines", "add", "nosupervisor", "good", "--command", appBin+" --data-dir "+idle)
 
 	rows := local.machines()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
-	"github.com/session-supervisor/session-supervisor/shortdir"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The real binary finds a Claude Code session started in a terminal by
@@ -23,7 +23,7 @@ import (
 func TestTerminalSessionAppearsInLs(t *testing.T) {
 	t.Parallel()
 	h := newAppE2E(t, `{"turns": [[]]}`)
-	cfg := shortdir.New(t, "cc")
+	cfg := testdir.Short(t, "cc")
 	h.env = append(h.env, "CLAUDE_CONFIG_DIR="+cfg)
 	h.start()
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
-	"github.com/session-supervisor/session-supervisor/shortdir"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 func TestDecide(t *testing.T) {
@@ -107,7 +107,7 @@ func TestGuardOverTheSocket(t *testing.T) {
 	if _, err := peerOf(nil); err != nil && strings.Contains(err.Error(), "not read on this platform") {
 		t.Skip("this platform's sockets do not name their peer (Windows)")
 	}
-	dir := shortdir.New(t, "peer")
+	dir := testdir.Short(t, "peer")
 	sup := &fakeSupervisor{bus: NewBus()}
 	settings := &fakeSettings{}
 	api, err := Listen(sup, settings, dir, "test")
@@ -159,7 +159,7 @@ func (f *fakeSupervisor) Subscribe(buf int, resync bool) *Subscription {
 // startFakeAPI serves a fake supervisor on a socket of its own.
 func startFakeAPI(t *testing.T) (*fakeSupervisor, string) {
 	t.Helper()
-	dir := shortdir.New(t, "api")
+	dir := testdir.Short(t, "api")
 	sup := &fakeSupervisor{bus: NewBus()}
 	api, err := Listen(sup, &fakeSettings{}, dir, "test")
 	if err != nil {

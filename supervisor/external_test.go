@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 	"net"
 	"os"
 	"os/exec"
@@ -37,7 +37,7 @@ func newTermWorld(t *testing.T) *termWorld {
 	if runtime.GOOS != "linux" {
 		t.Skip("the pid probe reads /proc")
 	}
-	dir := shortdir.New(t, "cc")
+	dir := testdir.Short(t, "cc")
 	// Long safety poll: discovery must come from the file watcher.
 	w := &termWorld{t: t, dir: dir, src: &claudeterm.Source{ConfigDir: dir, Notify: watch.Dirs, Poll: time.Minute}}
 	w.cmd = exec.Command("sleep", "120")

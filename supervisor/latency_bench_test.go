@@ -12,8 +12,8 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // pipeProcess is an agent process whose stdout is a pipe the benchmark
@@ -64,7 +64,7 @@ func (a *pipeAgent) Start(context.Context, StartOptions) (Process, error) { retu
 // the local API's event stream: decode, Apply, the SQLite write, the bus,
 // the unix socket and the client's SSE parsing. One op is one round trip.
 func BenchmarkLineToSubscriber(b *testing.B) {
-	dir := shortdir.New(b, "ssbench")
+	dir := testdir.Short(b, "ssbench")
 	st, err := storage.Open(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -17,8 +17,8 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/settings"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 	"github.com/session-supervisor/session-supervisor/watch"
 )
 
@@ -261,7 +261,7 @@ func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
 	if err := os.WriteFile(bin, sleep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	home := shortdir.New(t, "home")
+	home := testdir.Short(t, "home")
 	g := newRig(t, rigConfig{})
 	cli := exec.Command(bin, "120")
 	cli.Dir, cli.Env = g.cwd, []string{"HOME=" + home}

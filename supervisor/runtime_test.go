@@ -22,9 +22,9 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/procscan"
 	"github.com/session-supervisor/session-supervisor/settings"
-	"github.com/session-supervisor/session-supervisor/shortdir"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // TestRuntimeTurnLifecycle: launch → Working → a tool opens and closes →
@@ -760,7 +760,7 @@ func TestBootSkipsUnreadableSessions(t *testing.T) {
 	good := seedSession("aaaa0000-0000-4000-8000-000000000001", time.Now().UTC())
 	var logged strings.Builder
 	var logMu sync.Mutex
-	dir := shortdir.New(t, "ss")
+	dir := testdir.Short(t, "ss")
 	st, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)

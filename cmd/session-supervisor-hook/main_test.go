@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/session-supervisor/session-supervisor/shortdir"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 const event = `{"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","permission_mode":"default","hook_event_name":"Stop","stop_hook_active":false}`
@@ -257,7 +257,7 @@ func TestHookWaitsForTheAppToRead(t *testing.T) {
 // removed with the test.
 func appSocket(t testing.TB) (string, net.Listener) {
 	t.Helper()
-	dir := shortdir.New(t, "hk")
+	dir := testdir.Short(t, "hk")
 	path := filepath.Join(dir, "s.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
