@@ -418,25 +418,25 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 		}
 		return -1
 	}
-	eventually(t, "the tray heading r1 as connected", 60*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
-		return index("r1 — connected") >= 0
-	})
+	// menuUntil reads the tray's menu into menu until ok holds.
+	menuUntil := func(what string, limit time.Duration, ok func() bool) {
+		t.Helper()
+		eventually(t, what, limit, func() bool {
+			m, err := getLayout(d.conn, dest, 0)
+			if err != nil {
+				return false
+			}
+			menu = m
+			return ok()
+		})
+	}
+	menuUntil("the tray heading r1 as connected", 60*time.Second, func() bool { return index("r1 — connected") >= 0 })
 	if here := index("This machine"); here < 0 || here > index("r1 — connected") {
 		t.Fatalf("this machine's heading at %d, r1's at %d: want this machine first", here, index("r1 — connected"))
 	}
 
 	id := strings.TrimSpace(onRemote("new", "--cwd", d.cwd, "--name", "far", "build it"))
-	eventually(t, "the remote session under r1's heading", 60*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
+	menuUntil("the remote session under r1's heading", 60*time.Second, func() bool {
 		at := index("⚠ far")
 		return at > index("r1 — connected") && index("r1 — connected") > index("This machine")
 	})
@@ -470,13 +470,8 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	// connectedListedOnce: r1 connected, its session listed once (not
 	// twice after a resync).
 	connectedListedOnce := func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
 		n := 0
-		for _, it := range m.Children {
+		for _, it := range menu.Children {
 			if strings.Contains(it.Label, " far — ") {
 				n++
 			}
@@ -490,18 +485,13 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	remoteSup.kill(t)
 	// (The first attempt's reason is the stream's end; the next ones are
 	// the remote's own words.)
-	eventually(t, "r1's heading saying it is reconnecting, and why", 30*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
+	menuUntil("r1's heading saying it is reconnecting, and why", 30*time.Second, func() bool {
 		i := index("r1 — reconnecting since ")
-		return i >= 0 && strings.Contains(m.Children[i].Label, "no Session Supervisor runs")
+		return i >= 0 && strings.Contains(menu.Children[i].Label, "no Session Supervisor runs")
 	})
 	screenshot(t, d.display, "desktop-remote-reconnecting.png")
 	remoteSup = remote.restart()
-	eventually(t, "r1 connected again with its session listed once", 60*time.Second, connectedListedOnce)
+	menuUntil("r1 connected again with its session listed once", 60*time.Second, connectedListedOnce)
 
 	// The connection itself drops (sshd and its connections killed, as a
 	// network drop or the machine's sleep ends them): within 30 s r1's
@@ -509,17 +499,12 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	// resynced from its snapshot, its session listed once.
 	srv.stop(t)
 	dropped := time.Now()
-	eventually(t, "r1's heading saying it is reconnecting once its connection dropped", 30*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
+	menuUntil("r1's heading saying it is reconnecting once its connection dropped", 30*time.Second, func() bool {
 		return index("r1 — reconnecting since ") >= 0
 	})
 	t.Logf("r1 shown reconnecting %s after its connection dropped", time.Since(dropped).Round(100*time.Millisecond))
 	srv.start(t)
-	eventually(t, "r1 connected again through the restarted sshd with its session listed once", 60*time.Second, connectedListedOnce)
+	menuUntil("r1 connected again through the restarted sshd with its session listed once", 60*time.Second, connectedListedOnce)
 }
 
 // remoteSupervisor is a headless supervisor standing for another machine:
