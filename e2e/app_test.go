@@ -7,7 +7,6 @@ package e2e
 // commands a user types.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -196,20 +195,10 @@ type ae2eWatch struct {
 
 func (h *appE2E) watch() *ae2eWatch {
 	h.t.Helper()
-	cmd := exec.Command(h.bin, "--data-dir", h.dir, "watch", "--json")
-	cmd.Env = h.env
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	w := &ae2eWatch{cmd: cmd, stderr: &syncBuffer{}, lines: make(chan []byte, 1<<12), done: make(chan error, 1)}
-	cmd.Stderr = w.stderr
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
-	}
+	w := &ae2eWatch{stderr: &syncBuffer{}, lines: make(chan []byte, 1<<12), done: make(chan error, 1)}
+	cmd, sc := startWatchJSON(h.t, h.bin, h.dir, h.env, w.stderr)
+	w.cmd = cmd
 	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			w.lines <- bytes.Clone(sc.Bytes())
 		}
