@@ -8,6 +8,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // mustSettingsService is the app's settings service over st, as run builds it.
@@ -121,7 +122,7 @@ func TestSettingsSetReportsTheValueInForce(t *testing.T) {
 // change is in force in the app at once (a write to the database alone
 // would not reach the app's memory).
 func TestSettingsSetGoesThroughTheRunningApp(t *testing.T) {
-	dir := shortDir(t)
+	dir := testdir.Short(t, "ss")
 	svc := serveApp(t, dir, nil).settings
 
 	updates, cancel := svc.Subscribe()

@@ -19,6 +19,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // doctorMachine isolates doctor from the machine running the tests: a PATH
@@ -40,7 +41,7 @@ func doctorMachine(t *testing.T, agents map[string]string) string {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	return filepath.Join(shortDir(t), "data")
+	return filepath.Join(testdir.Short(t, "ss"), "data")
 }
 
 // doctorLines maps each check name to its line and fix line.
@@ -216,7 +217,7 @@ func TestDoctorConfiguredClaudeMissing(t *testing.T) {
 
 func TestDoctorAppRunningThenStuck(t *testing.T) {
 	doctorMachine(t, nil)
-	dir := shortDir(t)
+	dir := testdir.Short(t, "ss")
 	api, _ := serveFakeApp(t, dir)
 	code, out, _ := runCLI(t, "--data-dir", dir, "doctor")
 	if l := doctorLines(out)["app"]; code != exitOK || !strings.HasPrefix(l, "ok ") || !strings.Contains(l, "running (pid") {
@@ -235,7 +236,7 @@ func TestDoctorAppRunningThenStuck(t *testing.T) {
 // real wiring (the socket in the data directory).
 func TestDoctorAppStalled(t *testing.T) {
 	doctorMachine(t, nil)
-	dir := shortDir(t)
+	dir := testdir.Short(t, "ss")
 	ln, err := net.Listen("unix", filepath.Join(dir, localapi.SocketName))
 	if err != nil {
 		t.Fatal(err)

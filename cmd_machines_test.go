@@ -5,23 +5,19 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The bridge passes a request to the app's socket, the end of its input
 // as a half close, and the app's whole answer back.
 func TestDialStdioRelaysBothWays(t *testing.T) {
-	dir, err := os.MkdirTemp("", "dial") // short: the socket's path
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "dial") // short: the socket's path
 	l, err := net.Listen("unix", filepath.Join(dir, localapi.SocketName))
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +84,7 @@ func TestMachinesCommands(t *testing.T) {
 // dial-stdio --start starts the user's service when nothing answers, waits
 // for its socket and relays; its words stay off stdout (the connection).
 func TestDialStdioStartsTheServiceWhenAsked(t *testing.T) {
-	dir, err := os.MkdirTemp("", "dial")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "dial")
 	socket := filepath.Join(dir, localapi.SocketName)
 	served := make(chan struct{})
 	started := false

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -21,39 +19,8 @@ import (
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
-
-// treeListing lists every path under dir with its mode and content, so a
-// test can check that uninstall left a directory exactly as it found it.
-func treeListing(t *testing.T, dir string) string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		e := fmt.Sprintf("%s %v", rel, info.Mode())
-		if info.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			e += " " + string(b)
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
-	return strings.Join(out, "\n")
-}
 
 // fakeUserSystemctl answers like `systemctl --user` with a user manager:
 // every action succeeds, the unit is enabled and not running.
@@ -96,7 +63,7 @@ func TestServiceCommands(t *testing.T) {
 	dataDir := t.TempDir()
 	fake := &fakeUserSystemctl{}
 	exe := useServiceManager(t, cfg, fake.run)
-	before := treeListing(t, cfg)
+	before := testdir.Listing(t, cfg)
 	unit := filepath.Join(cfg, "systemd", "user", packaging.UnitName)
 
 	code, out, errOut := runCLI(t, "--data-dir", dataDir, "service", "install")
@@ -152,9 +119,7 @@ func TestServiceCommands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "Removed "+unit) {
 		t.Errorf("uninstall: exit %d, out %q", code, out)
 	}
-	if after := treeListing(t, cfg); after != before {
-		t.Errorf("config home differs after uninstall:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	testdir.Unchanged(t, cfg, before)
 	code, out, _ = runCLI(t, "--data-dir", dataDir, "service", "uninstall")
 	if code != exitOK || !strings.Contains(out, "nothing to remove") {
 		t.Errorf("second uninstall: exit %d, out %q", code, out)
@@ -189,7 +154,7 @@ func TestServiceInstallWithoutSystemd(t *testing.T) {
 	cfg := t.TempDir()
 	useServiceManager(t, cfg, packaging.ExecRunner)
 	t.Setenv("PATH", t.TempDir())
-	before := treeListing(t, cfg)
+	before := testdir.Listing(t, cfg)
 
 	code, out, errOut := runCLI(t, "service", "install")
 	if code != exitFail {
@@ -212,9 +177,7 @@ func TestServiceInstallWithoutSystemd(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "Removed "+unit) {
 		t.Errorf("uninstall: exit %d, out %q, stderr %q", code, out, errOut)
 	}
-	if after := treeListing(t, cfg); after != before {
-		t.Errorf("config home differs after uninstall:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	testdir.Unchanged(t, cfg, before)
 }
 
 func TestServiceSpec(t *testing.T) {
@@ -317,23 +280,11 @@ func serveApp(t *testing.T, dir string, prepare func(*storage.Store)) servedApp 
 	return servedApp{rt: rt, api: api, settings: svc, lock: lock}
 }
 
-// shortDir is a temporary directory with a path short enough for a unix
-// socket (t.TempDir under a long test name can pass the 108-byte limit).
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func TestServiceSecondRunShowsTheFirst(t *testing.T) {
 	old := handOverWait
 	handOverWait = 300 * time.Millisecond
 	t.Cleanup(func() { handOverWait = old })
-	dir := shortDir(t)
+	dir := testdir.Short(t, "ss")
 	api, _ := serveFakeApp(t, dir)
 	shown := make(chan struct{}, 1)
 	api.SetShowWindow(func() { shown <- struct{}{} })
@@ -411,7 +362,7 @@ func TestServiceWithStampedBinary(t *testing.T) {
 	if err := os.MkdirAll(cfg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := treeListing(t, cfg)
+	before := testdir.Listing(t, cfg)
 	env := append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "PATH="+fakeBin, "LANG=en_US.UTF-8", storage.EnvHome+"=")
 	run := func(args ...string) (int, string, string) {
 		cmd := exec.Command(bin, args...)
@@ -448,9 +399,7 @@ func TestServiceWithStampedBinary(t *testing.T) {
 	if code, _, errOut := run("--data-dir", dataDir, "service", "uninstall"); code != 0 {
 		t.Errorf("uninstall: exit %d, stderr %q", code, errOut)
 	}
-	if after := treeListing(t, cfg); after != before {
-		t.Errorf("config home differs after uninstall:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	testdir.Unchanged(t, cfg, before)
 }
 
 // TestServiceWindowsStandBy: the Windows service finding the data directory

@@ -13,6 +13,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/pricing"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // usage groups the sessions' tokens and prices each group by model and
@@ -154,7 +155,7 @@ func TestRecoverAndUsageByDayThroughTheApp(t *testing.T) {
 	now := time.Now()
 	s := sessions.Session{ID: "5e5510a1-0000-4000-8000-000000000001", Name: "budgeted", Agent: "claude", State: sessions.Idle,
 		Evidence: "nothing in flight", CreatedAt: now, UpdatedAt: now}
-	dir := shortDir(t)
+	dir := testdir.Short(t, "ss")
 	rt := serveApp(t, dir, func(st *storage.Store) {
 		if err := st.SaveSessionWithEvents(ctx, s, nil); err != nil {
 			t.Fatal(err)

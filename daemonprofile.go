@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/services"
 )
 
 // envDaemonProfile names a directory: when it is set, the daemon (the
@@ -37,12 +39,8 @@ func recordProfiles(ctx context.Context, every time.Duration, rec profileRecorde
 		if err != nil {
 			return err
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !services.Sleep(ctx, every) {
 			return stop()
-		case <-t.C:
 		}
 		if err := stop(); err != nil {
 			return err

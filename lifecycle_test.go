@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/leakcheck"
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The daemon's services (loop, local API, settings publisher, the terminal
@@ -23,12 +24,8 @@ import (
 // running, and the socket is gone.
 func TestDaemonStopLeavesNothingRunning(t *testing.T) {
 	before := leakcheck.Take()
-	t.Setenv("HOME", t.TempDir())       // the terminal sources watch the agents' homes
-	dir, err := os.MkdirTemp("", "dmn") // short: the socket's path
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv("HOME", t.TempDir())  // the terminal sources watch the agents' homes
+	dir := testdir.Short(t, "dmn") // short: the socket's path
 	d, err := startDaemon(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +78,7 @@ func TestDesktopQuitLeavesNothingRunning(t *testing.T) {
 	}
 
 	before := leakcheck.Take()
-	dir, err := os.MkdirTemp("", "dsk") // short: the socket's path
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "dsk") // short: the socket's path
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := startDaemon(dir, log)
 	if err != nil {

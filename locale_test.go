@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/lang"
 
 	"github.com/session-supervisor/session-supervisor/localeenv"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // Issue 10 item 5: under a C locale no CLI command prints Fyne's "Error
@@ -22,7 +23,7 @@ func TestNoLocaleErrorUnderCLocale(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	dir := shortDir(t)
+	dir := testdir.Short(t, "ss")
 	locales := []struct {
 		name string
 		env  []string // added to a cleaned environment

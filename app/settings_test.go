@@ -23,6 +23,15 @@ func (e *env) stored(key string) string {
 	return v
 }
 
+// showSettings opens Settings on a new window with no sessions, as the
+// user does.
+func showSettings(t *testing.T) (*env, *settingsView) {
+	t.Helper()
+	e := newEnv(t, nil, nil)
+	e.w.ShowSettings()
+	return e, e.w.settingsView()
+}
+
 // typeInto replaces an entry's text the way a user would.
 func typeInto(f *settingField, text string) {
 	f.entry.SetText("")
@@ -63,9 +72,7 @@ func isGeneral(key string) bool {
 }
 
 func TestSettingsInvalidInputIsShownInlineAndNotSaved(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	tick := v.byKey["supervisor.tick_seconds"]
 	suspect := v.byKey["supervisor.stall_suspect_minutes"]
 
@@ -105,9 +112,7 @@ func TestSettingsInvalidInputIsShownInlineAndNotSaved(t *testing.T) {
 }
 
 func TestSettingsSaveAppliesAndPersists(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	sub := e.rt.Bus().Subscribe(8)
 	defer e.rt.Bus().Unsubscribe(sub)
 
@@ -145,9 +150,7 @@ func TestSettingsSaveAppliesAndPersists(t *testing.T) {
 }
 
 func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	v.tabs.SelectIndex(int(tabAdvanced))
 	tick := v.byKey["supervisor.tick_seconds"]
 	typeInto(tick, "1")
@@ -173,9 +176,7 @@ func TestSettingsClampedValueShowsWhatWasStored(t *testing.T) {
 // Out of range is clamped, never refused, for every number, and 0 too
 // (issue 10 item 4): the window lets it through and notes the clamp.
 func TestSettingsZeroIsClampedNotRefused(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	suspect := v.byKey["supervisor.stall_suspect_minutes"]
 	cooldown := v.byKey["supervisor.nudge_cooldown_minutes"]
 	typeInto(suspect, "0")
@@ -198,9 +199,7 @@ func TestSettingsZeroIsClampedNotRefused(t *testing.T) {
 // A hard threshold below the suspect threshold is saved as typed but the
 // field shows the value in force and says why.
 func TestSettingsCrossKeyFloorIsExplained(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	hard := v.byKey["supervisor.stall_hard_minutes"]
 	typeInto(hard, "5")
 	test.Tap(v.save)
@@ -213,9 +212,7 @@ func TestSettingsCrossKeyFloorIsExplained(t *testing.T) {
 }
 
 func TestSettingsRefreshKeepsUnsavedEdits(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	typeInto(v.byKey["supervisor.stall_hard_minutes"], "300")
 	// The tray pauses the supervisor meanwhile.
 	if _, err := e.settings.Update(e.ctx, "supervisor.enabled", "false"); err != nil {
@@ -276,9 +273,7 @@ func TestSettingsAgentCommandTitledFromTheRegistry(t *testing.T) {
 
 // Send test reports each channel's outcome, and why when none is set.
 func TestSettingsSendTest(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.w.ShowSettings()
-	v := e.w.settingsView()
+	e, v := showSettings(t)
 	test.Tap(v.test)
 	if !strings.Contains(v.testResult.Text, "No push channel is configured") || v.testResult.Importance != widget.DangerImportance {
 		t.Fatalf("with no channel: %q (%v)", v.testResult.Text, v.testResult.Importance)

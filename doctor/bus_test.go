@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/requiretool"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // TestRealSessionBus asks a private dbus-daemon through the real probes
@@ -17,11 +18,7 @@ import (
 func TestRealSessionBus(t *testing.T) {
 	daemon := requiretool.Any(t, "dbus-daemon")
 	requiretool.Any(t, "gdbus", "dbus-send")
-	dir, err := os.MkdirTemp("", "bus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "bus")
 	services := filepath.Join(dir, "services")
 	if err := os.MkdirAll(services, 0o755); err != nil {
 		t.Fatal(err)

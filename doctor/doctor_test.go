@@ -18,6 +18,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/packaging"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // want is what a check must say: its status, and pieces of its detail and
@@ -282,11 +283,7 @@ func TestParseHealth(t *testing.T) {
 // TestSocketHealth asks a real HTTP server on a real unix socket, the way
 // doctor asks the app, including a 503 answer.
 func TestSocketHealth(t *testing.T) {
-	dir, err := os.MkdirTemp("", "dr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "dr")
 	socket := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {

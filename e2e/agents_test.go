@@ -26,6 +26,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // e2eReq is the part of a fake API's request record the shared scenarios
@@ -158,11 +159,7 @@ func startAgentE2E(t *testing.T, a *e2eAgent, o e2eOpts, settings ...string) *ag
 	t.Helper()
 	bin := a.binary(t)
 	appBin, _ := testBinaries(t)
-	data, err := os.MkdirTemp("", "sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(data) })
+	data := testdir.Short(t, "sse")
 	h := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir()}
 	// The app inherits h.env and the CLI inherits the app's.
 	api, reqs := a.setup(h, o)

@@ -7,7 +7,6 @@ package e2e
 // commands a user types.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,6 +25,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // ae2eWait bounds every wait; reaching it fails the test.
@@ -49,11 +49,7 @@ func newAppE2E(t *testing.T, script string) *appE2E {
 	t.Helper()
 	bin, fake := testBinaries(t)
 	// Short: the socket path must stay under the unix limit.
-	dir, err := os.MkdirTemp("", "sse2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "sse2e")
 	scriptPath := filepath.Join(t.TempDir(), "script.json")
 	reapAtCleanup(t, dir)
 	if err := os.WriteFile(scriptPath, []byte(script), 0o600); err != nil {
@@ -199,20 +195,10 @@ type ae2eWatch struct {
 
 func (h *appE2E) watch() *ae2eWatch {
 	h.t.Helper()
-	cmd := exec.Command(h.bin, "--data-dir", h.dir, "watch", "--json")
-	cmd.Env = h.env
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	w := &ae2eWatch{cmd: cmd, stderr: &syncBuffer{}, lines: make(chan []byte, 1<<12), done: make(chan error, 1)}
-	cmd.Stderr = w.stderr
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
-	}
+	w := &ae2eWatch{stderr: &syncBuffer{}, lines: make(chan []byte, 1<<12), done: make(chan error, 1)}
+	cmd, sc := startWatchJSON(h.t, h.bin, h.dir, h.env, w.stderr)
+	w.cmd = cmd
 	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			w.lines <- bytes.Clone(sc.Bytes())
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/session-supervisor/session-supervisor/requiretool"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The desktop smoke test runs the real app (tray, window, notifier) under
@@ -56,11 +57,7 @@ func startXvfb(t *testing.T) string {
 // limited to about 108 bytes and t.TempDir() paths can be long.
 func shortTempDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "ss")
 	reapAtCleanup(t, dir)
 	return dir
 }

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -373,24 +374,34 @@ type ce2eWatch struct {
 	msgs []localapi.Message
 }
 
+// startWatchJSON starts the app bin's `watch --json` on the data directory
+// dir with env, its words to stderr (nil: dropped), and returns it and a
+// scanner of the lines it prints (one message a line; a snapshot's line can
+// be megabytes).
+func startWatchJSON(t *testing.T, bin, dir string, env []string, stderr io.Writer) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(bin, "--data-dir", dir, "watch", "--json")
+	cmd.Env, cmd.Stderr = env, stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting watch: %v", err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	return cmd, sc
+}
+
 // watch starts `watch --json` and collects what it prints until the test
 // stops it (stopApp or cleanup).
 func (h *ce2eHarness) watch() *ce2eWatch {
 	h.t.Helper()
-	cmd := exec.Command(h.app, "--data-dir", h.data, "watch", "--json")
-	cmd.Env = h.env
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		h.t.Fatalf("starting watch: %v", err)
-	}
+	cmd, sc := startWatchJSON(h.t, h.app, h.data, h.env, nil)
 	w := &ce2eWatch{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 		for sc.Scan() {
 			var m localapi.Message
 			if json.Unmarshal(sc.Bytes(), &m) == nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/proctree"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // sshServer is one test's sshd and the client configuration that reaches
@@ -48,11 +49,7 @@ func startSSHD(t *testing.T) *sshServer {
 	t.Helper()
 	sshd := requiretool.Any(t, "sshd", "/usr/sbin/sshd")
 	requireTools(t, "ssh", "ssh-keygen")
-	dir, err := os.MkdirTemp("", "sshd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "sshd")
 	keygen := func(name string) {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, name)).CombinedOutput(); err != nil {
 			t.Fatalf("ssh-keygen %s: %v\n%s", name, err, out)
@@ -193,11 +190,7 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	srv := startSSHD(t)
 	remote := startAgentE2E(t, claudeE2EAgent, e2eOpts{})
 	appBin, _ := testBinaries(t)
-	data, err := os.MkdirTemp("", "ssl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(data) })
+	data := testdir.Short(t, "ssl")
 	local := &ce2eHarness{t: t, app: appBin, home: t.TempDir(), data: data, work: t.TempDir(),
 		env: append(os.Environ(), "HOME="+t.TempDir())}
 	t.Cleanup(local.cleanup)
@@ -208,11 +201,7 @@ func TestRemoteMachineOverSSH(t *testing.T) {
 	local.mustCLI("machines", "add", "wronghostkey", "wronghostkey", "--command", onRemote)
 	local.mustCLI("machines", "add", "refusedkey", "refusedkey", "--command", onRemote)
 	local.mustCLI("machines", "add", "noapp", "good", "--command", "/nonexistent/session-supervisor")
-	idle, err := os.MkdirTemp("", "ssi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(idle) })
+	idle := testdir.Short(t, "ssi")
 	local.mustCLI("machines", "add", "nosupervisor", "good", "--command", appBin+" --data-dir "+idle)
 
 	rows := local.machines()
@@ -429,25 +418,25 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 		}
 		return -1
 	}
-	eventually(t, "the tray heading r1 as connected", 60*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
-		return index("r1 — connected") >= 0
-	})
+	// menuUntil reads the tray's menu into menu until ok holds.
+	menuUntil := func(what string, limit time.Duration, ok func() bool) {
+		t.Helper()
+		eventually(t, what, limit, func() bool {
+			m, err := getLayout(d.conn, dest, 0)
+			if err != nil {
+				return false
+			}
+			menu = m
+			return ok()
+		})
+	}
+	menuUntil("the tray heading r1 as connected", 60*time.Second, func() bool { return index("r1 — connected") >= 0 })
 	if here := index("This machine"); here < 0 || here > index("r1 — connected") {
 		t.Fatalf("this machine's heading at %d, r1's at %d: want this machine first", here, index("r1 — connected"))
 	}
 
 	id := strings.TrimSpace(onRemote("new", "--cwd", d.cwd, "--name", "far", "build it"))
-	eventually(t, "the remote session under r1's heading", 60*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
+	menuUntil("the remote session under r1's heading", 60*time.Second, func() bool {
 		at := index("⚠ far")
 		return at > index("r1 — connected") && index("r1 — connected") > index("This machine")
 	})
@@ -481,13 +470,8 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	// connectedListedOnce: r1 connected, its session listed once (not
 	// twice after a resync).
 	connectedListedOnce := func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
 		n := 0
-		for _, it := range m.Children {
+		for _, it := range menu.Children {
 			if strings.Contains(it.Label, " far — ") {
 				n++
 			}
@@ -501,18 +485,13 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	remoteSup.kill(t)
 	// (The first attempt's reason is the stream's end; the next ones are
 	// the remote's own words.)
-	eventually(t, "r1's heading saying it is reconnecting, and why", 30*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
+	menuUntil("r1's heading saying it is reconnecting, and why", 30*time.Second, func() bool {
 		i := index("r1 — reconnecting since ")
-		return i >= 0 && strings.Contains(m.Children[i].Label, "no Session Supervisor runs")
+		return i >= 0 && strings.Contains(menu.Children[i].Label, "no Session Supervisor runs")
 	})
 	screenshot(t, d.display, "desktop-remote-reconnecting.png")
 	remoteSup = remote.restart()
-	eventually(t, "r1 connected again with its session listed once", 60*time.Second, connectedListedOnce)
+	menuUntil("r1 connected again with its session listed once", 60*time.Second, connectedListedOnce)
 
 	// The connection itself drops (sshd and its connections killed, as a
 	// network drop or the machine's sleep ends them): within 30 s r1's
@@ -520,17 +499,12 @@ func TestDesktopShowsRemoteMachine(t *testing.T) {
 	// resynced from its snapshot, its session listed once.
 	srv.stop(t)
 	dropped := time.Now()
-	eventually(t, "r1's heading saying it is reconnecting once its connection dropped", 30*time.Second, func() bool {
-		m, err := getLayout(d.conn, dest, 0)
-		if err != nil {
-			return false
-		}
-		menu = m
+	menuUntil("r1's heading saying it is reconnecting once its connection dropped", 30*time.Second, func() bool {
 		return index("r1 — reconnecting since ") >= 0
 	})
 	t.Logf("r1 shown reconnecting %s after its connection dropped", time.Since(dropped).Round(100*time.Millisecond))
 	srv.start(t)
-	eventually(t, "r1 connected again through the restarted sshd with its session listed once", 60*time.Second, connectedListedOnce)
+	menuUntil("r1 connected again through the restarted sshd with its session listed once", 60*time.Second, connectedListedOnce)
 }
 
 // remoteSupervisor is a headless supervisor standing for another machine:

@@ -21,6 +21,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // InteractiveClaudeVersion is the Claude Code release the terminal-session
@@ -135,11 +136,7 @@ func startPTYWorldWith(t *testing.T, o ptyOptions, args ...string) *ptyWorld {
 	home, work := t.TempDir(), t.TempDir()
 	api, proxy := claudeTerminalFakes(t, home, work)
 	// Short: the CLI's inbox socket lives under it.
-	run, err := os.MkdirTemp("", "xr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testdir.Short(t, "xr")
 	if o.noSessionFile {
 		os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
 		if err := os.WriteFile(filepath.Join(home, ".claude", "sessions"), nil, 0o600); err != nil {

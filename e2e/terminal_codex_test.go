@@ -155,25 +155,10 @@ func TestTerminalCodexRealTUIApproval(t *testing.T) {
 	t.Logf("evidence: %s", s.Evidence)
 	// Approved where it runs: "y" once the dialog is drawn, again while
 	// a slow machine has not taken it yet.
-	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("Yes, proceed"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			w.fail("the TUI drew no approval prompt")
-		}
-	}
-	approved := func(s sessions.Session) bool {
+	w.drawn(30*time.Second, "Yes, proceed", "drew an approval prompt")
+	w.pressUntil("y", 2*time.Second, 60*time.Second, func(s sessions.Session) bool {
 		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
-	}
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if _, err := w.ptmx.Write([]byte("y")); err != nil {
-			t.Fatal(err)
-		}
-		if w.waitFor(2*time.Second, approved) {
-			break
-		}
-		if time.Now().After(deadline) {
-			w.fail("no review after the approved command")
-		}
-	}
+	}, "no review after the approved command")
 	if _, err := os.Stat(filepath.Join(w.h.work, "build", "out.txt")); err != nil {
 		w.fail("the approved command did not run: %v", err)
 	}
@@ -274,11 +259,5 @@ func TestTerminalCodexRealTUIAuthEscalates(t *testing.T) {
 	t.Parallel()
 	w := startCodexTUI(t, fakeapi.Config{}, "supervisor.auth_retry_minutes", "0.05")
 	w.submit("hello [[scenario:401]]")
-	s := w.observed(30*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
-		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
-	})
-	if !strings.Contains(s.Evidence, "offers no way in") || s.Nudge.Attempts != 0 || w.h.nudged("401") {
-		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
-	}
-	t.Logf("evidence: %s", s.Evidence)
+	w.authEscalated(30*time.Second, "offers no way in")
 }

@@ -87,18 +87,8 @@ func TestTerminalCopilotRealTUI(t *testing.T) {
 	t.Logf("permission: %s", p.Evidence)
 	// Approved where it runs ("1. Yes" is selected: Enter), again while a
 	// slow machine has not taken it yet.
-	approved := func(s sessions.Session) bool { return s.WaitReason != sessions.WaitPermission }
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if _, err := w.ptmx.Write([]byte("\r")); err != nil {
-			t.Fatal(err)
-		}
-		if w.waitFor(3*time.Second, approved) {
-			break
-		}
-		if time.Now().After(deadline) {
-			w.fail("the approval never reached the events")
-		}
-	}
+	w.pressUntil("\r", 3*time.Second, 60*time.Second, func(s sessions.Session) bool { return s.WaitReason != sessions.WaitPermission },
+		"the approval never reached the events")
 	r := w.observed(30*time.Second, "waiting on the user for review", func(s sessions.Session) bool {
 		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitReview && s.TurnGeneration == 1
 	})
@@ -201,11 +191,5 @@ func TestTerminalCopilotRealTUIAuthEscalates(t *testing.T) {
 	t.Parallel()
 	w := startCopilotTUI(t, nil, "supervisor.auth_retry_minutes", "0.05")
 	w.typeLine("hello [[scenario:401]]")
-	s := w.observed(60*time.Second, "escalated after the auth wait", func(s sessions.Session) bool {
-		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
-	})
-	if !strings.Contains(s.Evidence, "no way in") || s.Nudge.Attempts != 0 || w.h.nudged("401") {
-		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
-	}
-	t.Logf("evidence: %s", s.Evidence)
+	w.authEscalated(60*time.Second, "no way in")
 }

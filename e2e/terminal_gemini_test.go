@@ -187,11 +187,7 @@ func TestTerminalGeminiRealTUIApproval(t *testing.T) {
 		return s.State == sessions.WaitingOnUser && s.WaitReason == sessions.WaitPermission && s.InTurn
 	})
 	t.Logf("evidence: %s", s.Evidence)
-	for deadline := time.Now().Add(30 * time.Second); !w.scr.has("Allow once"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			w.fail("the TUI drew no approval prompt")
-		}
-	}
+	w.drawn(30*time.Second, "Allow once", "drew an approval prompt")
 	// "1. Allow once", chosen where it runs.
 	if _, err := w.ptmx.Write([]byte("1")); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
 	cxfake "github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/termloc"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // handoverTmux is the user's default tmux server (TMUX_TMPDIR points the
@@ -34,11 +35,7 @@ func startHandoverTmux(t *testing.T, env []string) *handoverTmux {
 	needTool(t, "tmux")
 	// Short (the socket's path is bounded), and not reaped by name: the
 	// app's environment names it too, and the app stops by its own cleanup.
-	dir, err := os.MkdirTemp("", "tm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "tm")
 	x := &handoverTmux{t: t, dir: dir}
 	x.env = append(append([]string{}, env...), "TERM=xterm-256color", "TMUX_TMPDIR="+x.dir)
 	cmd := exec.Command("tmux", "-f", "/dev/null", "new-session", "-d", "-s", "home", "-x", "120", "-y", "40", "sleep 600")
@@ -156,11 +153,7 @@ func startClaudeHandover(t *testing.T, world func(hermetic []string) []string) *
 	cw.work = t.TempDir()
 	api, proxy := claudeTerminalFakes(t, home, cw.work)
 	cw.api = api
-	run, err := os.MkdirTemp("", "xr") // short: the CLI's inbox socket
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testdir.Short(t, "xr") // short: the CLI's inbox socket
 	hermetic := append(fakeapi.HermeticEnv(home, api.URL(), proxy), "XDG_RUNTIME_DIR="+run)
 	cw.h = newAppE2E(t, `{"turns": [[]]}`)
 	h := cw.h
@@ -198,11 +191,7 @@ func TestHandoverClaudeToTmux(t *testing.T) {
 	// Nowhere to open (no tmux server on that socket directory, no
 	// display): refused before anything is stopped, the session as it was.
 	saved := h.env
-	empty, err := os.MkdirTemp("", "tn") // not reaped by name now: the world still runs
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(empty)
+	empty := testdir.Short(t, "tn") // not reaped by name now: the world still runs
 	h.env = append(slices.Clone(saved), "TMUX_TMPDIR="+empty)
 	code, _, errOut := h.cli("handover", id)
 	h.env = saved
@@ -363,11 +352,7 @@ func TestHandoverClaudeToXterm(t *testing.T) {
 	t.Parallel()
 	var x *x11World
 	cw := startClaudeHandover(t, func([]string) []string {
-		empty, err := os.MkdirTemp("", "tn") // no tmux server answers here
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(empty) })
+		empty := testdir.Short(t, "tn") // no tmux server answers here
 		x = startX11World(t, t.TempDir())
 		return []string{"TMUX_TMPDIR=" + empty}
 	})

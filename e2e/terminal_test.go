@@ -14,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/claudeterm"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The real binary finds a Claude Code session started in a terminal by
@@ -22,11 +23,7 @@ import (
 func TestTerminalSessionAppearsInLs(t *testing.T) {
 	t.Parallel()
 	h := newAppE2E(t, `{"turns": [[]]}`)
-	cfg, err := os.MkdirTemp("", "cc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(cfg) })
+	cfg := testdir.Short(t, "cc")
 	h.env = append(h.env, "CLAUDE_CONFIG_DIR="+cfg)
 	h.start()
 

@@ -139,6 +139,39 @@ func (w *agentTUI) drawn(limit time.Duration, sub, what string) {
 	}
 }
 
+// pressUntil presses key in the terminal until the TUI's session satisfies
+// ok, again every while it does not (a slow machine may not have taken the
+// last press yet), and fails with what after limit.
+func (w *agentTUI) pressUntil(key string, every, limit time.Duration, ok func(sessions.Session) bool, what string) {
+	w.t.Helper()
+	for deadline := time.Now().Add(limit); ; {
+		if _, err := w.ptmx.Write([]byte(key)); err != nil {
+			w.t.Fatal(err)
+		}
+		if w.waitFor(every, ok) {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.fail("%s", what)
+		}
+	}
+}
+
+// authEscalated waits until the session its 401 scenario failed on auth is
+// escalated once the auth wait passed (the continue cannot reach a terminal:
+// no inbox), with evidence that says so (holds why) and no nudge sent to
+// the model.
+func (w *agentTUI) authEscalated(limit time.Duration, why string) {
+	w.t.Helper()
+	s := w.observed(limit, "escalated after the auth wait", func(s sessions.Session) bool {
+		return s.NeedsAttention && s.Failure.Kind == sessions.Auth
+	})
+	if !strings.Contains(s.Evidence, why) || s.Nudge.Attempts != 0 || w.app.nudged("401") {
+		w.fail("escalated without saying why, or nudged: %s %+v", s.Evidence, s.Nudge)
+	}
+	w.t.Logf("evidence: %s", s.Evidence)
+}
+
 // fail ends the test with what the app lists, the CLI's records and what
 // the terminal showed.
 func (w *agentTUI) fail(format string, args ...any) {

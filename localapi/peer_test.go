@@ -15,6 +15,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 func TestDecide(t *testing.T) {
@@ -106,11 +107,7 @@ func TestGuardOverTheSocket(t *testing.T) {
 	if _, err := peerOf(nil); err != nil && strings.Contains(err.Error(), "not read on this platform") {
 		t.Skip("this platform's sockets do not name their peer (Windows)")
 	}
-	dir, err := os.MkdirTemp("", "peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "peer")
 	sup := &fakeSupervisor{bus: NewBus()}
 	settings := &fakeSettings{}
 	api, err := Listen(sup, settings, dir, "test")
@@ -162,11 +159,7 @@ func (f *fakeSupervisor) Subscribe(buf int, resync bool) *Subscription {
 // startFakeAPI serves a fake supervisor on a socket of its own.
 func startFakeAPI(t *testing.T) (*fakeSupervisor, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "api")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "api")
 	sup := &fakeSupervisor{bus: NewBus()}
 	api, err := Listen(sup, &fakeSettings{}, dir, "test")
 	if err != nil {

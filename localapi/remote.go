@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/enum"
+	"github.com/session-supervisor/session-supervisor/services"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -187,12 +188,8 @@ func (r *Remote) Run(ctx context.Context) {
 		}
 		r.setLink(LinkStatus{State: state, Since: down, Up: up, Attempts: attempts,
 			NextAttempt: time.Now().Add(wait), Error: msg})
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !services.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 	}
 }

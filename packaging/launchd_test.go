@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 const defaultPlist = `<?xml version="1.0" encoding="UTF-8"?>
@@ -214,7 +216,7 @@ func TestLaunchAgentLifecycle(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(home, "Library", "LaunchAgents"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, home)
+	before := testdir.Listing(t, home)
 	fake := &fakeLaunchctl{}
 	m := NewLaunchAgent(macSpec(), home, 501, fake.run)
 	ctx := context.Background()
@@ -246,7 +248,7 @@ func TestLaunchAgentLifecycle(t *testing.T) {
 	if err != nil || len(ures.Removed) != 1 {
 		t.Fatalf("uninstall: %+v, %v", ures, err)
 	}
-	sameSnapshot(t, before, snapshot(t, home))
+	testdir.Unchanged(t, home, before)
 
 	var verbs []string
 	for _, c := range fake.calls {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // The Linux package's files live in packaging/linux; the icons are the app
@@ -160,7 +162,7 @@ func TestInstallScript(t *testing.T) {
 	if err := os.WriteFile(other, []byte("[Desktop Entry]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, home)
+	before := testdir.Listing(t, home)
 	env := append(os.Environ(), "HOME="+home, "XDG_DATA_HOME=", "PATH=/usr/bin:/bin")
 	run := func(args ...string) string {
 		t.Helper()
@@ -193,12 +195,12 @@ func TestInstallScript(t *testing.T) {
 		t.Errorf("install.sh did not mention that ~/.local/bin is not on PATH:\n%s", out)
 	}
 	// Installing again is fine and changes nothing.
-	mid := snapshot(t, home)
+	mid := testdir.Listing(t, home)
 	run()
-	sameSnapshot(t, mid, snapshot(t, home))
+	testdir.Unchanged(t, home, mid)
 
 	run("--uninstall")
-	sameSnapshot(t, before, snapshot(t, home))
+	testdir.Unchanged(t, home, before)
 	if calls, _ := os.ReadFile(filepath.Join(tmp, "calls")); string(calls) != "service uninstall\n" {
 		t.Errorf("--uninstall ran the binary with %q, want the service removed first", calls)
 	}

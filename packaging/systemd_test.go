@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // defaultUnit is the whole unit for the plain case, so a reviewer sees
@@ -234,45 +234,6 @@ func (f *fakeSystemctl) callList() []string {
 	return append([]string(nil), f.calls...)
 }
 
-// snapshot lists every path under dir with its type, mode and content, so
-// a test can say "exactly as before".
-func snapshot(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		entry := fmt.Sprintf("%s %s", rel, info.Mode())
-		if info.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			entry += " " + string(b)
-		}
-		out = append(out, entry)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sameSnapshot(t *testing.T, before, after []string) {
-	t.Helper()
-	if strings.Join(before, "\n") != strings.Join(after, "\n") {
-		t.Errorf("directory differs after uninstall:\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
-	}
-}
-
 func testSpec() Spec {
 	return Spec{Executable: "/home/ada/.local/bin/session-supervisor", PathEnv: "/usr/bin:/bin"}
 }
@@ -293,7 +254,7 @@ func TestSystemdInstallIsIdempotentAndUninstallRestores(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := snapshot(t, cfg)
+			before := testdir.Listing(t, cfg)
 			fake := &fakeSystemctl{userDir: filepath.Join(cfg, "systemd", "user"), active: "inactive", enabled: "enabled"}
 			m := NewSystemdUser(testSpec(), cfg, fake.run)
 			ctx := context.Background()
@@ -318,12 +279,12 @@ func TestSystemdInstallIsIdempotentAndUninstallRestores(t *testing.T) {
 			}
 
 			// Again: nothing changes on disk.
-			mid := snapshot(t, cfg)
+			mid := testdir.Listing(t, cfg)
 			res, err = m.Install(ctx)
 			if err != nil || res.Change != Unchanged {
 				t.Fatalf("second install: %+v, %v", res, err)
 			}
-			sameSnapshot(t, mid, snapshot(t, cfg))
+			testdir.Unchanged(t, cfg, mid)
 
 			// A moved binary rewrites the unit and re-enables it.
 			moved := testSpec()
@@ -351,7 +312,7 @@ func TestSystemdInstallIsIdempotentAndUninstallRestores(t *testing.T) {
 			if len(ures.Removed) != 1 || ures.Note != "" {
 				t.Errorf("uninstall result %+v", ures)
 			}
-			sameSnapshot(t, before, snapshot(t, cfg))
+			testdir.Unchanged(t, cfg, before)
 
 			// Uninstalling again is a no-op.
 			ures, err = m.Uninstall(ctx)
@@ -375,7 +336,7 @@ func TestSystemdWithoutUserManager(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := t.TempDir()
-			before := snapshot(t, cfg)
+			before := testdir.Listing(t, cfg)
 			m := NewSystemdUser(testSpec(), cfg, tc.fake.run)
 			ctx := context.Background()
 			res, err := m.Install(ctx)
@@ -408,7 +369,7 @@ func TestSystemdWithoutUserManager(t *testing.T) {
 			if ures.Note == "" {
 				t.Errorf("uninstall did not say systemd could not be told")
 			}
-			sameSnapshot(t, before, snapshot(t, cfg))
+			testdir.Unchanged(t, cfg, before)
 		})
 	}
 }
@@ -471,7 +432,7 @@ func TestSystemdRealCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PATH", tc.path)
 			cfg := t.TempDir()
-			before := snapshot(t, cfg)
+			before := testdir.Listing(t, cfg)
 			m := NewSystemdUser(testSpec(), cfg, ExecRunner)
 			_, err := m.Install(context.Background())
 			var p *Problem
@@ -481,7 +442,7 @@ func TestSystemdRealCommand(t *testing.T) {
 			if _, err := m.Uninstall(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			sameSnapshot(t, before, snapshot(t, cfg))
+			testdir.Unchanged(t, cfg, before)
 		})
 	}
 }

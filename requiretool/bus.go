@@ -2,25 +2,22 @@ package requiretool
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // SessionBus starts a private D-Bus session bus for the test (dbus-daemon,
 // found as Any finds it) and returns its address; the daemon ends with the
-// test. Its socket is in a short temporary directory of its own: a unix
-// socket's path is limited to about 108 bytes, which t.TempDir's may pass.
+// test. Its socket is in a short temporary directory of its own
+// (testdir.Short).
 func SessionBus(t testing.TB) string {
 	t.Helper()
 	daemon := Any(t, "dbus-daemon")
-	dir, err := os.MkdirTemp("", "bus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "bus")
 	cmd := exec.Command(daemon, "--session", "--nofork", "--nopidfile", "--print-address=1",
 		"--address=unix:path="+filepath.Join(dir, "bus"))
 	out, err := cmd.StdoutPipe()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // A Service runs until ctx ends. An error it returns before that is a
@@ -76,4 +77,22 @@ func (g *Group) Stop() {
 	g.mu.Unlock()
 	g.cancel()
 	g.wg.Wait()
+}
+
+// Sleep waits d, or less when ctx ends first, and reports whether the
+// service should go on: false once ctx has ended (also when d <= 0 and it
+// already had). The waits of a service's loop between its rounds (the
+// supervisor's tick, a Remote's reconnect backoff, a profile's window).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -100,3 +100,41 @@ func TestFirstFailure(t *testing.T) {
 		g.Stop()
 	})
 }
+
+// TestSleep: Sleep lasts d and says go on, unless ctx ends first: then it
+// returns at that instant and says stop.
+func TestSleep(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		d        time.Duration
+		cancelAt time.Duration // < 0: never; 0: before Sleep
+		want     bool
+		lasts    time.Duration
+	}{
+		{"the whole wait", time.Minute, -1, true, time.Minute},
+		{"cut short when ctx ends", time.Minute, 10 * time.Second, false, 10 * time.Second},
+		{"ctx already ended", time.Minute, 0, false, 0},
+		{"no wait", 0, -1, true, 0},
+		{"no wait, ctx already ended", -time.Second, 0, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				switch {
+				case tc.cancelAt == 0:
+					cancel()
+				case tc.cancelAt > 0:
+					time.AfterFunc(tc.cancelAt, cancel)
+				}
+				start := time.Now()
+				if got := Sleep(ctx, tc.d); got != tc.want {
+					t.Errorf("Sleep = %v, want %v", got, tc.want)
+				}
+				if lasted := time.Since(start); lasted != tc.lasts {
+					t.Errorf("lasted %v, want %v", lasted, tc.lasts)
+				}
+			})
+		})
+	}
+}

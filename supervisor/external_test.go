@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 	"net"
 	"os"
 	"os/exec"
@@ -36,11 +37,7 @@ func newTermWorld(t *testing.T) *termWorld {
 	if runtime.GOOS != "linux" {
 		t.Skip("the pid probe reads /proc")
 	}
-	dir, err := os.MkdirTemp("", "cc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "cc")
 	// Long safety poll: discovery must come from the file watcher.
 	w := &termWorld{t: t, dir: dir, src: &claudeterm.Source{ConfigDir: dir, Notify: watch.Dirs, Poll: time.Minute}}
 	w.cmd = exec.Command("sleep", "120")

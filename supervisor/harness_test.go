@@ -26,6 +26,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // testSettings is the settings registry as the composition root builds it,
@@ -254,11 +255,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
 	// A short path: unix socket paths are limited to ~108 bytes and
 	// t.TempDir() embeds the test's name.
-	dir, err := os.MkdirTemp("", "ss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "ss")
 	st, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)

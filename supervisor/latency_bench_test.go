@@ -13,6 +13,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/storage"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // pipeProcess is an agent process whose stdout is a pipe the benchmark
@@ -63,11 +64,7 @@ func (a *pipeAgent) Start(context.Context, StartOptions) (Process, error) { retu
 // the local API's event stream: decode, Apply, the SQLite write, the bus,
 // the unix socket and the client's SSE parsing. One op is one round trip.
 func BenchmarkLineToSubscriber(b *testing.B) {
-	dir, err := os.MkdirTemp("", "ssbench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := testdir.Short(b, "ssbench")
 	st, err := storage.Open(dir)
 	if err != nil {
 		b.Fatal(err)

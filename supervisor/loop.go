@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/localapi"
+	"github.com/session-supervisor/session-supervisor/services"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -34,15 +35,7 @@ func (r *Runtime) Run(ctx context.Context) {
 		set := r.settings()
 		now := time.Now()
 		wait := min(set.Tick-now.Sub(lastTick), set.SnapshotInterval-now.Sub(lastSnapshot))
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		} else if ctx.Err() != nil {
+		if !services.Sleep(ctx, wait) {
 			return
 		}
 		// Read the settings again: the ones above were read before the

@@ -18,6 +18,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/sessions/view"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 	"github.com/session-supervisor/session-supervisor/watch"
 )
 
@@ -260,11 +261,7 @@ func TestProcessTableSessionKilledMidToolIsResumed(t *testing.T) {
 	if err := os.WriteFile(bin, sleep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	home, err := os.MkdirTemp("", "home")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
+	home := testdir.Short(t, "home")
 	g := newRig(t, rigConfig{})
 	cli := exec.Command(bin, "120")
 	cli.Dir, cli.Env = g.cwd, []string{"HOME=" + home}

@@ -24,6 +24,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor/core"
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 // TestRuntimeTurnLifecycle: launch → Working → a tool opens and closes →
@@ -759,11 +760,7 @@ func TestBootSkipsUnreadableSessions(t *testing.T) {
 	good := seedSession("aaaa0000-0000-4000-8000-000000000001", time.Now().UTC())
 	var logged strings.Builder
 	var logMu sync.Mutex
-	dir, err := os.MkdirTemp("", "ss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := testdir.Short(t, "ss")
 	st, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/testdir"
 )
 
 const event = `{"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","permission_mode":"default","hook_event_name":"Stop","stop_hook_active":false}`
@@ -255,11 +257,7 @@ func TestHookWaitsForTheAppToRead(t *testing.T) {
 // removed with the test.
 func appSocket(t testing.TB) (string, net.Listener) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdir.Short(t, "hk")
 	path := filepath.Join(dir, "s.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {

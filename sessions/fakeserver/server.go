@@ -40,20 +40,108 @@ type Entry struct {
 	At    time.Time
 }
 
-// Server is a running fake whose scenarios are functions F. A fake's own
-// Server embeds it, so Close, Handle and Log are the fake's.
-type Server[F any] struct {
+// Listener is a fake's HTTP server on a free port of 127.0.0.1 (never
+// another address): the handlers in flight, and a Close that releases the
+// stalled streams and waits for every handler, so no goroutine outlives the
+// test. Server embeds it; a fake that keeps a log of its own (Claude's, whose
+// entries carry the decoded request) embeds it alone.
+type Listener struct {
 	name string
 	ln   net.Listener
 	srv  *http.Server
-	done chan struct{}
+	done chan struct{} // closed by Close to release stalled handlers
 	wg   sync.WaitGroup
+
+	mu     sync.Mutex // guards closed and the wg.Add that depends on it
+	closed bool
+}
+
+// NewListener takes a free port of 127.0.0.1 for a fake called name (the
+// prefix of its errors, e.g. "codex fakeapi"). Nothing is served until Run.
+func NewListener(name string) (*Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen: %w", name, err)
+	}
+	return &Listener{name: name, ln: ln, done: make(chan struct{})}, nil
+}
+
+// Run serves h in the background. A request that arrives once Close has
+// begun is answered by closing, or when it is nil by a plain 503 "NAME:
+// server closing". There is no WriteTimeout: a stalled stream stays open
+// until the client gives up or Close releases it.
+func (l *Listener) Run(h http.Handler, closing http.HandlerFunc) {
+	if closing == nil {
+		closing = func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, l.name+": server closing", http.StatusServiceUnavailable)
+		}
+	}
+	l.srv = &http.Server{Handler: l.track(h, closing), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = l.srv.Serve(l.ln) }()
+}
+
+// Addr is the host:port the fake listens on.
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// Done is closed once Close begins: a stalled stream ends there.
+func (l *Listener) Done() <-chan struct{} { return l.done }
+
+// Close stops the server, releases stalled streams and waits for every
+// handler to return.
+func (l *Listener) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.done)
+	if l.srv != nil {
+		_ = l.srv.Close()
+	} else {
+		_ = l.ln.Close()
+	}
+	l.wg.Wait()
+}
+
+// Stall holds a stream open until the server closes, cancel is closed (nil:
+// never) or ten minutes pass.
+func (l *Listener) Stall(cancel <-chan struct{}) {
+	select {
+	case <-l.done:
+	case <-cancel:
+	case <-time.After(10 * time.Minute):
+	}
+}
+
+// track counts the handlers in flight so Close can wait for them. The Add
+// happens under mu and only while open, so it never races with the Wait in
+// Close: a request accepted just before Close is turned away by closing.
+func (l *Listener) track(h http.Handler, closing http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			closing(w, r)
+			return
+		}
+		l.wg.Add(1)
+		l.mu.Unlock()
+		defer l.wg.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Server is a running fake whose scenarios are functions F. A fake's own
+// Server embeds it, so Close, Handle and Log are the fake's.
+type Server[F any] struct {
+	*Listener
 
 	mu        sync.Mutex
 	scenarios map[string]F
 	attempts  map[string]int
 	log       []Entry
-	closed    bool
 }
 
 // Listen takes a free port of 127.0.0.1 for a fake called name (the prefix
@@ -61,11 +149,11 @@ type Server[F any] struct {
 // scenarios. Nothing is served until Serve, so the fake can route to itself
 // first.
 func Listen[F any](name string, scenarios map[string]F) (*Server[F], error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := NewListener(name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: listen: %w", name, err)
+		return nil, err
 	}
-	return &Server[F]{name: name, ln: ln, done: make(chan struct{}), scenarios: scenarios, attempts: map[string]int{}}, nil
+	return &Server[F]{Listener: l, scenarios: scenarios, attempts: map[string]int{}}, nil
 }
 
 // Serve serves mux with a catch-all for every other route: the request is
@@ -81,29 +169,7 @@ func (s *Server[F]) Serve(mux *http.ServeMux, notFound http.HandlerFunc) {
 		}
 		http.Error(w, s.name+": no route", http.StatusNotFound)
 	})
-	s.srv = &http.Server{Handler: s.track(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(s.ln) }()
-}
-
-// Addr is the host:port the fake listens on.
-func (s *Server[F]) Addr() string { return s.ln.Addr().String() }
-
-// Close stops the server, releasing stalled streams.
-func (s *Server[F]) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.done)
-	if s.srv != nil {
-		_ = s.srv.Close()
-	} else {
-		_ = s.ln.Close()
-	}
-	s.wg.Wait()
+	s.Run(mux, nil)
 }
 
 // Handle registers or replaces a scenario.
@@ -142,24 +208,6 @@ func (s *Server[F]) Attempt(scenario string) (int, F) {
 	return s.attempts[scenario], fn
 }
 
-// Stall holds a stream open until the server closes, cancel is closed (nil:
-// never) or ten minutes pass.
-func (s *Server[F]) Stall(cancel <-chan struct{}) {
-	select {
-	case <-s.done:
-	case <-cancel:
-	case <-time.After(10 * time.Minute):
-	}
-}
-
-func (s *Server[F]) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.wg.Add(1)
-		defer s.wg.Done()
-		h.ServeHTTP(w, r)
-	})
-}
-
 var markerRE = regexp.MustCompile(`\[\[scenario:([A-Za-z0-9_]+)\]\]`)
 
 // Scenario is the name in the last [[scenario:NAME]] marker of a request
@@ -192,17 +240,16 @@ func WriteError(w http.ResponseWriter, status int, body string) {
 	_, _ = io.WriteString(w, body)
 }
 
-// Cut drops the connection under w at once (a reset, not a clean close),
-// as a network failure mid-stream does.
+// Cut drops the connection under w at once with a TCP reset (SO_LINGER 0),
+// not a clean close, so the client sees ECONNRESET: the signature of a
+// network that went away under a request. What was written before goes out
+// first.
 func Cut(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		return
-	}
-	c, _, err := hj.Hijack()
+	c, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		return
+		return // not hijackable (HTTP/2): the handler's return ends it
 	}
+	_ = buf.Flush()
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}

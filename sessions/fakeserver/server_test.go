@@ -156,6 +156,43 @@ func TestCloseReleasesAStalledStream(t *testing.T) {
 	<-errc
 }
 
+// TestRunTurnsAwayRequestsOnceClosing: a request served while Close runs
+// (accepted just before it) is not counted among the handlers Close waits
+// for; it gets the fake's closing answer, or a plain 503.
+func TestRunTurnsAwayRequestsOnceClosing(t *testing.T) {
+	teapot := func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "teapot", http.StatusTeapot) }
+	for _, tc := range []struct {
+		name       string
+		closing    http.HandlerFunc
+		closed     bool
+		wantStatus int
+		wantBody   string
+	}{
+		{"open", nil, false, http.StatusOK, "served"},
+		{"closing, a plain 503", nil, true, http.StatusServiceUnavailable, "test fake: server closing"},
+		{"closing, the fake's own answer", teapot, true, http.StatusTeapot, "teapot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewListener("test fake")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(l.Close)
+			l.Run(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "served") }), tc.closing)
+			if tc.closed {
+				l.Close()
+			}
+			// The server's handler itself: after Close no connection
+			// reaches it, so the race it guards is played out by hand.
+			rec := httptest.NewRecorder()
+			l.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/ok", nil))
+			if rec.Code != tc.wantStatus || strings.TrimSpace(rec.Body.String()) != tc.wantBody {
+				t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tc.wantStatus, tc.wantBody)
+			}
+		})
+	}
+}
+
 func TestRefusingProxyRefusesEverything(t *testing.T) {
 	var seen []string
 	url, closeFn, err := StartRefusingProxy("test fake", func(method, host string) { seen = append(seen, method+" "+host) })

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -18,20 +17,9 @@ import (
 func TestRealClaudeCLI(t *testing.T) {
 	bin := ClaudeBinary(t)
 	api := startServer(t)
-	var mu sync.Mutex
-	var egress []string
-	proxyURL, closeProxy, err := startRefusingProxy(func(method, host string) {
-		mu.Lock()
-		defer mu.Unlock()
-		egress = append(egress, method+" "+host)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	proxyURL, refused := refusingProxy(t)
 	t.Cleanup(func() {
-		closeProxy()
-		mu.Lock()
-		defer mu.Unlock()
+		egress := refused()
 		// Logged, not failed: the proxy already keeps such traffic on the
 		// host, and a new CLI version adding a call should not break tests.
 		t.Logf("requests the proxy refused (attempts to leave loopback): %d %v", len(egress), egress)

@@ -19,19 +19,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/fakeserver"
 )
 
 // DefaultSlowDelay is the pause between deltas of the slow scenario.
 const DefaultSlowDelay = 2 * time.Second
-
-// maxBody bounds a request body. The CLI's first request is ~80 KB (system
-// prompt plus 24 tool schemas); long sessions grow, so leave ample room.
-const maxBody = 64 << 20
 
 // Entry records one handled HTTP request.
 type Entry struct {
@@ -55,36 +51,34 @@ type Entry struct {
 	At time.Time
 }
 
-// Server is a running fake API. Create it with Start and stop it with Close.
+// Server is a running fake API. Create it with Start and stop it with Close
+// (the listener's: it releases stalled streams and waits for every handler
+// to return, so no goroutine outlives the test). Its log is its own, not
+// fakeserver.Server's: an entry carries the decoded Messages request.
 type Server struct {
+	*fakeserver.Listener
+
 	// SlowDelay is the pause between deltas of the slow scenario. Set it
 	// before the first request that needs it.
 	SlowDelay time.Duration
-
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{} // closed by Close to release stalled handlers
-	wg   sync.WaitGroup
 
 	mu        sync.Mutex
 	scenarios map[string]ScenarioFunc
 	attempts  map[string]int
 	log       []Entry
 	changed   chan struct{} // closed and replaced on every log append
-	closed    bool
 }
 
 // Start listens on 127.0.0.1 on a free port and serves in the background.
 // Binding to loopback (never all interfaces) keeps test traffic on the host.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := fakeserver.NewListener("fakeapi")
 	if err != nil {
-		return nil, fmt.Errorf("fakeapi: listen: %w", err)
+		return nil, err
 	}
 	s := &Server{
+		Listener:  l,
 		SlowDelay: DefaultSlowDelay,
-		ln:        ln,
-		done:      make(chan struct{}),
 		scenarios: builtinScenarios(),
 		attempts:  map[string]int{},
 		changed:   make(chan struct{}),
@@ -96,34 +90,15 @@ func Start() (*Server, error) {
 		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
 		writeError(w, http.StatusNotFound, "not_found_error", "fakeapi: no route for "+r.Method+" "+r.URL.Path)
 	})
-	s.srv = &http.Server{
-		Handler:           s.track(mux),
-		ReadHeaderTimeout: 10 * time.Second,
-		// No WriteTimeout: a stalled stream must stay open until the
-		// client gives up or Close releases it.
-	}
-	go func() { _ = s.srv.Serve(ln) }()
+	s.Run(mux, func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusServiceUnavailable, "api_error", "fakeapi: server closing")
+	})
 	return s, nil
 }
 
 // URL is the base URL for ANTHROPIC_BASE_URL: scheme and host, no path,
 // because the CLI appends /v1/messages itself.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
-
-// Close stops the server, releases stalled streams and waits for every
-// handler to return, so no goroutine outlives the test.
-func (s *Server) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.done)
-	_ = s.srv.Close()
-	s.wg.Wait()
-}
+func (s *Server) URL() string { return "http://" + s.Addr() }
 
 // Handle registers or replaces the scenario NAME on this server.
 func (s *Server) Handle(name string, fn ScenarioFunc) {
@@ -175,26 +150,8 @@ func (s *Server) record(e Entry) {
 	s.changed = make(chan struct{})
 }
 
-// track counts in-flight handlers so Close can wait for them. The Add
-// happens under mu and only while open, so it can never race with the
-// Wait in Close (a request accepted just before Close is turned away).
-func (s *Server) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			writeError(w, http.StatusServiceUnavailable, "api_error", "fakeapi: server closing")
-			return
-		}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		defer s.wg.Done()
-		h.ServeHTTP(w, r)
-	})
-}
-
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := fakeserver.ReadBody(r)
 	if err != nil {
 		s.record(Entry{Method: r.Method, Path: r.URL.Path, Status: http.StatusBadRequest})
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi: reading body: "+err.Error())
@@ -208,7 +165,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := fakeserver.ReadBody(r)
 	var req MessagesRequest
 	if err == nil {
 		err = json.Unmarshal(body, &req)
@@ -232,10 +189,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	} else {
 		reply = fn(call)
 	}
-	status := reply.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := fakeserver.Status(reply.Status)
 	logged := status
 	if reply.Cut && !req.Stream {
 		logged = 0 // reset before any response
@@ -267,7 +221,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reply.Cut {
-		resetConn(w)
+		fakeserver.Cut(w)
 		return
 	}
 	if reply.Stall || reply.Pause > 0 {
@@ -297,7 +251,7 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
-	case <-s.done:
+	case <-s.Done():
 		return false
 	}
 }
@@ -350,7 +304,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, reply Reply,
 			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 				"delta": map[string]string{"type": "text_delta", "text": "This reply is cut off mid"}})
 		}
-		resetConn(w)
+		fakeserver.Cut(w)
 		return
 	}
 	if !send("ping", map[string]string{"type": "ping"}) {
@@ -415,21 +369,6 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, reply Reply,
 		return
 	}
 	send("message_stop", map[string]string{"type": "message_stop"})
-}
-
-// resetConn drops the request's connection with a TCP reset (SO_LINGER 0),
-// so the client sees ECONNRESET rather than a clean end of stream: the
-// signature of a network that went away under a request.
-func resetConn(w http.ResponseWriter) {
-	conn, buf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return // not hijackable (HTTP/2): the handler's return ends it
-	}
-	_ = buf.Flush()
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
 }
 
 // finalMessage is the non-streaming response body.

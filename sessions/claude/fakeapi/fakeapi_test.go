@@ -14,16 +14,35 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 func startServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := Start()
+	return agenttest.FakeAPI(t, Start)
+}
+
+// refusingProxy starts the refusing proxy for the test's length: its URL,
+// and what it refused so far ("METHOD host", in order).
+func refusingProxy(t *testing.T) (string, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	url, closeFn, err := startRefusingProxy(func(method, host string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, method+" "+host)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
-	return s
+	t.Cleanup(closeFn)
+	return url, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }
 
 // cliRequest builds a body shaped like Claude Code 2.1.197's: a
@@ -621,17 +640,7 @@ func TestHermeticEnv(t *testing.T) {
 }
 
 func TestRefusingProxy(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	url, closeFn, err := startRefusingProxy(func(m, h string) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, m+" "+h)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
+	url, refused := refusingProxy(t)
 	// A raw CONNECT, so nothing in the test resolves or dials the target.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
@@ -647,11 +656,9 @@ func TestRefusingProxy(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("CONNECT status %d", resp.StatusCode)
 	}
-	mu.Lock()
-	if !slices.Equal(seen, []string{"CONNECT api.anthropic.com:443"}) {
+	if seen := refused(); !slices.Equal(seen, []string{"CONNECT api.anthropic.com:443"}) {
 		t.Errorf("seen %v", seen)
 	}
-	mu.Unlock()
 	if _, c, err := StartRefusingProxy(); err != nil {
 		t.Fatal(err)
 	} else {

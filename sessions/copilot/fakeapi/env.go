@@ -25,16 +25,11 @@ const CopilotVersion = "1.0.102"
 // other traffic sent to the refusing proxy at proxyURL ("" leaves it out).
 // Only PATH is inherited, for the commands Copilot runs.
 func HermeticEnv(home, cacheDir, baseURL, proxyURL string) []string {
-	return fakeserver.Env(home, proxyURL,
-		"COPILOT_HOME="+filepath.Join(home, ".copilot"),
-		"XDG_CACHE_HOME="+cacheDir,
+	return env(home, cacheDir, proxyURL,
 		"COPILOT_OFFLINE=true",
-		"COPILOT_AUTO_UPDATE=false",
 		"COPILOT_PROVIDER_BASE_URL="+baseURL,
 		"COPILOT_PROVIDER_TYPE=openai",
 		"COPILOT_PROVIDER_API_KEY=sk-fake",
-		"COPILOT_MODEL="+Model,
-		"NO_COLOR=1",
 	)
 }
 
@@ -46,16 +41,24 @@ func HermeticEnv(home, cacheDir, baseURL, proxyURL string) []string {
 // mode refuses the GitHub login; every other host still goes to the
 // refusing proxy.
 func CopilotAPIEnv(home, cacheDir, baseURL, proxyURL string) []string {
-	return fakeserver.Env(home, proxyURL,
-		"COPILOT_HOME="+filepath.Join(home, ".copilot"),
-		"XDG_CACHE_HOME="+cacheDir,
-		"COPILOT_AUTO_UPDATE=false",
+	return env(home, cacheDir, proxyURL,
 		"COPILOT_GITHUB_TOKEN=gho_fake",
 		"COPILOT_DEBUG_GITHUB_API_URL="+baseURL,
 		"COPILOT_API_URL="+baseURL,
-		"COPILOT_MODEL="+Model,
-		"NO_COLOR=1",
 	)
+}
+
+// env is what every Copilot run of the tests has whichever API it talks
+// to: state under home, the shared runtime in cacheDir, no self-update, the
+// fake's model, no colour, and the refusing proxy; api says which API.
+func env(home, cacheDir, proxyURL string, api ...string) []string {
+	return fakeserver.Env(home, proxyURL, append([]string{
+		"COPILOT_HOME=" + filepath.Join(home, ".copilot"),
+		"XDG_CACHE_HOME=" + cacheDir,
+		"COPILOT_AUTO_UPDATE=false",
+		"COPILOT_MODEL=" + Model,
+		"NO_COLOR=1",
+	}, api...)...)
 }
 
 // SharedCacheDir is where the tests let Copilot unpack its runtime: one

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,15 +87,37 @@ func TestRefusingProxy(t *testing.T) {
 	}
 }
 
+// TestHermeticEnv: both environments keep state under the test's home, the
+// shared runtime, the fake's model and the refusing proxy; each talks to the
+// fake its own way, and no real GitHub token reaches the CLI.
 func TestHermeticEnv(t *testing.T) {
-	env := strings.Join(HermeticEnv("/h", "/c", "http://127.0.0.1:1/v1", "http://127.0.0.1:2"), "\n")
-	for _, want := range []string{"HOME=/h", "COPILOT_HOME=/h/.copilot", "XDG_CACHE_HOME=/c", "COPILOT_OFFLINE=true",
-		"COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:1/v1", "HTTPS_PROXY=http://127.0.0.1:2", "NO_PROXY=127.0.0.1,localhost"} {
-		if !strings.Contains(env, want+"\n") && !strings.HasSuffix(env, want) {
-			t.Errorf("environment lacks %s", want)
-		}
-	}
-	if strings.Contains(env, "GITHUB_TOKEN") || strings.Contains(env, "GH_TOKEN") {
-		t.Error("a GitHub token reached the CLI's environment")
+	const fake, proxy = "http://127.0.0.1:1/v1", "http://127.0.0.1:2"
+	common := []string{"HOME=/h", "COPILOT_HOME=/h/.copilot", "XDG_CACHE_HOME=/c", "COPILOT_AUTO_UPDATE=false",
+		"COPILOT_MODEL=" + Model, "NO_COLOR=1", "HTTPS_PROXY=" + proxy, "NO_PROXY=127.0.0.1,localhost"}
+	for _, tc := range []struct {
+		name      string
+		env       []string
+		want, not []string
+	}{
+		{"BYOK", HermeticEnv("/h", "/c", fake, proxy),
+			[]string{"COPILOT_OFFLINE=true", "COPILOT_PROVIDER_BASE_URL=" + fake, "COPILOT_PROVIDER_TYPE=openai", "COPILOT_PROVIDER_API_KEY=sk-fake"},
+			[]string{"GITHUB_TOKEN", "GH_TOKEN", "COPILOT_API_URL"}},
+		{"Copilot's own API", CopilotAPIEnv("/h", "/c", fake, proxy),
+			[]string{"COPILOT_GITHUB_TOKEN=gho_fake", "COPILOT_DEBUG_GITHUB_API_URL=" + fake, "COPILOT_API_URL=" + fake},
+			[]string{"COPILOT_OFFLINE", "COPILOT_PROVIDER_", "GH_TOKEN", "\nGITHUB_TOKEN"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := "\n" + strings.Join(tc.env, "\n") + "\n"
+			for _, want := range append(slices.Clone(common), tc.want...) {
+				if !strings.Contains(env, "\n"+want+"\n") {
+					t.Errorf("environment lacks %s", want)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(env, not) {
+					t.Errorf("environment has %s", not)
+				}
+			}
+		})
 	}
 }
