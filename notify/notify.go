@@ -363,7 +363,12 @@ func (n *Notifier) deliverLocked(note Notification) {
 // what already held when the desktop started does not notify.
 // waitingOnUser reads notify.waiting_on_user from memory.
 func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingOnUser func() bool) {
-	first := true
+	// primed: the notifier has seen what held when it started. An empty
+	// snapshot does not prime it: a desktop attached to a supervisor
+	// subscribes to its mirror of the supervisor, which is empty until
+	// the supervisor's own snapshot arrives (a snapshot after it); taken
+	// as news, what the supervisor had notified itself would notify again.
+	primed := false
 	flush := time.NewTicker(flushEvery)
 	defer flush.Stop()
 	for {
@@ -378,8 +383,9 @@ func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingO
 			}
 			var list []sessions.Session
 			switch {
-			case first && m.Type == localapi.MsgSnapshot:
+			case !primed && m.Type == localapi.MsgSnapshot:
 				list = n.primeHistory(m.Sessions)
+				primed = len(m.Sessions) > 0
 			case m.Type == localapi.MsgSession || m.Type == localapi.MsgEscalation:
 				if m.Session != nil {
 					list = []sessions.Session{*m.Session}
@@ -387,7 +393,9 @@ func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingO
 			case m.Type == localapi.MsgSnapshot:
 				list = m.Sessions
 			}
-			first = false
+			if m.Type != localapi.MsgSnapshot {
+				primed = true // the stream is live: a later snapshot repairs it
+			}
 			if len(list) == 0 {
 				continue
 			}

@@ -385,6 +385,57 @@ func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
 	})
 }
 
+// A desktop attached to a supervisor subscribes to its mirror, empty until
+// the supervisor's snapshot arrives: that snapshot primes the notifier
+// (what the supervisor notified itself is not notified again), and what
+// changed after this process started is still news. A live message ends
+// the priming: a later snapshot is a repair.
+func TestRunPrimesFromTheFirstSnapshotWithSessions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out []sent
+		n := New(recorder(&out, nil), nil, nil, nil)
+		started := time.Now()
+		n.SetStartedAt(started)
+		in := make(chan localapi.Message, 8)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.Run(ctx, in, func() bool { return false }); close(done) }()
+
+		notified := s("a", sessions.Interrupted, escalated)
+		notified.StateChangedAt = started.Add(-10 * time.Second)
+		fresh := s("b", sessions.Interrupted, escalated)
+		fresh.StateChangedAt = started.Add(time.Second)
+		in <- localapi.Message{Type: localapi.MsgSnapshot}
+		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{notified, fresh}}
+		synctest.Wait()
+		if len(out) != 1 || out[0].title != "name-b needs attention" {
+			t.Fatalf("sent %+v, want only what escalated after the start", out)
+		}
+
+		// An empty supervisor: its first session comes live, and a later
+		// snapshot with an old escalation is a repair, notified.
+		var out2 []sent
+		n2 := New(recorder(&out2, nil), nil, nil, nil)
+		n2.SetStartedAt(started)
+		in2 := make(chan localapi.Message, 8)
+		done2 := make(chan struct{})
+		go func() { n2.Run(ctx, in2, func() bool { return false }); close(done2) }()
+		in2 <- localapi.Message{Type: localapi.MsgSnapshot}
+		working := s("c", sessions.Working, nil)
+		in2 <- localapi.Message{Type: localapi.MsgSession, Session: &working}
+		missed := s("c", sessions.Interrupted, escalated)
+		missed.StateChangedAt = started.Add(-time.Second)
+		in2 <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{missed}}
+		synctest.Wait()
+		if len(out2) != 1 || out2[0].title != "name-c needs attention" {
+			t.Fatalf("sent %+v, want the escalation a repair brought", out2)
+		}
+		cancel()
+		<-done
+		<-done2
+	})
+}
+
 // Another machine's notifier names the machine first in every title (the
 // name cleaned like any text from another machine).
 func TestMachineNamedInTitle(t *testing.T) {
