@@ -393,8 +393,11 @@ func (n *Notifier) Run(ctx context.Context, in <-chan localapi.Message, waitingO
 			case m.Type == localapi.MsgSnapshot:
 				list = m.Sessions
 			}
-			if m.Type != localapi.MsgSnapshot {
-				primed = true // the stream is live: a later snapshot repairs it
+			if m.Type == localapi.MsgSession || m.Type == localapi.MsgEscalation {
+				// A session's change: the stream is live, a later
+				// snapshot repairs it (a link's state, which a mirror
+				// sends before the supervisor's snapshot, is not one).
+				primed = true
 			}
 			if len(list) == 0 {
 				continue

@@ -388,8 +388,9 @@ func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
 // A desktop attached to a supervisor subscribes to its mirror, empty until
 // the supervisor's snapshot arrives: that snapshot primes the notifier
 // (what the supervisor notified itself is not notified again), and what
-// changed after this process started is still news. A live message ends
-// the priming: a later snapshot is a repair.
+// changed after this process started is still news. A session's message
+// ends the priming (a later snapshot is a repair); the link's state, which
+// the mirror sends before the supervisor's snapshot, does not.
 func TestRunPrimesFromTheFirstSnapshotWithSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out []sent
@@ -406,6 +407,7 @@ func TestRunPrimesFromTheFirstSnapshotWithSessions(t *testing.T) {
 		fresh := s("b", sessions.Interrupted, escalated)
 		fresh.StateChangedAt = started.Add(time.Second)
 		in <- localapi.Message{Type: localapi.MsgSnapshot}
+		in <- localapi.Message{Type: localapi.MsgLink, Link: &localapi.LinkStatus{State: localapi.LinkConnected}}
 		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{notified, fresh}}
 		synctest.Wait()
 		if len(out) != 1 || out[0].title != "name-b needs attention" {
