@@ -18,26 +18,11 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
 	"github.com/session-supervisor/session-supervisor/sessions/termloc"
 )
-
-// needTool is the path of a program a test runs; missing, it fails the
-// test under E2E_REQUIRED (packaging/install-deps.sh test installs it) and
-// skips it otherwise.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		msg := fmt.Sprintf("%s is needed (packaging/install-deps.sh test): %v", name, err)
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
-}
 
 // focusWorld is the app and a launcher script that starts the real
 // interactive CLI on the fake API in whatever terminal runs it (a tmux
@@ -107,7 +92,7 @@ type tmuxWorld struct {
 }
 
 func startTmuxWorld(t *testing.T, w *focusWorld) *tmuxWorld {
-	needTool(t, "tmux")
+	requiretool.Any(t, "tmux")
 	tw := &tmuxWorld{t: t, sock: filepath.Join(w.dir, "tmux.sock")}
 	tw.run("new-session", "-d", "-s", "other", "-x", "120", "-y", "40", "sleep 600")
 	server, _ := strconv.Atoi(tw.run("display-message", "-p", "#{pid}"))
@@ -242,7 +227,7 @@ type x11World struct {
 
 func startX11World(t *testing.T, home string) *x11World {
 	for _, tool := range []string{"Xvfb", "openbox", "xterm", "wmctrl", "xprop"} {
-		needTool(t, tool)
+		requiretool.Any(t, tool)
 	}
 	x := &x11World{t: t, display: startXvfb(t)}
 	for _, kv := range os.Environ() {
@@ -460,7 +445,7 @@ func TestFocusTmuxClientInXterm(t *testing.T) {
 // forward, read back from `kitty @ ls`) and activates kitty's X window.
 func TestFocusKittyTab(t *testing.T) {
 	t.Parallel()
-	needTool(t, "kitty")
+	requiretool.Any(t, "kitty")
 	w := startFocusWorld(t)
 	x := startX11World(t, w.dir)
 	sock := "unix:" + filepath.Join(w.dir, "kitty.sock")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/claude/fakeapi"
 	cxfake "github.com/session-supervisor/session-supervisor/sessions/codex/fakeapi"
@@ -32,7 +33,7 @@ type handoverTmux struct {
 }
 
 func startHandoverTmux(t *testing.T, env []string) *handoverTmux {
-	needTool(t, "tmux")
+	requiretool.Any(t, "tmux")
 	// Short (the socket's path is bounded), and not reaped by name: the
 	// app's environment names it too, and the app stops by its own cleanup.
 	dir := testdir.Short(t, "tm")

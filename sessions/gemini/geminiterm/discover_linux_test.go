@@ -3,6 +3,7 @@
 package geminiterm
 
 import (
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,16 +23,8 @@ import (
 // HOME; the launcher is never listed, not even before its child exists, and
 // the relaunched child is, with its cwd and home.
 func TestScanProcsRealNode(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		// Under make test (E2E_REQUIRED) or CI node is installed with npm
-		// for the agent CLIs: missing, it is a broken set-up, not a skip.
-		msg := "no node on PATH (Node.js runs the Gemini CLI; make test installs it through packaging/install-deps.sh)"
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	// Node.js runs the Gemini CLI: make test installs it for the agent CLIs.
+	node := requiretool.Any(t, "node")
 	dir, home, work := t.TempDir(), t.TempDir(), t.TempDir()
 	script := filepath.Join(dir, "gemini")
 	relaunch := filepath.Join(dir, "relaunch-now")

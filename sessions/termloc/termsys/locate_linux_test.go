@@ -5,7 +5,7 @@ package termsys
 import (
 	"context"
 	"errors"
-	"os"
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -20,12 +20,7 @@ import (
 // process in pane 1), and returns the socket and a tmux runner.
 func tmuxServer(t *testing.T) (string, func(args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("tmux is needed (packaging/install-deps.sh test): %v", err)
-		}
-		t.Skip("tmux is not installed (packaging/install-deps.sh test installs it)")
-	}
+	requiretool.Any(t, "tmux")
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
 	tmux := func(args ...string) string {
 		t.Helper()

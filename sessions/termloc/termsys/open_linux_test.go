@@ -5,6 +5,7 @@ package termsys
 import (
 	"context"
 	"errors"
+	"github.com/session-supervisor/session-supervisor/requiretool"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,12 +21,7 @@ import (
 // command in a new window in the session's directory, its words passed as
 // they are (no shell reads them).
 func TestOpenInDefaultTmuxServer(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("E2E_REQUIRED") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("tmux is needed (packaging/install-deps.sh test): %v", err)
-		}
-		t.Skip("tmux is not installed (packaging/install-deps.sh test installs it)")
-	}
+	requiretool.Any(t, "tmux")
 	dir, err := os.MkdirTemp("", "tx") // short: the socket's path is bounded
 	if err != nil {
 		t.Fatal(err)
