@@ -144,8 +144,8 @@ func TestSettingsOfAnotherMachine(t *testing.T) {
 	}
 	e.w.ShowSettings()
 	v := e.w.settingsView()
-	if !v.machine.Visible() || strings.Join(v.machine.Options, ",") != "This machine,devbox" {
-		t.Fatalf("machine choice: visible %v, %q", v.machine.Visible(), v.machine.Options)
+	if !v.machineRow.Visible() || strings.Join(v.machine.Options, ",") != "This machine,devbox" {
+		t.Fatalf("machine choice: visible %v, %q", v.machineRow.Visible(), v.machine.Options)
 	}
 	local := v.byKey[key].value()
 	typeInto(v.byKey[key], "13") // an edit of this machine's, dropped by the switch
@@ -192,7 +192,7 @@ func TestSettingsOfAnotherMachine(t *testing.T) {
 	// devbox removed while the window is open: the choice goes.
 	e.m.SetMachines(nil)
 	e.refresh()
-	if v.machine.Visible() {
-		t.Error("machine choice shown with no machine configured")
+	if v.machineRow.Visible() {
+		t.Error("machine choice (or its \"Settings of\" label) shown with no machine configured")
 	}
 }

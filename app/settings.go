@@ -89,6 +89,7 @@ type settingsView struct {
 	// has its own): hidden unless other machines are configured. src is
 	// the chosen machine's settings (the window's own for this one).
 	machine     *widget.Select
+	machineRow  fyne.CanvasObject // "Settings of" and the choice, hidden together
 	machineName string
 	src         SettingsBackend
 	fields      []*settingField
@@ -186,7 +187,8 @@ func newSettingsView(w *Window) *settingsView {
 	var top fyne.CanvasObject
 	if w.machines != nil {
 		v.machine = widget.NewSelect(nil, v.chooseMachine)
-		top = container.NewBorder(nil, nil, fieldName("Settings of"), nil, v.machine)
+		v.machineRow = container.NewBorder(nil, nil, fieldName("Settings of"), nil, v.machine)
+		top = v.machineRow
 	}
 	v.content = container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar), nil, nil, v.tabs)
 	v.load()
@@ -408,10 +410,11 @@ func (v *settingsView) showMachines() {
 		return
 	}
 	names := v.w.otherMachines()
+	// The whole row: its label alone would introduce an empty choice.
 	if len(names) == 0 {
-		v.machine.Hide()
+		v.machineRow.Hide()
 	} else {
-		v.machine.Show()
+		v.machineRow.Show()
 	}
 	opts := append([]string{model.LocalHeading}, names...)
 	if !slices.Equal(opts, v.machine.Options) {
