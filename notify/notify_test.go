@@ -351,20 +351,28 @@ func TestNotificationSaysTerminal(t *testing.T) {
 	}
 }
 
+// runNotifier runs a notifier started at started, with no desktop gate, on
+// the messages sent to in until ctx ends (done closed then); out is what it
+// sent. Inside a synctest bubble, synctest.Wait lets it take what was sent.
+func runNotifier(ctx context.Context, started time.Time) (in chan<- localapi.Message, out *[]sent, done <-chan struct{}) {
+	out = new([]sent)
+	n := New(recorder(out, nil), nil, nil, nil)
+	n.SetStartedAt(started)
+	msgs := make(chan localapi.Message, 8)
+	finished := make(chan struct{})
+	go func() { n.Run(ctx, msgs, func() bool { return false }); close(finished) }()
+	return msgs, out, finished
+}
+
 // An incident that escalated after this process started but before its
 // notifier subscribed (the desktop comes up after the supervisor answers)
 // arrives in the first snapshot: it is notified, not primed away; one from
 // before the start is history and stays quiet.
 func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out []sent
-		n := New(recorder(&out, nil), nil, nil, nil)
 		started := time.Now()
-		n.SetStartedAt(started)
-		in := make(chan localapi.Message, 8)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { n.Run(ctx, in, func() bool { return false }); close(done) }()
+		in, out, done := runNotifier(ctx, started)
 
 		before := s("a", sessions.Errored, escalated)
 		before.StateChangedAt = started.Add(-time.Minute)
@@ -372,13 +380,13 @@ func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
 		after.StateChangedAt = started.Add(5 * time.Second)
 		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{before, after}}
 		synctest.Wait()
-		if len(out) != 1 || out[0].title != "name-b needs attention" {
-			t.Fatalf("sent %+v, want only the escalation of this run", out)
+		if len(*out) != 1 || (*out)[0].title != "name-b needs attention" {
+			t.Fatalf("sent %+v, want only the escalation of this run", *out)
 		}
 		in <- localapi.Message{Type: localapi.MsgSession, Session: &after}
 		synctest.Wait()
-		if len(out) != 1 {
-			t.Fatalf("sent %+v: the same incident twice", out)
+		if len(*out) != 1 {
+			t.Fatalf("sent %+v: the same incident twice", *out)
 		}
 		cancel()
 		<-done
@@ -393,14 +401,9 @@ func TestRunNotifiesWhatEscalatedWhileSubscribing(t *testing.T) {
 // the mirror sends before the supervisor's snapshot, does not.
 func TestRunPrimesFromTheFirstSnapshotWithSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out []sent
-		n := New(recorder(&out, nil), nil, nil, nil)
 		started := time.Now()
-		n.SetStartedAt(started)
-		in := make(chan localapi.Message, 8)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { n.Run(ctx, in, func() bool { return false }); close(done) }()
+		in, out, done := runNotifier(ctx, started)
 
 		notified := s("a", sessions.Interrupted, escalated)
 		notified.StateChangedAt = started.Add(-10 * time.Second)
@@ -410,18 +413,13 @@ func TestRunPrimesFromTheFirstSnapshotWithSessions(t *testing.T) {
 		in <- localapi.Message{Type: localapi.MsgLink, Link: &localapi.LinkStatus{State: localapi.LinkConnected}}
 		in <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{notified, fresh}}
 		synctest.Wait()
-		if len(out) != 1 || out[0].title != "name-b needs attention" {
-			t.Fatalf("sent %+v, want only what escalated after the start", out)
+		if len(*out) != 1 || (*out)[0].title != "name-b needs attention" {
+			t.Fatalf("sent %+v, want only what escalated after the start", *out)
 		}
 
 		// An empty supervisor: its first session comes live, and a later
 		// snapshot with an old escalation is a repair, notified.
-		var out2 []sent
-		n2 := New(recorder(&out2, nil), nil, nil, nil)
-		n2.SetStartedAt(started)
-		in2 := make(chan localapi.Message, 8)
-		done2 := make(chan struct{})
-		go func() { n2.Run(ctx, in2, func() bool { return false }); close(done2) }()
+		in2, out2, done2 := runNotifier(ctx, started)
 		in2 <- localapi.Message{Type: localapi.MsgSnapshot}
 		working := s("c", sessions.Working, nil)
 		in2 <- localapi.Message{Type: localapi.MsgSession, Session: &working}
@@ -429,8 +427,8 @@ func TestRunPrimesFromTheFirstSnapshotWithSessions(t *testing.T) {
 		missed.StateChangedAt = started.Add(-time.Second)
 		in2 <- localapi.Message{Type: localapi.MsgSnapshot, Sessions: []sessions.Session{missed}}
 		synctest.Wait()
-		if len(out2) != 1 || out2[0].title != "name-c needs attention" {
-			t.Fatalf("sent %+v, want the escalation a repair brought", out2)
+		if len(*out2) != 1 || (*out2)[0].title != "name-c needs attention" {
+			t.Fatalf("sent %+v, want the escalation a repair brought", *out2)
 		}
 		cancel()
 		<-done
