@@ -79,7 +79,7 @@ func (r *Runtime) resumeInBackground(e *entry, by sessions.Actor) (sessions.Sess
 	}
 	now := time.Now()
 	ne := r.newEntry(sessions.Session{
-		ID: newID(), Name: s.Name, Agent: s.Agent, AgentSessionID: s.AgentSessionID, Cwd: s.Cwd, Source: sessions.Managed,
+		ID: sessions.NewUUID(), Name: s.Name, Agent: s.Agent, AgentSessionID: s.AgentSessionID, Cwd: s.Cwd, Source: sessions.Managed,
 		ResumedFrom: s.ID, CreatedAt: now, UpdatedAt: now, StateChangedAt: now, Evidence: "resuming in the background",
 	})
 	if by == sessions.BySupervisor {

@@ -3,8 +3,6 @@ package supervisor
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -364,7 +362,7 @@ func (r *Runtime) Launch(ctx context.Context, req localapi.LaunchRequest) (sessi
 	e := r.newEntry(sessions.Session{
 		// Without a name, the prompt names it as a terminal session's
 		// does: an id prefix in the tray and a notification says nothing.
-		ID: newID(), Name: cmp.Or(req.Name, sessions.PromptTitle(req.Prompt)), Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
+		ID: sessions.NewUUID(), Name: cmp.Or(req.Name, sessions.PromptTitle(req.Prompt)), Agent: req.Agent, Cwd: req.Cwd, Source: sessions.Managed,
 		PermissionMode: req.PermissionMode, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		Evidence: "launching",
 	})
@@ -1053,15 +1051,6 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 func newRow(s sessions.Session, now time.Time, kind string, detail sessions.TimelineDetail) storage.TimelineEvent {
 	return storage.TimelineEvent{SessionID: s.ID, Time: now, Kind: kind, TurnGeneration: s.TurnGeneration, Detail: detail.JSON()}
-}
-
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // quarantiningStore is the optional Store capability to load the readable

@@ -1,7 +1,6 @@
 package copilot
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -150,7 +149,7 @@ func Start(opts ProcessOptions) (*Process, error) {
 		return nil, fmt.Errorf("copilot launch options: invalid session id %q", agentkit.Clip(id))
 	}
 	if id == "" {
-		id = newUUID()
+		id = sessions.NewUUID()
 	}
 	path, err := agentInfo.LookPath(opts.Command)
 	if err != nil {
@@ -496,15 +495,6 @@ func (p *Process) Alive() (alive, known bool) {
 		return true, true // the turn ended meanwhile
 	}
 	return false, true
-}
-
-// newUUID is a random (version 4) UUID for a new Copilot session.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // processAlive probes pid: running and not a zombie. Known is false where

@@ -2,7 +2,6 @@ package claudeterm
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -104,7 +103,7 @@ func SendInbox(ctx context.Context, socket, token, text string, urgent bool) err
 	}
 	auth, _ := json.Marshal(map[string]string{"type": "auth", "token": token})
 	frame, err := json.Marshal(map[string]any{
-		"type": "user", "msgV": 1, "msg_id": uuid(), "from": "uds:session-supervisor", "priority": priority,
+		"type": "user", "msgV": 1, "msg_id": sessions.NewUUID(), "from": "uds:session-supervisor", "priority": priority,
 		"message": map[string]string{"role": "user", "content": text},
 	})
 	if err != nil {
@@ -115,13 +114,4 @@ func SendInbox(ctx context.Context, socket, token, text string, urgent bool) err
 		return fmt.Errorf("writing to the inbox socket: %w", err)
 	}
 	return nil
-}
-
-func uuid() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
