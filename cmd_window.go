@@ -11,6 +11,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/app"
 	"github.com/session-supervisor/session-supervisor/assets"
+	"github.com/session-supervisor/session-supervisor/memtrim"
 )
 
 // cmdWindow is the window process (hidden: the desktop starts it, see
@@ -66,6 +67,9 @@ func runWindow(d guiDeps, commands io.Reader) {
 		FocusTerminal: focusAnyTerminal, ContinueInTerminal: desktopHandover(d), NotifyTest: d.notifyTest, PushStatus: d.pushStatus, Cost: costText(d.prices),
 		Machines: fleetMachines{fl}})
 	loops.Go(func() { win.Run(ctx) })
+	// What the first layout and each burst of redraws freed goes back to
+	// the system once the window settles (memtrim's doc says why).
+	loops.Go(func() { memtrim.New().Run(ctx) })
 	// Closing the window ends this process: the tray starts another when
 	// the window is asked for again.
 	win.Window().SetCloseIntercept(a.Quit)

@@ -7,8 +7,10 @@
 // The patched copies live under _fyne/, at their path inside Fyne's module
 // (the leading underscore keeps the go command from compiling them as a
 // package of ours); each one's header says what differs from upstream and
-// why. Today there is one: internal/driver/glfw/loop.go, whose event loop
-// sleeps while the window is idle instead of ticking 60 times a second.
+// why. Today there are two: internal/driver/glfw/loop.go, whose event loop
+// sleeps while the window is idle instead of ticking 60 times a second,
+// and internal/painter/font.go, which loads the system's font for the
+// locale only when a character the bundled fonts lack is drawn.
 //
 // Write refuses a Fyne whose files are not the ones the copies were made
 // from: after a bump of go.mod's Fyne, redo each patch on the new upstream
@@ -44,6 +46,7 @@ type Patch struct {
 // Patches are the patched files.
 var Patches = []Patch{
 	{Path: "internal/driver/glfw/loop.go", UpstreamSHA256: "d15914b9536c96cfdb7627b6b78b7ca3ad31b56428b2061f8421e93bbe859e45"},
+	{Path: "internal/painter/font.go", UpstreamSHA256: "7cfee822db37023e1a0d73b20acc34306318a6327d1c99377f6849d65fa3ca73"},
 }
 
 // Dir is where the patched copies are, relative to the repository's root.
