@@ -127,6 +127,12 @@ vulncheck: $(GOVULNCHECK) $(VULNDB)/index/modules.json lint-static build
 # the install is from (npm's extracted files carry 1985 mtimes, so the binary
 # itself cannot tell make). Regenerate a lockfile after changing a pin with
 # `npm install --package-lock-only --no-audit --no-fund` in its directory.
+# The `--version` that checks an install runs with a throwaway HOME and
+# TMPDIR (not HOME itself: Codex puts no helpers in a CODEX_HOME under
+# TMPDIR, and warns) in the install's folder, removed after it: even that
+# writes state (~/.codex/tmp, ~/.gemini/projects.json.*.tmp, OpenCode's XDG
+# directories and $TMPDIR/opencode, Copilot's unpacked runtime), none of it
+# the developer's.
 TEST_CLIS := claude claude-interactive codex copilot gemini opencode
 # NAME's binary, and its npm package and version as package.json must pin them.
 CLI_BIN_claude := $(CLAUDE_BIN)
@@ -149,7 +155,9 @@ $(CURDIR)/.cache/%/.installed-lock.json: packaging/test-clis/%/package.json pack
 	rm -f $@
 	cp packaging/test-clis/$*/package.json packaging/test-clis/$*/package-lock.json $(dir $@)
 	npm ci --prefix $(dir $@) --no-audit --no-fund
-	$(CLI_BIN_$*) --version
+	rm -rf $(dir $@)version-home && mkdir -p $(dir $@)version-home/tmp
+	HOME=$(dir $@)version-home TMPDIR=$(dir $@)version-home/tmp $(CLI_BIN_$*) --version
+	rm -rf $(dir $@)version-home
 	cp packaging/test-clis/$*/package-lock.json $@
 
 # The real CLIs the tests run, and E2E_REQUIRED, which makes a test that
@@ -176,9 +184,11 @@ E2E_PARALLEL ?= 4
 UNIT_NORACE := $(GO_MODULE)/app
 UNIT_RACE = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '^$(UNIT_NORACE)$$')
 
+# Each run has a TMPDIR of its own (packaging/leftovers.sh), which must be
+# empty when it ends: a test that leaves a file there fails the run.
 unit: test-deps $(CLIS)
-	$(CLI_ENV) $(GO) test -race -tags ci -count=1 -timeout 20m $(UNIT_RACE)
-	$(CLI_ENV) $(GO) test -tags ci -count=1 -timeout 20m $(UNIT_NORACE)
+	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -race -tags ci -count=1 -timeout 20m $(UNIT_RACE)
+	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -tags ci -count=1 -timeout 20m $(UNIT_NORACE)
 
 # The unit tests' compile alone (each test binary built and handed to
 # `true` instead of run: nothing runs, not even a TestMain), so that `unit`

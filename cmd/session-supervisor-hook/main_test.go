@@ -26,7 +26,21 @@ var (
 	buildErr  error
 )
 
-// built is this program, built the way `make build` builds it (cgo off).
+// TestMain removes the program built builds when the tests end (after
+// m.Run, not deferred: os.Exit runs no deferred call).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hookBin != "" {
+		if err := os.RemoveAll(filepath.Dir(hookBin)); err != nil {
+			fmt.Fprintln(os.Stderr, "removing the built hook:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// built is this program, built the way `make build` builds it (cgo off),
+// once per test binary; TestMain removes it.
 func built(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {

@@ -2,49 +2,24 @@ package claude
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
-var (
-	fakeOnce sync.Once
-	fakeBin  string
-	fakeErr  error
-)
+// TestMain removes the scripted fake CLI (buildFake) when the tests end.
+func TestMain(m *testing.M) { os.Exit(agenttest.RunTests(m)) }
 
 // buildFake builds the scripted fake CLI once per test binary.
 func buildFake(t *testing.T) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fakeclaude")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeBin = filepath.Join(dir, "fakeclaude")
-		if out, err := exec.Command("go", "build", "-o", fakeBin, "./fakeclaude").CombinedOutput(); err != nil {
-			fakeErr = &buildError{string(out), err}
-		}
-	})
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
-	}
-	return fakeBin
+	return agenttest.Built(t, "./fakeclaude", "fakeclaude")
 }
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 func startFake(t *testing.T, script string) *Process {
 	t.Helper()

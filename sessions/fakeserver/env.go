@@ -90,16 +90,23 @@ func ModuleRoot() (string, error) {
 
 // Env is the whole environment (for exec.Cmd.Env) of a CLI run under a
 // test: PATH inherited (a default where it is unset: the commands the CLI
-// runs need it), HOME, then vars, then the refusing proxy at proxyURL
-// (ProxyEnv; "" leaves it out). It is built from scratch rather than from
-// os.Environ, so nothing of the developer's setup (a real API key, a real
-// proxy, XDG directories) leaks into the test.
+// runs need it), HOME, TMPDIR (home too), then vars, then the refusing
+// proxy at proxyURL (ProxyEnv; "" leaves it out). It is built from scratch
+// rather than from os.Environ, so nothing of the developer's setup (a real
+// API key, a real proxy, XDG directories) leaks into the test.
+//
+// TMPDIR is home because the CLIs write there and never clean up (OpenCode,
+// a Bun binary, extracts a 5.5 MB native library at every start; Gemini
+// writes an error report for each failed request; Node keeps its compile
+// cache there): under the test's home it goes with the test instead of
+// piling up in the machine's /tmp. home exists already (the CLI's state is
+// there), which a directory of its own would not.
 func Env(home, proxyURL string, vars ...string) []string {
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := append([]string{"PATH=" + path, "HOME=" + home}, vars...)
+	env := append([]string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + home}, vars...)
 	return append(env, ProxyEnv(proxyURL)...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -244,18 +245,20 @@ func TestProxyEnv(t *testing.T) {
 	}
 }
 
-// Env is PATH (inherited, else a default), HOME, the caller's variables
-// and the proxy, in that order, and nothing else of the environment.
+// Env is PATH (inherited, else a default), HOME, TMPDIR, the caller's
+// variables and the proxy, in that order, and nothing else of the
+// environment (not the test's own TMPDIR).
 func TestEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "real")
+	t.Setenv("TMPDIR", "/elsewhere")
 	for _, tc := range []struct {
 		name, path, proxy string
 		want              []string
 	}{
-		{"inherited PATH", "/opt/bin", "", []string{"PATH=/opt/bin", "HOME=/h", "A=1"}},
-		{"default PATH", "", "", []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/h", "A=1"}},
+		{"inherited PATH", "/opt/bin", "", []string{"PATH=/opt/bin", "HOME=/h", "TMPDIR=/h", "A=1"}},
+		{"default PATH", "", "", []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/h", "TMPDIR=/h", "A=1"}},
 		{"with the proxy", "/opt/bin", "http://127.0.0.1:9",
-			append([]string{"PATH=/opt/bin", "HOME=/h", "A=1"}, ProxyEnv("http://127.0.0.1:9")...)},
+			append([]string{"PATH=/opt/bin", "HOME=/h", "TMPDIR=/h", "A=1"}, ProxyEnv("http://127.0.0.1:9")...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PATH", tc.path)
@@ -263,6 +266,26 @@ func TestEnv(t *testing.T) {
 				t.Fatalf("Env = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A CLI started the way the adapters start one (the test's environment,
+// then Env's, the last value of a variable winning) makes its temporary
+// files under the test's home, not in the test's TMPDIR.
+func TestEnvTempFilesGoUnderHome(t *testing.T) {
+	home, outer := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", outer)
+	cmd := exec.Command("sh", "-c", "mktemp")
+	cmd.Env = append(os.Environ(), Env(home, "")...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); filepath.Dir(got) != home {
+		t.Errorf("mktemp made %s, want a file in %s", got, home)
+	}
+	if left, _ := os.ReadDir(outer); len(left) != 0 {
+		t.Errorf("the test's TMPDIR holds %v", left)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -189,10 +190,13 @@ func TestZombie(t *testing.T) {
 }
 
 // startFed starts name with args, its stdin a pipe the test writes to; it
-// is killed and reaped at the end.
+// and what it started are killed, and it is reaped, at the end.
 func startFed(t *testing.T, name string, args ...string) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
+	// A group of its own, killed whole: a shell's child (TestChildren's
+	// sleep) would otherwise outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +204,7 @@ func startFed(t *testing.T, name string, args ...string) (*exec.Cmd, io.WriteClo
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { in.Close(); syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	return cmd, in
 }
 

@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,24 +11,35 @@ import (
 )
 
 // builds are the programs Built made in this test binary, by package and
-// name.
+// name; running is set by RunTests, which removes them at the end.
 var (
 	buildsMu sync.Mutex
 	builds   = map[[2]string]*built{}
+	running  bool
 )
 
 type built struct {
 	once sync.Once
+	dir  string
 	path string
 	err  error
 }
 
+// errNotRunTests is Built's error in a test binary whose TestMain does not
+// go through RunTests: nothing would remove what it builds.
+var errNotRunTests = errors.New("agenttest.Built needs the package's TestMain to run its tests with agenttest.RunTests (or Main), which removes the programs it builds")
+
 // Built builds the main package pkg (as `go build` takes it: "./toycli")
 // as a program called name, once per test binary, into a directory of its
 // own, and returns its path: the stand-in CLI an adapter's tests run.
+// RunTests removes it when the tests end.
 func Built(t testing.TB, pkg, name string) string {
 	t.Helper()
 	buildsMu.Lock()
+	if !running {
+		buildsMu.Unlock()
+		t.Fatal(errNotRunTests)
+	}
 	b := builds[[2]string{pkg, name}]
 	if b == nil {
 		b = &built{}
@@ -35,12 +47,11 @@ func Built(t testing.TB, pkg, name string) string {
 	}
 	buildsMu.Unlock()
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", name)
-		if err != nil {
-			b.err = err
+		b.dir, b.err = os.MkdirTemp("", name)
+		if b.err != nil {
 			return
 		}
-		b.path = filepath.Join(dir, name)
+		b.path = filepath.Join(b.dir, name)
 		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %w\n%s", pkg, err, out)
 		}
@@ -49,4 +60,36 @@ func Built(t testing.TB, pkg, name string) string {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// RunTests runs m's tests, then removes the programs Built made for them,
+// and returns the exit code for os.Exit. A TestMain calls it rather than
+// deferring the removal: os.Exit, which ends a TestMain, runs no deferred
+// call.
+func RunTests(m *testing.M) int {
+	buildsMu.Lock()
+	running = true
+	buildsMu.Unlock()
+	code := m.Run()
+	if err := removeBuilt(); err != nil {
+		fmt.Fprintln(os.Stderr, "agenttest:", err)
+		code = 1
+	}
+	return code
+}
+
+// removeBuilt removes every directory Built made.
+func removeBuilt() error {
+	buildsMu.Lock()
+	defer buildsMu.Unlock()
+	var errs []error
+	for _, b := range builds {
+		if b.dir != "" {
+			if err := os.RemoveAll(b.dir); err != nil {
+				errs = append(errs, fmt.Errorf("removing a built program: %w", err))
+			}
+		}
+	}
+	clear(builds)
+	return errors.Join(errs...)
 }

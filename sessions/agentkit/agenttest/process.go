@@ -41,13 +41,14 @@ func FakeAPI[S interface{ Close() }](t testing.TB, start func() (S, error)) S {
 
 // Main is a TestMain for a package whose test binary doubles as a scripted
 // agent: when the variable env is set, the binary is that agent (script,
-// given the variable's value) and exits 0 after it; else it runs the tests.
+// given the variable's value) and exits 0 after it; else it runs the tests
+// (RunTests).
 func Main(m *testing.M, env string, script func(value string)) {
 	if v := os.Getenv(env); v != "" {
 		script(v)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(RunTests(m))
 }
 
 // Self is the test binary's path, to start it as a scripted agent (Main).

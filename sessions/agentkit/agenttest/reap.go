@@ -31,6 +31,12 @@ func StartLookalike(t testing.TB, cmd *exec.Cmd, group bool, ready func(args []s
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
+		// Stopped before its descendants are listed: a shell that had not
+		// yet started its sleep when the test ended would otherwise fork it
+		// between the listing and the kill, and leave it running. A fork
+		// the stop races with either completes before the signal is queued
+		// (the child is listed) or is abandoned by the kernel.
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP)
 		for _, pid := range proctree.Descendants(cmd.Process.Pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

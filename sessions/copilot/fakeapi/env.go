@@ -62,9 +62,15 @@ func env(home, cacheDir, proxyURL string, api ...string) []string {
 }
 
 // SharedCacheDir is where the tests let Copilot unpack its runtime: one
-// directory per user, reused across tests and runs.
+// directory per user, reused across tests and runs, so it is a cache under
+// the user's cache directory (session-supervisor-tests/copilot), not a
+// temporary file: a test run leaves nothing in TMPDIR.
 func SharedCacheDir() (string, error) {
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("session-supervisor-copilot-cache-%d", os.Getuid()))
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("copilot fakeapi: cache dir: %w", err)
+	}
+	dir := filepath.Join(base, "session-supervisor-tests", "copilot")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("copilot fakeapi: cache dir: %w", err)
 	}

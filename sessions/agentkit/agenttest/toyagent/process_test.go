@@ -20,6 +20,9 @@ import (
 // The adapter against its real CLI (toycli) and the OpenAI-compatible fake
 // model API the Copilot tests use, on loopback.
 
+// TestMain removes the CLI agenttest.Built builds when the tests end.
+func TestMain(m *testing.M) { os.Exit(agenttest.RunTests(m)) }
+
 // world is one test's fake API, HOME (where the CLI keeps its sessions)
 // and working directory.
 type world struct {
