@@ -182,12 +182,21 @@ E2E_PARALLEL ?= 4
 # with nothing of ours to watch. Their model and the tray, which the window's
 # goroutines feed, stay under the detector.
 UNIT_NORACE := $(GO_MODULE)/app
-UNIT_RACE = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '^$(UNIT_NORACE)$$')
+# The packages whose tests take longest come first, the longest first (warm,
+# measured): go test starts the packages in the order given, two at a time,
+# so a long one near the end of the alphabet (the supervisor's, 105 s) ran
+# alone after every other had finished. The rest follow in go list's order.
+UNIT_FIRST := ./supervisor ./sessions/opencode ./sessions/gemini . ./sessions/copilot ./supervisor/core ./sessions/claude/fakeapi ./sessions/codex
+UNIT_RACE = $$($(GO) list $(UNIT_FIRST) ./... | grep -v -e '/e2e$$' -e '^$(UNIT_NORACE)$$')
+# How many of a package's parallel tests run at once (go test's default is
+# the number of cores): those marked t.Parallel() drive a real CLI and wait
+# on it, not on a core (sessions/gemini: each in a world of its own).
+UNIT_PARALLEL ?= 4
 
 # Each run has a TMPDIR of its own (packaging/leftovers.sh), which must be
 # empty when it ends: a test that leaves a file there fails the run.
 unit: test-deps $(CLIS)
-	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -race -tags ci -count=1 -timeout 20m $(UNIT_RACE)
+	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -race -tags ci -count=1 -timeout 20m -parallel $(UNIT_PARALLEL) $(UNIT_RACE)
 	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -tags ci -count=1 -timeout 20m $(UNIT_NORACE)
 
 # The unit tests' compile alone (each test binary built and handed to

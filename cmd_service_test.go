@@ -333,8 +333,41 @@ func TestServiceSecondRunShowsTheFirst(t *testing.T) {
 	}
 }
 
-// TestServiceWithStampedBinary builds the real binary the way the Makefile
-// does (-ldflags -X main.version) and checks that `version` prints the stamp
+// builtAppStamp is the version builtApp stamps into the app.
+const builtAppStamp = "9.8.7-stamped"
+
+// builtApp is the real binary built the way the Makefile does (-ldflags -X
+// main.version, stamped builtAppStamp) into a directory whose name has a
+// space, once per test binary: each build is a link of the whole app (~8 s
+// on two shared cores), and the tests that run it as a user would only read
+// it. TestMain removes it.
+func builtApp(t *testing.T) string {
+	t.Helper()
+	builtAppOnce.once.Do(func() {
+		if builtAppOnce.dir, builtAppOnce.err = os.MkdirTemp("", "ss-app"); builtAppOnce.err != nil {
+			return
+		}
+		builtAppOnce.path = filepath.Join(builtAppOnce.dir, "bin dir", "session-supervisor")
+		build := exec.Command("go", "build", "-ldflags", "-X main.version="+builtAppStamp, "-o", builtAppOnce.path, ".")
+		if out, err := build.CombinedOutput(); err != nil {
+			builtAppOnce.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if builtAppOnce.err != nil {
+		t.Fatal(builtAppOnce.err)
+	}
+	return builtAppOnce.path
+}
+
+// builtAppOnce is what builtApp built (dir: its temporary directory).
+var builtAppOnce struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// TestServiceWithStampedBinary runs the real binary built the way the
+// Makefile does (builtApp) and checks that `version` prints the stamp
 // and that `service install` writes the binary's own absolute path into the
 // unit, then removes it cleanly. systemctl here behaves like one in a login
 // without a user manager.
@@ -343,12 +376,7 @@ func TestServiceWithStampedBinary(t *testing.T) {
 		t.Skip("systemd is Linux only")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "bin dir", "session-supervisor")
-	const stamp = "9.8.7-stamped"
-	build := exec.Command("go", "build", "-ldflags", "-X main.version="+stamp, "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtApp(t)
 	fakeBin := filepath.Join(tmp, "fakebin")
 	if err := os.MkdirAll(fakeBin, 0o755); err != nil {
 		t.Fatal(err)
@@ -379,8 +407,8 @@ func TestServiceWithStampedBinary(t *testing.T) {
 		return code, out.String(), errOut.String()
 	}
 
-	if code, out, _ := run("version"); code != 0 || out != "session-supervisor "+stamp+"\n" {
-		t.Errorf("version: exit %d, %q; want the stamped %s", code, out, stamp)
+	if code, out, _ := run("version"); code != 0 || out != "session-supervisor "+builtAppStamp+"\n" {
+		t.Errorf("version: exit %d, %q; want the stamped %s", code, out, builtAppStamp)
 	}
 	code, _, errOut := run("--data-dir", dataDir, "service", "install")
 	if code != 1 || !strings.Contains(errOut, "loginctl enable-linger") {

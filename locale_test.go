@@ -5,7 +5,6 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,10 +18,7 @@ import (
 // parsing user locale": the built binary is run as a user would, and
 // stderr must hold nothing but the command's own output.
 func TestNoLocaleErrorUnderCLocale(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "session-supervisor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtApp(t)
 	dir := testdir.Short(t, "ss")
 	locales := []struct {
 		name string

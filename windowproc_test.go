@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -35,7 +36,15 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// builtApp's build outlives each test (os.Exit runs no deferred call).
+	if builtAppOnce.dir != "" {
+		if err := os.RemoveAll(builtAppOnce.dir); err != nil {
+			fmt.Fprintln(os.Stderr, "removing the built app:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 const (

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/sessions"
 	"github.com/session-supervisor/session-supervisor/sessions/agentkit"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/sessions/claude"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
@@ -39,36 +39,18 @@ var testSettings = func() *settings.Registry {
 // waitLimit bounds every wait for a condition; reaching it fails the test.
 const waitLimit = 30 * time.Second
 
-// moduleRoot walks up from the package directory to go.mod.
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
+// TestMain removes the helper programs the tests built (agenttest.Built)
+// when they end.
+func TestMain(m *testing.M) { os.Exit(agenttest.RunTests(m)) }
 
-// buildFakeClaude builds the scripted fake CLI into a per-test directory
-// (the go build cache makes this a link step).
+// buildFakeClaude builds the scripted fake CLI once per test binary
+// (agenttest.Built): every rig that launches runs the same program, and a
+// go build per rig (the go command's start, its cache check and a link)
+// was about 2 s of each of those tests (measured: 15 builds, 30 s of the
+// package's run).
 func buildFakeClaude(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fakeclaude")
-	cmd := exec.Command("go", "build", "-o", bin, "./sessions/claude/fakeclaude")
-	cmd.Dir = moduleRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building fakeclaude: %v\n%s", err, out)
-	}
-	return bin
+	return agenttest.Built(t, "github.com/session-supervisor/session-supervisor/sessions/claude/fakeclaude", "fakeclaude")
 }
 
 // fcStep is one step of a fakeclaude script (see its doc comment).

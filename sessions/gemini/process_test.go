@@ -19,7 +19,12 @@ import (
 
 // These tests run the real Gemini CLI (`make test` installs the pinned one;
 // GEMINI_BIN overrides) in ACP mode against the fake Gemini API on
-// 127.0.0.1, with a refusing proxy for anything else.
+// 127.0.0.1, with a refusing proxy for anything else. Each test builds a
+// world of its own (newRealWorld: its own fake, proxy, home and directory)
+// and spends most of its time waiting on the CLI, not on a core (measured:
+// 20 s of CPU in the package's 83 s run one at a time), so they run in
+// parallel: the longest is TestProcessRealCancelAndResume, whose resume
+// waits for the next minute (loadDelay).
 
 type realWorld struct {
 	bin string
@@ -82,6 +87,7 @@ func last(evs []sessions.Event) sessions.Event {
 // session; a tool under approval mode yolo runs without asking and is open
 // while it runs.
 func TestProcessRealTurns(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
@@ -117,8 +123,10 @@ func TestProcessRealTurns(t *testing.T) {
 // TestProcessRealPermission: under approval mode default the command waits
 // for the app's answer; deny keeps it from running, allow runs it.
 func TestProcessRealPermission(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		t.Run(map[bool]string{true: "allow", false: "deny"}[allow], func(t *testing.T) {
+			t.Parallel()
 			w := newRealWorld(t)
 			p := w.start(t, "default", "")
 			if err := p.SendPrompt("[[scenario:write]] make it"); err != nil {
@@ -147,6 +155,7 @@ func TestProcessRealPermission(t *testing.T) {
 // TestProcessRealCancelAndResume: session/cancel aborts a silent stream; a
 // new process loads the session and its turn completes.
 func TestProcessRealCancelAndResume(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
 	if err := p.SendPrompt("[[scenario:text]] hi"); err != nil {
@@ -205,6 +214,7 @@ func TestProcessRealCancelAndResume(t *testing.T) {
 // TestProcessRealFailures: the CLI's errors after its own retries are
 // classified.
 func TestProcessRealFailures(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		scenario string
 		kind     sessions.FailureKind
@@ -252,6 +262,7 @@ func TestProcessRealFailures(t *testing.T) {
 // the next turn, announced as a session init so Apply starts that turn.
 // Compact, which ACP cannot do, fails its turn at once with the reason.
 func TestProcessRealQueuedPrompt(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
 	if err := p.SendPrompt("[[scenario:text]] first"); err != nil {
@@ -298,6 +309,7 @@ func hangingTurn(t *testing.T) *Process {
 // when its input closes) is recognized and stopped; a program that is not
 // gemini --acp is left alone.
 func TestReapOrphanReal(t *testing.T) {
+	t.Parallel()
 	p := hangingTurn(t)
 	if err := p.CloseInput(); err != nil {
 		t.Fatal(err)
@@ -341,6 +353,7 @@ func TestIsGeminiACP(t *testing.T) {
 // passed, so the runtime interrupts the session at its next tick even when
 // a survivor holds stdout open and no exit event comes.
 func TestProcessRealKilledMidTurnReadsDead(t *testing.T) {
+	t.Parallel()
 	p := hangingTurn(t)
 	agenttest.KillReadsDead(t, p)
 }

@@ -16,6 +16,7 @@ import (
 // folds the cached tokens into input, so the session's input is the calls'
 // input and cache read together.
 func TestRealUsage(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	p := w.start(t, "yolo", "")
 	s := sessions.Session{ID: "u", State: sessions.Idle}
