@@ -14,6 +14,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/requiretool"
 	"github.com/session-supervisor/session-supervisor/sessions"
+	"github.com/session-supervisor/session-supervisor/testproc"
 )
 
 // The binding over the real wire: fyne.io/systray on a private session bus,
@@ -21,8 +22,13 @@ import (
 // hidden items left out). Through sessions coming and going, submenus
 // growing and shrinking and a rebuild, the host sees exactly the model's
 // menu; a click by an id read before a change acts on what the item shows
-// now, and a click on a hidden item does nothing.
+// now, and a click on a hidden item does nothing. systray runs once per
+// process (its quit is final, its session bus connection process-wide), so
+// the test runs in a process of its own.
 func TestTrayOverDBus(t *testing.T) {
+	if !testproc.Own(t) {
+		return
+	}
 	host, dest := startSystray(t)
 	acts := make(chan Item, 16)
 	tr := New(func(it Item) { acts <- it })
@@ -127,12 +133,6 @@ func TestTrayOverDBus(t *testing.T) {
 // connection is up).
 func startSystray(t *testing.T) (*dbus.Conn, string) {
 	t.Helper()
-	if systrayRan {
-		// Its quit is final (and its session bus connection a
-		// process-wide one): a second run needs a process of its own.
-		t.Skip("systray runs once per process: this run (of -count>1) is not the first")
-	}
-	systrayRan = true
 	addr := requiretool.SessionBus(t)
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
 
@@ -165,9 +165,6 @@ func startSystray(t *testing.T) (*dbus.Conn, string) {
 	}
 	return host, fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", os.Getpid())
 }
-
-// systrayRan is set once systray was started in this process.
-var systrayRan bool
 
 // watcher plays the StatusNotifierWatcher: systray registers its item once
 // its bus connection is up.
