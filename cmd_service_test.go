@@ -16,6 +16,7 @@ import (
 
 	"github.com/session-supervisor/session-supervisor/localapi"
 	"github.com/session-supervisor/session-supervisor/packaging"
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 	"github.com/session-supervisor/session-supervisor/settings"
 	"github.com/session-supervisor/session-supervisor/storage"
 	"github.com/session-supervisor/session-supervisor/supervisor"
@@ -338,32 +339,12 @@ const builtAppStamp = "9.8.7-stamped"
 
 // builtApp is the real binary built the way the Makefile does (-ldflags -X
 // main.version, stamped builtAppStamp) into a directory whose name has a
-// space, once per test binary: each build is a link of the whole app (~8 s
-// on two shared cores), and the tests that run it as a user would only read
-// it. TestMain removes it.
+// space, once per test binary (agenttest.BuiltWith): each build is a link
+// of the whole app (~8 s on two shared cores), and the tests that run it as
+// a user would only read it. TestMain removes it (agenttest.RunTests).
 func builtApp(t *testing.T) string {
 	t.Helper()
-	builtAppOnce.once.Do(func() {
-		if builtAppOnce.dir, builtAppOnce.err = os.MkdirTemp("", "ss-app"); builtAppOnce.err != nil {
-			return
-		}
-		builtAppOnce.path = filepath.Join(builtAppOnce.dir, "bin dir", "session-supervisor")
-		build := exec.Command("go", "build", "-ldflags", "-X main.version="+builtAppStamp, "-o", builtAppOnce.path, ".")
-		if out, err := build.CombinedOutput(); err != nil {
-			builtAppOnce.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if builtAppOnce.err != nil {
-		t.Fatal(builtAppOnce.err)
-	}
-	return builtAppOnce.path
-}
-
-// builtAppOnce is what builtApp built (dir: its temporary directory).
-var builtAppOnce struct {
-	once      sync.Once
-	dir, path string
-	err       error
+	return agenttest.BuiltWith(t, ".", "bin dir/session-supervisor", "-ldflags", "-X main.version="+builtAppStamp)
 }
 
 // TestServiceWithStampedBinary runs the real binary built the way the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/session-supervisor/session-supervisor/sessions/agentkit/agenttest"
 )
 
 // TestMain lets this test binary stand in for the window process
@@ -36,15 +37,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
-	// builtApp's build outlives each test (os.Exit runs no deferred call).
-	if builtAppOnce.dir != "" {
-		if err := os.RemoveAll(builtAppOnce.dir); err != nil {
-			fmt.Fprintln(os.Stderr, "removing the built app:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	// RunTests removes what the tests built (builtApp).
+	os.Exit(agenttest.RunTests(m))
 }
 
 const (

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -14,7 +15,7 @@ import (
 // name; running is set by RunTests, which removes them at the end.
 var (
 	buildsMu sync.Mutex
-	builds   = map[[2]string]*built{}
+	builds   = map[string]*built{}
 	running  bool
 )
 
@@ -35,24 +36,34 @@ var errNotRunTests = errors.New("agenttest.Built needs the package's TestMain to
 // RunTests removes it when the tests end.
 func Built(t testing.TB, pkg, name string) string {
 	t.Helper()
+	return BuiltWith(t, pkg, name)
+}
+
+// BuiltWith is Built with the program's path inside its directory (rel:
+// "bin dir/app" puts it in a subdirectory) and go build's flags (such as
+// -ldflags); each pkg, rel and flags together is built once.
+func BuiltWith(t testing.TB, pkg, rel string, flags ...string) string {
+	t.Helper()
+	key := strings.Join(append([]string{pkg, rel}, flags...), "\x00")
 	buildsMu.Lock()
 	if !running {
 		buildsMu.Unlock()
 		t.Fatal(errNotRunTests)
 	}
-	b := builds[[2]string{pkg, name}]
+	b := builds[key]
 	if b == nil {
 		b = &built{}
-		builds[[2]string{pkg, name}] = b
+		builds[key] = b
 	}
 	buildsMu.Unlock()
 	b.once.Do(func() {
-		b.dir, b.err = os.MkdirTemp("", name)
+		b.dir, b.err = os.MkdirTemp("", filepath.Base(rel))
 		if b.err != nil {
 			return
 		}
-		b.path = filepath.Join(b.dir, name)
-		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+		b.path = filepath.Join(b.dir, rel)
+		args := append(append([]string{"build"}, flags...), "-o", b.path, pkg)
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %w\n%s", pkg, err, out)
 		}
 	})
