@@ -220,24 +220,31 @@ func TestObservedHardStallNudgesThroughInbox(t *testing.T) {
 
 // hardStall follows w's session until it works, then lets it stall past
 // the hard limit (set's thresholds made milliseconds): the supervisor
-// sends its interrupt, whose frame is returned.
+// sends its interrupt, whose frame is returned. It ticks as the loop does,
+// until the frame comes: two ticks (Suspect, then the interrupt) are
+// enough unless an observation of the session lands between them (late
+// under a loaded machine's scheduler), which makes it genuinely not silent;
+// the stall chain never takes a step twice, so a tick more sends nothing
+// more.
 func hardStall(t *testing.T, g *rig, ctx context.Context, w *termWorld, frames <-chan []string, set settings.Settings) (sessions.Session, []string) {
 	t.Helper()
 	g.rt.startExternal(ctx)
 	s := waitFor(t, g.rt, 2*time.Second, "working", func(s sessions.Session) bool { return s.State == sessions.Working })
 	set.StallSuspect, set.StallToolSuspect, set.StallHard = time.Millisecond, time.Millisecond, 2*time.Millisecond
-	time.Sleep(5 * time.Millisecond)
-	g.rt.Tick(ctx, set) // Suspect
-	time.Sleep(5 * time.Millisecond)
-	g.rt.Tick(ctx, set) // hard stall: the interrupt
-	g.rt.Settle()
-	select {
-	case lines := <-frames:
-		return s, lines
-	case <-time.After(5 * time.Second):
-		t.Fatal("no frame reached the inbox")
+	deadline := time.After(10 * time.Second)
+	for {
+		time.Sleep(5 * time.Millisecond)
+		g.rt.Tick(ctx, set) // Suspect, then the hard stall's interrupt
+		g.rt.Settle()
+		select {
+		case lines := <-frames:
+			return s, lines
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("no frame reached the inbox in 10 s of ticks; sessions %+v; timeline %s",
+				g.rt.Sessions(), strings.Join(rowKinds(dbTimeline(t, g.store, s.ID)), " "))
+		}
 	}
-	return s, nil
 }
 
 // The supervisor's hard-stall interrupt of a terminal turn reaches the
