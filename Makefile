@@ -64,7 +64,7 @@ DIST := dist
 PKG_LINUX := session-supervisor-$(VERSION)-linux-$(shell $(GO) env GOARCH)
 WINDOWS_BIN := bin/session-supervisor.exe
 
-.PHONY: all deps test-deps build hook run test suites lint lint-beside lint-static vulncheck unit unit-compile e2e bench bench-idle bench-machines bench-usage clean package-linux build-windows check-windows
+.PHONY: all deps test-deps build hook run test suites lint lint-beside lint-static vulncheck unit unit-race unit-norace unit-compile e2e bench bench-idle bench-machines bench-usage clean package-linux build-windows check-windows
 
 all: build
 
@@ -183,21 +183,41 @@ E2E_PARALLEL ?= 4
 # goroutines feed, stay under the detector.
 UNIT_NORACE := $(GO_MODULE)/app
 # The packages whose tests take longest come first, the longest first (warm,
-# measured): go test starts the packages in the order given, two at a time,
-# so a long one near the end of the alphabet (the supervisor's, 105 s) ran
-# alone after every other had finished. The rest follow in go list's order.
-UNIT_FIRST := ./supervisor ./sessions/opencode ./sessions/gemini . ./sessions/copilot ./supervisor/core ./sessions/claude/fakeapi ./sessions/codex
+# measured): go test starts the packages in the order given, UNIT_PROCS at a
+# time, so a long one near the end of the alphabet (the supervisor's, 105 s)
+# ran alone after every other had finished. The rest follow in go list's order.
+UNIT_FIRST := ./supervisor ./sessions/gemini ./sessions/opencode ./sessions/copilot ./sessions/claude/fakeapi . ./sessions/codex ./supervisor/core ./sessions
 UNIT_RACE = $$($(GO) list $(UNIT_FIRST) ./... | grep -v -e '/e2e$$' -e '^$(UNIT_NORACE)$$')
 # How many of a package's parallel tests run at once (go test's default is
 # the number of cores): those marked t.Parallel() drive a real CLI and wait
 # on it, not on a core (sessions/gemini: each in a world of its own).
 UNIT_PARALLEL ?= 4
+# How many test binaries (and links) run at once in the race part: one more
+# than the two cores, because after the first two minutes (the soak and
+# OpenCode, which keep both busy) it is bound by waits (Gemini's CLI, each
+# small package's link and start), not by a core: 55 to 80 % busy at -p 2
+# (measured each 5 s); 272 -> 235 s at -p 3.
+UNIT_PROCS ?= 3
+# The race detector sleeps a second at every test binary's exit (its
+# atexit_sleep_ms, for reports from goroutines still running then): about
+# 60 seconds of the race part's slots. A race while a test runs still fails
+# that test (the testing package checks after each one).
+UNIT_GORACE := atexit_sleep_ms=0
 
-# Each run has a TMPDIR of its own (packaging/leftovers.sh), which must be
-# empty when it ends: a test that leaves a file there fails the run.
+# The race part and the window's tests side by side, the window's at nice 10:
+# they are one core's work (text shaping) that fills the race part's waits
+# instead of running after it (272 + 44 s in a row; 251 s side by side,
+# measured). Each run has a TMPDIR of its own (packaging/leftovers.sh),
+# which must be empty when it ends: a test that leaves a file there fails
+# the run.
 unit: test-deps $(CLIS)
-	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -race -tags ci -count=1 -timeout 20m -parallel $(UNIT_PARALLEL) $(UNIT_RACE)
-	./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -tags ci -count=1 -timeout 20m $(UNIT_NORACE)
+	$(MAKE) --no-print-directory -j2 --output-sync=line unit-race unit-norace
+
+unit-race:
+	./packaging/leftovers.sh env $(CLI_ENV) GORACE=$(UNIT_GORACE) $(GO) test -race -tags ci -count=1 -timeout 20m -p $(UNIT_PROCS) -parallel $(UNIT_PARALLEL) $(UNIT_RACE)
+
+unit-norace:
+	nice -n 10 ./packaging/leftovers.sh env $(CLI_ENV) $(GO) test -tags ci -count=1 -timeout 20m $(UNIT_NORACE)
 
 # The unit tests' compile alone (each test binary built and handed to
 # `true` instead of run: nothing runs, not even a TestMain), so that `unit`

@@ -112,8 +112,15 @@ func (p *proc) has(k sessions.EventKind) bool {
 	return false
 }
 
-// TestProcessTurns drives one real `opencode serve` per scenario: the event
-// sequence and the outcome the supervisor is told.
+// TestProcessTurns drives one real `opencode serve` through one turn per
+// scenario, in order, in one session (the fake API picks a request's
+// scenario by the last marker in it): the event sequence and the outcome
+// the supervisor is told, and that a session takes its next prompt after
+// each failure. One server, not one per scenario: OpenCode's start is 4 to
+// 5 s of a core, the unit tests' longest single cost. The overflows come
+// first: OpenCode's compaction request leaves out the prompt that
+// overflowed, so it would carry the turn before's marker (a 401 there made
+// overflow_once fail as auth). "text" comes last: it closes the input.
 func TestProcessTurns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: this test needs the real OpenCode CLI, which it runs for minutes")
@@ -122,6 +129,30 @@ func TestProcessTurns(t *testing.T) {
 		scenario string
 		check    func(t *testing.T, p *proc, end sessions.Event, w *realWorld)
 	}{
+		{"overflow_once", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
+			// OpenCode compacts an overflow by itself and goes on.
+			if end.Kind != sessions.EvTurnCompleted || !p.has(sessions.EvCompactionStarted) || !p.has(sessions.EvCompactionFinished) {
+				t.Errorf("events %s, want a compaction then the turn completed; end %+v; log %+v", kinds(p.got), end.Failure, w.api.Log())
+			}
+		}},
+		{"overflow", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
+			if end.Kind != sessions.EvTurnFailed || end.Failure.Kind != sessions.ContextOverflow {
+				t.Errorf("turn ended %s %+v, want failed context_overflow", end.Kind, end.Failure)
+			}
+		}},
+		{"tool", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
+			if end.Kind != sessions.EvTurnCompleted || !p.has(sessions.EvToolStarted) || !p.has(sessions.EvToolFinished) {
+				t.Errorf("events %s, want bash started, finished, then the turn completed", kinds(p.got))
+			}
+			if reqs := w.api.Requests("tool"); len(reqs) != 2 || !strings.Contains(reqs[1].ToolOutput, "hi") {
+				t.Errorf("requests %+v, want the call and then its output", reqs)
+			}
+		}},
+		{"401", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
+			if end.Kind != sessions.EvTurnFailed || end.Failure.Kind != sessions.Auth || end.Status != 401 {
+				t.Errorf("turn ended %s status %d %+v, want failed auth 401", end.Kind, end.Status, end.Failure)
+			}
+		}},
 		{"text", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
 			if end.Kind != sessions.EvTurnCompleted {
 				t.Errorf("turn ended %s %+v, want completed", end.Kind, end.Failure)
@@ -140,42 +171,17 @@ func TestProcessTurns(t *testing.T) {
 				t.Errorf("after CloseInput: exit %d signal %q err %v, want a stop by SIGTERM", code, sig, err)
 			}
 		}},
-		{"tool", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
-			if end.Kind != sessions.EvTurnCompleted || !p.has(sessions.EvToolStarted) || !p.has(sessions.EvToolFinished) {
-				t.Errorf("events %s, want bash started, finished, then the turn completed", kinds(p.got))
-			}
-			if reqs := w.api.Requests("tool"); len(reqs) != 2 || !strings.Contains(reqs[1].ToolOutput, "hi") {
-				t.Errorf("requests %+v, want the call and then its output", reqs)
-			}
-		}},
-		{"401", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
-			if end.Kind != sessions.EvTurnFailed || end.Failure.Kind != sessions.Auth || end.Status != 401 {
-				t.Errorf("turn ended %s status %d %+v, want failed auth 401", end.Kind, end.Status, end.Failure)
-			}
-		}},
-		{"overflow_once", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
-			// OpenCode compacts an overflow by itself and goes on.
-			if end.Kind != sessions.EvTurnCompleted || !p.has(sessions.EvCompactionStarted) || !p.has(sessions.EvCompactionFinished) {
-				t.Errorf("events %s, want a compaction then the turn completed", kinds(p.got))
-			}
-		}},
-		{"overflow", func(t *testing.T, p *proc, end sessions.Event, w *realWorld) {
-			if end.Kind != sessions.EvTurnFailed || end.Failure.Kind != sessions.ContextOverflow {
-				t.Errorf("turn ended %s %+v, want failed context_overflow", end.Kind, end.Failure)
-			}
-		}},
 	}
+	w := newRealWorld(t, fakeapi.Config{})
+	p := w.start(t, ProcessOptions{})
+	init := p.until("the session", kindIs(sessions.EvSessionInit))
+	if !sessionRE.MatchString(init.AgentSessionID) {
+		t.Fatalf("session id %q", init.AgentSessionID)
+	}
+	checkLocked(t, p.Process)
 	for _, tc := range tests {
-		t.Run(tc.scenario, func(t *testing.T) {
-			w := newRealWorld(t, fakeapi.Config{})
-			p := w.start(t, ProcessOptions{})
-			init := p.until("the session", kindIs(sessions.EvSessionInit))
-			if !sessionRE.MatchString(init.AgentSessionID) {
-				t.Fatalf("session id %q", init.AgentSessionID)
-			}
-			if tc.scenario == "text" {
-				checkLocked(t, p.Process)
-			}
+		ok := t.Run(tc.scenario, func(t *testing.T) {
+			p.t, p.got = t, nil // this scenario's events alone
 			if err := p.SendPrompt("[[scenario:" + tc.scenario + "]] go"); err != nil {
 				t.Fatal(err)
 			}
@@ -185,6 +191,9 @@ func TestProcessTurns(t *testing.T) {
 				t.Errorf("%d events skipped", p.SkippedLines())
 			}
 		})
+		if !ok {
+			break // the session may be anywhere: the next scenarios would fail for it
+		}
 	}
 }
 
