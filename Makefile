@@ -127,12 +127,14 @@ vulncheck: $(GOVULNCHECK) $(VULNDB)/index/modules.json lint-static build
 # the install is from (npm's extracted files carry 1985 mtimes, so the binary
 # itself cannot tell make). Regenerate a lockfile after changing a pin with
 # `npm install --package-lock-only --no-audit --no-fund` in its directory.
-# The `--version` that checks an install runs with a throwaway HOME and
-# TMPDIR (not HOME itself: Codex puts no helpers in a CODEX_HOME under
-# TMPDIR, and warns) in the install's folder, removed after it: even that
-# writes state (~/.codex/tmp, ~/.gemini/projects.json.*.tmp, OpenCode's XDG
-# directories and $TMPDIR/opencode, Copilot's unpacked runtime), none of it
-# the developer's.
+# `npm ci` runs with a throwaway TMPDIR (OpenCode's postinstall leaves an
+# empty $TMPDIR/opencode) and keeps the user's npm cache. The `--version`
+# that checks an install runs with a throwaway HOME and TMPDIR (not HOME
+# itself: Codex puts no helpers in a CODEX_HOME under TMPDIR, and warns) in
+# the install's folder, removed after it: even that writes state
+# (~/.codex/tmp, ~/.gemini/projects.json.*.tmp, OpenCode's XDG directories
+# and $TMPDIR/opencode, Copilot's unpacked runtime), none of it the
+# developer's.
 TEST_CLIS := claude claude-interactive codex copilot gemini opencode
 # NAME's binary, and its npm package and version as package.json must pin them.
 CLI_BIN_claude := $(CLAUDE_BIN)
@@ -154,8 +156,8 @@ $(CURDIR)/.cache/%/.installed-lock.json: packaging/test-clis/%/package.json pack
 	@mkdir -p $(dir $@)
 	rm -f $@
 	cp packaging/test-clis/$*/package.json packaging/test-clis/$*/package-lock.json $(dir $@)
-	npm ci --prefix $(dir $@) --no-audit --no-fund
 	rm -rf $(dir $@)version-home && mkdir -p $(dir $@)version-home/tmp
+	TMPDIR=$(dir $@)version-home/tmp npm ci --prefix $(dir $@) --no-audit --no-fund
 	HOME=$(dir $@)version-home TMPDIR=$(dir $@)version-home/tmp $(CLI_BIN_$*) --version
 	rm -rf $(dir $@)version-home
 	cp packaging/test-clis/$*/package-lock.json $@
