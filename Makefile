@@ -215,6 +215,7 @@ UNIT_GORACE := atexit_sleep_ms=0
 unit: test-deps $(CLIS)
 	$(MAKE) --no-print-directory -j2 --output-sync=line unit-race unit-norace
 
+# unit's two halves: they take its installs as done (run `make unit`).
 unit-race:
 	./packaging/leftovers.sh env $(CLI_ENV) GORACE=$(UNIT_GORACE) $(GO) test -race -tags ci -count=1 -timeout 20m -p $(UNIT_PROCS) -parallel $(UNIT_PARALLEL) $(UNIT_RACE)
 
