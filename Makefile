@@ -212,6 +212,8 @@ UNIT_GORACE := atexit_sleep_ms=0
 # measured). Each run has a TMPDIR of its own (packaging/leftovers.sh),
 # which must be empty when it ends: a test that leaves a file there fails
 # the run.
+# Under make test, the sub-make's own -j2 prints "-j2 forced in submake:
+# resetting jobserver mode": meant, the two halves always run side by side.
 unit: test-deps $(CLIS)
 	$(MAKE) --no-print-directory -j2 --output-sync=line unit-race unit-norace
 
